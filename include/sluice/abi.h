@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Everything the XDP program and user space exchange through maps: keys,
+ * values, enums, limits and pin names. Maps are pinned and outlive both the
+ * agent and upgrades, so the layout here is an ABI: never reorder a field;
+ * append, or turn one into reserved, and bump SLUICE_ABI_VERSION. The loader
+ * refuses pinned maps whose sluice_ctl.abi_version differs.
+ *
+ * Byte order: addresses and ports are network order (as on the wire), all
+ * other integers host order. Addresses are 16 bytes; IPv4 is stored
+ * IPv4-mapped (::ffff:a.b.c.d), so one key path serves both families.
+ */
+#ifndef SLUICE_ABI_H
+#define SLUICE_ABI_H
+
+#include "compiler.h"
+
+#define SLUICE_ABI_VERSION 1
+
+/* Limits that size maps and loops. */
+#define SLUICE_MAX_POLICIES 4096 /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
+#define SLUICE_POLICY_GENS 2	 /* policy and match tables are double-buffered */
+#define SLUICE_MAX_LAYERS 8	 /* policies that may apply to one packet */
+#define SLUICE_NAME_LEN 32	 /* policy name including the terminating NUL */
+#define SLUICE_MATCH_ENTRIES 65536
+#define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
+#define SLUICE_VLAN_MAX 2     /* 802.1Q / 802.1ad tags parsed */
+#define SLUICE_IPV6_EXT_MAX 6 /* IPv6 extension headers skipped before giving up */
+#define SLUICE_CAS_RETRIES 8  /* compare-and-swap attempts on one key per packet */
+
+#define SLUICE_ADDR_LEN 16
+#define SLUICE_ADDR_BITS 128
+#define SLUICE_V4MAPPED_BITS 96 /* bits of ::ffff:0:0/96 before the IPv4 address */
+#define SLUICE_IPV4_BITS 32
+#define SLUICE_PORT_BITS 16
+
+#define SLUICE_PIN_ROOT "/sys/fs/bpf/sluice"
+#define SLUICE_PIN_LINK "link" /* the pinned XDP bpf_link, beside the maps */
+
+/* Cost unit of a policy: what one GCRA "cell" is. */
+enum sluice_cost {
+	SLUICE_COST_PKTS = 0,  /* every packet costs 1 */
+	SLUICE_COST_BYTES = 1, /* a packet costs its L2 frame length (no FCS) */
+	SLUICE_COST_MAX,
+};
+
+/* Largest cost of one packet in bytes; bounds the interval arithmetic. */
+#define SLUICE_COST_BYTES_MAX (1ULL << 16)
+
+/* Key of sluice_state: one GCRA cell per policy and (masked) source. */
+struct sluice_key {
+	__u32 policy_id;		/* stable id: survives reloads and restarts */
+	__u8 addr[SLUICE_ADDR_LEN];	/* source masked to the policy's prefix, network order;
+					 * all zero for a policy with one global key */
+};
+SLUICE_ASSERT_SIZE(struct sluice_key, 20);
+SLUICE_ASSERT_OFFSET(struct sluice_key, addr, 4);
+
+/* Value of sluice_state. Written only by compare-and-swap in the XDP program. */
+struct sluice_state {
+	__u64 tat; /* GCRA theoretical arrival time, ticks of bpf_ktime_get_ns() (see gcra.h), wraps */
+};
+SLUICE_ASSERT_SIZE(struct sluice_state, 8);
+
+/* Bits of struct sluice_policy.flags. */
+enum sluice_policy_flag {
+	SLUICE_POLICY_F_TCP_SYN = 1 << 0, /* only TCP segments with SYN set and ACK clear */
+};
+
+/*
+ * Value of sluice_policy, indexed by gen * SLUICE_MAX_POLICIES + id. The
+ * emission interval of one cost unit is interval_mant / 2^interval_shift
+ * ticks; tolerance is burst × that interval. compile.c derives both and
+ * guarantees the bounds gcra.h states.
+ */
+struct sluice_policy {
+	__u64 interval_mant;	/* ticks << interval_shift per cost unit */
+	__u64 tolerance;	/* ticks: burst × interval, at most SLUICE_GCRA_TOL_MAX */
+	__u32 id;		/* stable policy id: sluice_key.policy_id and stats index */
+	__u8 interval_shift;	/* 0 .. SLUICE_GCRA_SHIFT_MAX */
+	__u8 cost;		/* enum sluice_cost */
+	__u8 prefix4;		/* key bits of an IPv4 source, counted in the mapped address:
+				 * SLUICE_V4MAPPED_BITS + IPv4 prefix; 0 = one key for all */
+	__u8 prefix6;		/* key bits of an IPv6 source, 0 .. 128; 0 = one key for all */
+	__u8 flags;		/* enum sluice_policy_flag */
+	__u8 reserved[7];
+	char name[SLUICE_NAME_LEN]; /* NUL-terminated, for status without the agent */
+};
+SLUICE_ASSERT_SIZE(struct sluice_policy, 64);
+SLUICE_ASSERT_OFFSET(struct sluice_policy, name, 32);
+
+/*
+ * Key of the sluice_match LPM trie. Data bits, in order: generation (8),
+ * IP protocol (8), destination port (16, network order). A policy for any
+ * protocol is an 8-bit prefix, one for a protocol a 16-bit prefix, one for
+ * a port or a port range one or more longer prefixes. Packets without ports
+ * (ICMP, non-first fragments) are looked up with SLUICE_MATCH_BITS_PROTO.
+ */
+struct sluice_match_key {
+	__u32 prefixlen; /* bits of the fields below that must match */
+	__u8 gen;
+	__u8 proto;	 /* IPPROTO_* */
+	__be16 dst_port;
+};
+SLUICE_ASSERT_SIZE(struct sluice_match_key, 8);
+
+#define SLUICE_MATCH_BITS_GEN 8
+#define SLUICE_MATCH_BITS_PROTO 16
+#define SLUICE_MATCH_BITS_PORT 32
+
+/* Value of sluice_match: every policy that applies, most specific first. */
+struct sluice_match {
+	__u32 count;			/* 1 .. SLUICE_MAX_LAYERS */
+	__u32 ids[SLUICE_MAX_LAYERS];	/* policy ids */
+};
+SLUICE_ASSERT_SIZE(struct sluice_match, 36);
+
+/* Value of sluice_ctl, a one-element array written by the agent. */
+struct sluice_ctl {
+	__u32 abi_version;	/* SLUICE_ABI_VERSION of whoever created the maps */
+	__u32 active_gen;	/* the live half of sluice_policy and sluice_match */
+	__u64 generation;	/* policy loads since the maps were created */
+};
+SLUICE_ASSERT_SIZE(struct sluice_ctl, 16);
+
+struct sluice_counter {
+	__u64 pkts;
+	__u64 bytes; /* L2 frame bytes, no FCS */
+};
+
+/* Per-policy counters, a per-CPU array indexed by policy id. */
+enum sluice_pstat {
+	SLUICE_PSTAT_PASSED = 0,  /* admitted by this policy */
+	SLUICE_PSTAT_DROPPED = 1, /* denied by this policy, and dropped */
+	SLUICE_PSTAT_MAX,
+};
+
+struct sluice_pstats {
+	struct sluice_counter c[SLUICE_PSTAT_MAX];
+};
+
+/* Interface-wide counters, a one-element per-CPU array. */
+enum sluice_total {
+	SLUICE_TOTAL_PASSED = 0,	/* every XDP_PASS */
+	SLUICE_TOTAL_DROPPED = 1,	/* every XDP_DROP */
+	SLUICE_TOTAL_UNPARSED = 2,	/* not IPv4/IPv6, or L2/L3 truncated or malformed: passed */
+	SLUICE_TOTAL_NO_PORTS = 3,	/* IP parsed, ports not (non-first fragment, truncated or
+					 * unknown L4): classified by protocol only */
+	SLUICE_TOTAL_NO_MATCH = 4,	/* no policy applies: passed */
+	SLUICE_TOTAL_STATE_ERR = 5,	/* a new key could not be stored: passed */
+	SLUICE_TOTAL_CAS_EXHAUSTED = 6,	/* SLUICE_CAS_RETRIES lost races on one key: dropped */
+	SLUICE_TOTAL_MAX,
+};
+
+struct sluice_totals {
+	struct sluice_counter c[SLUICE_TOTAL_MAX];
+};
+
+/* Maps, by the index user space uses; the name is also the pin file. */
+enum sluice_map {
+	SLUICE_MAP_STATE = 0,
+	SLUICE_MAP_POLICY,
+	SLUICE_MAP_MATCH,
+	SLUICE_MAP_STATS,
+	SLUICE_MAP_TOTALS,
+	SLUICE_MAP_CTL,
+	SLUICE_MAP_MAX,
+};
+
+#ifndef __bpf__
+/* The only place map names appear as strings; tests check it against the object. */
+static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
+	[SLUICE_MAP_STATE] = "sluice_state",
+	[SLUICE_MAP_POLICY] = "sluice_policy",
+	[SLUICE_MAP_MATCH] = "sluice_match",
+	[SLUICE_MAP_STATS] = "sluice_stats",
+	[SLUICE_MAP_TOTALS] = "sluice_totals",
+	[SLUICE_MAP_CTL] = "sluice_ctl",
+};
+#endif
+
+#endif /* SLUICE_ABI_H */
