@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Every map of the XDP program. Types and sizes come from
+ * include/sluice/abi.h; names are pin files under the per-interface pin
+ * root (LIBBPF_PIN_BY_NAME), so a restarted agent reuses them and no key
+ * state is lost. sluice_state's size is the default; the loader may change
+ * it before load.
+ */
+#ifndef SLUICE_MAPS_BPF_H
+#define SLUICE_MAPS_BPF_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "sluice/abi.h"
+
+/* Shared, not per-CPU: per-CPU limit state would admit ncpu times the limit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_STATE_ENTRIES_DEFAULT);
+	__type(key, struct sluice_key);
+	__type(value, struct sluice_state);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES);
+	__type(key, __u32);
+	__type(value, struct sluice_policy);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_MATCH_ENTRIES);
+	__type(key, struct sluice_match_key);
+	__type(value, struct sluice_match);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_match SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MAX_POLICIES);
+	__type(key, __u32);
+	__type(value, struct sluice_pstats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_totals);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_ctl);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ctl SEC(".maps");
+
+#endif /* SLUICE_MAPS_BPF_H */
