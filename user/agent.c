@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Agent operations. A policy is validated and compiled completely before
+ * any map is written, so a bad file never changes what is enforced.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "compile.h"
+#include "log.h"
+
+/* Parse @path; on bad input print every error and return NULL. */
+static struct policy_set *load_policy(const char *path)
+{
+	struct diag_list diags = { .file = path };
+	struct policy_set *ps = policy_set__load(path, &diags);
+
+	if (!ps && diags.n)
+		diag__print(&diags, stderr);
+	else if (!ps)
+		pr_warn("cannot read policy '%s': %s", path, strerror(errno));
+	diag__free(&diags);
+	return ps;
+}
+
+/* Compile @ps for the inactive generation of @att and switch to it. */
+static int apply(struct attachment *att, const struct policy_set *ps, const char *path)
+{
+	struct diag_list diags = { .file = path };
+	struct compiled c;
+	__u32 gen;
+	int err;
+
+	err = maps__next_gen(&att->maps, &gen);
+	if (err) {
+		pr_warn("cannot read control map of '%s': %s", att->iface, strerror(-err));
+		return err;
+	}
+	err = compile_policies(ps, gen, &c, &diags);
+	if (err) {
+		diag__print(&diags, stderr);
+		diag__free(&diags);
+		return err;
+	}
+	err = maps__apply(&att->maps, &c);
+	if (err)
+		pr_warn("cannot write policy to maps of '%s': %s", att->iface, strerror(-err));
+	else
+		log_event(LOG_INFO, "apply", "iface=%s policies=%zu classifier_entries=%zu gen=%u",
+			  att->iface, c.n_policies, c.n_match, gen);
+	compiled__free(&c);
+	return err;
+}
+
+/* Check the whole policy compiles before anything is attached or written. */
+static int validate(const struct policy_set *ps, const char *path)
+{
+	struct diag_list diags = { .file = path };
+	struct compiled c;
+	int err = compile_policies(ps, 0, &c, &diags);
+
+	if (err)
+		diag__print(&diags, stderr);
+	diag__free(&diags);
+	compiled__free(&c);
+	return err;
+}
+
+static int pick_ifaces(struct agent *a)
+{
+	size_t i;
+
+	if (!a->opts.n_ifaces) {
+		for (i = 0; i < a->ps->n_ifaces; i++)
+			snprintf(a->opts.ifaces[i], POLICY_IFNAME_LEN, "%s", a->ps->ifaces[i]);
+		a->opts.n_ifaces = a->ps->n_ifaces;
+	}
+	if (!a->opts.n_ifaces) {
+		pr_warn("no interface to attach to; give --iface or 'interfaces' in '%s'",
+			a->opts.config_path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int agent__start(struct agent *a, const struct agent_opts *opts)
+{
+	struct attachment *att;
+	size_t i;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->opts = *opts;
+	a->ps = load_policy(opts->config_path);
+	if (!a->ps)
+		return -EINVAL;
+	err = validate(a->ps, opts->config_path);
+	if (!err)
+		err = pick_ifaces(a);
+	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
+		att = &a->att[a->n_att++];
+		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i], opts->max_keys);
+		if (!err)
+			err = apply(att, a->ps, opts->config_path);
+		if (!err)
+			err = attachment__attach(att, opts->mode);
+		if (!err)
+			log_event(LOG_INFO, "start", "iface=%s pins=%s key_state=%s", att->iface,
+				  att->pin_dir, att->reused ? "kept" : "new");
+	}
+	a->generation = 1;
+	return err;
+}
+
+int agent__reload(struct agent *a)
+{
+	struct policy_set *ps = load_policy(a->opts.config_path);
+	size_t i;
+	int err;
+
+	if (!ps || validate(ps, a->opts.config_path)) {
+		pr_warn("reload rejected; still enforcing '%s' generation %llu", a->opts.config_path,
+			(unsigned long long)a->generation);
+		policy_set__free(ps);
+		return -EINVAL;
+	}
+	for (i = 0, err = 0; !err && i < a->n_att; i++)
+		err = apply(&a->att[i], ps, a->opts.config_path);
+	if (err) {
+		policy_set__free(ps);
+		return err;
+	}
+	policy_set__free(a->ps);
+	a->ps = ps;
+	a->generation++;
+	log_event(LOG_INFO, "reload", "file=%s generation=%llu", a->opts.config_path,
+		  (unsigned long long)a->generation);
+	return 0;
+}
+
+void agent__stop(struct agent *a)
+{
+	size_t i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->n_att; i++) {
+		attachment__close(&a->att[i]);
+		if (a->opts.detach_on_exit)
+			loader_detach(a->opts.pin_root, a->att[i].iface);
+		else
+			log_event(LOG_INFO, "exit", "iface=%s enforcement=kept", a->att[i].iface);
+	}
+	a->n_att = 0;
+	policy_set__free(a->ps);
+	a->ps = NULL;
+}

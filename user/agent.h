@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent: owns the policy, one attachment per interface, and the
+ * operations on them (start, reload, stop). No file-scope state: struct
+ * agent is passed explicitly; signal flags live in cmd_run.c.
+ */
+#ifndef SLUICE_AGENT_H
+#define SLUICE_AGENT_H
+
+#include "loader.h"
+#include "policy.h"
+
+struct agent_opts {
+	const char *config_path;
+	const char *pin_root;
+	char ifaces[POLICY_MAX_IFACES][POLICY_IFNAME_LEN]; /* from --iface; none: the file's */
+	size_t n_ifaces;
+	enum xdp_mode mode;
+	__u32 max_keys;	    /* 0: default, or the pinned size */
+	int detach_on_exit; /* default: leave enforcement in place */
+};
+
+struct agent {
+	struct agent_opts opts;
+	struct policy_set *ps;
+	struct attachment att[POLICY_MAX_IFACES];
+	size_t n_att;
+	__u64 generation; /* policy loads by this agent */
+};
+
+/* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */
+int agent__start(struct agent *a, const struct agent_opts *opts);
+
+/* Re-read the policy file; a bad file changes nothing. 0 or -errno, reported. */
+int agent__reload(struct agent *a);
+
+/* Release everything; detach only with opts.detach_on_exit. Accepts NULL. */
+void agent__stop(struct agent *a);
+
+#endif /* SLUICE_AGENT_H */

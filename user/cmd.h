@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Subcommands: each cmd_<name>.c parses its own options with getopt_long,
+ * validates values while parsing, and calls into the layers below. Exit
+ * codes: 0 success, 1 failure, 2 usage error.
+ */
+#ifndef SLUICE_CMD_H
+#define SLUICE_CMD_H
+
+#include <stdio.h>
+
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+};
+
+struct cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+
+/* The usage text of a command to @out; exit @code (2 for a usage error). */
+int cmd_usage(FILE *out, const char *text, int code);
+
+/* --iface: the interface must exist. 0, or -1 after printing why. */
+int cmd_check_iface(const char *name);
+
+#endif /* SLUICE_CMD_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Diagnostics for user input: a list of errors, each with file, line,
+ * column and field path, printed in the compiler's shape so editors can
+ * jump to them:
+ *
+ *   FILE:LINE:COL: FIELD-PATH: problem (expected ...)
+ *
+ * Parsers and validators collect every error of one pass here; the command
+ * that called them prints the list once.
+ */
+#ifndef SLUICE_DIAG_H
+#define SLUICE_DIAG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define DIAG_FIELD_LEN 128
+#define DIAG_MSG_LEN 256
+
+struct src_pos {
+	int line; /* 1-based; 0 = no position (a file-level problem) */
+	int col;  /* 1-based */
+};
+
+struct diag {
+	struct src_pos pos;
+	char field[DIAG_FIELD_LEN]; /* "policies[2].rate", or "" */
+	char msg[DIAG_MSG_LEN];
+};
+
+struct diag_list {
+	const char *file; /* not owned */
+	struct diag *v;
+	size_t n;
+	size_t cap;
+};
+
+/* Append one error; printf-style message. Returns 0, or -ENOMEM. */
+__attribute__((format(printf, 4, 5)))
+int diag__add(struct diag_list *d, struct src_pos pos, const char *field, const char *fmt, ...);
+
+/* Print every error, one per line, in the shape above. */
+void diag__print(const struct diag_list *d, FILE *out);
+
+/* Free the entries (not the list itself); accepts NULL. */
+void diag__free(struct diag_list *d);
+
+#endif /* SLUICE_DIAG_H */

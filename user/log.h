@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Diagnostics on stderr. Two shapes: plain messages for commands
+ * ("cannot open ...: cause; hint") and one key=value line per agent event
+ * with stable keys (ts level event policy iface key err ...). libbpf's own
+ * output is routed here one level lower, so its debug lines need -vv.
+ */
+#ifndef SLUICE_LOG_H
+#define SLUICE_LOG_H
+
+enum log_level {
+	LOG_WARN = 0, /* failures and warnings only: the default, and -q */
+	LOG_INFO = 1,
+	LOG_DEBUG = 2,
+};
+
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+
+/* Route libbpf's messages through log.c. */
+void log_hook_libbpf(void);
+
+/* A plain message: "sluice: <text>" on stderr, if @level is enabled. */
+__attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const char *fmt, ...);
+
+/*
+ * One event line: "ts=... level=... event=@event <fields>", where @fmt
+ * formats the remaining key=value pairs.
+ */
+__attribute__((format(printf, 3, 4))) void log_event(enum log_level level, const char *event,
+						     const char *fmt, ...);
+
+#define pr_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define pr_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+#endif /* SLUICE_LOG_H */

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice [-v | -q] <command> [<options>] [<args>]: global options, the
+ * command table and dispatch, nothing else.
+ */
+#include <getopt.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "log.h"
+
+#define SLUICE_VERSION "0.1.0"
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const struct cmd commands[] = {
+	{ "run", cmd_run, "load a policy, attach to interfaces, and stay in the foreground" },
+	{ "check", cmd_check, "validate a policy file and print its limits" },
+	{ "status", cmd_status, "per-policy counters from the pinned maps" },
+	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },
+	{ "help", cmd_help, "show this help" },
+	{ "version", cmd_version, "print the version" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "usage: sluice [-v | -q] <command> [<options>] [<args>]\n\n"
+		     "  -v, --verbose   more output (-vv: libbpf debug)\n"
+		     "  -q, --quiet     failures and warnings only (the default)\n\ncommands:\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'sluice <command> --help' shows a command's options; see sluice(8).\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	usage(stdout);
+	return EXIT_OK;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("sluice %s\n", SLUICE_VERSION);
+	return EXIT_OK;
+}
+
+int cmd_usage(FILE *out, const char *text, int code)
+{
+	fputs(text, out);
+	return code;
+}
+
+int cmd_check_iface(const char *name)
+{
+	if (strlen(name) >= IF_NAMESIZE || !if_nametoindex(name)) {
+		fprintf(stderr, "sluice: no such interface '%s'\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	enum log_level level = LOG_WARN;
+	size_t i;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+vqh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG;
+			break;
+		case 'q':
+			level = LOG_WARN;
+			break;
+		case 'h':
+			return cmd_help(0, NULL);
+		case 'V':
+			return cmd_version(0, NULL);
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	log_set_level(level);
+	log_hook_libbpf();
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < N_COMMANDS; i++) {
+		if (!strcmp(argv[optind], commands[i].name)) {
+			argc -= optind;
+			argv += optind;
+			optind = 0; /* the command parses its own options from argv[0] */
+			return commands[i].run(argc, argv);
+		}
+	}
+	fprintf(stderr, "sluice: unknown command '%s'; see 'sluice help'\n", argv[optind]);
+	return EXIT_USAGE;
+}
