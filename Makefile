@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# One non-recursive Makefile; everything is built under $(O) (default build/).
+# `make test` and `make demo` first run tools/deps.sh, so each is one command
+# on a fresh machine; the other targets assume the dependencies are present.
+
+O ?= build
+V ?= 0
+ifeq ($(V),1)
+Q =
+msg = @true
+else
+Q = @
+msg = @printf '  %-5s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+CLANG ?= clang
+CC ?= gcc
+BPFTOOL ?= bpftool
+ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
+
+# Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
+PKGS = libbpf yaml-0.1 hiredis libmicrohttpd
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Wextra -Werror \
+	-ffile-prefix-map=$(CURDIR)=. -Iinclude -I$(ARCH_INC)
+CFLAGS ?= -O2 -g
+USER_CFLAGS = -std=gnu11 $(CFLAGS) -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
+	-Iinclude -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
+LDLIBS = $(PKG_LIBS) -lpthread
+
+# The product.
+BPF_SRC := bpf/sluice.bpf.c
+BPF_OBJ := $(O)/sluice.bpf.o
+SKEL := $(O)/sluice.skel.h
+LIB_SRC := $(filter-out user/main.c user/cmd_%.c,$(wildcard user/*.c))
+CMD_SRC := user/main.c $(wildcard user/cmd_*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
+CMD_OBJ := $(CMD_SRC:%.c=$(O)/%.o)
+LIB := $(O)/libsluice.a
+BIN := $(O)/sluice
+
+# Tools and tests.
+PKT_OBJ := $(O)/tests/bpf/pkt.o
+FLOOD := $(O)/sluice-flood
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
+BPFT_SRC := $(wildcard tests/bpf/test_*.c)
+BPFT_BIN := $(BPFT_SRC:%.c=$(O)/%)
+BENCH_BPF_SRC := $(wildcard bench/*.bpf.c)
+BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
+BENCH_BIN := $(O)/bench/sluice-bench
+
+.PHONY: all deps test test-unit test-bpf test-e2e bench demo format check-format clean install vmlinux
+
+all: $(BIN) $(FLOOD)
+
+deps:
+	$(Q)tools/deps.sh
+
+$(O)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) $(wildcard include/sluice/*.h)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/%.bpf.o: $(O)/%.tmp.bpf.o
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(SKEL): $(BPF_OBJ)
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sluice_bpf > $@
+
+$(O)/bench/%.tmp.bpf.o: bench/%.bpf.c $(wildcard include/sluice/*.h)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/bench/%.bpf.o: $(O)/bench/%.tmp.bpf.o
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+# User objects depend on the skeleton (loader.c includes it).
+$(O)/%.o: %.c $(SKEL)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CMD_OBJ) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(FLOOD): $(O)/tools/flood.o $(PKT_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# The packet builder's own unit test links the builder.
+$(O)/tests/unit/test_pkt: $(PKT_OBJ)
+
+$(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(BENCH_BIN): $(O)/bench/bench.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Tests: each tier is a target; `test` is what the README and CI run.
+test:
+	$(Q)tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory test-unit test-bpf test-e2e
+
+test-unit: $(UNIT_BIN) $(BPF_OBJ)
+	$(Q)tests/run-tier unit $(UNIT_BIN)
+
+test-bpf: $(BPFT_BIN) $(BPF_OBJ)
+	$(Q)tests/run-tier bpf $(BPFT_BIN)
+
+test-e2e: $(BIN) $(FLOOD)
+	$(Q)tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
+
+bench: $(BENCH_BIN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
+	$(Q)$(BENCH_BIN) --obj $(BPF_OBJ) --bench-dir $(O)/bench
+
+demo:
+	$(Q)tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/demo.sh $(BIN) $(FLOOD)
+
+vmlinux:
+	$(Q)mkdir -p $(O)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(O)/vmlinux.h
+
+FORMAT_SRC = $(wildcard user/*.[ch] include/sluice/*.h bpf/*.[ch] tests/*/*.[ch] tools/*.c bench/*.c)
+format:
+	$(Q)clang-format -i $(FORMAT_SRC)
+
+check-format:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC)
+
+PREFIX ?= /usr/local
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/sluice
+	install -D -m 0644 user/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

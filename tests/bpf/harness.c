@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The BPF test harness; see harness.h. Each harness gets its own pin root
+ * under /sys/fs/bpf, named by PID and a counter, and removes it on close.
+ */
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "harness.h"
+#include "maps.h"
+#include "policy.h"
+
+#define BPFFS_MAGIC 0xcafe4a11
+#define BPFFS_ROOT "/sys/fs/bpf"
+#define PIN_ROOT_PREFIX "sluice-test-"
+#define HARNESS_IFACE "test"
+#define UDP_SPORT 40000
+
+static const __u8 mac_dst[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const __u8 mac_src[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+
+void harness_require_root(void)
+{
+	struct statfs fs;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "skip: BPF tests need root (CAP_BPF, CAP_NET_ADMIN)\n");
+		exit(HARNESS_SKIP);
+	}
+	if (statfs(BPFFS_ROOT, &fs) || fs.f_type != BPFFS_MAGIC) {
+		fprintf(stderr, "skip: no bpffs on /sys/fs/bpf (tools/deps.sh mounts it)\n");
+		exit(HARNESS_SKIP);
+	}
+}
+
+static struct policy_set *parse(const char *yaml)
+{
+	struct diag_list diags = { .file = "<test policy>" };
+	struct policy_set *ps = policy_set__parse("<test policy>", yaml, strlen(yaml), &diags);
+
+	if (!ps)
+		diag__print(&diags, stderr);
+	diag__free(&diags);
+	return ps;
+}
+
+int harness_apply(struct harness *h, const char *yaml)
+{
+	struct diag_list diags = { .file = "<test policy>" };
+	struct policy_set *ps = parse(yaml);
+	struct compiled c;
+	__u32 gen;
+	int err;
+
+	if (!ps)
+		return -EINVAL;
+	err = maps__next_gen(&h->att.maps, &gen);
+	if (!err)
+		err = compile_policies(ps, gen, &c, &diags);
+	if (!err) {
+		err = maps__apply(&h->att.maps, &c);
+		compiled__free(&c);
+	}
+	if (diags.n)
+		diag__print(&diags, stderr);
+	diag__free(&diags);
+	policy_set__free(ps);
+	return err;
+}
+
+int harness_load(struct harness *h, const char *yaml, __u32 max_keys)
+{
+	static unsigned int seq;
+	int err;
+
+	memset(h, 0, sizeof(*h));
+	snprintf(h->pin_root, sizeof(h->pin_root), "%s/%s%d-%u", BPFFS_ROOT, PIN_ROOT_PREFIX,
+		 getpid(), seq++);
+	err = attachment__load(&h->att, h->pin_root, HARNESS_IFACE, max_keys);
+	h->loaded = 1;
+	if (!err)
+		err = harness_apply(h, yaml);
+	if (err)
+		harness_close(h);
+	return err;
+}
+
+void harness_close(struct harness *h)
+{
+	if (!h->loaded)
+		return;
+	attachment__close(&h->att);
+	loader_unpin(h->att.pin_dir);
+	rmdir(h->pin_root);
+	h->loaded = 0;
+}
+
+int harness_cleanup(int rc)
+{
+	char prefix[64], dir[PATH_MAX], pins[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(BPFFS_ROOT);
+
+	snprintf(prefix, sizeof(prefix), "%s%d-", PIN_ROOT_PREFIX, getpid());
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", BPFFS_ROOT, e->d_name);
+		if (!pin_path(pins, dir, HARNESS_IFACE))
+			loader_unpin(pins);
+		rmdir(dir);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+int harness_run(struct harness *h, const struct pkt *p)
+{
+	__u8 out[PKT_MAX_BYTES];
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p->buf, .data_size_in = p->len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(h->att.prog_fd, &opts))
+		return -errno;
+	return opts.retval;
+}
+
+int harness_run_repeat(struct harness *h, const struct pkt *p, __u32 repeat)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p->buf, .data_size_in = p->len,
+		    .repeat = repeat);
+
+	return bpf_prog_test_run_opts(h->att.prog_fd, &opts) ? -errno : 0;
+}
+
+void harness_status(struct harness *h, struct status *st)
+{
+	int err = maps__read_status(&h->att.maps, st);
+
+	if (err) {
+		fprintf(stderr, "cannot read status: %s\n", strerror(-err));
+		abort();
+	}
+}
+
+__u64 harness_policy_pkts(const struct status *st, const char *name, enum sluice_pstat what)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_policies; i++)
+		if (!strcmp(st->policies[i].policy.name, name))
+			return st->policies[i].stats.c[what].pkts;
+	fprintf(stderr, "no policy '%s' in status\n", name);
+	abort();
+}
+
+struct pkt *harness_udp(struct pkt *p, const char *src, const char *dst, __u16 dport)
+{
+	pkt_udp(pkt_ip(pkt_eth(p, mac_dst, mac_src), src, dst), UDP_SPORT, dport);
+	pkt_finish(p);
+	return p;
+}

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# Shared by the end-to-end tests; sourced, never run. It owns cleanup: every
+# namespace, veth, pin directory and process a test creates is registered
+# here and removed by the EXIT trap, also when the test fails. Processes are
+# ended by the PID we started, never by name.
+#
+# Topology (e2e_topology): namespace $NS_TX with veth $VETH_TX, namespace
+# $NS_RX with veth $VETH_RX, addresses $TX4/$RX4 (a /24) and $TX6/$RX6 (a
+# /64). Traffic never leaves these namespaces.
+
+set -euo pipefail
+
+E2E_SKIP=77
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SLUICE=${SLUICE:-$ROOT/build/sluice}
+FLOOD=${FLOOD:-$ROOT/build/sluice-flood}
+E2E_ID=${E2E_ID:-s$$}
+NS_TX=${E2E_ID}tx
+NS_RX=${E2E_ID}rx
+VETH_TX=${E2E_ID}a
+VETH_RX=${E2E_ID}b
+PIN_ROOT=/sys/fs/bpf/sluice-e2e-$E2E_ID
+WORK=$(mktemp -d "/tmp/sluice-e2e-$E2E_ID.XXXXXX")
+TX4=10.200.0.1
+RX4=10.200.0.2
+TX6=fd00:200::1
+RX6=fd00:200::2
+
+_pids=()
+_netns=()
+
+e2e_cleanup() {
+	local rc=$? pid ns d
+	set +e # everything below may already be gone
+	for pid in "${_pids[@]}"; do
+		kill -KILL "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	if [ -d "$PIN_ROOT" ]; then
+		for d in "$PIN_ROOT"/*/; do
+			[ -d "$d" ] && "$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$(basename "$d")" \
+				2>/dev/null
+		done
+		rm -rf "$PIN_ROOT"
+	fi
+	for ns in "${_netns[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap e2e_cleanup EXIT
+
+e2e_skip() {
+	echo "skip: $*" >&2
+	exit "$E2E_SKIP"
+}
+
+e2e_fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+e2e_require() {
+	[ "$(id -u)" = 0 ] || e2e_skip "end-to-end tests need root"
+	[ -x "$SLUICE" ] && [ -x "$FLOOD" ] || e2e_fail "build first: $SLUICE, $FLOOD"
+	mountpoint -q /sys/fs/bpf || e2e_fail "no bpffs on /sys/fs/bpf (tools/deps.sh mounts it)"
+}
+
+# Run a command inside a namespace's network stack, keeping the host's bpffs.
+in_ns() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" "$@"
+}
+
+e2e_topology() {
+	ip netns add "$NS_TX"
+	_netns+=("$NS_TX")
+	ip netns add "$NS_RX"
+	_netns+=("$NS_RX")
+	ip link add "$VETH_TX" netns "$NS_TX" type veth peer name "$VETH_RX" netns "$NS_RX"
+	in_ns "$NS_TX" ip addr add "$TX4/24" dev "$VETH_TX"
+	in_ns "$NS_RX" ip addr add "$RX4/24" dev "$VETH_RX"
+	in_ns "$NS_TX" ip addr add "$TX6/64" dev "$VETH_TX" nodad
+	in_ns "$NS_RX" ip addr add "$RX6/64" dev "$VETH_RX" nodad
+	in_ns "$NS_TX" ip link set "$VETH_TX" up
+	in_ns "$NS_RX" ip link set "$VETH_RX" up
+	in_ns "$NS_TX" ip link set lo up
+	in_ns "$NS_RX" ip link set lo up
+	RX_MAC=$(in_ns "$NS_RX" ip -o link show "$VETH_RX" | sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p')
+}
+
+# Start a command in a namespace in the background, as a direct child (a
+# backgrounded shell function would be a subshell, and signals would reach
+# the subshell, not the command). Sets SPAWNED_PID and registers it.
+ns_spawn() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" "$@" &
+	SPAWNED_PID=$!
+	_pids+=("$SPAWNED_PID")
+}
+
+# Start the agent on $VETH_RX with policy file $1 (extra args follow);
+# returns when it has attached. Sets AGENT_PID and AGENT_LOG (its output).
+e2e_start_agent() {
+	local policy=$1 deadline
+	shift
+	_agents=$((${_agents:-0} + 1))
+	AGENT_LOG=$WORK/agent.$_agents.log
+	ns_spawn "$NS_RX" "$SLUICE" -v run --config "$policy" --iface "$VETH_RX" \
+		--pin-root "$PIN_ROOT" --xdp-mode native --max-keys 65536 "$@" \
+		>"$AGENT_LOG" 2>&1
+	AGENT_PID=$SPAWNED_PID
+	deadline=$((SECONDS + 20))
+	until grep -q 'event=start' "$AGENT_LOG"; do
+		kill -0 "$AGENT_PID" 2>/dev/null || { cat "$AGENT_LOG" >&2; e2e_fail "agent exited"; }
+		((SECONDS < deadline)) || e2e_fail "agent did not start within 20 s"
+		sleep 0.05
+	done
+}
+
+# Stop the agent started last with SIGTERM and wait for it.
+e2e_stop_agent() {
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID" || e2e_fail "agent exited with status $? on SIGTERM"
+}
+
+# Named nftables counters in $NS_RX: e2e_count_setup NAME 'MATCH' ...
+# (pairs). Packets reaching the receiving stack are counted there,
+# independently of sluice's own counters.
+e2e_count_setup() {
+	in_ns "$NS_RX" nft add table inet e2e
+	in_ns "$NS_RX" nft add chain inet e2e input '{ type filter hook input priority 0; }'
+	while (($#)); do
+		in_ns "$NS_RX" nft add counter inet e2e "$1"
+		in_ns "$NS_RX" nft add rule inet e2e input $2 counter name "$1"
+		shift 2
+	done
+}
+
+e2e_count() {
+	in_ns "$NS_RX" nft list counter inet e2e "$1" |
+		sed -n 's/.*packets \([0-9]*\) bytes.*/\1/p'
+}
+
+# Flood from $NS_TX: e2e_flood ARGS... (sluice-flood options); prints "sent ms".
+e2e_flood() {
+	local out
+	out=$(in_ns "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" "$@")
+	echo "$out" | sed -n 's/.*sent=\([0-9]*\) elapsed_ms=\([0-9]*\).*/\1 \2/p'
+}
+
+# Assert LO <= VALUE <= HI, with a label.
+e2e_within() {
+	local label=$1 value=$2 lo=$3 hi=$4
+	if ((value < lo || value > hi)); then
+		e2e_fail "$label: $value is outside [$lo, $hi]"
+	fi
+	echo "ok: $label: $value in [$lo, $hi]"
+}
+
+e2e_equal() {
+	local label=$1 value=$2 want=$3
+	[ "$value" = "$want" ] || e2e_fail "$label: got $value, expected $want"
+	echo "ok: $label: $value"
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# Enforcement and key state outlive the agent: after SIGTERM the pinned
+# link keeps limiting, `sluice status` still reads the pinned maps, a new
+# agent reuses them (a source at its limit stays at its limit), and only
+# `sluice detach` removes the program, its link and its pins.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+e2e_topology
+
+BURST=10 # at 1/min nothing refills during the test
+SRC=10.200.0.10
+SENT=30
+
+cat >"$WORK/policy.yaml" <<YAML
+policies:
+  - name: slow
+    match: { proto: udp, dst_port: 5353 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: 1/min
+    burst: $BURST
+YAML
+e2e_count_setup arrived "ip saddr $SRC udp dport 5353"
+
+send() {
+	e2e_flood --proto udp --dport 5353 --src "$SRC" --dst "$RX4" --count "$SENT" \
+		--pps 1000 >/dev/null
+}
+
+arrived_since() { # previous count -> prints the increase
+	echo $(($(e2e_count arrived) - $1))
+}
+
+e2e_start_agent "$WORK/policy.yaml"
+send
+e2e_equal "first agent: burst admitted" "$(e2e_count arrived)" "$BURST"
+
+e2e_stop_agent
+grep -q 'event=exit.*enforcement=kept' "$AGENT_LOG" || e2e_fail "agent did not log its exit"
+in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp || e2e_fail "XDP detached with the agent"
+before=$(e2e_count arrived)
+send
+e2e_equal "no agent: still limited" "$(arrived_since "$before")" 0
+
+status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
+echo "$status"
+echo "$status" | grep -Eq "^slow +$BURST +$((2 * SENT - BURST)) " ||
+	e2e_fail "status without an agent does not show passed=$BURST dropped=$((2 * SENT - BURST))"
+
+e2e_start_agent "$WORK/policy.yaml"
+grep -q 'key_state=kept' "$AGENT_LOG" || e2e_fail "second agent did not reuse the pinned maps"
+before=$(e2e_count arrived)
+send
+e2e_equal "second agent: the source is still at its limit" "$(arrived_since "$before")" 0
+e2e_stop_agent
+
+"$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$VETH_RX"
+in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp && e2e_fail "XDP still attached after detach"
+[ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left in $PIN_ROOT/$VETH_RX after detach"
+before=$(e2e_count arrived)
+send
+e2e_equal "after detach: everything arrives" "$(arrived_since "$before")" "$SENT"
+
+# --detach-on-exit: the agent removes what it attached.
+e2e_start_agent "$WORK/policy.yaml" --detach-on-exit
+e2e_stop_agent
+[ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left after --detach-on-exit"
+in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp && e2e_fail "XDP left after --detach-on-exit"
+echo "test_persist: all checks passed"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# Install every Debian package the build, the tests, the benchmark and the
+# demo need, and mount bpffs when it is missing. Idempotent; silent when all
+# is present. Needs root for anything it has to change.
+set -euo pipefail
+
+PACKAGES=(
+	make gcc clang llvm pkg-config bpftool
+	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
+	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
+	redis-server redis-tools
+	iproute2 nftables iptables valgrind
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+	echo "deps: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! mountpoint -q /sys/fs/bpf; then
+	echo "deps: mounting bpffs on /sys/fs/bpf" >&2
+	mount -t bpf bpf /sys/fs/bpf
+fi

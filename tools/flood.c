@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice-flood: a bounded traffic generator for the e2e tests, the demo and
+ * manual checks. It prebuilds one frame per source address with the test
+ * packet builder (tests/bpf/pkt.c), so every checksum is valid and a real
+ * stack accepts the frames, and sends them round-robin with sendmmsg() on an
+ * AF_PACKET socket bound to one interface. Every run is bounded by a packet
+ * count and by a wall-clock cap, and the only interface it writes to is the
+ * one it is given.
+ *
+ * Not here: receiving, measuring the receiver, or any sluice logic.
+ */
+#define _GNU_SOURCE /* sendmmsg() */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <netpacket/packet.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/icmp.h>
+#include <linux/icmpv6.h>
+#include <linux/if_ether.h>
+#include <linux/tcp.h>
+
+#include "../tests/bpf/pkt.h"
+
+#define FLOOD_COUNT_MAX 10000000ULL
+#define FLOOD_DURATION_MS_DEFAULT 10000ULL
+#define FLOOD_DURATION_MS_MAX 120000ULL
+#define FLOOD_SOURCES_MAX 65536ULL	/* addresses after --src-count expansion */
+#define FLOOD_PPS_MAX 100000000ULL
+#define FLOOD_BATCH_MAX 64		/* frames per sendmmsg() */
+#define FLOOD_BATCHES_PER_SEC 1000	/* when paced, a batch is at most 1 ms of packets */
+#define FLOOD_ENOBUFS_SLEEP_NS 100000ULL
+#define FLOOD_SPORT_DEFAULT 40000
+#define FLOOD_SPORT_FIRST 1024		/* --sport 0 rotates over FIRST..65535 */
+#define FLOOD_PORT_MAX 65535
+#define FLOOD_DPORT_DEFAULT 9		/* discard */
+#define FLOOD_VID_MAX 4095
+#define FLOOD_NO_VLAN (-1)
+#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define EXIT_USAGE 2
+
+enum flood_proto {
+	FLOOD_PROTO_UDP = 0,
+	FLOOD_PROTO_TCP_SYN,
+	FLOOD_PROTO_ICMP,
+	FLOOD_PROTO_MAX,
+};
+
+static const char *const flood_proto_names[FLOOD_PROTO_MAX] = {
+	[FLOOD_PROTO_UDP] = "udp",
+	[FLOOD_PROTO_TCP_SYN] = "tcp-syn",
+	[FLOOD_PROTO_ICMP] = "icmp",
+};
+
+/* Set by SIGINT/SIGTERM: stop early and still print the summary. */
+static volatile sig_atomic_t stop_requested;
+
+struct flood_opts {
+	char iface[IF_NAMESIZE];
+	int ifindex;
+	__u8 dst_mac[ETH_ALEN];
+	__u8 src_mac[ETH_ALEN];
+	int has_dst_mac, has_src_mac;
+	__u8 (*srcs)[SLUICE_ADDR_LEN]; /* as given, before --src-count */
+	size_t n_srcs;
+	__u64 src_count;
+	__u8 dst[SLUICE_ADDR_LEN];
+	int has_dst;
+	int proto;		/* enum flood_proto */
+	__u16 sport;		/* 0: rotate per packet */
+	__u16 dport;
+	__u64 count_pkts;
+	__u64 rate_pps;		/* 0: as fast as possible */
+	__u64 duration_ms;
+	size_t size_bytes;	/* frame without FCS, padded up to this; 0: ETH_ZLEN or headers */
+	int vlan_id;		/* FLOOD_NO_VLAN or 0..4095 */
+	int is_quiet;
+};
+
+/* One prebuilt frame per source. */
+struct flood_frame {
+	__u8 *data;
+	size_t len;
+	size_t l4_off;
+	__u8 l4_proto;
+};
+
+struct flood {
+	struct flood_opts opts;
+	int fd;
+	struct flood_frame *frames;
+	size_t n_frames;
+	__u8 *slots;		/* FLOOD_BATCH_MAX copies, for per-packet source ports */
+	size_t slot_bytes;
+	struct mmsghdr msgs[FLOOD_BATCH_MAX];
+	struct iovec iovs[FLOOD_BATCH_MAX];
+	__u64 sent_pkts;
+	__u64 enobufs;
+	__u64 start_ns;
+};
+
+static const char synopsis[] =
+	"usage: sluice-flood --iface <if> --dst-mac <mac> --src <addr>[,<addr>...] --dst <addr>\n"
+	"                    --count <n> [--src-count <n>] [--proto udp|tcp-syn|icmp]\n"
+	"                    [--dport <port>] [--sport <port>] [--pps <rate>]\n"
+	"                    [--duration-ms <ms>] [--size <bytes>] [--vlan <vid>]\n"
+	"                    [--src-mac <mac>] [-q | --quiet] [-h | --help]\n";
+
+static const char options_help[] =
+	"\n"
+	"Send --count crafted frames round-robin over the sources, out of <if> only,\n"
+	"and stop after --duration-ms at the latest. Prints 'sent=N elapsed_ms=M\n"
+	"enobufs=K' on exit.\n"
+	"\n"
+	"  --iface <if>          interface to send on (AF_PACKET, needs CAP_NET_RAW)\n"
+	"  --dst-mac <mac>       destination MAC, aa:bb:cc:dd:ee:ff\n"
+	"  --src-mac <mac>       source MAC (default: the interface's)\n"
+	"  --src <addr>,...      IPv4 or IPv6 source addresses\n"
+	"  --src-count <n>       expand each source into n consecutive addresses (default 1)\n"
+	"  --dst <addr>          destination address, of the sources' family\n"
+	"  --proto <p>           udp (default), tcp-syn or icmp (echo request)\n"
+	"  --dport <port>        destination port (default 9)\n"
+	"  --sport <port>        source port (default 40000); 0 rotates over 1024..65535\n"
+	"                        per packet (udp, tcp-syn)\n"
+	"  --count <n>           total frames, 1..10000000 (required)\n"
+	"  --pps <rate>          frames per second; 0 (default) is as fast as possible\n"
+	"  --duration-ms <ms>    hard time cap, 1..120000 (default 10000)\n"
+	"  --size <bytes>        frame length without FCS, padded with payload\n"
+	"                        (default 60, or the headers when longer)\n"
+	"  --vlan <vid>          add an 802.1Q tag, 0..4095\n"
+	"  -q, --quiet           print no summary\n"
+	"  -h, --help            print this help\n";
+
+static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sluice-flood: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s", synopsis);
+	exit(EXIT_USAGE);
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	/* CLOCK_MONOTONIC cannot fail with a valid pointer */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static __u64 parse_u64(const char *opt, const char *s, __u64 min, __u64 max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!*s || *s == '-' || *s == '+' || *end || errno || v < min || v > max)
+		usage_error("--%s: '%s' is not a number in %llu..%llu", opt, s,
+			    (unsigned long long)min, (unsigned long long)max);
+	return v;
+}
+
+static void parse_mac(const char *opt, const char *s, __u8 *mac)
+{
+	int n = 0;
+
+	if (sscanf(s, "%2hhx:%2hhx:%2hhx:%2hhx:%2hhx:%2hhx%n", &mac[0], &mac[1], &mac[2],
+		   &mac[3], &mac[4], &mac[5], &n) != ETH_ALEN ||
+	    s[n])
+		usage_error("--%s: '%s' is not a MAC address (expected aa:bb:cc:dd:ee:ff)", opt, s);
+}
+
+static void parse_addr(const char *opt, const char *s, __u8 *out)
+{
+	if (pkt_addr16_parse(s, out) < 0)
+		usage_error("--%s: '%s' is not an IPv4 or IPv6 address", opt, s);
+}
+
+/* --src a,b,c: fills o->srcs. */
+static void parse_srcs(struct flood_opts *o, const char *arg)
+{
+	char *copy, *tok, *save = NULL;
+	size_t n = 1;
+	const char *c;
+
+	for (c = arg; *c; c++)
+		n += *c == ',';
+	free(o->srcs);
+	o->srcs = calloc(n, sizeof(*o->srcs));
+	copy = strdup(arg);
+	if (!o->srcs || !copy) {
+		fprintf(stderr, "sluice-flood: cannot parse --src: %s\n", strerror(errno));
+		exit(EXIT_FAILURE);
+	}
+	o->n_srcs = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		parse_addr("src", tok, o->srcs[o->n_srcs++]);
+	free(copy);
+	if (!o->n_srcs)
+		usage_error("--src: no address in '%s'", arg);
+}
+
+static int parse_proto(const char *s)
+{
+	int i;
+
+	for (i = 0; i < FLOOD_PROTO_MAX; i++)
+		if (!strcmp(s, flood_proto_names[i]))
+			return i;
+	usage_error("--proto: '%s' is not a protocol (expected udp, tcp-syn or icmp)", s);
+}
+
+static void parse_iface(struct flood_opts *o, const char *s)
+{
+	if (strlen(s) >= sizeof(o->iface))
+		usage_error("--iface: '%s' is longer than %zu bytes", s, sizeof(o->iface) - 1);
+	strcpy(o->iface, s);
+	o->ifindex = if_nametoindex(s);
+	if (!o->ifindex)
+		usage_error("--iface: no interface '%s': %s", s, strerror(errno));
+}
+
+enum flood_opt {
+	OPT_IFACE = 256,
+	OPT_DST_MAC,
+	OPT_SRC_MAC,
+	OPT_SRC,
+	OPT_SRC_COUNT,
+	OPT_DST,
+	OPT_PROTO,
+	OPT_DPORT,
+	OPT_SPORT,
+	OPT_COUNT,
+	OPT_PPS,
+	OPT_DURATION_MS,
+	OPT_SIZE,
+	OPT_VLAN,
+};
+
+static const struct option long_opts[] = {
+	{ "iface", required_argument, NULL, OPT_IFACE },
+	{ "dst-mac", required_argument, NULL, OPT_DST_MAC },
+	{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
+	{ "src", required_argument, NULL, OPT_SRC },
+	{ "src-count", required_argument, NULL, OPT_SRC_COUNT },
+	{ "dst", required_argument, NULL, OPT_DST },
+	{ "proto", required_argument, NULL, OPT_PROTO },
+	{ "dport", required_argument, NULL, OPT_DPORT },
+	{ "sport", required_argument, NULL, OPT_SPORT },
+	{ "count", required_argument, NULL, OPT_COUNT },
+	{ "pps", required_argument, NULL, OPT_PPS },
+	{ "duration-ms", required_argument, NULL, OPT_DURATION_MS },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "vlan", required_argument, NULL, OPT_VLAN },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Options that take a number; the others are parsed in parse_one(). */
+static int parse_number_opt(struct flood_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_SRC_COUNT:
+		o->src_count = parse_u64("src-count", arg, 1, FLOOD_SOURCES_MAX);
+		return 1;
+	case OPT_DPORT:
+		o->dport = parse_u64("dport", arg, 0, FLOOD_PORT_MAX);
+		return 1;
+	case OPT_SPORT:
+		o->sport = parse_u64("sport", arg, 0, FLOOD_PORT_MAX);
+		return 1;
+	case OPT_COUNT:
+		o->count_pkts = parse_u64("count", arg, 1, FLOOD_COUNT_MAX);
+		return 1;
+	case OPT_PPS:
+		o->rate_pps = parse_u64("pps", arg, 0, FLOOD_PPS_MAX);
+		return 1;
+	case OPT_DURATION_MS:
+		o->duration_ms = parse_u64("duration-ms", arg, 1, FLOOD_DURATION_MS_MAX);
+		return 1;
+	case OPT_SIZE:
+		o->size_bytes = parse_u64("size", arg, 0, PKT_MAX_BYTES);
+		return 1;
+	case OPT_VLAN:
+		o->vlan_id = parse_u64("vlan", arg, 0, FLOOD_VID_MAX);
+		return 1;
+	}
+	return 0;
+}
+
+/* One option from getopt_long(); exits on a usage error and after --help. */
+static void parse_one(struct flood_opts *o, int c, const char *arg)
+{
+	if (parse_number_opt(o, c, arg))
+		return;
+	switch (c) {
+	case OPT_IFACE:
+		parse_iface(o, arg);
+		break;
+	case OPT_DST_MAC:
+		parse_mac("dst-mac", arg, o->dst_mac);
+		o->has_dst_mac = 1;
+		break;
+	case OPT_SRC_MAC:
+		parse_mac("src-mac", arg, o->src_mac);
+		o->has_src_mac = 1;
+		break;
+	case OPT_SRC:
+		parse_srcs(o, arg);
+		break;
+	case OPT_DST:
+		parse_addr("dst", arg, o->dst);
+		o->has_dst = 1;
+		break;
+	case OPT_PROTO:
+		o->proto = parse_proto(arg);
+		break;
+	case 'q':
+		o->is_quiet = 1;
+		break;
+	case 'h':
+		printf("%s%s", synopsis, options_help);
+		exit(EXIT_SUCCESS);
+	default: /* getopt_long() has said what was wrong */
+		fputs(synopsis, stderr);
+		exit(EXIT_USAGE);
+	}
+}
+
+/* Cross-option checks once everything is parsed. */
+static void check_opts(const struct flood_opts *o)
+{
+	int is_ipv4 = pkt_addr16_is_ipv4(o->dst);
+	size_t i;
+
+	if (!o->ifindex || !o->has_dst_mac || !o->n_srcs || !o->has_dst || !o->count_pkts)
+		usage_error("--iface, --dst-mac, --src, --dst and --count are required");
+	for (i = 0; i < o->n_srcs; i++)
+		if (pkt_addr16_is_ipv4(o->srcs[i]) != is_ipv4)
+			usage_error("--src: every source must be of the family of --dst");
+	if (o->n_srcs * o->src_count > FLOOD_SOURCES_MAX)
+		usage_error("--src, --src-count: %zu x %llu sources is more than %llu", o->n_srcs,
+			    (unsigned long long)o->src_count, FLOOD_SOURCES_MAX);
+}
+
+static void parse_opts(struct flood_opts *o, int argc, char **argv)
+{
+	int c;
+
+	o->src_count = 1;
+	o->sport = FLOOD_SPORT_DEFAULT;
+	o->dport = FLOOD_DPORT_DEFAULT;
+	o->duration_ms = FLOOD_DURATION_MS_DEFAULT;
+	o->vlan_id = FLOOD_NO_VLAN;
+	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1)
+		parse_one(o, c, optarg);
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	check_opts(o);
+}
+
+/* The @n-th address after @base: the last 32 bits incremented, carrying nowhere. */
+static int addr_nth(const __u8 *base, __u64 n, __u8 *out)
+{
+	const size_t low = SLUICE_ADDR_LEN - sizeof(__u32);
+	__u32 v;
+
+	memcpy(out, base, SLUICE_ADDR_LEN);
+	memcpy(&v, base + low, sizeof(v));
+	if ((__u64)ntohl(v) + n > UINT32_MAX)
+		return -ERANGE;
+	v = htonl(ntohl(v) + n);
+	memcpy(out + low, &v, sizeof(v));
+	return 0;
+}
+
+/* A 32-bit xorshift step: "random-ish" TCP sequence numbers, not for security. */
+static __u32 xorshift32(__u32 *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* Build the frame of one source into @p. */
+static int build_frame(const struct flood_opts *o, const __u8 *src, __u32 *seed, struct pkt *p)
+{
+	int is_ipv4 = pkt_addr16_is_ipv4(src);
+	__be32 seq;
+
+	pkt_eth(p, o->dst_mac, o->src_mac);
+	if (o->vlan_id != FLOOD_NO_VLAN)
+		pkt_vlan(p, ETH_P_8021Q, o->vlan_id);
+	pkt_ip16(p, src, o->dst);
+	if (o->proto == FLOOD_PROTO_UDP)
+		pkt_udp(p, o->sport ? o->sport : FLOOD_SPORT_FIRST, o->dport);
+	else if (o->proto == FLOOD_PROTO_TCP_SYN)
+		pkt_tcp(p, o->sport ? o->sport : FLOOD_SPORT_FIRST, o->dport, TCP_FLAG_SYN);
+	else
+		pkt_icmp(p, is_ipv4 ? ICMP_ECHO : ICMPV6_ECHO_REQUEST, 0);
+	if (o->size_bytes && p->len > o->size_bytes)
+		return -EMSGSIZE;
+	pkt_pad_to(p, o->size_bytes ? o->size_bytes : ETH_ZLEN);
+	if (o->proto == FLOOD_PROTO_TCP_SYN) {
+		seq = htonl(xorshift32(seed));
+		memcpy(p->buf + p->l4_off + offsetof(struct tcphdr, seq), &seq, sizeof(seq));
+	}
+	pkt_finish(p);
+	return 0;
+}
+
+/* Prebuild every source's frame; returns 0 or a negative errno, reported here. */
+static int flood__build_frames(struct flood *f)
+{
+	const struct flood_opts *o = &f->opts;
+	__u8 addr[SLUICE_ADDR_LEN];
+	struct pkt *p = calloc(1, sizeof(*p));
+	__u32 seed = (__u32)now_ns() ^ (__u32)getpid();
+	size_t i = 0;
+	int err = -ENOMEM;
+
+	f->n_frames = o->n_srcs * o->src_count;
+	f->frames = calloc(f->n_frames, sizeof(*f->frames));
+	if (!p || !f->frames)
+		goto fail;
+	for (i = 0; i < f->n_frames; i++) {
+		err = addr_nth(o->srcs[i / o->src_count], i % o->src_count, addr);
+		if (!err)
+			err = build_frame(o, addr, &seed, p);
+		if (err)
+			goto fail;
+		f->frames[i].data = malloc(p->len);
+		if (!f->frames[i].data) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		memcpy(f->frames[i].data, p->buf, p->len);
+		f->frames[i].len = p->len;
+		f->frames[i].l4_off = p->l4_off;
+		f->frames[i].l4_proto = o->proto == FLOOD_PROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP;
+		f->slot_bytes = p->len > f->slot_bytes ? p->len : f->slot_bytes;
+	}
+	free(p);
+	return 0;
+fail:
+	fprintf(stderr, "sluice-flood: cannot build the frame of source %zu: %s%s\n", i,
+		strerror(-err),
+		err == -EMSGSIZE ? "; --size is smaller than the headers" :
+		err == -ERANGE	 ? "; --src-count runs past the end of the address space" :
+				   "");
+	free(p);
+	return err;
+}
+
+static int flood__open_socket(struct flood *f)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = f->opts.ifindex };
+	struct ifreq ifr = { 0 };
+	int err;
+
+	/* protocol 0: send only, nothing is queued for receiving */
+	f->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (f->fd < 0) {
+		err = -errno;
+		fprintf(stderr, "sluice-flood: cannot open AF_PACKET socket on '%s': %s\n",
+			f->opts.iface, strerror(-err));
+		return err;
+	}
+	if (bind(f->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		err = -errno;
+		fprintf(stderr, "sluice-flood: cannot bind AF_PACKET socket to '%s': %s\n",
+			f->opts.iface, strerror(-err));
+		return err;
+	}
+	if (f->opts.has_src_mac)
+		return 0;
+	strcpy(ifr.ifr_name, f->opts.iface);
+	if (ioctl(f->fd, SIOCGIFHWADDR, &ifr) < 0) {
+		err = -errno;
+		fprintf(stderr, "sluice-flood: cannot read the MAC address of '%s': %s\n",
+			f->opts.iface, strerror(-err));
+		return err;
+	}
+	if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER) {
+		fprintf(stderr, "sluice-flood: '%s' is not an Ethernet interface\n", f->opts.iface);
+		return -EINVAL;
+	}
+	memcpy(f->opts.src_mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN);
+	return 0;
+}
+
+/* Point message @i of the batch at the frame of packet number @seq. */
+static void flood__fill(struct flood *f, unsigned int i, __u64 seq)
+{
+	const struct flood_frame *fr = &f->frames[seq % f->n_frames];
+	__u8 *slot;
+
+	f->iovs[i].iov_len = fr->len;
+	f->iovs[i].iov_base = fr->data;
+	if (f->opts.sport || f->opts.proto == FLOOD_PROTO_ICMP)
+		return;
+	slot = f->slots + (size_t)i * f->slot_bytes;
+	memcpy(slot, fr->data, fr->len);
+	pkt_l4_set_sport(slot + fr->l4_off, fr->l4_proto,
+			 FLOOD_SPORT_FIRST + seq % (FLOOD_PORT_MAX + 1 - FLOOD_SPORT_FIRST));
+	f->iovs[i].iov_base = slot;
+}
+
+/* Sleep until @t_ns on CLOCK_MONOTONIC; early on a signal. */
+static void sleep_until(__u64 t_ns)
+{
+	struct timespec ts = { .tv_sec = t_ns / NSEC_PER_SEC, .tv_nsec = t_ns % NSEC_PER_SEC };
+
+	/* EINTR: the caller's loop checks stop_requested and the deadline */
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+/*
+ * Send @n prepared messages, retrying after ENOBUFS until @deadline_ns.
+ * Returns 0 (f->sent_pkts counts what the kernel took) or a negative errno.
+ */
+static int flood__send(struct flood *f, unsigned int n, __u64 deadline_ns)
+{
+	unsigned int done = 0;
+	int ret;
+
+	while (done < n && !stop_requested) {
+		ret = sendmmsg(f->fd, f->msgs + done, n - done, 0);
+		if (ret > 0) {
+			done += ret;
+			f->sent_pkts += ret;
+			continue;
+		}
+		ret = ret < 0 ? -errno : -EIO;
+		if (ret != -ENOBUFS && ret != -EINTR) {
+			fprintf(stderr, "sluice-flood: cannot send on '%s': %s%s\n", f->opts.iface,
+				strerror(-ret),
+				ret == -EMSGSIZE ? "; does --size exceed the interface MTU?" : "");
+			return ret;
+		}
+		if (ret == -ENOBUFS) {
+			f->enobufs++;
+			if (now_ns() + FLOOD_ENOBUFS_SLEEP_NS >= deadline_ns)
+				break;
+			sleep_until(now_ns() + FLOOD_ENOBUFS_SLEEP_NS);
+		}
+	}
+	return 0;
+}
+
+/* Frames in the next batch: all that is left, at most FLOOD_BATCH_MAX or 1 ms of them. */
+static unsigned int flood__batch_len(const struct flood *f)
+{
+	__u64 left = f->opts.count_pkts - f->sent_pkts;
+	__u64 n = FLOOD_BATCH_MAX;
+
+	if (f->opts.rate_pps && f->opts.rate_pps / FLOOD_BATCHES_PER_SEC < n)
+		n = f->opts.rate_pps / FLOOD_BATCHES_PER_SEC;
+	if (!n)
+		n = 1;
+	return left < n ? left : n;
+}
+
+static int flood__run(struct flood *f)
+{
+	const struct flood_opts *o = &f->opts;
+	__u64 deadline_ns, due_ns, now;
+	unsigned int i, n;
+	int err;
+
+	f->start_ns = now_ns();
+	deadline_ns = f->start_ns + o->duration_ms * NSEC_PER_MSEC;
+	while (f->sent_pkts < o->count_pkts && !stop_requested) {
+		now = now_ns();
+		if (now >= deadline_ns)
+			break;
+		/* sent_pkts <= 1e7 and NSEC_PER_SEC = 1e9: the product fits in 64 bits */
+		due_ns = now;
+		if (o->rate_pps)
+			due_ns = f->start_ns + f->sent_pkts * NSEC_PER_SEC / o->rate_pps;
+		if (due_ns > now) {
+			sleep_until(due_ns < deadline_ns ? due_ns : deadline_ns);
+			continue;
+		}
+		n = flood__batch_len(f);
+		for (i = 0; i < n; i++)
+			flood__fill(f, i, f->sent_pkts + i);
+		err = flood__send(f, n, deadline_ns);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int flood__init(struct flood *f)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned int i;
+	int err;
+
+	f->fd = -1;
+	if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) {
+		err = -errno;
+		fprintf(stderr, "sluice-flood: cannot install signal handlers: %s\n",
+			strerror(-err));
+		return err;
+	}
+	err = flood__open_socket(f);
+	if (err)
+		return err;
+	err = flood__build_frames(f);
+	if (err)
+		return err;
+	f->slots = calloc(FLOOD_BATCH_MAX, f->slot_bytes);
+	if (!f->slots) {
+		fprintf(stderr, "sluice-flood: cannot allocate send buffers: %s\n",
+			strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (i = 0; i < FLOOD_BATCH_MAX; i++) {
+		f->msgs[i].msg_hdr.msg_iov = &f->iovs[i];
+		f->msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	return 0;
+}
+
+static void flood__free(struct flood *f)
+{
+	size_t i;
+
+	if (f->frames)
+		for (i = 0; i < f->n_frames; i++)
+			free(f->frames[i].data);
+	free(f->frames);
+	free(f->slots);
+	free(f->opts.srcs);
+	if (f->fd >= 0 && close(f->fd) < 0)
+		fprintf(stderr, "sluice-flood: cannot close the socket: %s\n", strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	struct flood *f = calloc(1, sizeof(*f));
+	int err;
+
+	if (!f) {
+		fprintf(stderr, "sluice-flood: %s\n", strerror(errno));
+		return EXIT_FAILURE;
+	}
+	parse_opts(&f->opts, argc, argv);
+	err = flood__init(f);
+	if (!err)
+		err = flood__run(f);
+	if (!err && !f->opts.is_quiet &&
+	    printf("sent=%llu elapsed_ms=%llu enobufs=%llu\n", (unsigned long long)f->sent_pkts,
+		   (unsigned long long)((now_ns() - f->start_ns) / NSEC_PER_MSEC),
+		   (unsigned long long)f->enobufs) < 0)
+		err = -EIO;
+	if (fflush(stdout) == EOF)
+		err = -EIO;
+	flood__free(f);
+	free(f);
+	return err ? EXIT_FAILURE : EXIT_SUCCESS;
+}
