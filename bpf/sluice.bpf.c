@@ -17,9 +17,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /*
- * One policy for one packet: LIMIT_ADMIT, LIMIT_DENY, ..., or -1 when the
- * policy does not apply (a SYN-only policy and a packet that is not a SYN).
- * Counts the policy's own counters.
+ * One policy for one packet: an enum limit_result, or -1 when the policy
+ * does not apply (a SYN-only policy and a packet that is not a SYN).
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
  * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
@@ -31,7 +30,6 @@ __attribute__((noinline)) int limit_policy(const struct pkt_meta *m, __u32 gen, 
 {
 	const struct sluice_policy *p;
 	struct sluice_key key;
-	enum limit_result r;
 
 	if (!m) /* a global function's pointer argument may be NULL for the verifier */
 		return -1;
@@ -39,36 +37,38 @@ __attribute__((noinline)) int limit_policy(const struct pkt_meta *m, __u32 gen, 
 	if (!p)
 		return -1;
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	r = limit_key(&key, now, policy_incr(p, m->len_bytes), p->tolerance);
-	if (r == LIMIT_ADMIT)
-		count_policy(p->id, SLUICE_PSTAT_PASSED, m->len_bytes);
-	else if (r != LIMIT_STATE_ERR)
-		count_policy(p->id, SLUICE_PSTAT_DROPPED, m->len_bytes);
-	return r;
+	return limit_key(&key, now, policy_incr(p, m->len_bytes), p->tolerance);
 }
 
 /*
  * Apply every matching policy, most specific first; the first denial
- * decides and is attributed to its policy. Returns the verdict and sets
+ * decides and is counted as that policy's drop. A passed packet is counted
+ * as passed by every policy that admitted it. Returns the verdict and sets
  * *@why to a total to count besides the verdict, or leaves it alone.
  */
 static __always_inline int apply_policies(const struct pkt_meta *m, const struct sluice_match *match,
 					  __u32 gen, enum sluice_total *why)
 {
+	__u32 admitted[SLUICE_MAX_LAYERS];
 	__u64 now = limit_now();
-	__u32 i;
+	__u32 i, n = 0;
 	int r;
 
 	for (i = 0; i < SLUICE_MAX_LAYERS && i < match->count; i++) {
 		r = limit_policy(m, gen, match->ids[i], now);
+		if (r == LIMIT_ADMIT)
+			admitted[n++] = match->ids[i];
 		if (r == LIMIT_STATE_ERR)
 			*why = SLUICE_TOTAL_STATE_ERR;
 		if (r == LIMIT_DENY || r == LIMIT_CAS_EXHAUSTED) {
 			if (r == LIMIT_CAS_EXHAUSTED)
 				*why = SLUICE_TOTAL_CAS_EXHAUSTED;
+			count_policy(match->ids[i], SLUICE_PSTAT_DROPPED, m->len_bytes);
 			return XDP_DROP;
 		}
 	}
+	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
+		count_policy(admitted[i], SLUICE_PSTAT_PASSED, m->len_bytes);
 	return XDP_PASS;
 }
 

@@ -130,7 +130,7 @@ struct sluice_counter {
 
 /* Per-policy counters, a per-CPU array indexed by policy id. */
 enum sluice_pstat {
-	SLUICE_PSTAT_PASSED = 0,  /* admitted by this policy */
+	SLUICE_PSTAT_PASSED = 0,  /* admitted by this policy and by every other that applied */
 	SLUICE_PSTAT_DROPPED = 1, /* denied by this policy, and dropped */
 	SLUICE_PSTAT_MAX,
 };
