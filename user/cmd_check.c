@@ -60,12 +60,17 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp)
 	if (p->match.tcp_syn)
 		printf(" SYN");
 	if (p->keyed)
-		printf(", one key per source /%u (IPv4) and /%u (IPv6)\n", p->ipv4_prefix,
+		printf(", one key per source prefix: /%u (IPv4), /%u (IPv6)\n", p->ipv4_prefix,
 		       p->ipv6_prefix);
 	else
 		printf(", one key for all sources\n");
-	printf("  rate %.6g %s/s, burst %llu %s\n", per_s, unit, (unsigned long long)p->burst,
-	       unit);
+	if (p->rate.cost == SLUICE_COST_PKTS) {
+		printf("  rate %llu packets per ", (unsigned long long)p->rate.amount);
+		print_duration((double)p->rate.period_ns / NSEC_PER_SEC);
+	} else {
+		printf("  rate %.6g bytes/s", per_s);
+	}
+	printf(", burst %llu %s\n", (unsigned long long)p->burst, unit);
 	printf("  admits at most %llu + %.6g·t %s over any t seconds; an empty bucket refills in ",
 	       (unsigned long long)p->burst, per_s, unit);
 	print_duration((double)p->burst / per_s);
