@@ -76,12 +76,13 @@ $(SKEL): $(BPF_OBJ)
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name sluice_bpf > $@
 
-$(O)/bench/%.tmp.bpf.o: bench/%.bpf.c $(wildcard include/sluice/*.h)
+$(O)/bench/%.tmp.bpf.o: bench/%.bpf.c $(wildcard bench/*.h) $(wildcard include/sluice/*.h)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(O)/bench/%.bpf.o: $(O)/bench/%.tmp.bpf.o
+# Static: the generic $(O)/%.o: %.c rule would otherwise compile bench/x.bpf.c with $(CC).
+$(BENCH_BPF_OBJ): $(O)/bench/%.bpf.o: $(O)/bench/%.tmp.bpf.o
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) gen object $@ $<
 
@@ -107,30 +108,37 @@ $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-# The packet builder's own unit test links the builder.
+# The packet builder's own unit test links the builder; the ABI test reads the object.
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
+$(O)/tests/unit/test_abi: | $(BPF_OBJ)
 
 $(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-$(BENCH_BIN): $(O)/bench/bench.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
+$(O)/bench/bench.o: USER_CFLAGS += -Itests/bpf
+
+$(BENCH_BIN): $(O)/bench/bench.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests: each tier is a target; `test` is what the README and CI run.
+TEST_LOGS := $(O)/test-logs
 test:
 	$(Q)tools/deps.sh
-	$(Q)$(MAKE) --no-print-directory test-unit test-bpf test-e2e
+	$(Q)rm -f $(TEST_LOGS)/summary
+	$(Q)$(MAKE) -k --no-print-directory test-unit test-bpf test-e2e; rc=$$?; \
+	awk '{ p += $$2; f += $$3; s += $$4 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' \
+		$(TEST_LOGS)/summary; exit $$rc
 
 test-unit: $(UNIT_BIN) $(BPF_OBJ)
-	$(Q)tests/run-tier unit $(UNIT_BIN)
+	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier unit $(UNIT_BIN)
 
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
-	$(Q)tests/run-tier bpf $(BPFT_BIN)
+	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
 test-e2e: $(BIN) $(FLOOD)
-	$(Q)tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
+	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 bench: $(BENCH_BIN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
 	$(Q)$(BENCH_BIN) --obj $(BPF_OBJ) --bench-dir $(O)/bench

@@ -56,7 +56,7 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 				 SLUICE_NSEC_PER_SEC / SEC_PER_DAY);
 		return -ERANGE;
 	}
-	if ((mant >> shift) == 0) {
+	if ((period_ticks << shift) < rate->amount || (mant >> shift) == 0) {
 		snprintf(err, errlen, "rate is too fast: more than %llu units per ns",
 			 1ULL << SLUICE_GCRA_TICK_SHIFT);
 		return -ERANGE;
@@ -157,7 +157,7 @@ static const char *proto_name(__u8 proto)
 	case IPPROTO_UDP: return "udp";
 	case IPPROTO_ICMP: return "icmp";
 	case IPPROTO_ICMPV6: return "icmpv6";
-	default: return "any protocol";
+	default: return "";
 	}
 }
 
@@ -180,8 +180,9 @@ static void report_layers(struct match_builder *b, const __u32 *ids, size_t n,
 	if (s->with_ports)
 		snprintf(where, sizeof(where), " to port %u", s->port);
 	diag__add(b->diags, last->pos, "policies",
-		  "%zu policies can match one %s packet%s: %s (expected at most %d)", n,
-		  proto_name(s->proto), where, names, SLUICE_MAX_LAYERS);
+		  "%zu policies can match one %s%spacket%s: %s (expected at most %d)", n,
+		  proto_name(s->proto), s->proto == POLICY_PROTO_ANY ? "" : " ", where, names,
+		  SLUICE_MAX_LAYERS);
 }
 
 /* Append one LPM entry whose list is every policy @s selects; none: no entry. */

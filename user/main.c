@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 			return commands[i].run(argc, argv);
 		}
 	}
-	fprintf(stderr, "sluice: unknown command '%s'; see 'sluice help'\n", argv[optind]);
+	fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[optind]);
+	usage(stderr);
 	return EXIT_USAGE;
 }

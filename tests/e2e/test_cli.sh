@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The command line of the real binary: every command and long option that
+# --help prints is in the man page; --help goes to stdout with status 0; a
+# usage error prints the synopsis to stderr with status 2; `check` prints
+# every bad fixture's .err exactly (status 1) and passes every good one; a
+# bad policy given to `run` on a real interface attaches nothing and pins
+# nothing; status and detach of an interface with nothing pinned fail
+# naming it. Traffic is not needed; the topology gives `run` a real veth.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+# Fixture paths in the .err files are relative to the repository root.
+cd "$ROOT" || e2e_fail "cannot cd to $ROOT"
+
+MAN=user/sluice.8
+FIXTURES=tests/fixtures/policy
+
+# Run "$@", leaving its status in RC and its output in $WORK/out and $WORK/err.
+capture() {
+	RC=0
+	"$@" >"$WORK/out" 2>"$WORK/err" || RC=$?
+}
+
+# The man page as plain text for grepping: roff's \- is a hyphen, and font
+# changes (\fB, \fI, \fR, \fP) are dropped.
+man_text() {
+	sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' "$MAN"
+}
+
+# The commands listed under "commands:" in `sluice help`.
+help_commands() {
+	"$SLUICE" help | sed -n '/^commands:$/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p'
+}
+
+# Every --long option in the text on stdin, once each.
+long_options() {
+	grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
+expect_rc() { # label want
+	[ "$RC" = "$2" ] || {
+		sed 's/^/  stderr: /' "$WORK/err" >&2
+		e2e_fail "$1: exit status $RC, expected $2"
+	}
+}
+
+expect_grep() { # label file pattern (fixed string)
+	grep -qF -- "$3" "$2" || {
+		sed 's/^/  got: /' "$2" >&2
+		e2e_fail "$1: '$3' not in $(basename "$2")"
+	}
+}
+
+expect_empty() { # label file
+	[ ! -s "$2" ] || {
+		sed 's/^/  got: /' "$2" >&2
+		e2e_fail "$1: $(basename "$2") is not empty"
+	}
+}
+
+# ---- the man page documents every command and long option ---------------
+
+man_plain=$WORK/man.txt
+man_text >"$man_plain"
+commands=$(help_commands)
+[ "$(echo "$commands" | wc -w)" -ge 6 ] || e2e_fail "sluice help lists only: $commands"
+# A command is documented when COMMANDS has a .B or .BI line naming it.
+man_commands=$(sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$man_plain")
+for cmd in $commands; do
+	echo "$man_commands" | grep -qE "^\.BI? \"?$cmd( |\"|$)" ||
+		e2e_fail "command '$cmd' of 'sluice help' is not under COMMANDS in $MAN"
+	echo "ok: man: command $cmd"
+done
+for cmd in "" $commands; do
+	# `help` and `version` take no options; --help of the rest lists them.
+	case $cmd in help | version) continue ;; esac
+	read -ra words <<<"$cmd"
+	capture "$SLUICE" "${words[@]}" --help
+	expect_rc "sluice $cmd --help" 0
+	opts=$(long_options <"$WORK/out")
+	[ -n "$opts" ] || e2e_fail "sluice $cmd --help prints no long option"
+	for opt in $opts; do
+		grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" "$man_plain" ||
+			e2e_fail "option $opt of 'sluice $cmd --help' is not in $MAN"
+	done
+	echo "ok: man: options of 'sluice${cmd:+ $cmd}': ${opts//$'\n'/ }"
+done
+
+# ---- --help: stdout, status 0 --------------------------------------------
+
+for args in "--help" "help" "run --help" "check --help" "status --help" "detach --help" \
+	"run -h" "detach -h"; do
+	read -ra words <<<"$args"
+	capture "$SLUICE" "${words[@]}"
+	expect_rc "sluice $args" 0
+	expect_grep "sluice $args" "$WORK/out" "usage: sluice"
+	expect_empty "sluice $args: stderr" "$WORK/err"
+	echo "ok: sluice $args: synopsis on stdout, status 0"
+done
+
+# ---- usage errors: synopsis on stderr, status 2 --------------------------
+
+# args|the synopsis expected on stderr
+usage_cases=(
+	"|usage: sluice [-v | -q] <command>"
+	"--bogus help|usage: sluice [-v | -q] <command>"
+	"frobnicate|usage: sluice [-v | -q] <command>"
+	"run --bogus|usage: sluice run --config <file>"
+	"run|usage: sluice run --config <file>"
+	"run --iface lo|usage: sluice run --config <file>"
+	"run --config x.yaml extra|usage: sluice run --config <file>"
+	"run --config x.yaml --xdp-mode turbo|usage: sluice run --config <file>"
+	"run --config x.yaml --max-keys 0|usage: sluice run --config <file>"
+	"run --config x.yaml --max-keys -5|usage: sluice run --config <file>"
+	"check|usage: sluice check <file>"
+	"check a.yaml b.yaml|usage: sluice check <file>"
+	"check --bogus a.yaml|usage: sluice check <file>"
+	"status extra|usage: sluice status"
+	"status --bogus|usage: sluice status"
+	"detach|usage: sluice detach --iface <iface>"
+	"detach --iface lo extra|usage: sluice detach --iface <iface>"
+	"detach --bogus|usage: sluice detach --iface <iface>"
+)
+for c in "${usage_cases[@]}"; do
+	args=${c%%|*}
+	synopsis=${c#*|}
+	read -ra words <<<"$args"
+	capture "$SLUICE" "${words[@]}"
+	expect_rc "sluice $args" 2
+	expect_grep "sluice $args: stderr" "$WORK/err" "$synopsis"
+	expect_empty "sluice $args: stdout" "$WORK/out"
+	echo "ok: sluice $args: synopsis on stderr, status 2"
+done
+capture "$SLUICE" frobnicate
+expect_grep "unknown command" "$WORK/err" "unknown command 'frobnicate'"
+
+# ---- check: every fixture ------------------------------------------------
+
+n_bad=0
+for yaml in "$FIXTURES"/bad/*.yaml; do
+	capture "$SLUICE" check "$yaml"
+	expect_rc "sluice check $yaml" 1
+	cmp -s "$WORK/err" "${yaml%.yaml}.err" || {
+		diff -u "${yaml%.yaml}.err" "$WORK/err" >&2 || :
+		e2e_fail "sluice check $yaml: stderr differs from ${yaml%.yaml}.err"
+	}
+	expect_empty "sluice check $yaml: stdout" "$WORK/out"
+	n_bad=$((n_bad + 1))
+done
+((n_bad >= 10)) || e2e_fail "only $n_bad bad fixtures found in $FIXTURES/bad"
+echo "ok: check: $n_bad bad fixtures, each with its exact .err and status 1"
+
+n_good=0
+for yaml in "$FIXTURES"/good/*.yaml; do
+	capture "$SLUICE" check "$yaml"
+	expect_rc "sluice check $yaml" 0
+	expect_empty "sluice check $yaml: stderr" "$WORK/err"
+	last=$(tail -n 1 "$WORK/out")
+	[[ $last == *": ok" ]] || e2e_fail "sluice check $yaml: last line '$last' does not end in ': ok'"
+	n_good=$((n_good + 1))
+done
+((n_good >= 1)) || e2e_fail "no good fixtures found in $FIXTURES/good"
+echo "ok: check: $n_good good fixtures, status 0, last line ends in ok"
+
+capture "$SLUICE" check "$WORK/no-such-file.yaml"
+expect_rc "sluice check of a missing file" 1
+expect_grep "sluice check of a missing file" "$WORK/err" "no-such-file.yaml': No such file"
+echo "ok: check: a missing file fails with its cause"
+
+# ---- version -------------------------------------------------------------
+
+for args in version --version; do
+	read -ra words <<<"$args"
+	capture "$SLUICE" "${words[@]}"
+	expect_rc "sluice $args" 0
+	grep -qE '^sluice [0-9]+\.[0-9]+\.[0-9]+$' "$WORK/out" ||
+		e2e_fail "sluice $args printed '$(cat "$WORK/out")', expected 'sluice X.Y.Z'"
+	echo "ok: sluice $args: $(cat "$WORK/out")"
+done
+
+# ---- run on a real interface: a bad policy attaches nothing --------------
+
+e2e_topology
+
+no_attachment() { # label
+	if in_ns "$NS_RX" ip link show dev "$VETH_RX" | grep -q xdp; then
+		e2e_fail "$1: an XDP program is attached to $VETH_RX"
+	fi
+	[ ! -e "$PIN_ROOT" ] || e2e_fail "$1: $PIN_ROOT was created: $(ls -R "$PIN_ROOT")"
+}
+
+# A parse error: the fixture's exact diagnostics.
+bad=$FIXTURES/bad/missing-rate.yaml
+capture in_ns "$NS_RX" "$SLUICE" run --config "$bad" --iface "$VETH_RX" --pin-root "$PIN_ROOT"
+expect_rc "run with $bad" 1
+expect_grep "run with $bad" "$WORK/err" "$bad:"
+cmp -s "$WORK/err" "${bad%.yaml}.err" || {
+	diff -u "${bad%.yaml}.err" "$WORK/err" >&2 || :
+	e2e_fail "run with $bad: stderr differs from ${bad%.yaml}.err"
+}
+no_attachment "run with $bad"
+echo "ok: run with a policy that does not parse: status 1, FILE:LINE:COL, nothing attached"
+
+# A policy that parses but does not compile: a burst beyond the GCRA range.
+cat >"$WORK/too-slow.yaml" <<'YAML'
+policies:
+  - name: slow
+    rate: 1/day
+    burst: 1000
+YAML
+capture in_ns "$NS_RX" "$SLUICE" run --config "$WORK/too-slow.yaml" --iface "$VETH_RX" \
+	--pin-root "$PIN_ROOT"
+expect_rc "run with a burst too large" 1
+expect_grep "run with a burst too large" "$WORK/err" \
+	"$WORK/too-slow.yaml:4:12: policies[0].burst: burst 1000 is too large for this rate"
+no_attachment "run with a burst too large"
+echo "ok: run with a policy that does not compile: status 1, FILE:LINE:COL, nothing attached"
+
+# ---- status and detach with nothing pinned -------------------------------
+
+for cmd in status detach; do
+	capture "$SLUICE" "$cmd" --iface "$VETH_RX" --pin-root "$PIN_ROOT"
+	expect_rc "sluice $cmd of $VETH_RX with nothing pinned" 1
+	expect_grep "sluice $cmd with nothing pinned" "$WORK/err" "'$VETH_RX'"
+	expect_empty "sluice $cmd with nothing pinned: stdout" "$WORK/out"
+	echo "ok: sluice $cmd with nothing pinned: status 1, names '$VETH_RX'"
+done
+capture "$SLUICE" status --pin-root "$PIN_ROOT"
+expect_rc "sluice status of an absent pin root" 1
+expect_grep "sluice status of an absent pin root" "$WORK/err" "'$PIN_ROOT'"
+echo "ok: sluice status of an absent pin root: status 1, names it"
+
+# ---- run on an interface that does not exist: a usage error --------------
+
+capture "$SLUICE" run --config "$FIXTURES/good/minimal.yaml" --iface nosuchif0 \
+	--pin-root "$PIN_ROOT"
+expect_rc "run --iface nosuchif0" 2
+expect_grep "run --iface nosuchif0" "$WORK/err" "no such interface 'nosuchif0'"
+expect_grep "run --iface nosuchif0" "$WORK/err" "usage: sluice run"
+no_attachment "run --iface nosuchif0"
+echo "ok: run --iface nosuchif0: status 2, names the interface"
