@@ -37,7 +37,9 @@ SLUICE_INLINE void sluice_key_derive(struct sluice_key *key, const struct sluice
 	int i;
 
 	key->policy_id = p->id;
+#ifdef __clang__
 #pragma unroll
+#endif
 	for (i = 0; i < SLUICE_ADDR_WORDS; i++) {
 		__u32 start = i * SLUICE_WORD_BITS;
 

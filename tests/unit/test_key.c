@@ -20,21 +20,13 @@
 #include <cmocka.h>
 
 #include "sluice/abi.h"
-/*
- * key.h uses clang's "#pragma unroll", which gcc -Wall -Werror rejects as an
- * unknown pragma; until key.h guards it, tolerate it here and only here.
- */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #include "sluice/key.h"
-#pragma GCC diagnostic pop
+#include "rows.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define POLICY_ID_LAST (SLUICE_MAX_POLICIES - 1)
+#define POLICY_ID_LAST	(SLUICE_MAX_POLICIES - 1)
 #define POLICY_ID_OTHER 7
-#define KEY_POISON 0xa5	/* fills the key first, so an unwritten byte shows */
-#define TEST_NAME_LEN 96
+#define KEY_POISON	0xa5 /* fills the key first, so an unwritten byte shows */
 
 /* A 16-byte address, aligned for sluice_key_derive()'s 32-bit words. */
 union addr {
@@ -47,11 +39,11 @@ union addr {
 
 struct derive_row {
 	const char *name;
-	const char *src;	/* IPv4 dotted quad or IPv6 text */
+	const char *src; /* IPv4 dotted quad or IPv6 text */
 	int is_ipv4;
-	int prefix;		/* of the family: 0..32 or 0..128; PREFIX_GLOBAL */
+	int prefix; /* of the family: 0..32 or 0..128; PREFIX_GLOBAL */
 	__u32 policy_id;
-	const char *want;	/* expected key address, IPv6 text (IPv4 as ::ffff:a.b.c.d) */
+	const char *want; /* expected key address, IPv6 text (IPv4 as ::ffff:a.b.c.d) */
 };
 
 static const struct derive_row derive_rows[] = {
@@ -105,8 +97,8 @@ static void policy_build(struct sluice_policy *p, __u32 id, int prefix, int is_i
 		p->prefix6 = prefix;
 }
 
-static void key_derive_text(struct sluice_key *key, const struct sluice_policy *p,
-			    const char *src, int is_ipv4)
+static void key_derive_text(struct sluice_key *key, const struct sluice_policy *p, const char *src,
+			    int is_ipv4)
 {
 	union addr a, before;
 
@@ -175,42 +167,6 @@ static void test_pair(void **state)
 	key_derive_text(&kb, &pb, row->b, row->is_ipv4);
 	assert_int_equal(memcmp(&ka, &kb, sizeof(ka)) == 0, row->is_equal);
 }
-
-struct suite {
-	struct CMUnitTest *tests;
-	char (*names)[TEST_NAME_LEN];
-	size_t n;
-};
-
-/*
- * One test per row, named "<test>: <row>". Every row struct starts with
- * its const char *name, which is where the row pointer points.
- */
-static void suite_add_rows(struct suite *s, const char *test, CMUnitTestFunction fn,
-			   const void *rows, size_t n_rows, size_t row_size)
-{
-	size_t i;
-
-	for (i = 0; i < n_rows; i++) {
-		const void *row = (const char *)rows + i * row_size;
-		const char *row_name = *(const char *const *)row;
-		int len = snprintf(s->names[s->n], TEST_NAME_LEN, "%s: %s", test, row_name);
-
-		if (len < 0 || len >= TEST_NAME_LEN) {
-			fprintf(stderr, "test name '%s: %s' is too long\n", test, row_name);
-			exit(EXIT_FAILURE);
-		}
-		s->tests[s->n] = (struct CMUnitTest){
-			.name = s->names[s->n],
-			.test_func = fn,
-			.initial_state = (void *)row, /* cmocka's state is not const */
-		};
-		s->n++;
-	}
-}
-
-#define SUITE_ADD_ROWS(s, fn, rows) \
-	suite_add_rows(s, #fn, fn, rows, ARRAY_SIZE(rows), sizeof((rows)[0]))
 
 #define N_TESTS (ARRAY_SIZE(derive_rows) + ARRAY_SIZE(pair_rows))
 
