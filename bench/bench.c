@@ -1,0 +1,970 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice-bench: the XDP program's cost per packet, measured with
+ * BPF_PROG_TEST_RUN beside baselines from the same run: an empty program
+ * (the floor), a program doing one LRU-hash lookup keyed by the source (the
+ * practical limit of a keyed limiter), and a front program that rotates the
+ * source address and tail-calls sluice or the empty program, for rows with
+ * many distinct sources. It reports and asserts nothing about speed; it
+ * does check that every row measured what its label says (verdicts, and
+ * sluice's own counters), and exits 1 when one did not.
+ *
+ * sluice is loaded through the test harness (loader.c into a private pin
+ * root, policy through policy.c, compile.c and maps.c), so the benchmark
+ * runs the agent's path. Not here: any assertion on time (STYLE.md, Tests).
+ */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice.skel.h"
+#include "harness.h"
+#include "log.h"
+#include "rotate.h"
+
+#define BENCH_ROUNDS_DEFAULT   5
+#define BENCH_ROUNDS_MAX       1000
+#define BENCH_REPEAT_DEFAULT   1000000U
+#define BENCH_MAX_KEYS	       (1U << 21) /* sluice_state: every source of the rows that should fit */
+#define BENCH_WARMUP_MAX_PKTS  (2ULL * BENCH_MAX_KEYS) /* fills sluice_state, then evicts */
+#define BENCH_SOURCES_FEW      10000U
+#define BENCH_SOURCES_MANY     1000000U
+#define BENCH_SOURCES_EVICT    10000000U   /* > BENCH_MAX_KEYS: every packet inserts and evicts */
+#define BENCH_ROTATE_BASE_HOST (10U << 24) /* 10.0.0.0: BENCH_SOURCES_EVICT fit in 10/8 */
+#define NSEC_PER_SEC_F	       1e9
+#define LABEL_WIDTH	       40
+#define CHECK_LEN	       96
+#define CPU_MODEL_LEN	       128
+#define CMDLINE_LEN	       1024
+
+#define SPORT	   40000
+#define DPORT_PASS 80 /* the policies with a huge burst: every packet passes */
+#define DPORT_DROP 53 /* the policies with a burst of 1 at 1/h: all but the first drop */
+#define DPORT_NONE 9  /* no policy matches */
+#define RATE_PASS  "10000000/s"
+#define BURST_PASS "100000000"
+#define RATE_DROP  "1/h"
+#define BURST_DROP "1"
+#define SRC_V4	   "192.0.2.1"
+#define DST_V4	   "198.51.100.53"
+#define SRC_V6	   "2001:db8::1"
+#define DST_V6	   "2001:db8:ffff::53"
+
+static const __u8 mac_dst[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const __u8 mac_src[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x01 };
+
+static volatile sig_atomic_t stop_requested;
+
+/* The programs a row runs; the first three are the files in --bench-dir. */
+enum bench_prog {
+	PROG_EMPTY = 0,
+	PROG_LOOKUP,
+	PROG_ROTATE,
+	PROG_SLUICE,
+	PROG_MAX,
+};
+
+#define BENCH_OBJS PROG_SLUICE /* bench objects: every prog before sluice */
+
+static const char *const prog_files[BENCH_OBJS] = {
+	[PROG_EMPTY] = "empty.bpf.o",
+	[PROG_LOOKUP] = "lookup.bpf.o",
+	[PROG_ROTATE] = "rotate.bpf.o",
+};
+
+static const char *const prog_names[BENCH_OBJS] = {
+	[PROG_EMPTY] = "bench_empty",
+	[PROG_LOOKUP] = "bench_lookup",
+	[PROG_ROTATE] = "bench_rotate",
+};
+
+enum bench_flow {
+	FLOW_V4_UDP = 0,
+	FLOW_V4_SYN,
+	FLOW_V6_UDP,
+	FLOW_V4_ACK,
+	FLOW_MAX,
+};
+
+struct flow {
+	const char *src, *dst;
+	__be32 tcp_flags; /* TCP_FLAG_* of a TCP segment; 0: UDP */
+};
+
+static const struct flow flows[FLOW_MAX] = {
+	[FLOW_V4_UDP] = { SRC_V4, DST_V4, 0 },
+	[FLOW_V4_SYN] = { SRC_V4, DST_V4, TCP_FLAG_SYN },
+	[FLOW_V6_UDP] = { SRC_V6, DST_V6, 0 },
+	[FLOW_V4_ACK] = { SRC_V4, DST_V4, TCP_FLAG_ACK },
+};
+
+enum bench_row_id {
+	ROW_EMPTY = 0,
+	ROW_LOOKUP_V4_UDP,
+	ROW_LOOKUP_V4_SYN,
+	ROW_LOOKUP_V6_UDP,
+	ROW_NONE_V4_UDP,
+	ROW_ACK_V4,
+	ROW_PASS_V4_UDP,
+	ROW_PASS_V4_SYN,
+	ROW_PASS_V6_UDP,
+	ROW_DROP_V4_UDP,
+	ROW_DROP_V4_SYN,
+	ROW_DROP_V6_UDP,
+	ROW_ROT_EMPTY_1,
+	ROW_ROT_PASS_1,
+	ROW_ROT_EMPTY_FEW,
+	ROW_ROT_PASS_FEW,
+	ROW_ROT_EMPTY_MANY,
+	ROW_ROT_PASS_MANY,
+	ROW_ROT_EMPTY_EVICT,
+	ROW_ROT_PASS_EVICT,
+	ROW_MAX,
+};
+
+struct bench_row {
+	const char *group; /* heading printed before the row, or NULL */
+	const char *label;
+	enum bench_prog prog; /* what BPF_PROG_TEST_RUN runs */
+	enum bench_prog tail; /* PROG_ROTATE rows: what it tail-calls */
+	enum bench_flow flow;
+	__u16 dport;
+	__u32 sources;		   /* PROG_ROTATE rows: distinct sources */
+	int verdict;		   /* expected XDP verdict of every packet */
+	const char *policy;	   /* sluice rows: the policy that counts every packet */
+	enum sluice_pstat counted; /* ... as this */
+	enum bench_row_id floor;   /* subtracted: the same path without sluice */
+	enum bench_row_id lookup;  /* one lookup of the same family */
+};
+
+#define LOOKUP_ROW(id, what, fl)                                                                   \
+	[id] = { .label = "one LRU lookup, " what,                                                 \
+		 .prog = PROG_LOOKUP,                                                              \
+		 .flow = fl,                                                                       \
+		 .dport = DPORT_PASS,                                                              \
+		 .verdict = XDP_DROP,                                                              \
+		 .floor = ROW_EMPTY,                                                               \
+		 .lookup = id }
+#define SLUICE_ROW(id, grp, what, fl, port, verd, pol, cnt, lk)                                    \
+	[id] = { .group = grp,                                                                     \
+		 .label = what,                                                                    \
+		 .prog = PROG_SLUICE,                                                              \
+		 .flow = fl,                                                                       \
+		 .dport = port,                                                                    \
+		 .verdict = verd,                                                                  \
+		 .policy = pol,                                                                    \
+		 .counted = cnt,                                                                   \
+		 .floor = ROW_EMPTY,                                                               \
+		 .lookup = lk }
+#define ROTATE_ROWS(grp, empty_id, id, what, n)                                                    \
+	[empty_id] = { .group = grp,                                                               \
+		       .label = "rotate->empty, " what,                                            \
+		       .prog = PROG_ROTATE,                                                        \
+		       .tail = PROG_EMPTY,                                                         \
+		       .flow = FLOW_V4_UDP,                                                        \
+		       .dport = DPORT_PASS,                                                        \
+		       .sources = n,                                                               \
+		       .verdict = XDP_DROP,                                                        \
+		       .floor = empty_id,                                                          \
+		       .lookup = ROW_LOOKUP_V4_UDP },                                              \
+	[id] = { .label = "rotate->sluice pass, " what,                                            \
+		 .prog = PROG_ROTATE,                                                              \
+		 .tail = PROG_SLUICE,                                                              \
+		 .flow = FLOW_V4_UDP,                                                              \
+		 .dport = DPORT_PASS,                                                              \
+		 .sources = n,                                                                     \
+		 .verdict = XDP_PASS,                                                              \
+		 .policy = "udp-pass",                                                             \
+		 .counted = SLUICE_PSTAT_PASSED,                                                   \
+		 .floor = empty_id,                                                                \
+		 .lookup = ROW_LOOKUP_V4_UDP }
+
+static const struct bench_row rows[ROW_MAX] = {
+	[ROW_EMPTY] = { .group = "baselines (floor: the empty program)",
+			.label = "empty: return XDP_DROP",
+			.prog = PROG_EMPTY,
+			.flow = FLOW_V4_UDP,
+			.dport = DPORT_PASS,
+			.verdict = XDP_DROP,
+			.floor = ROW_EMPTY,
+			.lookup = ROW_LOOKUP_V4_UDP },
+	LOOKUP_ROW(ROW_LOOKUP_V4_UDP, "IPv4 UDP", FLOW_V4_UDP),
+	LOOKUP_ROW(ROW_LOOKUP_V4_SYN, "IPv4 TCP SYN", FLOW_V4_SYN),
+	LOOKUP_ROW(ROW_LOOKUP_V6_UDP, "IPv6 UDP", FLOW_V6_UDP),
+	SLUICE_ROW(ROW_NONE_V4_UDP, "sluice, one source (floor: empty)",
+		   "no policy matches, IPv4 UDP", FLOW_V4_UDP, DPORT_NONE, XDP_PASS, NULL,
+		   SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP),
+	SLUICE_ROW(ROW_ACK_V4, NULL, "TCP ACK, only a SYN policy matches", FLOW_V4_ACK, DPORT_PASS,
+		   XDP_PASS, NULL, SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_SYN),
+	SLUICE_ROW(ROW_PASS_V4_UDP, NULL, "under limit (pass), IPv4 UDP", FLOW_V4_UDP, DPORT_PASS,
+		   XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP),
+	SLUICE_ROW(ROW_PASS_V4_SYN, NULL, "under limit (pass), IPv4 TCP SYN", FLOW_V4_SYN,
+		   DPORT_PASS, XDP_PASS, "syn-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_SYN),
+	SLUICE_ROW(ROW_PASS_V6_UDP, NULL, "under limit (pass), IPv6 UDP", FLOW_V6_UDP, DPORT_PASS,
+		   XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V6_UDP),
+	SLUICE_ROW(ROW_DROP_V4_UDP, NULL, "over limit (drop), IPv4 UDP", FLOW_V4_UDP, DPORT_DROP,
+		   XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_LOOKUP_V4_UDP),
+	SLUICE_ROW(ROW_DROP_V4_SYN, NULL, "over limit (drop), IPv4 TCP SYN", FLOW_V4_SYN,
+		   DPORT_DROP, XDP_DROP, "syn-drop", SLUICE_PSTAT_DROPPED, ROW_LOOKUP_V4_SYN),
+	SLUICE_ROW(ROW_DROP_V6_UDP, NULL, "over limit (drop), IPv6 UDP", FLOW_V6_UDP, DPORT_DROP,
+		   XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_LOOKUP_V6_UDP),
+	ROTATE_ROWS("sluice, IPv4 UDP from N sources via rotate (floor: rotate->empty, same N)",
+		    ROW_ROT_EMPTY_1, ROW_ROT_PASS_1, "1 source", 1),
+	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_FEW, ROW_ROT_PASS_FEW, "10^4 sources", BENCH_SOURCES_FEW),
+	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MANY, ROW_ROT_PASS_MANY, "10^6 sources",
+		    BENCH_SOURCES_MANY),
+	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
+		    BENCH_SOURCES_EVICT),
+};
+
+struct bench_opts {
+	const char *obj_path;
+	const char *bench_dir;
+	__u32 rounds;
+	__u32 repeat;
+};
+
+struct bench {
+	const struct bench_opts *o;
+	struct harness h;
+	struct bpf_object *obj[BENCH_OBJS];
+	int prog_fd[PROG_MAX];
+	int target_fd; /* rotate's bench_target */
+	int cfg_fd;    /* rotate's bench_cfg */
+	int keys_fd;   /* lookup's bench_keys */
+};
+
+struct bench_result {
+	double median_ns, min_ns, max_ns; /* per packet */
+	__u64 keys;			  /* sluice rows: keys in sluice_state afterwards */
+	int is_sluice;
+	int is_bad;
+	char check[CHECK_LEN];
+};
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* SIGINT and SIGTERM interrupt the running BPF_PROG_TEST_RUN (-EINTR), so cleanup runs. */
+static int install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+		return -errno;
+	return 0;
+}
+
+static int print_usage(FILE *f)
+{
+	int n = fprintf(
+		f,
+		"usage: sluice-bench --obj <sluice.bpf.o> --bench-dir <dir> [--rounds <n>] "
+		"[--repeat <n>]\n\n"
+		"  --obj <file>        the XDP object sluice-bench was built with\n"
+		"  --bench-dir <dir>   where empty.bpf.o, lookup.bpf.o and rotate.bpf.o are\n"
+		"  --rounds <n>        measured rounds per row, 1..%d (default %d)\n"
+		"  --repeat <n>        packets per round, in one BPF_PROG_TEST_RUN "
+		"(default %u)\n"
+		"  -h, --help          print this help\n",
+		BENCH_ROUNDS_MAX, BENCH_ROUNDS_DEFAULT, BENCH_REPEAT_DEFAULT);
+
+	return n < 0 ? -EIO : 0;
+}
+
+/* A whole number in 1..@max from @s, or -EINVAL. */
+static int parse_count(const char *s, unsigned long long max, __u32 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || !v || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int check_readable(const char *path, const char *what)
+{
+	if (!access(path, R_OK))
+		return 0;
+	fprintf(stderr, "sluice-bench: cannot read %s '%s': %s\n", what, path, strerror(errno));
+	return -errno;
+}
+
+/* 0 to go on, else the exit status: 0 after --help, 2 for a usage error. */
+static int parse_args(int argc, char **argv, struct bench_opts *o, int *status)
+{
+	static const struct option longopts[] = {
+		{ "obj", required_argument, NULL, 'o' },
+		{ "bench-dir", required_argument, NULL, 'd' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "repeat", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, err = 0;
+
+	*status = EXIT_SUCCESS;
+	while (!err && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'o')
+			o->obj_path = optarg;
+		else if (c == 'd')
+			o->bench_dir = optarg;
+		else if (c == 'r')
+			err = parse_count(optarg, BENCH_ROUNDS_MAX, &o->rounds);
+		else if (c == 'n')
+			err = parse_count(optarg, UINT32_MAX, &o->repeat);
+		else if (c == 'h')
+			return print_usage(stdout) ?: -ECANCELED;
+		else
+			err = -EINVAL;
+	}
+	if (!err && (optind != argc || !o->obj_path || !o->bench_dir))
+		err = -EINVAL;
+	if (err) {
+		print_usage(stderr);
+		*status = 2;
+		return err;
+	}
+	*status = EXIT_FAILURE;
+	return check_readable(o->obj_path, "object") ?: check_readable(o->bench_dir, "directory");
+}
+
+/*
+ * attachment__load() loads the object built into the skeleton, so --obj
+ * can only be checked: it must be byte for byte what was built in.
+ */
+static int check_obj(const char *path)
+{
+	size_t built_len, len;
+	const void *built = sluice_bpf__elf_bytes(&built_len);
+	char *buf = calloc(built_len + 1, 1);
+	FILE *f = fopen(path, "rb");
+	int err = buf && f ? 0 : -errno;
+
+	if (!err) {
+		len = fread(buf, 1, built_len + 1, f);
+		err = ferror(f) ? -EIO : 0;
+	}
+	if (!err && (len != built_len || memcmp(buf, built, built_len)))
+		err = -ESTALE;
+	if (f && fclose(f) && !err)
+		err = -errno;
+	free(buf);
+	if (err == -ESTALE)
+		fprintf(stderr,
+			"sluice-bench: cannot use object '%s': it is not the object "
+			"sluice-bench was built with; rebuild both (make bench)\n",
+			path);
+	else if (err)
+		fprintf(stderr, "sluice-bench: cannot use object '%s': %s\n", path, strerror(-err));
+	return err;
+}
+
+static int find_map_fd(struct bpf_object *obj, const char *name)
+{
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, name);
+
+	return map ? bpf_map__fd(map) : -ENOENT;
+}
+
+/* Open and load <bench_dir>/<prog_files[i]>; 0 or -errno, reported. */
+static int bench__open_obj(struct bench *b, enum bench_prog i)
+{
+	struct bpf_program *prog;
+	char path[PATH_MAX];
+	int n, err;
+
+	n = snprintf(path, sizeof(path), "%s/%s", b->o->bench_dir, prog_files[i]);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	b->obj[i] = bpf_object__open_file(path, NULL);
+	if (!b->obj[i]) {
+		err = -errno;
+		fprintf(stderr, "sluice-bench: cannot open '%s': %s\n", path, strerror(-err));
+		return err;
+	}
+	err = bpf_object__load(b->obj[i]);
+	prog = err ? NULL : bpf_object__find_program_by_name(b->obj[i], prog_names[i]);
+	if (!err && !prog)
+		err = -ENOENT;
+	if (err) {
+		fprintf(stderr, "sluice-bench: cannot load '%s' from '%s': %s\n", prog_names[i],
+			path, strerror(-err));
+		return err;
+	}
+	b->prog_fd[i] = bpf_program__fd(prog);
+	return 0;
+}
+
+static int bench__open_objs(struct bench *b)
+{
+	enum bench_prog i;
+	int err = 0;
+
+	for (i = 0; !err && i < BENCH_OBJS; i++)
+		err = bench__open_obj(b, i);
+	if (err)
+		return err;
+	b->keys_fd = find_map_fd(b->obj[PROG_LOOKUP], "bench_keys");
+	b->target_fd = find_map_fd(b->obj[PROG_ROTATE], "bench_target");
+	b->cfg_fd = find_map_fd(b->obj[PROG_ROTATE], "bench_cfg");
+	if (b->keys_fd < 0 || b->target_fd < 0 || b->cfg_fd < 0) {
+		fprintf(stderr,
+			"sluice-bench: cannot find the maps of the bench objects in '%s'; "
+			"rebuild them (make bench)\n",
+			b->o->bench_dir);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void bench__close_objs(struct bench *b)
+{
+	enum bench_prog i;
+
+	for (i = 0; i < BENCH_OBJS; i++) {
+		bpf_object__close(b->obj[i]);
+		b->obj[i] = NULL;
+	}
+}
+
+/* The flows' sources, so every lookup of the one-lookup program is a hit. */
+static int bench__fill_keys(struct bench *b)
+{
+	__u8 addr[SLUICE_ADDR_LEN];
+	__u64 value = 0;
+	int i;
+
+	for (i = 0; i < FLOW_MAX; i++) {
+		pkt_addr16(flows[i].src, addr);
+		if (bpf_map_update_elem(b->keys_fd, addr, &value, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+struct bench_policy {
+	const char *name;
+	const char *proto;
+	int dport;
+	const char *extra; /* more match fields */
+	const char *rate;
+	const char *burst;
+};
+
+/* Keyed per source; pass and drop, for UDP and for TCP SYNs. */
+static const struct bench_policy policies[] = {
+	{ "udp-pass", "udp", DPORT_PASS, "", RATE_PASS, BURST_PASS },
+	{ "udp-drop", "udp", DPORT_DROP, "", RATE_DROP, BURST_DROP },
+	{ "syn-pass", "tcp", DPORT_PASS, ", tcp_syn: true", RATE_PASS, BURST_PASS },
+	{ "syn-drop", "tcp", DPORT_DROP, ", tcp_syn: true", RATE_DROP, BURST_DROP },
+};
+
+/* The policy file's text into @buf; 0 or -ENAMETOOLONG. */
+static int policy_yaml(char *buf, size_t len)
+{
+	static const char fmt[] = "  - name: %s\n"
+				  "    match: { proto: %s, dst_port: %d%s }\n"
+				  "    key: { ipv4_prefix: %d, ipv6_prefix: %d }\n"
+				  "    rate: %s\n"
+				  "    burst: %s\n";
+	const struct bench_policy *p;
+	size_t i, used = 0;
+	int n = snprintf(buf, len, "policies:\n");
+
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += n;
+		p = &policies[i];
+		n = snprintf(buf + used, len - used, fmt, p->name, p->proto, p->dport, p->extra,
+			     SLUICE_IPV4_BITS, SLUICE_ADDR_BITS, p->rate, p->burst);
+	}
+	return n >= 0 && (size_t)n < len - used ? 0 : -ENAMETOOLONG;
+}
+
+#define POLICY_YAML_LEN 1024
+
+/* sluice through the harness: the agent's loader, compiler and map writer. */
+static int bench__load_sluice(struct bench *b)
+{
+	char yaml[POLICY_YAML_LEN];
+	int err = check_obj(b->o->obj_path);
+
+	if (err)
+		return err;
+	err = policy_yaml(yaml, sizeof(yaml));
+	if (!err)
+		err = harness_load(&b->h, yaml, BENCH_MAX_KEYS);
+	if (err) {
+		fprintf(stderr, "sluice-bench: cannot load sluice with the bench policy: %s\n",
+			strerror(-err));
+		return err;
+	}
+	b->prog_fd[PROG_SLUICE] = b->h.att.prog_fd;
+	return 0;
+}
+
+/* Pin to the CPU we run on: per-CPU state (rotate's counter) stays on one CPU. */
+static int pin_cpu(int *cpu)
+{
+	cpu_set_t set;
+
+	*cpu = sched_getcpu();
+	if (*cpu < 0)
+		return -errno;
+	CPU_ZERO(&set);
+	CPU_SET(*cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+static int bench__setup(struct bench *b, int *cpu)
+{
+	int err;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "sluice-bench: BPF_PROG_TEST_RUN needs root (CAP_BPF, "
+				"CAP_NET_ADMIN)\n");
+		return -EPERM;
+	}
+	err = install_signals();
+	if (!err)
+		err = pin_cpu(cpu);
+	if (err) {
+		fprintf(stderr, "sluice-bench: cannot set up signals and CPU affinity: %s\n",
+			strerror(-err));
+		return err;
+	}
+	err = bench__open_objs(b);
+	if (!err)
+		err = bench__load_sluice(b);
+	if (err)
+		return err;
+	err = bench__fill_keys(b);
+	if (err)
+		fprintf(stderr, "sluice-bench: cannot fill map 'bench_keys': %s\n", strerror(-err));
+	return err;
+}
+
+static void build_packet(struct pkt *p, enum bench_flow flow, __u16 dport)
+{
+	const struct flow *f = &flows[flow];
+
+	pkt_ip(pkt_eth(p, mac_dst, mac_src), f->src, f->dst);
+	if (f->tcp_flags)
+		pkt_tcp(p, SPORT, dport, f->tcp_flags);
+	else
+		pkt_udp(p, SPORT, dport);
+	pkt_finish(p);
+}
+
+/* Rotate rows: the number of sources, and the program rotate tail-calls. */
+static int bench__aim(struct bench *b, const struct bench_row *r)
+{
+	struct bench_rotate_cfg cfg = { .sources = r->sources,
+					.base_host = BENCH_ROTATE_BASE_HOST };
+	__u32 zero = 0, slot = BENCH_TARGET_SLOT;
+	int err;
+
+	if (r->prog != PROG_ROTATE)
+		return 0;
+	if (bpf_map_update_elem(b->cfg_fd, &zero, &cfg, BPF_ANY) ||
+	    bpf_map_update_elem(b->target_fd, &slot, &b->prog_fd[r->tail], BPF_ANY)) {
+		err = -errno;
+		fprintf(stderr, "sluice-bench: cannot point the rotator for '%s': %s\n", r->label,
+			strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * @n packets through @prog_fd in one call: the CPU time per packet, and the
+ * last verdict. CPU time of this thread, not wall time: on a shared machine
+ * wall time also counts other tasks that preempt us (the kernel's own
+ * duration excludes them too, but only in whole nanoseconds). The syscall
+ * and the packet copy are in it, once per call: microseconds over n.
+ */
+static int run_pkts(int prog_fd, const struct pkt *p, __u32 n, double *ns_per_pkt, __u32 *verdict)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p->buf, .data_size_in = p->len,
+		    .repeat = n);
+	struct timespec start, end;
+
+	if (stop_requested)
+		return -EINTR;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start) ||
+	    bpf_prog_test_run_opts(prog_fd, &opts) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end))
+		return -errno;
+	*ns_per_pkt =
+		((end.tv_sec - start.tv_sec) * NSEC_PER_SEC_F + (end.tv_nsec - start.tv_nsec)) / n;
+	*verdict = opts.retval;
+	return 0;
+}
+
+/* What a sluice row must move: its verdict's total and its policy's counter. */
+struct counts {
+	__u64 verdict_pkts; /* the total of the row's verdict */
+	__u64 counted_pkts; /* the row's policy, as r->counted */
+	__u64 other_pkts;   /* the row's policy, as the other outcome */
+	__u64 error_pkts;   /* STATE_ERR and CAS_EXHAUSTED totals */
+	__u64 keys;	    /* keys in sluice_state */
+};
+
+static void counts_from(const struct status *st, const struct bench_row *r, struct counts *c)
+{
+	enum sluice_pstat other =
+		r->counted == SLUICE_PSTAT_PASSED ? SLUICE_PSTAT_DROPPED : SLUICE_PSTAT_PASSED;
+	enum sluice_total verdict =
+		r->verdict == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED;
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	c->verdict_pkts = st->totals.c[verdict].pkts;
+	c->error_pkts = st->totals.c[SLUICE_TOTAL_STATE_ERR].pkts +
+			st->totals.c[SLUICE_TOTAL_CAS_EXHAUSTED].pkts;
+	c->keys = st->keys;
+	for (i = 0; r->policy && i < st->n_policies; i++) {
+		if (strcmp(st->policies[i].policy.name, r->policy))
+			continue;
+		c->counted_pkts = st->policies[i].stats.c[r->counted].pkts;
+		c->other_pkts = st->policies[i].stats.c[other].pkts;
+	}
+}
+
+static int bench__read_counts(struct bench *b, const struct bench_row *r, struct counts *c)
+{
+	struct status st;
+	int err = maps__read_status(&b->h.att.maps, &st);
+
+	if (err) {
+		fprintf(stderr, "sluice-bench: cannot read sluice's counters: %s\n",
+			strerror(-err));
+		return err;
+	}
+	counts_from(&st, r, c);
+	status__free(&st);
+	return 0;
+}
+
+static int is_sluice_row(const struct bench_row *r)
+{
+	return r->prog == PROG_SLUICE || (r->prog == PROG_ROTATE && r->tail == PROG_SLUICE);
+}
+
+/* "ok", or what the counters say instead; sets res->is_bad. */
+static void check_counts(const struct bench_row *r, const struct counts *before,
+			 const struct counts *after, __u64 pkts, struct bench_result *res)
+{
+	__u64 verdict = after->verdict_pkts - before->verdict_pkts;
+	__u64 counted = after->counted_pkts - before->counted_pkts;
+	__u64 other = after->other_pkts - before->other_pkts;
+	__u64 errors = after->error_pkts - before->error_pkts;
+	int n;
+
+	res->keys = after->keys;
+	res->is_bad = verdict != pkts || errors || (r->policy && (counted != pkts || other));
+	if (!res->is_bad)
+		n = snprintf(res->check, sizeof(res->check), "ok");
+	else
+		n = snprintf(res->check, sizeof(res->check),
+			     "BAD: of %llu: verdict %llu, %s %llu/%llu, errors %llu", pkts, verdict,
+			     r->policy ? r->policy : "-", counted, other, errors);
+	if (n < 0 || (size_t)n >= sizeof(res->check))
+		res->check[0] = '\0';
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void summarize(double *ns, __u32 n, struct bench_result *res)
+{
+	qsort(ns, n, sizeof(*ns), cmp_double);
+	res->min_ns = ns[0];
+	res->max_ns = ns[n - 1];
+	res->median_ns = n % 2 ? ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2;
+}
+
+/*
+ * Rows that rotate through many sources warm up until every source was
+ * seen once, or until sluice_state is full and evicting, whichever is
+ * first; others for one round (a drop row's key is over its limit after
+ * its first packet).
+ */
+static __u32 warmup_pkts(const struct bench_row *r, __u32 repeat)
+{
+	__u64 n = r->prog == PROG_ROTATE ? r->sources : repeat;
+
+	if (n > BENCH_WARMUP_MAX_PKTS)
+		n = BENCH_WARMUP_MAX_PKTS;
+	return n > repeat ? n : repeat;
+}
+
+static const char *verdict_name(__u32 verdict)
+{
+	static const char *const names[] = {
+		[XDP_ABORTED] = "XDP_ABORTED",	 [XDP_DROP] = "XDP_DROP",
+		[XDP_PASS] = "XDP_PASS",	 [XDP_TX] = "XDP_TX",
+		[XDP_REDIRECT] = "XDP_REDIRECT",
+	};
+
+	return verdict < sizeof(names) / sizeof(names[0]) ? names[verdict] : "unknown";
+}
+
+/* Marks @res bad unless @verdict is the row's; returns whether it was. */
+static int verdict_is_right(const struct bench_row *r, __u32 verdict, struct bench_result *res)
+{
+	if ((int)verdict == r->verdict)
+		return 1;
+	res->is_bad = 1;
+	if (snprintf(res->check, sizeof(res->check), "BAD: verdict %s, expected %s",
+		     verdict_name(verdict), verdict_name(r->verdict)) >= (int)sizeof(res->check))
+		res->check[0] = '\0';
+	return 0;
+}
+
+static int report_run(const struct bench_row *r, int err)
+{
+	if (err && err != -EINTR)
+		fprintf(stderr, "sluice-bench: cannot run '%s': %s\n", r->label, strerror(-err));
+	return err;
+}
+
+static int bench__warm_up(struct bench *b, const struct bench_row *r, const struct pkt *p,
+			  struct bench_result *res)
+{
+	__u32 verdict;
+	double ns;
+	int err = run_pkts(b->prog_fd[r->prog], p, warmup_pkts(r, b->o->repeat), &ns, &verdict);
+
+	if (!err)
+		verdict_is_right(r, verdict, res);
+	return report_run(r, err);
+}
+
+/* The measured rounds; a wrong verdict marks the row bad. */
+static int bench__measure(struct bench *b, const struct bench_row *r, const struct pkt *p,
+			  struct bench_result *res)
+{
+	double ns[BENCH_ROUNDS_MAX];
+	__u32 i, verdict;
+	int err = 0;
+
+	for (i = 0; !err && i < b->o->rounds; i++) {
+		err = run_pkts(b->prog_fd[r->prog], p, b->o->repeat, &ns[i], &verdict);
+		if (!err && !verdict_is_right(r, verdict, res))
+			return 0;
+	}
+	if (!err)
+		summarize(ns, b->o->rounds, res);
+	return report_run(r, err);
+}
+
+static int bench__run_row(struct bench *b, enum bench_row_id id, struct bench_result *res)
+{
+	const struct bench_row *r = &rows[id];
+	struct counts before, after;
+	struct pkt p;
+	int err;
+
+	build_packet(&p, r->flow, r->dport);
+	res->is_sluice = is_sluice_row(r);
+	if (snprintf(res->check, sizeof(res->check), "ok") < 0)
+		return -EIO;
+	err = bench__aim(b, r);
+	if (!err)
+		err = bench__warm_up(b, r, &p, res);
+	if (!err && !res->is_bad && res->is_sluice)
+		err = bench__read_counts(b, r, &before);
+	if (!err && !res->is_bad)
+		err = bench__measure(b, r, &p, res);
+	if (err || res->is_bad || !res->is_sluice)
+		return err;
+	err = bench__read_counts(b, r, &after);
+	if (!err)
+		check_counts(r, &before, &after, (__u64)b->o->rounds * b->o->repeat, res);
+	return err;
+}
+
+#define CELL_LEN 32
+
+__attribute__((format(printf, 3, 4))) static void format_cell(char *buf, size_t len,
+							      const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len)
+		snprintf(buf, len, "?");
+}
+
+/* The "model name" of the first CPU in /proc/cpuinfo, or "unknown". */
+static void read_cpu_model(char *buf, size_t len)
+{
+	static const char key[] = "model name";
+	char line[CPU_MODEL_LEN];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char *colon;
+
+	format_cell(buf, len, "unknown");
+	while (f && fgets(line, sizeof(line), f)) {
+		colon = strchr(line, ':');
+		if (strncmp(line, key, strlen(key)) || !colon)
+			continue;
+		colon[strcspn(colon, "\n")] = '\0';
+		format_cell(buf, len, "%s", colon + 2 <= line + strlen(line) ? colon + 2 : "");
+		break;
+	}
+	if (f && fclose(f))
+		format_cell(buf, len, "unknown");
+}
+
+static void format_cmdline(char *buf, size_t len, int argc, char **argv)
+{
+	size_t used = 0;
+	int i, n;
+
+	buf[0] = '\0';
+	for (i = 0; i < argc; i++) {
+		n = snprintf(buf + used, len - used, "%s%s", i ? " " : "", argv[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += n;
+	}
+}
+
+static void print_header(const struct bench_opts *o, int cpu, int argc, char **argv)
+{
+	char date[CELL_LEN], model[CPU_MODEL_LEN], cmd[CMDLINE_LEN];
+	struct utsname uts;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!localtime_r(&now, &tm) || !strftime(date, sizeof(date), "%Y-%m-%d %H:%M %Z", &tm))
+		format_cell(date, sizeof(date), "unknown");
+	if (uname(&uts))
+		format_cell(uts.release, sizeof(uts.release), "unknown");
+	read_cpu_model(model, sizeof(model));
+	format_cmdline(cmd, sizeof(cmd), argc, argv);
+	printf("sluice-bench: XDP cost per packet with BPF_PROG_TEST_RUN\n"
+	       "date:     %s\n"
+	       "kernel:   %s\n"
+	       "cpu:      %s, %ld online, bench pinned to CPU %d\n"
+	       "command:  %s\n"
+	       "method:   per row one warm-up call, then %u rounds of one call with repeat %u;\n"
+	       "          ns/pkt = this thread's CPU time in the call / repeat\n"
+	       "policies: keyed /32 and /128; pass: rate %s burst %s; drop: rate %s burst %s\n\n",
+	       date, uts.release, model, sysconf(_SC_NPROCESSORS_ONLN), cpu, cmd, o->rounds,
+	       o->repeat, RATE_PASS, BURST_PASS, RATE_DROP, BURST_DROP);
+	printf("  %-*s %8s %13s %8s %7s %8s  %s\n", LABEL_WIDTH, "row", "ns/pkt", "min-max",
+	       "-floor", "xlookup", "keys", "check");
+}
+
+static void print_row(enum bench_row_id id, const struct bench_result *all)
+{
+	const struct bench_row *r = &rows[id];
+	const struct bench_result *res = &all[id];
+	double over = res->median_ns - all[r->floor].median_ns;
+	double lookup = all[r->lookup].median_ns - all[ROW_EMPTY].median_ns;
+	char range[CELL_LEN], over_s[CELL_LEN], ratio[CELL_LEN], keys[CELL_LEN];
+	int has_ratio = r->floor != id && lookup > 0 && !all[r->lookup].is_bad;
+
+	if (r->group)
+		printf("%s\n", r->group);
+	if (res->is_bad) {
+		printf("  %-*s %s\n", LABEL_WIDTH, r->label, res->check);
+		return;
+	}
+	format_cell(range, sizeof(range), "%.1f-%.1f", res->min_ns, res->max_ns);
+	format_cell(over_s, sizeof(over_s), r->floor == id ? "-" : "%.1f", over);
+	format_cell(ratio, sizeof(ratio), has_ratio ? "%.2f" : "-", over / lookup);
+	format_cell(keys, sizeof(keys), res->is_sluice ? "%llu" : "-", res->keys);
+	printf("  %-*s %8.1f %13s %8s %7s %8s  %s\n", LABEL_WIDTH, r->label, res->median_ns, range,
+	       over_s, ratio, keys, res->check);
+}
+
+static void print_legend(void)
+{
+	printf("\nns/pkt: median of the rounds; min-max: fastest and slowest round;\n"
+	       "-floor: ns/pkt minus the floor of its group; xlookup: -floor / (one LRU lookup\n"
+	       "of the same family - empty); keys: entries in sluice_state after the row;\n"
+	       "check: every verdict, and sluice's counters moved by exactly the packets sent.\n");
+}
+
+/* Every row in order: floors and lookups come before the rows that use them. */
+static int bench__run(struct bench *b, struct bench_result *res, int *any_bad)
+{
+	enum bench_row_id id;
+	int err = 0;
+
+	*any_bad = 0;
+	for (id = 0; !err && id < ROW_MAX; id++) {
+		err = bench__run_row(b, id, &res[id]);
+		if (err)
+			break;
+		print_row(id, res);
+		*any_bad |= res[id].is_bad;
+		if (fflush(stdout) == EOF)
+			err = -errno;
+	}
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o = { .rounds = BENCH_ROUNDS_DEFAULT, .repeat = BENCH_REPEAT_DEFAULT };
+	struct bench b = { .o = &o };
+	struct bench_result *res = NULL;
+	int status, cpu, any_bad = 0, err;
+
+	if (parse_args(argc, argv, &o, &status))
+		return status;
+	log_hook_libbpf();
+	err = bench__setup(&b, &cpu);
+	if (!err) {
+		res = calloc(ROW_MAX, sizeof(*res));
+		err = res ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		print_header(&o, cpu, argc, argv);
+		err = bench__run(&b, res, &any_bad);
+	}
+	if (!err)
+		print_legend();
+	if (err == -EINTR)
+		fprintf(stderr, "sluice-bench: interrupted\n");
+	bench__close_objs(&b);
+	harness_close(&b.h);
+	free(res);
+	if (fflush(stdout) == EOF && !err)
+		err = -errno;
+	return harness_cleanup(err || any_bad ? EXIT_FAILURE : EXIT_SUCCESS);
+}
