@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Policy lookup: one LPM-trie lookup on (generation, protocol, destination
- * port) returns every policy that applies to the packet, most specific
- * first, as precomputed by user/compile.c. The cost does not depend on how
- * many policies are loaded.
+ * Policy lookup. The source (when the generation has an allowlist or
+ * source sets) and the destination (when it has destination sets) are each
+ * looked up once in an LPM trie whose longest match tells which prefix sets
+ * the address is in; one more LPM lookup on (generation, protocol, port)
+ * returns every policy that may apply, most specific first, as precomputed
+ * by user/compile.c. The cost does not depend on how many policies or
+ * prefixes are loaded.
  */
 #ifndef SLUICE_CLASSIFY_BPF_H
 #define SLUICE_CLASSIFY_BPF_H
@@ -11,12 +14,24 @@
 #include "maps.bpf.h"
 #include "parse.bpf.h"
 
-static __always_inline __u32 active_gen(void)
+static __always_inline struct sluice_ctl *ctl_get(void)
 {
 	__u32 zero = 0;
-	struct sluice_ctl *ctl = bpf_map_lookup_elem(&sluice_ctl, &zero);
 
-	return ctl ? ctl->active_gen % SLUICE_POLICY_GENS : 0;
+	return bpf_map_lookup_elem(&sluice_ctl, &zero);
+}
+
+/* The longest prefix of @addr in @trie for generation @gen, or NULL. */
+static __always_inline struct sluice_addr_val *addr_lookup(void *trie, __u32 gen,
+							   const __u32 *addr)
+{
+	struct sluice_addr_key k = {
+		.prefixlen = SLUICE_ADDR_KEY_BITS(SLUICE_ADDR_BITS),
+		.gen = gen,
+	};
+
+	__builtin_memcpy(k.addr, addr, SLUICE_ADDR_LEN);
+	return bpf_map_lookup_elem(trie, &k);
 }
 
 static __always_inline struct sluice_match *classify(const struct pkt_meta *m, __u32 gen)
@@ -31,6 +46,12 @@ static __always_inline struct sluice_match *classify(const struct pkt_meta *m, _
 	return bpf_map_lookup_elem(&sluice_match, &k);
 }
 
+/* Is the address with @sets in set @set (1 + bit; 0 means any address)? */
+static __always_inline int in_set(__u64 sets, __u8 set)
+{
+	return !set || (set <= SLUICE_MAX_SETS && ((sets >> (set - 1)) & 1));
+}
+
 /* The policy @id of generation @gen, or NULL when it does not apply to @m. */
 static __always_inline struct sluice_policy *policy_for(const struct pkt_meta *m, __u32 gen,
 							__u32 id)
@@ -42,6 +63,8 @@ static __always_inline struct sluice_policy *policy_for(const struct pkt_meta *m
 		return NULL;
 	p = bpf_map_lookup_elem(&sluice_policy, &slot);
 	if (!p || ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn))
+		return NULL;
+	if (!in_set(m->src_sets, p->src_set) || !in_set(m->dst_sets, p->dst_set))
 		return NULL;
 	return p;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The map side of GCRA: the clock, the key lookup and the compare-and-swap.
+ * The map side of GCRA: the clock (this is the only reader of
+ * bpf_ktime_get_ns()), the key lookup, the compare-and-swap, refunds, and
+ * the fail mode a policy is in.
  * The arithmetic itself is include/sluice/gcra.h.
  *
  * A denied packet only reads the key's cache line; writes happen at the
@@ -16,6 +18,7 @@
 #include <linux/errno.h>
 
 #include "maps.bpf.h"
+#include "parse.bpf.h"
 #include "sluice/gcra.h"
 
 enum limit_result {
@@ -24,12 +27,6 @@ enum limit_result {
 	LIMIT_STATE_ERR,     /* the new key could not be stored */
 	LIMIT_CAS_EXHAUSTED, /* lost SLUICE_CAS_RETRIES races */
 };
-
-/* The GCRA clock in ticks. The only reader of bpf_ktime_get_ns(). */
-static __always_inline __u64 limit_now(void)
-{
-	return sluice_gcra_ticks(bpf_ktime_get_ns());
-}
 
 static __always_inline enum limit_result limit_key(const struct sluice_key *key, __u64 now,
 						   __u64 incr, __u64 tol)
@@ -61,13 +58,83 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 	return LIMIT_CAS_EXHAUSTED;
 }
 
-static __always_inline __u64 policy_incr(const struct sluice_policy *p, __u64 len_bytes)
+/*
+ * Give back @incr a packet was charged on @key, when a later layer dropped
+ * it: as if it had never arrived. Packets admitted on the key since then
+ * were judged against a higher TAT, so the bound still holds. Not below
+ * now: the key had no older debt to forgive. Out of retries, the charge
+ * stays (conservative).
+ */
+static __always_inline void limit_refund(const struct sluice_key *key, __u64 now, __u64 incr)
+{
+	struct sluice_state *st;
+	__u64 old, new_tat;
+	int i;
+
+	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
+		st = bpf_map_lookup_elem(&sluice_state, key);
+		if (!st)
+			return;
+		old = *(volatile __u64 *)&st->tat;
+		new_tat = old - incr;
+		if ((__s64)(new_tat - now) < 0)
+			new_tat = now;
+		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
+			return;
+	}
+}
+
+static __always_inline __u64 policy_incr(const struct sluice_policy *p,
+					 const struct sluice_gcra *g, __u64 len_bytes)
 {
 	__u64 cost = p->cost == SLUICE_COST_BYTES ? len_bytes : 1;
 
 	if (cost > SLUICE_COST_BYTES_MAX)
 		cost = SLUICE_COST_BYTES_MAX; /* keeps cost × mant < 2^63 (compile.c) */
-	return sluice_gcra_incr(cost, p->interval_mant, p->interval_shift);
+	return sluice_gcra_incr(cost, g->interval_mant, g->interval_shift);
+}
+
+/*
+ * The fail mode of policy @p (id @id) now: the agent-loss mode while the
+ * agent is lost (escalated from degraded to closed after closed_after_ns),
+ * else what the agent set for store faults.
+ */
+static __always_inline int policy_fail_mode(const struct sluice_policy *p, __u32 id,
+					    __u64 agent_lost_ns)
+{
+	struct sluice_fail_state *st;
+	int mode;
+
+	if (agent_lost_ns) {
+		mode = p->on_agent_loss;
+		if (mode == SLUICE_FAIL_DEGRADED && p->closed_after_ns &&
+		    agent_lost_ns > p->closed_after_ns)
+			mode = SLUICE_FAIL_CLOSED;
+		return mode;
+	}
+	st = bpf_map_lookup_elem(&sluice_fail, &id);
+	return st ? st->mode : SLUICE_FAIL_NONE;
+}
+
+/*
+ * Read the clock once per packet, and only for a packet some policy applies
+ * to: on this VM bpf_ktime_get_ns() alone costs ~36 ns (make bench). Also
+ * decides whether the agent is lost: its heartbeat older than the timeout.
+ */
+static __always_inline void clock_read(struct pkt_meta *m)
+{
+	__u64 now_ns;
+	__s64 late;
+
+	if (m->now)
+		return;
+	now_ns = bpf_ktime_get_ns();
+	m->now = sluice_gcra_ticks(now_ns);
+	if (!m->agent_timeout_ns || !m->heartbeat_ns)
+		return;
+	/* Signed: a beat stamped by a CPU whose clock reads a little ahead is fresh. */
+	late = (__s64)(now_ns - m->heartbeat_ns) - (__s64)m->agent_timeout_ns;
+	m->agent_lost_ns = late > 0 ? late : 0;
 }
 
 #endif /* SLUICE_LIMIT_BPF_H */

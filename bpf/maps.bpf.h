@@ -64,4 +64,33 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ctl SEC(".maps");
 
+/* Source prefixes: the allowlist and the source sets policies match on. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_ADDR_ENTRIES);
+	__type(key, struct sluice_addr_key);
+	__type(value, struct sluice_addr_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_src SEC(".maps");
+
+/* Destination prefixes: the destination sets policies match on. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_ADDR_ENTRIES);
+	__type(key, struct sluice_addr_key);
+	__type(value, struct sluice_addr_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_dst SEC(".maps");
+
+/* Fail modes the agent sets per policy on store faults. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_POLICIES);
+	__type(key, __u32);
+	__type(value, struct sluice_fail_state);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_fail SEC(".maps");
+
 #endif /* SLUICE_MAPS_BPF_H */

@@ -36,6 +36,7 @@
 #define IPV6_AH_LEN_BIAS 2	/* AH hdrlen counts 4-byte words minus 2 */
 #define IPV6_VERSION 6
 #define IPV4_VERSION 4
+#define IPV4_MAPPED_WORD 0xffff /* third 32-bit word of an IPv4-mapped address */
 
 struct cursor {
 	void *pos;
@@ -45,7 +46,14 @@ struct cursor {
 /* What the classifier and the limiter need of a packet. */
 struct pkt_meta {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
+	__u32 dst[SLUICE_ADDR_LEN / 4]; /* likewise */
 	__u64 len_bytes;		/* L2 frame length */
+	__u64 src_sets;			/* sluice_addr_val.sets of the source (classify) */
+	__u64 dst_sets;			/* likewise of the destination */
+	__u64 heartbeat_ns;		/* copied from sluice_ctl (limit) */
+	__u64 agent_timeout_ns;
+	__u64 now;			/* GCRA ticks; 0 until a policy applies (limit) */
+	__u64 agent_lost_ns;		/* how long the agent has been lost; 0: it is not */
 	__be16 dst_port;		/* when has_ports */
 	__u8 proto;			/* IPPROTO_* of the transport header */
 	__u8 is_ipv4;
@@ -122,10 +130,9 @@ static __always_inline int parse_ipv4(struct cursor *c, struct pkt_meta *m)
 	if (!cursor_take(c, hdr_bytes))
 		return -1;
 	m->is_ipv4 = 1;
-	m->src[0] = 0;
-	m->src[1] = 0;
-	m->src[2] = bpf_htonl(0xffff); /* the ::ffff:0:0/96 prefix */
+	m->src[2] = m->dst[2] = bpf_htonl(IPV4_MAPPED_WORD); /* ::ffff:0:0/96 */
 	m->src[3] = iph->saddr;
+	m->dst[3] = iph->daddr;
 	m->has_ports = !(iph->frag_off & bpf_htons(IPV4_FRAG_OFFSET));
 	return iph->protocol;
 }
@@ -173,6 +180,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct pkt_meta *m)
 	if (!ip6 || ip6->version != IPV6_VERSION)
 		return -1;
 	__builtin_memcpy(m->src, &ip6->saddr, SLUICE_ADDR_LEN);
+	__builtin_memcpy(m->dst, &ip6->daddr, SLUICE_ADDR_LEN);
 	m->has_ports = 1;
 	nexthdr = ip6->nexthdr;
 	for (i = 0; i < SLUICE_IPV6_EXT_MAX && is_ipv6_ext(nexthdr); i++) {

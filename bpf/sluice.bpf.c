@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The XDP program: parse → classify → limit → count. Policy lives in maps
- * that user space writes; this file only reads them. Every path ends at the
- * single `out:` label, which counts the verdict.
+ * The XDP program: parse → allowlist → classify → limit → count. Policy
+ * lives in maps that user space writes; this file only reads them. Every
+ * path ends at the single `out:` label, which counts the verdict.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -16,60 +16,138 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* What one policy made of one packet (limit_policy's return value). */
+enum layer_result {
+	LAYER_SKIP = -1,			 /* the policy does not apply */
+	LAYER_ADMIT = LIMIT_ADMIT,		 /* admitted and charged */
+	LAYER_DENY = LIMIT_DENY,		 /* over the limit: drop */
+	LAYER_STATE_ERR = LIMIT_STATE_ERR,	 /* no state could be kept: pass, uncharged */
+	LAYER_CAS_EXHAUSTED = LIMIT_CAS_EXHAUSTED, /* drop */
+	LAYER_PASS_UNCHARGED,			 /* shadow would-drop, or failed open: pass */
+	LAYER_CLOSED,				 /* failed closed: drop */
+};
+
+/* The policy's limit for its fail mode, or NULL when it takes no decision. */
+static __always_inline const struct sluice_gcra *layer_limit(const struct sluice_policy *p,
+							     int fail)
+{
+	return fail == SLUICE_FAIL_DEGRADED ? &p->degraded : &p->limit;
+}
+
 /*
- * One policy for one packet: an enum limit_result, or -1 when the policy
- * does not apply (a SYN-only policy and a packet that is not a SYN).
+ * One policy for one packet. Counts the outcomes only this function sees
+ * (shadow, fail-open, degraded); the caller counts passes and drops.
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
  * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
  * iterations made kernel 6.18 with clang 14 spend 0.65 s per load exploring
  * states; as a global function the whole program verifies in a few ms.
  */
-__attribute__((noinline)) int limit_policy(const struct pkt_meta *m, __u32 gen, __u32 id,
-					   __u64 now)
+__attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id)
 {
 	const struct sluice_policy *p;
+	const struct sluice_gcra *g;
 	struct sluice_key key;
+	int fail, r;
 
 	if (!m) /* a global function's pointer argument may be NULL for the verifier */
-		return -1;
+		return LAYER_SKIP;
 	p = policy_for(m, gen, id);
 	if (!p)
-		return -1;
+		return LAYER_SKIP;
+	clock_read(m);
+	fail = policy_fail_mode(p, id, m->agent_lost_ns);
+	if (fail == SLUICE_FAIL_OPEN) {
+		count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
+		return LAYER_PASS_UNCHARGED;
+	}
+	if (fail == SLUICE_FAIL_CLOSED)
+		return LAYER_CLOSED;
+	g = layer_limit(p, fail);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	return limit_key(&key, now, policy_incr(p, m->len_bytes), p->tolerance);
+	r = limit_key(&key, m->now, policy_incr(p, g, m->len_bytes), g->tolerance);
+	if (fail == SLUICE_FAIL_DEGRADED)
+		count_policy(id, SLUICE_PSTAT_DEGRADED, m->len_bytes);
+	if (r == LIMIT_DENY && p->mode == SLUICE_MODE_SHADOW) {
+		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
+		return LAYER_PASS_UNCHARGED;
+	}
+	return r;
+}
+
+/* Undo what limit_policy charged @id for this packet (see limit_refund). */
+__attribute__((noinline)) int refund_policy(const struct pkt_meta *m, __u32 gen, __u32 id)
+{
+	const struct sluice_policy *p;
+	const struct sluice_gcra *g;
+	struct sluice_key key;
+
+	if (!m)
+		return 0;
+	p = policy_for(m, gen, id);
+	if (!p)
+		return 0;
+	g = layer_limit(p, policy_fail_mode(p, id, m->agent_lost_ns));
+	sluice_key_derive(&key, p, m->src, m->is_ipv4);
+	limit_refund(&key, m->now, policy_incr(p, g, m->len_bytes));
+	return 0;
 }
 
 /*
- * Apply every matching policy, most specific first; the first denial
- * decides and is counted as that policy's drop. A passed packet is counted
- * as passed by every policy that admitted it. Returns the verdict and sets
- * *@why to a total to count besides the verdict, or leaves it alone.
+ * Apply every matching policy, most specific first. The first drop decides
+ * and is attributed to its policy; the layers that had admitted the packet
+ * get their charge back, so a dropped packet consumes no budget anywhere
+ * (docs/decisions.md). A passed packet is counted as passed by every
+ * policy that admitted it. Returns the verdict; sets *@why to a total to
+ * count besides it, or leaves it alone.
  */
-static __always_inline int apply_policies(const struct pkt_meta *m, const struct sluice_match *match,
+static __always_inline int apply_policies(struct pkt_meta *m, const struct sluice_match *match,
 					  __u32 gen, enum sluice_total *why)
 {
 	__u32 admitted[SLUICE_MAX_LAYERS];
-	__u64 now = limit_now();
 	__u32 i, n = 0;
 	int r;
 
 	for (i = 0; i < SLUICE_MAX_LAYERS && i < match->count; i++) {
-		r = limit_policy(m, gen, match->ids[i], now);
-		if (r == LIMIT_ADMIT)
+		r = limit_policy(m, gen, match->ids[i]);
+		if (r == LAYER_ADMIT && n < SLUICE_MAX_LAYERS)
 			admitted[n++] = match->ids[i];
-		if (r == LIMIT_STATE_ERR)
+		else if (r == LAYER_STATE_ERR)
 			*why = SLUICE_TOTAL_STATE_ERR;
-		if (r == LIMIT_DENY || r == LIMIT_CAS_EXHAUSTED) {
-			if (r == LIMIT_CAS_EXHAUSTED)
-				*why = SLUICE_TOTAL_CAS_EXHAUSTED;
-			count_policy(match->ids[i], SLUICE_PSTAT_DROPPED, m->len_bytes);
-			return XDP_DROP;
-		}
+		else if (r == LAYER_DENY || r == LAYER_CAS_EXHAUSTED || r == LAYER_CLOSED)
+			break;
+	}
+	if (i < SLUICE_MAX_LAYERS && i < match->count) {
+		if (r == LAYER_CAS_EXHAUSTED)
+			*why = SLUICE_TOTAL_CAS_EXHAUSTED;
+		count_policy(match->ids[i], r == LAYER_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED
+							      : SLUICE_PSTAT_DROPPED,
+			     m->len_bytes);
+		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
+			refund_policy(m, gen, admitted[i]);
+		return XDP_DROP;
 	}
 	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
 		count_policy(admitted[i], SLUICE_PSTAT_PASSED, m->len_bytes);
 	return XDP_PASS;
+}
+
+/* Source and destination prefix sets; returns 1 for an allowlisted source. */
+static __always_inline int classify_addrs(struct pkt_meta *m, __u32 gen, __u32 gen_flags)
+{
+	struct sluice_addr_val *v;
+
+	if (gen_flags & SLUICE_GEN_F_SRC) {
+		v = addr_lookup(&sluice_src, gen, m->src);
+		if (v && (v->flags & SLUICE_ADDR_F_ALLOW))
+			return 1;
+		m->src_sets = v ? v->sets : 0;
+	}
+	if (gen_flags & SLUICE_GEN_F_DST) {
+		v = addr_lookup(&sluice_dst, gen, m->dst);
+		m->dst_sets = v ? v->sets : 0;
+	}
+	return 0;
 }
 
 SEC("xdp")
@@ -82,23 +160,32 @@ int sluice_xdp(struct xdp_md *ctx)
 	enum sluice_total why = SLUICE_TOTAL_MAX;
 	struct sluice_totals *totals;
 	struct sluice_match *match;
+	struct sluice_ctl *ctl;
 	struct pkt_meta m = {};
 	int verdict = XDP_PASS;
 	int no_ports = 0;
-	__u32 zero = 0;
-	__u32 gen;
+	__u32 zero = 0, gen;
 
 	m.len_bytes = c.end - c.pos;
 	if (parse_packet(&c, &m, &no_ports) < 0) {
 		why = SLUICE_TOTAL_UNPARSED;
 		goto out;
 	}
-	gen = active_gen();
+	ctl = ctl_get();
+	if (!ctl)
+		goto out;
+	gen = ctl->active_gen % SLUICE_POLICY_GENS;
+	if (classify_addrs(&m, gen, ctl->gen_flags[gen])) {
+		why = SLUICE_TOTAL_ALLOWED;
+		goto out;
+	}
 	match = classify(&m, gen);
 	if (!match) {
 		why = SLUICE_TOTAL_NO_MATCH;
 		goto out;
 	}
+	m.heartbeat_ns = ctl->heartbeat_ns;
+	m.agent_timeout_ns = ctl->agent_timeout_ns;
 	verdict = apply_policies(&m, match, gen, &why);
 out:
 	totals = bpf_map_lookup_elem(&sluice_totals, &zero);
@@ -107,5 +194,7 @@ out:
 	count_total(totals, why, m.len_bytes);
 	if (no_ports)
 		count_total(totals, SLUICE_TOTAL_NO_PORTS, m.len_bytes);
+	if (m.agent_lost_ns)
+		count_total(totals, SLUICE_TOTAL_AGENT_LOST, m.len_bytes);
 	return verdict;
 }

@@ -26,31 +26,73 @@ static struct policy_set *load_policy(const char *path)
 	return ps;
 }
 
-/* Compile @ps for the inactive generation of @att and switch to it. */
-static int apply(struct attachment *att, const struct policy_set *ps, const char *path)
+/* Ids of @c that no policy in @old (@n_old of them) has: they start afresh. */
+static void fresh_ids(const struct compiled *c, const struct sluice_policy *old, size_t n_old,
+		      __u64 *fresh)
+{
+	size_t i, j;
+
+	memset(fresh, 0, IDMAP_WORDS * sizeof(*fresh));
+	for (i = 0; i < c->n_policies; i++) {
+		if (!c->policies[i].name[0])
+			continue;
+		for (j = 0; j < n_old && old[j].id != c->policies[i].id; j++)
+			;
+		if (j == n_old)
+			fresh[c->policies[i].id / 64] |= 1ULL << (c->policies[i].id % 64);
+	}
+}
+
+/* Give @c stable ids against what @att enforces now, and reset the new ones. */
+static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_id, int *kept)
+{
+	struct sluice_policy *old = calloc(SLUICE_MAX_POLICIES, sizeof(*old));
+	__u64 fresh[IDMAP_WORDS];
+	size_t n_old = 0, i;
+	int err = old ? maps__read_active(&att->maps, old, &n_old) : -ENOMEM;
+
+	if (!err)
+		err = compile_assign_ids(c, old, n_old, next_id);
+	if (!err) {
+		fresh_ids(c, old, n_old, fresh);
+		err = maps__reset_ids(&att->maps, fresh);
+	}
+	for (i = 0, *kept = 0; !err && i < c->n_policies; i++)
+		*kept += c->policies[i].name[0] && !(fresh[c->policies[i].id / 64] >>
+						     (c->policies[i].id % 64) & 1);
+	free(old);
+	return err;
+}
+
+int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path)
 {
 	struct diag_list diags = { .file = path };
+	struct sluice_ctl ctl;
 	struct compiled c;
 	__u32 gen;
-	int err;
+	int err, kept = 0;
 
-	err = maps__next_gen(&att->maps, &gen);
+	err = maps__read_ctl(&att->maps, &ctl);
 	if (err) {
 		pr_warn("cannot read control map of '%s': %s", att->iface, strerror(-err));
 		return err;
 	}
-	err = compile_policies(ps, gen, &c, &diags);
+	gen = ctl.generation ? (ctl.active_gen + 1) % SLUICE_POLICY_GENS : 0;
+	err = compile_policies(ps, gen, att->iface, &c, &diags);
 	if (err) {
 		diag__print(&diags, stderr);
 		diag__free(&diags);
 		return err;
 	}
-	err = maps__apply(&att->maps, &c);
+	err = prepare_ids(att, &c, &ctl.next_id, &kept);
+	if (!err)
+		err = maps__apply(&att->maps, &c, ctl.next_id);
 	if (err)
 		pr_warn("cannot write policy to maps of '%s': %s", att->iface, strerror(-err));
 	else
-		log_event(LOG_INFO, "apply", "iface=%s policies=%zu classifier_entries=%zu gen=%u",
-			  att->iface, c.n_policies, c.n_match, gen);
+		log_event(LOG_INFO, "apply",
+			  "iface=%s policies=%zu kept_state=%d classifier_entries=%zu gen=%u",
+			  att->iface, c.n_policies, kept, c.n_match, gen);
 	compiled__free(&c);
 	return err;
 }
@@ -60,7 +102,7 @@ static int validate(const struct policy_set *ps, const char *path)
 {
 	struct diag_list diags = { .file = path };
 	struct compiled c;
-	int err = compile_policies(ps, 0, &c, &diags);
+	int err = compile_policies(ps, 0, NULL, &c, &diags);
 
 	if (err)
 		diag__print(&diags, stderr);
@@ -104,7 +146,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		att = &a->att[a->n_att++];
 		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i], opts->max_keys);
 		if (!err)
-			err = apply(att, a->ps, opts->config_path);
+			err = agent_apply_policy(att, a->ps, opts->config_path);
 		if (!err)
 			err = attachment__attach(att, opts->mode);
 		if (!err)
@@ -128,7 +170,7 @@ int agent__reload(struct agent *a)
 		return -EINVAL;
 	}
 	for (i = 0, err = 0; !err && i < a->n_att; i++)
-		err = apply(&a->att[i], ps, a->opts.config_path);
+		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path);
 	if (err) {
 		policy_set__free(ps);
 		return err;

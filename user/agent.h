@@ -34,6 +34,14 @@ int agent__start(struct agent *a, const struct agent_opts *opts);
 /* Re-read the policy file; a bad file changes nothing. 0 or -errno, reported. */
 int agent__reload(struct agent *a);
 
+/*
+ * Compile @ps (read from @path) for @att's interface into its inactive
+ * generation, keeping the ids, key state and counters of every policy whose
+ * name and limit did not change, and switch to it atomically. 0 or -errno,
+ * reported. The agent's, the tests' and the benchmark's one way in.
+ */
+int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path);
+
 /* Release everything; detach only with opts.detach_on_exit. Accepts NULL. */
 void agent__stop(struct agent *a);
 

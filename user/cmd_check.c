@@ -96,7 +96,7 @@ int cmd_check(int argc, char **argv)
 		return cmd_usage(stderr, usage_text, EXIT_USAGE);
 	diags.file = argv[optind];
 	ps = policy_set__load(argv[optind], &diags);
-	err = ps ? compile_policies(ps, 0, &c, &diags) : -1;
+	err = ps ? compile_policies(ps, 0, NULL, &c, &diags) : -1;
 	if (err) {
 		if (diags.n)
 			diag__print(&diags, stderr);

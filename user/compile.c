@@ -76,13 +76,20 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 	return 0;
 }
 
+static void gcra_to_abi(struct sluice_gcra *out, const struct gcra_params *g)
+{
+	out->interval_mant = g->interval_mant;
+	out->interval_shift = g->interval_shift;
+	out->tolerance = g->tolerance;
+}
+
 static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 id,
-			const struct gcra_params *g)
+			const struct gcra_params *g, const struct gcra_params *degraded)
 {
 	memset(sp, 0, sizeof(*sp));
-	sp->interval_mant = g->interval_mant;
-	sp->interval_shift = g->interval_shift;
-	sp->tolerance = g->tolerance;
+	gcra_to_abi(&sp->limit, g);
+	gcra_to_abi(&sp->degraded, degraded);
+	sp->closed_after_ns = p->closed_after_ns;
 	sp->id = id;
 	sp->cost = p->rate.cost;
 	if (p->keyed) {
@@ -91,7 +98,21 @@ static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 
 	}
 	if (p->match.tcp_syn)
 		sp->flags |= SLUICE_POLICY_F_TCP_SYN;
+	sp->mode = p->mode;
+	sp->on_agent_loss = p->on_agent_loss;
 	snprintf(sp->name, sizeof(sp->name), "%s", p->name);
+}
+
+int policy_on_iface(const struct policy *p, const char *iface)
+{
+	size_t i;
+
+	if (!iface || !p->match.n_ifaces)
+		return 1;
+	for (i = 0; i < p->match.n_ifaces; i++)
+		if (!strcmp(p->match.ifaces[i], iface))
+			return 1;
+	return 0;
 }
 
 static int policy_applies_to_proto(const struct policy *p, __u8 proto)
@@ -126,6 +147,7 @@ static int cmp_ids(const void *a, const void *b, void *arg)
 
 struct match_builder {
 	const struct policy_set *ps;
+	const char *iface;
 	struct compiled *out;
 	size_t cap;
 	struct diag_list *diags;
@@ -139,8 +161,11 @@ struct selector {
 	__u16 port;
 };
 
-static int selects(const struct policy *p, const struct selector *s)
+static int selects(const struct match_builder *b, const struct policy *p,
+		   const struct selector *s)
 {
+	if (!policy_on_iface(p, b->iface))
+		return 0;
 	if (s->proto == POLICY_PROTO_ANY)
 		return p->match.proto == POLICY_PROTO_ANY && !p->match.has_port;
 	if (!policy_applies_to_proto(p, s->proto))
@@ -194,7 +219,7 @@ static int add_entry(struct match_builder *b, const struct selector *s, __u32 pr
 	size_t i, n = 0;
 
 	for (i = 0; i < b->ps->n_policies; i++)
-		if (selects(&b->ps->policies[i], s))
+		if (selects(b, &b->ps->policies[i], s))
 			ids[n++] = i;
 	if (!n)
 		return 0;
@@ -204,7 +229,7 @@ static int add_entry(struct match_builder *b, const struct selector *s, __u32 pr
 	}
 	if (b->out->n_match == b->cap) {
 		diag__add(b->diags, (struct src_pos){ 0 }, "",
-			  "policies need more than %d classifier entries", SLUICE_MATCH_ENTRIES);
+			  "policies need more than %d classifier entries", COMPILE_MATCH_MAX);
 		return -EINVAL;
 	}
 	qsort_r(ids, n, sizeof(ids[0]), cmp_ids, (void *)b->ps);
@@ -315,29 +340,46 @@ static int build_match(struct match_builder *b)
 	return err;
 }
 
-static int compile_one(const struct policy *p, __u32 id, struct sluice_policy *out,
-		       struct diag_list *diags)
+/* One limit of policy @id; @local says it is the local (degraded) one. */
+static int compile_limit(const struct policy *p, __u32 id, int local, struct gcra_params *g,
+			 struct diag_list *diags)
 {
-	struct gcra_params g;
-	char err[ERR_LEN];
+	const struct policy_rate *rate = local ? &p->local_rate : &p->rate;
 	char field[DIAG_FIELD_LEN];
-
-	int rc = compile_gcra(&p->rate, p->burst, &g, err, sizeof(err));
+	char err[ERR_LEN];
+	int rc = compile_gcra(rate, local ? p->local_burst : p->burst, g, err, sizeof(err));
 
 	if (rc < 0) {
 		snprintf(field, sizeof(field), "policies[%u].%s", id,
-			 rc == -EOVERFLOW ? "burst" : "rate");
+			 rc == -EOVERFLOW ? (local ? "local_burst" : "burst")
+					  : (local ? "local_limit" : "rate"));
 		diag__add(diags, rc == -EOVERFLOW ? p->burst_pos : p->rate_pos, field, "%s", err);
 		return -EINVAL;
 	}
-	fill_policy(out, p, id, &g);
 	return 0;
 }
 
-int compile_policies(const struct policy_set *ps, __u32 gen, struct compiled *out,
-		     struct diag_list *diags)
+static int compile_one(const struct policy *p, __u32 id, const char *iface,
+		       struct sluice_policy *out, struct diag_list *diags)
 {
-	struct match_builder b = { .ps = ps, .out = out, .diags = diags };
+	struct gcra_params g, degraded;
+
+	if (compile_limit(p, id, 0, &g, diags))
+		return -EINVAL;
+	degraded = g;
+	if (p->has_local_limit && compile_limit(p, id, 1, &degraded, diags))
+		return -EINVAL;
+	if (policy_on_iface(p, iface))
+		fill_policy(out, p, id, &g, &degraded);
+	else
+		memset(out, 0, sizeof(*out)); /* an empty slot: not on this interface */
+	return 0;
+}
+
+int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
+		     struct compiled *out, struct diag_list *diags)
+{
+	struct match_builder b = { .ps = ps, .iface = iface, .out = out, .diags = diags };
 	size_t before = diags->n, i;
 
 	memset(out, 0, sizeof(*out));
@@ -348,7 +390,7 @@ int compile_policies(const struct policy_set *ps, __u32 gen, struct compiled *ou
 		return -EINVAL;
 	}
 	out->policies = calloc(ps->n_policies ? ps->n_policies : 1, sizeof(*out->policies));
-	b.cap = SLUICE_MATCH_ENTRIES;
+	b.cap = COMPILE_MATCH_MAX;
 	out->match = calloc(b.cap, sizeof(*out->match));
 	if (!out->policies || !out->match) {
 		compiled__free(out);
@@ -356,8 +398,11 @@ int compile_policies(const struct policy_set *ps, __u32 gen, struct compiled *ou
 	}
 	out->n_policies = ps->n_policies;
 	for (i = 0; i < ps->n_policies; i++)
-		compile_one(&ps->policies[i], i, &out->policies[i], diags);
-	build_match(&b);
+		compile_one(&ps->policies[i], i, iface, &out->policies[i], diags);
+	if (build_match(&b) == -ENOMEM || compile_addrs(ps, iface, out, diags) == -ENOMEM) {
+		compiled__free(out);
+		return -ENOMEM;
+	}
 	if (diags->n != before) {
 		compiled__free(out);
 		return -EINVAL;
@@ -371,8 +416,76 @@ void compiled__free(struct compiled *c)
 		return;
 	free(c->policies);
 	free(c->match);
-	c->policies = NULL;
-	c->match = NULL;
-	c->n_policies = 0;
-	c->n_match = 0;
+	free(c->src);
+	free(c->dst);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Is @id taken: by a policy enforced now, or one of the first @upto given ids? */
+static int id_in_use(const struct compiled *c, size_t upto, const __u32 *ids,
+		     const struct sluice_policy *old, size_t n_old, __u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < n_old; i++)
+		if (old[i].name[0] && old[i].id == id)
+			return 1;
+	for (i = 0; i < upto; i++)
+		if (c->policies[i].name[0] && ids[i] == id)
+			return 1;
+	return 0;
+}
+
+/* The same policy for key state: same name, same limit, same key and cost. */
+static int same_limit(const struct sluice_policy *a, const struct sluice_policy *b)
+{
+	return !strcmp(a->name, b->name) && !memcmp(&a->limit, &b->limit, sizeof(a->limit)) &&
+	       a->cost == b->cost && a->prefix4 == b->prefix4 && a->prefix6 == b->prefix6;
+}
+
+static int reused_id(const struct sluice_policy *p, const struct sluice_policy *old, size_t n_old,
+		     __u32 *id)
+{
+	size_t i;
+
+	for (i = 0; i < n_old; i++) {
+		if (old[i].name[0] && same_limit(p, &old[i])) {
+			*id = old[i].id;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int new_id(const struct compiled *c, size_t i, __u32 *ids, const struct sluice_policy *old,
+		  size_t n_old, __u32 *next_id)
+{
+	size_t tries;
+
+	for (tries = 0; tries < SLUICE_MAX_POLICIES; tries++) {
+		ids[i] = *next_id % SLUICE_MAX_POLICIES;
+		*next_id = (ids[i] + 1) % SLUICE_MAX_POLICIES;
+		if (!id_in_use(c, i, ids, old, n_old, ids[i]))
+			return 0;
+	}
+	return -ENOSPC;
+}
+
+int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size_t n_old,
+		       __u32 *next_id)
+{
+	__u32 *ids = calloc(c->n_policies ? c->n_policies : 1, sizeof(*ids));
+	size_t i, j;
+	int err = ids ? 0 : -ENOMEM;
+
+	for (i = 0; !err && i < c->n_policies; i++)
+		if (c->policies[i].name[0] && !reused_id(&c->policies[i], old, n_old, &ids[i]))
+			err = new_id(c, i, ids, old, n_old, next_id);
+	for (i = 0; !err && i < c->n_policies; i++)
+		c->policies[i].id = ids[i];
+	for (i = 0; !err && i < c->n_match; i++)
+		for (j = 0; j < c->match[i].val.count; j++)
+			c->match[i].val.ids[j] = ids[c->match[i].val.ids[j]];
+	free(ids);
+	return err;
 }

@@ -19,13 +19,33 @@ struct match_entry {
 	struct sluice_match val;
 };
 
+struct addr_entry {
+	struct sluice_addr_key key;
+	struct sluice_addr_val val;
+};
+
+/*
+ * A policy_set compiled for one interface and one generation. policies[i]
+ * is the file's policy i; one whose name is empty does not apply to the
+ * interface and is written as an empty slot. Until compile_assign_ids(),
+ * a policy's id is its index.
+ */
 struct compiled {
-	struct sluice_policy *policies; /* n_policies; policies[i].id == i */
+	struct sluice_policy *policies;
 	size_t n_policies;
-	struct match_entry *match;	/* entries of generation @gen */
+	struct match_entry *match; /* classifier entries of generation @gen */
 	size_t n_match;
+	struct addr_entry *src;	   /* sluice_src entries: allowlist and source sets */
+	size_t n_src;
+	struct addr_entry *dst;	   /* sluice_dst entries: destination sets */
+	size_t n_dst;
+	__u32 gen_flags;	   /* enum sluice_gen_flag */
 	__u32 gen;
 };
+
+/* Entries of one generation; the maps hold both. */
+#define COMPILE_MATCH_MAX (SLUICE_MATCH_ENTRIES / SLUICE_POLICY_GENS)
+#define COMPILE_ADDR_MAX (SLUICE_ADDR_ENTRIES / SLUICE_POLICY_GENS)
 
 struct gcra_params {
 	__u64 interval_mant;
@@ -34,12 +54,31 @@ struct gcra_params {
 };
 
 /*
- * Compile @ps for policy generation @gen into @out (caller frees with
+ * Compile @ps for policy generation @gen and interface @iface (NULL: the
+ * policies of every interface) into @out (caller frees with
  * compiled__free). Returns 0, -EINVAL with every problem in @diags, or
  * -ENOMEM.
  */
-int compile_policies(const struct policy_set *ps, __u32 gen, struct compiled *out,
-		     struct diag_list *diags);
+int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
+		     struct compiled *out, struct diag_list *diags);
+
+/*
+ * Give every policy of @c a stable id, so that key state and counters
+ * survive a reload or restart: the id of the policy in @old (the @n_old
+ * policies now enforced) with the same name and the same limit, else a new
+ * id from *@next_id on, skipping every id in use; *@next_id advances.
+ * Rewrites the ids in the policies and the classifier lists. Returns 0, or
+ * -ENOSPC when SLUICE_MAX_POLICIES ids are in use.
+ */
+int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size_t n_old,
+		       __u32 *next_id);
+
+/* Build the sluice_src/sluice_dst entries of @ps into @out (compile_addrs.c). */
+int compile_addrs(const struct policy_set *ps, const char *iface, struct compiled *out,
+		  struct diag_list *diags);
+
+/* Does policy @p apply on interface @iface (NULL: any)? */
+int policy_on_iface(const struct policy *p, const char *iface);
 
 void compiled__free(struct compiled *c);
 

@@ -67,18 +67,7 @@ int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl)
 	return bpf_map_lookup_elem(m->fd[SLUICE_MAP_CTL], &zero, ctl) ? -errno : 0;
 }
 
-int maps__next_gen(const struct sluice_maps *m, __u32 *gen)
-{
-	struct sluice_ctl ctl;
-	int err = maps__read_ctl(m, &ctl);
-
-	if (err)
-		return err;
-	*gen = ctl.generation ? (ctl.active_gen + 1) % SLUICE_POLICY_GENS : 0;
-	return 0;
-}
-
-/* Every policy slot of @gen: the compiled ones, zero for the rest. */
+/* Every policy slot of @gen: the compiled ones at their ids, zero for the rest. */
 static int write_policies(const struct sluice_maps *m, const struct compiled *c)
 {
 	struct sluice_policy *vals = calloc(SLUICE_MAX_POLICIES, sizeof(*vals));
@@ -90,7 +79,9 @@ static int write_policies(const struct sluice_maps *m, const struct compiled *c)
 		goto out;
 	for (i = 0; i < SLUICE_MAX_POLICIES; i++)
 		keys[i] = c->gen * SLUICE_MAX_POLICIES + i;
-	memcpy(vals, c->policies, c->n_policies * sizeof(*vals));
+	for (i = 0; i < c->n_policies; i++)
+		if (c->policies[i].name[0] && c->policies[i].id < SLUICE_MAX_POLICIES)
+			vals[c->policies[i].id] = c->policies[i];
 	err = bpf_map_update_batch(m->fd[SLUICE_MAP_POLICY], keys, vals, &n, NULL) ? -errno : 0;
 out:
 	free(vals);
@@ -98,46 +89,69 @@ out:
 	return err;
 }
 
-/* Remove the classifier entries of @gen; the other generation is untouched. */
-static int clear_match(const struct sluice_maps *m, __u32 gen)
+/* Remove the entries of generation @gen from an LPM trie keyed by (prefixlen, gen, ...). */
+static int clear_gen(int fd, size_t key_size, __u32 gen)
 {
-	int fd = m->fd[SLUICE_MAP_MATCH];
-	struct sluice_match_key key, next;
+	__u8 key[sizeof(struct sluice_addr_key)], next[sizeof(struct sluice_addr_key)];
 	void *prev = NULL;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		if (key.gen == gen) {
-			if (bpf_map_delete_elem(fd, &key))
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		/* Both key layouts put the generation right after the 32-bit prefixlen. */
+		if (key[sizeof(__u32)] == gen) {
+			if (bpf_map_delete_elem(fd, key))
 				return -errno;
 			prev = NULL; /* the walk restarts after a delete */
 			continue;
 		}
-		prev = &key;
+		prev = key;
 	}
 	return errno == ENOENT ? 0 : -errno;
 }
 
-int maps__apply(const struct sluice_maps *m, const struct compiled *c)
+static int write_match(const struct sluice_maps *m, const struct compiled *c)
+{
+	int fd = m->fd[SLUICE_MAP_MATCH], err = clear_gen(fd, sizeof(c->match[0].key), c->gen);
+	size_t i;
+
+	for (i = 0; !err && i < c->n_match; i++)
+		if (bpf_map_update_elem(fd, &c->match[i].key, &c->match[i].val, BPF_ANY))
+			err = -errno;
+	return err;
+}
+
+static int write_addrs(int fd, __u32 gen, const struct addr_entry *e, size_t n)
+{
+	int err = clear_gen(fd, sizeof(e->key), gen);
+	size_t i;
+
+	for (i = 0; !err && i < n; i++)
+		if (bpf_map_update_elem(fd, &e[i].key, &e[i].val, BPF_ANY))
+			err = -errno;
+	return err;
+}
+
+int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 next_id)
 {
 	struct sluice_ctl ctl;
 	__u32 zero = 0;
-	size_t i;
 	int err;
 
 	err = maps__read_ctl(m, &ctl);
 	if (!err)
 		err = write_policies(m, c);
 	if (!err)
-		err = clear_match(m, c->gen);
-	for (i = 0; !err && i < c->n_match; i++)
-		if (bpf_map_update_elem(m->fd[SLUICE_MAP_MATCH], &c->match[i].key, &c->match[i].val,
-					BPF_ANY))
-			err = -errno;
+		err = write_match(m, c);
+	if (!err)
+		err = write_addrs(m->fd[SLUICE_MAP_SRC], c->gen, c->src, c->n_src);
+	if (!err)
+		err = write_addrs(m->fd[SLUICE_MAP_DST], c->gen, c->dst, c->n_dst);
 	if (err)
 		return err;
 	ctl.abi_version = SLUICE_ABI_VERSION;
+	ctl.gen_flags[c->gen % SLUICE_POLICY_GENS] = c->gen_flags;
 	ctl.active_gen = c->gen;
+	ctl.next_id = next_id;
 	ctl.generation++;
 	return bpf_map_update_elem(m->fd[SLUICE_MAP_CTL], &zero, &ctl, BPF_ANY) ? -errno : 0;
 }
@@ -213,21 +227,33 @@ static int read_policies(const struct sluice_maps *m, struct sluice_policy *out)
 	return err;
 }
 
+/* A policy's summed counters, fail state and key count into @ps. */
+static int read_policy_status(const struct sluice_maps *m, const __u64 *per_id,
+			      struct policy_status *ps)
+{
+	__u32 id = ps->policy.id;
+
+	ps->keys = per_id[id];
+	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_FAIL], &id, &ps->fail))
+		return -errno;
+	return read_percpu(m->fd[SLUICE_MAP_STATS], id, (__u64 *)&ps->stats,
+			   sizeof(ps->stats) / sizeof(__u64));
+}
+
 int maps__read_status(const struct sluice_maps *m, struct status *st)
 {
 	__u64 *per_id = calloc(SLUICE_MAX_POLICIES, sizeof(*per_id));
-	struct sluice_policy *all = calloc(SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES, sizeof(*all));
+	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
 	struct bpf_map_info info = {};
-	__u32 id, zero = 0, info_len = sizeof(info);
-	struct policy_status *ps;
-	struct sluice_policy *p;
+	__u32 zero = 0, info_len = sizeof(info);
+	size_t i, n = 0;
 	int err;
 
 	memset(st, 0, sizeof(*st));
 	st->policies = calloc(SLUICE_MAX_POLICIES, sizeof(*st->policies));
-	err = per_id && all && st->policies ? maps__read_ctl(m, &st->ctl) : -ENOMEM;
+	err = per_id && active && st->policies ? maps__read_ctl(m, &st->ctl) : -ENOMEM;
 	if (!err)
-		err = read_policies(m, all);
+		err = maps__read_active(m, active, &n);
 	if (!err)
 		err = read_percpu(m->fd[SLUICE_MAP_TOTALS], zero, (__u64 *)&st->totals,
 				  sizeof(st->totals) / sizeof(__u64));
@@ -236,18 +262,13 @@ int maps__read_status(const struct sluice_maps *m, struct status *st)
 	if (!err)
 		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno : 0;
 	st->keys_max = info.max_entries;
-	for (id = 0; !err && st->ctl.generation && id < SLUICE_MAX_POLICIES; id++) {
-		p = &all[(st->ctl.active_gen % SLUICE_POLICY_GENS) * SLUICE_MAX_POLICIES + id];
-		if (!p->name[0])
-			continue;
-		ps = &st->policies[st->n_policies++];
-		ps->policy = *p;
-		ps->keys = per_id[id];
-		err = read_percpu(m->fd[SLUICE_MAP_STATS], id, (__u64 *)&ps->stats,
-				  sizeof(ps->stats) / sizeof(__u64));
+	for (i = 0; !err && i < n; i++) {
+		st->policies[i].policy = active[i];
+		err = read_policy_status(m, per_id, &st->policies[i]);
 	}
+	st->n_policies = n;
 	free(per_id);
-	free(all);
+	free(active);
 	if (err)
 		status__free(st);
 	return err;
@@ -260,4 +281,82 @@ void status__free(struct status *st)
 	free(st->policies);
 	st->policies = NULL;
 	st->n_policies = 0;
+}
+
+int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, size_t *n)
+{
+	struct sluice_policy *all = calloc(SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES, sizeof(*all));
+	struct sluice_ctl ctl;
+	size_t id;
+	int err = all ? maps__read_ctl(m, &ctl) : -ENOMEM;
+
+	*n = 0;
+	if (!err)
+		err = read_policies(m, all);
+	for (id = 0; !err && ctl.generation && id < SLUICE_MAX_POLICIES; id++) {
+		struct sluice_policy *p = &all[(ctl.active_gen % SLUICE_POLICY_GENS) *
+						       SLUICE_MAX_POLICIES + id];
+
+		if (p->name[0])
+			out[(*n)++] = *p;
+	}
+	free(all);
+	return err;
+}
+
+static int is_fresh(const __u64 *fresh, __u32 id)
+{
+	return id < SLUICE_MAX_POLICIES && (fresh[id / 64] >> (id % 64)) & 1;
+}
+
+/* Delete every key of sluice_state whose policy id is in @fresh. */
+static int purge_keys(const struct sluice_maps *m, const __u64 *fresh)
+{
+	struct sluice_key *keys = calloc(KEY_BATCH, sizeof(*keys));
+	struct sluice_state *vals = calloc(KEY_BATCH, sizeof(*vals));
+	int fd = m->fd[SLUICE_MAP_STATE], err = keys && vals ? 0 : -ENOMEM, done = 0;
+	__u32 batch, count, i;
+	void *in = NULL;
+
+	while (!err && !done) {
+		count = KEY_BATCH;
+		if (bpf_map_lookup_batch(fd, in, &batch, keys, vals, &count, NULL)) {
+			if (errno != ENOENT)
+				err = -errno;
+			done = 1;
+		}
+		for (i = 0; !err && i < count; i++)
+			if (is_fresh(fresh, keys[i].policy_id) && bpf_map_delete_elem(fd, &keys[i]) &&
+			    errno != ENOENT)
+				err = -errno;
+		in = &batch;
+	}
+	free(keys);
+	free(vals);
+	return err;
+}
+
+int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct sluice_fail_state none = { 0 };
+	struct sluice_pstats *zero_stats;
+	__u32 id;
+	int err;
+
+	if (ncpu < 0)
+		return ncpu;
+	zero_stats = calloc(ncpu, sizeof(*zero_stats));
+	if (!zero_stats)
+		return -ENOMEM;
+	err = purge_keys(m, fresh);
+	for (id = 0; !err && id < SLUICE_MAX_POLICIES; id++) {
+		if (!is_fresh(fresh, id))
+			continue;
+		if (bpf_map_update_elem(m->fd[SLUICE_MAP_STATS], &id, zero_stats, BPF_ANY) ||
+		    bpf_map_update_elem(m->fd[SLUICE_MAP_FAIL], &id, &none, BPF_ANY))
+			err = -errno;
+	}
+	free(zero_stats);
+	return err;
 }

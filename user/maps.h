@@ -21,6 +21,7 @@ struct sluice_maps {
 struct policy_status {
 	struct sluice_policy policy;
 	struct sluice_pstats stats;
+	struct sluice_fail_state fail;
 	__u64 keys; /* tracked keys in sluice_state */
 };
 
@@ -45,15 +46,27 @@ void maps__close(struct sluice_maps *m);
 
 int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl);
 
-/* The generation the next apply should fill: the inactive one, or 0 at first. */
-int maps__next_gen(const struct sluice_maps *m, __u32 *gen);
+/*
+ * Write @c into its generation, then make that generation active (and
+ * store @next_id) in one write of sluice_ctl, so a packet sees either all of
+ * the old policy or all of the new. 0 or -errno.
+ */
+int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 next_id);
 
 /*
- * Write @c into its generation, then make that generation active in one
- * write of sluice_ctl, so a packet sees either all of the old policy or all
- * of the new. 0 or -errno.
+ * The policies of the active generation, into @out (SLUICE_MAX_POLICIES
+ * entries); *@n is how many. 0 or -errno.
  */
-int maps__apply(const struct sluice_maps *m, const struct compiled *c);
+int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, size_t *n);
+
+/*
+ * Make the ids set in @fresh (a SLUICE_MAX_POLICIES-bit map) new: delete
+ * their keys from sluice_state, zero their counters and fail state. Only
+ * for ids no active policy uses. 0 or -errno.
+ */
+int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh);
+
+#define IDMAP_WORDS (SLUICE_MAX_POLICIES / 64)
 
 /* Read the active policies, counters and key counts; free with status__free(). */
 int maps__read_status(const struct sluice_maps *m, struct status *st);

@@ -24,14 +24,39 @@ struct policy_rate {
 	enum sluice_cost cost;
 };
 
+#define POLICY_MAX_PREFIXES 1024	/* entries of one prefix list */
+#define POLICY_ALLOW_MAX_PREFIXES 65536 /* entries of the allowlist */
+
+/* An address or prefix; IPv4 is stored IPv4-mapped, as in the kernel. */
+struct policy_prefix {
+	__u8 addr[SLUICE_ADDR_LEN]; /* network order; bits past @bits are zero */
+	__u8 bits;		    /* in the mapped space: IPv4 /24 is 96 + 24 = 120 */
+	struct src_pos pos;
+};
+
+struct policy_prefix_list {
+	struct policy_prefix *v; /* owned */
+	size_t n;
+};
+
 struct policy_match {
 	__u8 proto;	/* IPPROTO_TCP, _UDP, _ICMP, _ICMPV6 or POLICY_PROTO_ANY */
 	int has_port;	/* 0: any destination port */
 	__u16 port_lo;	/* host order, inclusive; port_lo == port_hi for one port */
 	__u16 port_hi;
 	int tcp_syn;	/* only SYN without ACK (proto must be tcp) */
+	struct policy_prefix_list src;	      /* empty: any source */
+	struct policy_prefix_list src_except; /* sources in @src that do not match */
+	struct policy_prefix_list dst;	      /* empty: any destination */
+	char (*ifaces)[POLICY_IFNAME_LEN];    /* owned; none: every interface */
+	size_t n_ifaces;
 };
 
+/*
+ * While the agent is lost or the store is failing: @mode, and for
+ * SLUICE_FAIL_DEGRADED, closed once the fault has lasted closed_after_ns
+ * (policy.closed_after_ns; 0 = never).
+ */
 struct policy {
 	char name[SLUICE_NAME_LEN];
 	struct policy_match match;
@@ -40,14 +65,29 @@ struct policy {
 	__u8 ipv6_prefix;	/* 1..128 when keyed */
 	struct policy_rate rate;
 	__u64 burst;		/* cost units, >= 1 */
+	enum sluice_mode mode;	/* enforce (default) or shadow */
+	enum sluice_class class; /* shedding (default) or abuse */
+	enum sluice_fail on_agent_loss;	 /* default by class: degraded */
+	enum sluice_fail on_store_error; /* default by class: degraded */
+	__u64 closed_after_ns;	/* default by class: shedding 0 (never), abuse 30 s */
+	int has_local_limit;	/* else the degraded bound is the policy's own limit */
+	struct policy_rate local_rate; /* same cost unit as @rate, no looser */
+	__u64 local_burst;	/* default: burst scaled by local/rate, at least 1 */
 	struct src_pos pos;	/* the policy's mapping in the file */
 	struct src_pos rate_pos;
 	struct src_pos burst_pos;
 };
 
+#define POLICY_HEARTBEAT_NS_DEFAULT 1000000000ULL     /* 1 s */
+#define POLICY_AGENT_TIMEOUT_NS_DEFAULT 5000000000ULL /* 5 s */
+#define POLICY_CLOSED_AFTER_NS_ABUSE 30000000000ULL   /* 30 s */
+
 struct policy_set {
 	char ifaces[POLICY_MAX_IFACES][POLICY_IFNAME_LEN];
 	size_t n_ifaces;
+	struct policy_prefix_list allow; /* sources never limited, in any mode */
+	__u64 heartbeat_ns;		 /* agent.heartbeat */
+	__u64 agent_timeout_ns;		 /* agent.timeout: older heartbeat = agent lost */
 	struct policy *policies;
 	size_t n_policies;
 };
@@ -68,5 +108,11 @@ void policy_set__free(struct policy_set *ps);
 
 /* "100/s", "5/15m", "10Mbit/s": 0, or -EINVAL with a message in @err. */
 int policy_parse_rate(const char *s, struct policy_rate *out, char *err, size_t errlen);
+
+/* "250ms", "5s", "2m", "1h": 0, or -EINVAL with a message in @err. */
+int policy_parse_duration(const char *s, __u64 *ns, char *err, size_t errlen);
+
+/* "10.0.0.0/8", "2001:db8::/32", "192.0.2.1": 0, or -EINVAL with a message in @err. */
+int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen);
 
 #endif /* SLUICE_POLICY_H */

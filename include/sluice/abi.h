@@ -15,18 +15,20 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 1
+#define SLUICE_ABI_VERSION 2
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES 4096 /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
 #define SLUICE_POLICY_GENS 2	 /* policy and match tables are double-buffered */
 #define SLUICE_MAX_LAYERS 8	 /* policies that may apply to one packet */
 #define SLUICE_NAME_LEN 32	 /* policy name including the terminating NUL */
-#define SLUICE_MATCH_ENTRIES 65536
+#define SLUICE_MATCH_ENTRIES 131072 /* entries of both generations */
 #define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
 #define SLUICE_VLAN_MAX 2     /* 802.1Q / 802.1ad tags parsed */
 #define SLUICE_IPV6_EXT_MAX 6 /* IPv6 extension headers skipped before giving up */
 #define SLUICE_CAS_RETRIES 8  /* compare-and-swap attempts on one key per packet */
+#define SLUICE_MAX_SETS 64    /* distinct source (and destination) prefix sets per generation */
+#define SLUICE_ADDR_ENTRIES 262144 /* prefixes of both generations in sluice_src, sluice_dst */
 
 #define SLUICE_ADDR_LEN 16
 #define SLUICE_ADDR_BITS 128
@@ -44,14 +46,40 @@ enum sluice_cost {
 	SLUICE_COST_MAX,
 };
 
+/* What a policy does with a packet its limit denies. */
+enum sluice_mode {
+	SLUICE_MODE_ENFORCE = 0, /* drop it */
+	SLUICE_MODE_SHADOW = 1,	 /* count it as would-drop, pass it, leave the key untouched */
+	SLUICE_MODE_MAX,
+};
+
+/* What a limit is for; it sets the default fail modes (docs/fail-modes.md). */
+enum sluice_class {
+	SLUICE_CLASS_SHEDDING = 0, /* protects capacity: fails degraded, never closed by default */
+	SLUICE_CLASS_ABUSE = 1,	   /* makes an attack uneconomical: degraded, then closed */
+	SLUICE_CLASS_MAX,
+};
+
+/* A policy's behaviour while the limiter cannot decide normally. */
+enum sluice_fail {
+	SLUICE_FAIL_NONE = 0,	  /* normal enforcement */
+	SLUICE_FAIL_OPEN = 1,	  /* pass the policy's traffic unlimited */
+	SLUICE_FAIL_DEGRADED = 2, /* enforce the local bound */
+	SLUICE_FAIL_CLOSED = 3,	  /* drop the policy's traffic (allowlisted sources still pass) */
+	SLUICE_FAIL_MAX,
+};
+
 /* Largest cost of one packet in bytes; bounds the interval arithmetic. */
 #define SLUICE_COST_BYTES_MAX (1ULL << 16)
 
 /* Key of sluice_state: one GCRA cell per policy and (masked) source. */
 struct sluice_key {
-	__u32 policy_id;		/* stable id: survives reloads and restarts */
-	__u8 addr[SLUICE_ADDR_LEN];	/* source masked to the policy's prefix, network order;
-					 * all zero for a policy with one global key */
+	__u32 policy_id; /* stable id: survives reloads and restarts */
+	union {
+		__u8 addr[SLUICE_ADDR_LEN]; /* source masked to the policy's prefix, network
+					     * order; all zero for one global key */
+		__u32 addr32[SLUICE_ADDR_LEN / 4];
+	};
 };
 SLUICE_ASSERT_SIZE(struct sluice_key, 20);
 SLUICE_ASSERT_OFFSET(struct sluice_key, addr, 4);
@@ -68,26 +96,63 @@ enum sluice_policy_flag {
 };
 
 /*
- * Value of sluice_policy, indexed by gen * SLUICE_MAX_POLICIES + id. The
- * emission interval of one cost unit is interval_mant / 2^interval_shift
- * ticks; tolerance is burst × that interval. compile.c derives both and
- * guarantees the bounds gcra.h states.
+ * One GCRA limit. The emission interval of one cost unit is
+ * interval_mant / 2^interval_shift ticks; tolerance is burst × that
+ * interval. compile.c derives both and guarantees the bounds gcra.h states.
  */
-struct sluice_policy {
+struct sluice_gcra {
 	__u64 interval_mant;	/* ticks << interval_shift per cost unit */
 	__u64 tolerance;	/* ticks: burst × interval, at most SLUICE_GCRA_TOL_MAX */
-	__u32 id;		/* stable policy id: sluice_key.policy_id and stats index */
 	__u8 interval_shift;	/* 0 .. SLUICE_GCRA_SHIFT_MAX */
+	__u8 reserved[7];
+};
+SLUICE_ASSERT_SIZE(struct sluice_gcra, 24);
+
+/* Value of sluice_policy, indexed by gen * SLUICE_MAX_POLICIES + id. */
+struct sluice_policy {
+	struct sluice_gcra limit;	/* normal enforcement */
+	struct sluice_gcra degraded;	/* the local bound, in SLUICE_FAIL_DEGRADED */
+	__u64 closed_after_ns;		/* agent lost and degraded this long: closed; 0 never */
+	__u32 id;		/* stable policy id: sluice_key.policy_id and stats index */
 	__u8 cost;		/* enum sluice_cost */
 	__u8 prefix4;		/* key bits of an IPv4 source, counted in the mapped address:
 				 * SLUICE_V4MAPPED_BITS + IPv4 prefix; 0 = one key for all */
 	__u8 prefix6;		/* key bits of an IPv6 source, 0 .. 128; 0 = one key for all */
 	__u8 flags;		/* enum sluice_policy_flag */
-	__u8 reserved[7];
+	__u8 mode;		/* enum sluice_mode */
+	__u8 on_agent_loss;	/* enum sluice_fail, applied by the XDP program itself */
+	__u8 src_set;		/* 1 + bit of sluice_addr_val.sets the source needs; 0: any */
+	__u8 dst_set;		/* likewise for the destination */
+	__u8 reserved[4];
 	char name[SLUICE_NAME_LEN]; /* NUL-terminated, for status without the agent */
 };
-SLUICE_ASSERT_SIZE(struct sluice_policy, 64);
-SLUICE_ASSERT_OFFSET(struct sluice_policy, name, 32);
+SLUICE_ASSERT_SIZE(struct sluice_policy, 104);
+SLUICE_ASSERT_OFFSET(struct sluice_policy, name, 72);
+
+/*
+ * Key of the sluice_src and sluice_dst LPM tries: generation (8 bits) then
+ * the 16-byte address (IPv4 mapped). prefixlen counts both.
+ */
+struct sluice_addr_key {
+	__u32 prefixlen;
+	__u8 gen;
+	__u8 addr[SLUICE_ADDR_LEN];
+} __attribute__((packed));
+SLUICE_ASSERT_SIZE(struct sluice_addr_key, 21);
+
+#define SLUICE_ADDR_KEY_BITS(addr_bits) (8 + (addr_bits))
+
+enum sluice_addr_flag {
+	SLUICE_ADDR_F_ALLOW = 1 << 0, /* sluice_src: an allowlisted source */
+};
+
+/* Value of sluice_src and sluice_dst: what the longest matching prefix means. */
+struct sluice_addr_val {
+	__u64 sets;  /* bit n: the address is in prefix set n (see sluice_policy.src_set) */
+	__u32 flags; /* enum sluice_addr_flag */
+	__u32 reserved;
+};
+SLUICE_ASSERT_SIZE(struct sluice_addr_val, 16);
 
 /*
  * Key of the sluice_match LPM trie. Data bits, in order: generation (8),
@@ -115,13 +180,35 @@ struct sluice_match {
 };
 SLUICE_ASSERT_SIZE(struct sluice_match, 36);
 
-/* Value of sluice_ctl, a one-element array written by the agent. */
+/* Bits of struct sluice_ctl.gen_flags[]: which lookups a generation needs. */
+enum sluice_gen_flag {
+	SLUICE_GEN_F_SRC = 1 << 0, /* an allowlist or source prefix sets: look up sluice_src */
+	SLUICE_GEN_F_DST = 1 << 1, /* destination prefix sets: look up sluice_dst */
+};
+
+/* Value of sluice_ctl, a one-element array written only by the agent. */
 struct sluice_ctl {
 	__u32 abi_version;	/* SLUICE_ABI_VERSION of whoever created the maps */
-	__u32 active_gen;	/* the live half of sluice_policy and sluice_match */
+	__u32 active_gen;	/* the live half of sluice_policy, _match, _src, _dst */
 	__u64 generation;	/* policy loads since the maps were created */
+	__u64 heartbeat_ns;	/* bpf_ktime_get_ns() clock of the agent's last beat; 0 never */
+	__u64 agent_timeout_ns;	/* a beat older than this means the agent is lost; 0 never */
+	__u32 gen_flags[SLUICE_POLICY_GENS]; /* enum sluice_gen_flag, per generation */
+	__u32 agent_pid;	/* the running agent, for `sluice reload`; 0 none */
+	__u32 next_id;		/* the next stable policy id to hand out */
 };
-SLUICE_ASSERT_SIZE(struct sluice_ctl, 16);
+SLUICE_ASSERT_SIZE(struct sluice_ctl, 48);
+
+/*
+ * Value of sluice_fail, indexed by policy id: the fail mode the agent has
+ * put a policy in because of a store fault. Written only by the agent.
+ */
+struct sluice_fail_state {
+	__u8 mode;	 /* enum sluice_fail; SLUICE_FAIL_NONE when the store is healthy */
+	__u8 reserved[7];
+	__u64 since_ns;	 /* bpf_ktime_get_ns() clock of the last transition */
+};
+SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);
 
 struct sluice_counter {
 	__u64 pkts;
@@ -130,8 +217,12 @@ struct sluice_counter {
 
 /* Per-policy counters, a per-CPU array indexed by policy id. */
 enum sluice_pstat {
-	SLUICE_PSTAT_PASSED = 0,  /* admitted by this policy and by every other that applied */
-	SLUICE_PSTAT_DROPPED = 1, /* denied by this policy, and dropped */
+	SLUICE_PSTAT_PASSED = 0,      /* admitted by this policy and by every other that applied */
+	SLUICE_PSTAT_DROPPED = 1,     /* denied by this policy, and dropped */
+	SLUICE_PSTAT_SHADOW = 2,      /* a shadow policy would have dropped it */
+	SLUICE_PSTAT_FAIL_OPEN = 3,   /* passed unlimited because the policy failed open */
+	SLUICE_PSTAT_FAIL_CLOSED = 4, /* dropped because the policy failed closed */
+	SLUICE_PSTAT_DEGRADED = 5,    /* decided by the local bound, passed or dropped */
 	SLUICE_PSTAT_MAX,
 };
 
@@ -149,6 +240,8 @@ enum sluice_total {
 	SLUICE_TOTAL_NO_MATCH = 4,	/* no policy applies: passed */
 	SLUICE_TOTAL_STATE_ERR = 5,	/* a new key could not be stored: passed */
 	SLUICE_TOTAL_CAS_EXHAUSTED = 6,	/* SLUICE_CAS_RETRIES lost races on one key: dropped */
+	SLUICE_TOTAL_ALLOWED = 7,	/* an allowlisted source: passed, never limited */
+	SLUICE_TOTAL_AGENT_LOST = 8,	/* decided while the agent's heartbeat was stale */
 	SLUICE_TOTAL_MAX,
 };
 
@@ -164,6 +257,9 @@ enum sluice_map {
 	SLUICE_MAP_STATS,
 	SLUICE_MAP_TOTALS,
 	SLUICE_MAP_CTL,
+	SLUICE_MAP_SRC,
+	SLUICE_MAP_DST,
+	SLUICE_MAP_FAIL,
 	SLUICE_MAP_MAX,
 };
 
@@ -176,6 +272,9 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 	[SLUICE_MAP_STATS] = "sluice_stats",
 	[SLUICE_MAP_TOTALS] = "sluice_totals",
 	[SLUICE_MAP_CTL] = "sluice_ctl",
+	[SLUICE_MAP_SRC] = "sluice_src",
+	[SLUICE_MAP_DST] = "sluice_dst",
+	[SLUICE_MAP_FAIL] = "sluice_fail",
 };
 #endif
 

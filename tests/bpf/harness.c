@@ -13,7 +13,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "compile.h"
+#include "agent.h"
 #include "harness.h"
 #include "maps.h"
 #include "policy.h"
@@ -54,24 +54,9 @@ static struct policy_set *parse(const char *yaml)
 
 int harness_apply(struct harness *h, const char *yaml)
 {
-	struct diag_list diags = { .file = "<test policy>" };
 	struct policy_set *ps = parse(yaml);
-	struct compiled c;
-	__u32 gen;
-	int err;
+	int err = ps ? agent_apply_policy(&h->att, ps, "<test policy>") : -EINVAL;
 
-	if (!ps)
-		return -EINVAL;
-	err = maps__next_gen(&h->att.maps, &gen);
-	if (!err)
-		err = compile_policies(ps, gen, &c, &diags);
-	if (!err) {
-		err = maps__apply(&h->att.maps, &c);
-		compiled__free(&c);
-	}
-	if (diags.n)
-		diag__print(&diags, stderr);
-	diag__free(&diags);
 	policy_set__free(ps);
 	return err;
 }

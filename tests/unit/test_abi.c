@@ -59,6 +59,12 @@ static const struct map_case map_cases[] = {
 		 SLUICE_MAX_POLICIES, 0),
 	MAP_CASE(SLUICE_MAP_TOTALS, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct sluice_totals, 1, 0),
 	MAP_CASE(SLUICE_MAP_CTL, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_ctl, 1, 0),
+	MAP_CASE(SLUICE_MAP_SRC, BPF_MAP_TYPE_LPM_TRIE, struct sluice_addr_key,
+		 struct sluice_addr_val, SLUICE_ADDR_ENTRIES, BPF_F_NO_PREALLOC),
+	MAP_CASE(SLUICE_MAP_DST, BPF_MAP_TYPE_LPM_TRIE, struct sluice_addr_key,
+		 struct sluice_addr_val, SLUICE_ADDR_ENTRIES, BPF_F_NO_PREALLOC),
+	MAP_CASE(SLUICE_MAP_FAIL, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_fail_state,
+		 SLUICE_MAX_POLICIES, 0),
 };
 /* clang-format on */
 

@@ -84,7 +84,7 @@ static struct policy_set *parse_good(const char *yaml)
 static void compile_good(const struct policy_set *ps, __u32 gen, struct compiled *c)
 {
 	struct diag_list d = { 0 };
-	int err = compile_policies(ps, gen, c, &d);
+	int err = compile_policies(ps, gen, NULL, c, &d);
 	char *printed;
 
 	if (err || d.n) {
@@ -212,7 +212,7 @@ static void test_policy_values(void **state)
 	struct policy_set *ps = parse_good(values_yaml);
 	const struct sluice_policy *p;
 	struct compiled c;
-	static const __u8 zero[7];
+	static const __u8 zero[sizeof(((struct sluice_policy *)0)->reserved)];
 
 	(void)state;
 	compile_good(ps, 0, &c);
@@ -225,9 +225,14 @@ static void test_policy_values(void **state)
 	assert_int_equal(p->prefix4, SLUICE_V4MAPPED_BITS + 24);
 	assert_int_equal(p->prefix6, 48);
 	assert_int_equal(p->flags, SLUICE_POLICY_F_TCP_SYN);
-	assert_int_equal(p->interval_mant, 1536000000000ULL);
-	assert_int_equal(p->interval_shift, 0);
-	assert_int_equal(p->tolerance, 5 * 1536000000000ULL);
+	assert_int_equal(p->limit.interval_mant, 1536000000000ULL);
+	assert_int_equal(p->limit.interval_shift, 0);
+	assert_int_equal(p->limit.tolerance, 5 * 1536000000000ULL);
+	/* No local_limit: the degraded bound is the limit itself. */
+	assert_memory_equal(&p->degraded, &p->limit, sizeof(p->limit));
+	assert_int_equal(p->mode, SLUICE_MODE_ENFORCE);
+	assert_int_equal(p->src_set, 0);
+	assert_int_equal(p->dst_set, 0);
 	assert_memory_equal(p->reserved, zero, sizeof(p->reserved));
 
 	p = &c.policies[1];
@@ -237,9 +242,9 @@ static void test_policy_values(void **state)
 	assert_int_equal(p->prefix4, 0);
 	assert_int_equal(p->prefix6, 0);
 	assert_int_equal(p->flags, 0);
-	assert_int_equal(p->interval_mant, 128000ULL << 30);
-	assert_int_equal(p->interval_shift, 30);
-	assert_int_equal(p->tolerance, 64000 * 128000ULL);
+	assert_int_equal(p->limit.interval_mant, 128000ULL << 30);
+	assert_int_equal(p->limit.interval_shift, 30);
+	assert_int_equal(p->limit.tolerance, 64000 * 128000ULL);
 	assert_memory_equal(p->reserved, zero, sizeof(p->reserved));
 
 	compiled__free(&c);
@@ -292,7 +297,7 @@ static void test_diag(void **state)
 	struct compiled c;
 	char *printed;
 
-	assert_int_equal(compile_policies(ps, 0, &c, &d), -EINVAL);
+	assert_int_equal(compile_policies(ps, 0, NULL, &c, &d), -EINVAL);
 	assert_null(c.policies); /* freed on failure */
 	assert_null(c.match);
 	printed = print_diags(&d);
