@@ -19,6 +19,7 @@
 
 #include "maps.bpf.h"
 #include "parse.bpf.h"
+#include "sluice/fail.h"
 #include "sluice/gcra.h"
 
 enum limit_result {
@@ -94,26 +95,14 @@ static __always_inline __u64 policy_incr(const struct sluice_policy *p,
 	return sluice_gcra_incr(cost, g->interval_mant, g->interval_shift);
 }
 
-/*
- * The fail mode of policy @p (id @id) now: the agent-loss mode while the
- * agent is lost (escalated from degraded to closed after closed_after_ns),
- * else what the agent set for store faults.
- */
+/* The fail mode of policy @p (id @id) now; see include/sluice/fail.h. */
 static __always_inline int policy_fail_mode(const struct sluice_policy *p, __u32 id,
 					    __u64 agent_lost_ns)
 {
-	struct sluice_fail_state *st;
-	int mode;
+	struct sluice_fail_state *st = bpf_map_lookup_elem(&sluice_fail, &id);
 
-	if (agent_lost_ns) {
-		mode = p->on_agent_loss;
-		if (mode == SLUICE_FAIL_DEGRADED && p->closed_after_ns &&
-		    agent_lost_ns > p->closed_after_ns)
-			mode = SLUICE_FAIL_CLOSED;
-		return mode;
-	}
-	st = bpf_map_lookup_elem(&sluice_fail, &id);
-	return st ? st->mode : SLUICE_FAIL_NONE;
+	return sluice_fail_mode(p->on_agent_loss, p->closed_after_ns, agent_lost_ns,
+				st ? st->mode : SLUICE_FAIL_NONE);
 }
 
 /*
@@ -124,17 +113,12 @@ static __always_inline int policy_fail_mode(const struct sluice_policy *p, __u32
 static __always_inline void clock_read(struct pkt_meta *m)
 {
 	__u64 now_ns;
-	__s64 late;
 
 	if (m->now)
 		return;
 	now_ns = bpf_ktime_get_ns();
 	m->now = sluice_gcra_ticks(now_ns);
-	if (!m->agent_timeout_ns || !m->heartbeat_ns)
-		return;
-	/* Signed: a beat stamped by a CPU whose clock reads a little ahead is fresh. */
-	late = (__s64)(now_ns - m->heartbeat_ns) - (__s64)m->agent_timeout_ns;
-	m->agent_lost_ns = late > 0 ? late : 0;
+	m->agent_lost_ns = sluice_agent_lost_ns(m->heartbeat_ns, m->agent_timeout_ns, now_ns);
 }
 
 #endif /* SLUICE_LIMIT_BPF_H */

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "sluice/gcra.h"
 #include "agent.h"
 #include "compile.h"
 #include "log.h"
@@ -128,6 +131,62 @@ static int pick_ifaces(struct agent *a)
 	return 0;
 }
 
+__u64 agent_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/*
+ * Stamp every attachment's sluice_ctl with a heartbeat, the timeout after
+ * which the XDP program considers us lost, and our pid (0 when leaving).
+ */
+static int beat(struct agent *a, __u32 pid)
+{
+	struct sluice_ctl ctl;
+	size_t i;
+	int err = 0;
+
+	a->last_beat_ns = agent_now_ns();
+	for (i = 0; !err && i < a->n_att; i++) {
+		err = maps__read_ctl(&a->att[i].maps, &ctl);
+		if (err)
+			break;
+		ctl.heartbeat_ns = a->last_beat_ns;
+		ctl.agent_timeout_ns = a->ps->agent_timeout_ns;
+		ctl.agent_pid = pid;
+		err = maps__write_ctl(&a->att[i].maps, &ctl);
+	}
+	if (err)
+		pr_warn("cannot write the heartbeat of '%s': %s", a->att[i].iface, strerror(-err));
+	return err;
+}
+
+int agent__tick(struct agent *a)
+{
+	if (agent_now_ns() - a->last_beat_ns < a->ps->heartbeat_ns)
+		return 0;
+	return beat(a, getpid());
+}
+
+/* Tell `sluice reload` how its request ended. */
+static void answer_reload(struct agent *a, int result)
+{
+	struct sluice_ctl ctl;
+	size_t i;
+
+	for (i = 0; i < a->n_att; i++) {
+		if (maps__read_ctl(&a->att[i].maps, &ctl))
+			continue;
+		ctl.reload_seq++;
+		ctl.reload_err = result;
+		if (maps__write_ctl(&a->att[i].maps, &ctl))
+			pr_warn("cannot answer the reload on '%s'", a->att[i].iface);
+	}
+}
+
 int agent__start(struct agent *a, const struct agent_opts *opts)
 {
 	struct attachment *att;
@@ -154,7 +213,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 				  att->pin_dir, att->reused ? "kept" : "new");
 	}
 	a->generation = 1;
-	return err;
+	return err ? err : beat(a, getpid());
 }
 
 int agent__reload(struct agent *a)
@@ -167,12 +226,14 @@ int agent__reload(struct agent *a)
 		pr_warn("reload rejected; still enforcing '%s' generation %llu", a->opts.config_path,
 			(unsigned long long)a->generation);
 		policy_set__free(ps);
+		answer_reload(a, -EINVAL);
 		return -EINVAL;
 	}
 	for (i = 0, err = 0; !err && i < a->n_att; i++)
 		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path);
 	if (err) {
 		policy_set__free(ps);
+		answer_reload(a, err);
 		return err;
 	}
 	policy_set__free(a->ps);
@@ -180,6 +241,8 @@ int agent__reload(struct agent *a)
 	a->generation++;
 	log_event(LOG_INFO, "reload", "file=%s generation=%llu", a->opts.config_path,
 		  (unsigned long long)a->generation);
+	beat(a, getpid()); /* the new file may change the heartbeat timeout */
+	answer_reload(a, 0);
 	return 0;
 }
 
@@ -189,6 +252,8 @@ void agent__stop(struct agent *a)
 
 	if (!a)
 		return;
+	if (a->ps && a->n_att)
+		beat(a, 0); /* no agent: the XDP program takes over after the timeout */
 	for (i = 0; i < a->n_att; i++) {
 		attachment__close(&a->att[i]);
 		if (a->opts.detach_on_exit)

@@ -25,14 +25,31 @@ struct agent {
 	struct policy_set *ps;
 	struct attachment att[POLICY_MAX_IFACES];
 	size_t n_att;
-	__u64 generation; /* policy loads by this agent */
+	__u64 generation;   /* policy loads by this agent */
+	__u64 last_beat_ns; /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 };
 
 /* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */
 int agent__start(struct agent *a, const struct agent_opts *opts);
 
-/* Re-read the policy file; a bad file changes nothing. 0 or -errno, reported. */
+/*
+ * Re-read the policy file; a bad file changes nothing. Answers `sluice
+ * reload` through sluice_ctl (reload_seq, reload_err). 0 or -errno, reported.
+ */
 int agent__reload(struct agent *a);
+
+/*
+ * Periodic work, called at least every AGENT_TICK_NS: the heartbeat (every
+ * agent.heartbeat), which the XDP program watches to apply on_agent_loss
+ * by itself. 0 or -errno, reported.
+ */
+int agent__tick(struct agent *a);
+
+/* How long the run loop may sleep between ticks. */
+#define AGENT_TICK_NS 50000000ULL /* 50 ms */
+
+/* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
+__u64 agent_now_ns(void);
 
 /*
  * Compile @ps (read from @path) for @att's interface into its inactive

@@ -25,11 +25,15 @@ int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
 
 /* The usage text of a command to @out; exit @code (2 for a usage error). */
 int cmd_usage(FILE *out, const char *text, int code);
 
 /* --iface: the interface must exist. 0, or -1 after printing why. */
 int cmd_check_iface(const char *name);
+
+/* The first interface with pins under @pin_root into @buf. 0, or -1 after printing why. */
+int cmd_first_iface(const char *pin_root, char *buf, size_t len);
 
 #endif /* SLUICE_CMD_H */

@@ -16,8 +16,6 @@
 #include "cmd.h"
 #include "log.h"
 
-#define AGENT_TICK_NS 100000000L /* how often the loop looks at signal flags */
-
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
@@ -160,6 +158,7 @@ int cmd_run(int argc, char **argv)
 			reload_requested = 0;
 			agent__reload(a); /* a rejected reload keeps the running policy */
 		}
+		agent__tick(a);
 		nanosleep(&tick, NULL);
 	}
 	agent__stop(a);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sluice/fail.h"
+#include "agent.h"
 #include "cmd.h"
 #include "loader.h"
 
@@ -28,24 +30,114 @@ static const char *const total_names[SLUICE_TOTAL_MAX] = {
 	[SLUICE_TOTAL_NO_MATCH] = "no_match",
 	[SLUICE_TOTAL_STATE_ERR] = "state_err",
 	[SLUICE_TOTAL_CAS_EXHAUSTED] = "cas_exhausted",
+	[SLUICE_TOTAL_ALLOWED] = "allowed",
+	[SLUICE_TOTAL_AGENT_LOST] = "agent_lost",
 };
 
-static void print_text(const char *iface, const struct status *st)
+static const char *const pstat_names[SLUICE_PSTAT_MAX] = {
+	[SLUICE_PSTAT_PASSED] = "passed",
+	[SLUICE_PSTAT_DROPPED] = "dropped",
+	[SLUICE_PSTAT_SHADOW] = "would_drop",
+	[SLUICE_PSTAT_FAIL_OPEN] = "fail_open",
+	[SLUICE_PSTAT_FAIL_CLOSED] = "fail_closed",
+	[SLUICE_PSTAT_DEGRADED] = "degraded",
+};
+
+static const char *const fail_names[SLUICE_FAIL_MAX] = {
+	[SLUICE_FAIL_NONE] = "normal",
+	[SLUICE_FAIL_OPEN] = "open",
+	[SLUICE_FAIL_DEGRADED] = "degraded",
+	[SLUICE_FAIL_CLOSED] = "closed",
+};
+
+static const char *const mode_names[SLUICE_MODE_MAX] = {
+	[SLUICE_MODE_ENFORCE] = "enforce",
+	[SLUICE_MODE_SHADOW] = "shadow",
+};
+
+#define NS_PER_MS 1000000ULL
+
+/* What a reader of the maps can know about the agent and each policy right now. */
+struct view {
+	__u64 now_ns;
+	__u64 beat_age_ns; /* 0 when no heartbeat was ever written */
+	__u64 lost_ns;	   /* how long the agent has been lost; 0: it is not */
+};
+
+static const char *name_of(const char *const *names, size_t n, unsigned int v)
 {
-	const struct sluice_counter *pass, *drop;
+	return v < n && names[v] ? names[v] : "?";
+}
+
+/* The policy's fail mode now, and since when (ns ago; 0 if unknown). */
+static int policy_state(const struct view *v, const struct policy_status *ps, __u64 *for_ns)
+{
+	int mode = sluice_fail_mode(ps->policy.on_agent_loss, ps->policy.closed_after_ns,
+				    v->lost_ns, ps->fail.mode);
+
+	*for_ns = v->lost_ns ? v->lost_ns
+			     : (ps->fail.mode && ps->fail.since_ns ? v->now_ns - ps->fail.since_ns : 0);
+	return mode;
+}
+
+static void print_agent(const struct view *v, const struct status *st)
+{
+	if (!st->ctl.heartbeat_ns)
+		printf("  agent: no heartbeat yet\n");
+	else if (v->lost_ns)
+		printf("  agent: LOST for %.1fs (heartbeat %.1fs ago, timeout %.1fs)\n",
+		       (double)v->lost_ns / SLUICE_NSEC_PER_SEC,
+		       (double)v->beat_age_ns / SLUICE_NSEC_PER_SEC,
+		       (double)st->ctl.agent_timeout_ns / SLUICE_NSEC_PER_SEC);
+	else
+		printf("  agent: pid %u, heartbeat %.1fs ago (timeout %.1fs)\n", st->ctl.agent_pid,
+		       (double)v->beat_age_ns / SLUICE_NSEC_PER_SEC,
+		       (double)st->ctl.agent_timeout_ns / SLUICE_NSEC_PER_SEC);
+}
+
+/* A second line for a policy when any of its exceptional counters moved. */
+static void print_extra(const struct sluice_pstats *s)
+{
+	int i, any = 0;
+
+	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
+		any |= s->c[i].pkts != 0;
+	if (!any)
+		return;
+	printf("%20s", "");
+	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
+		if (s->c[i].pkts)
+			printf(" %s=%llu", pstat_names[i], (unsigned long long)s->c[i].pkts);
+	printf("\n");
+}
+
+static void print_text(const char *iface, const struct view *v, const struct status *st)
+{
+	const struct policy_status *ps;
+	char state[sizeof("degraded 99999s")];
+	__u64 for_ns;
 	size_t i;
+	int mode;
 
 	printf("%s: generation %llu, %llu of %u keys tracked\n", iface,
 	       (unsigned long long)st->ctl.generation, (unsigned long long)st->keys, st->keys_max);
-	printf("%-20s %10s %10s %12s %12s %8s\n", "POLICY", "PASSED", "DROPPED", "PASSED_B",
-	       "DROPPED_B", "KEYS");
+	print_agent(v, st);
+	printf("%-20s %-7s %-15s %10s %10s %8s\n", "POLICY", "MODE", "STATE", "PASSED", "DROPPED",
+	       "KEYS");
 	for (i = 0; i < st->n_policies; i++) {
-		pass = &st->policies[i].stats.c[SLUICE_PSTAT_PASSED];
-		drop = &st->policies[i].stats.c[SLUICE_PSTAT_DROPPED];
-		printf("%-20s %10llu %10llu %12llu %12llu %8llu\n", st->policies[i].policy.name,
-		       (unsigned long long)pass->pkts, (unsigned long long)drop->pkts,
-		       (unsigned long long)pass->bytes, (unsigned long long)drop->bytes,
-		       (unsigned long long)st->policies[i].keys);
+		ps = &st->policies[i];
+		mode = policy_state(v, ps, &for_ns);
+		if (mode && for_ns)
+			snprintf(state, sizeof(state), "%s %llus", name_of(fail_names, SLUICE_FAIL_MAX, mode),
+				 (unsigned long long)(for_ns / SLUICE_NSEC_PER_SEC));
+		else
+			snprintf(state, sizeof(state), "%s", name_of(fail_names, SLUICE_FAIL_MAX, mode));
+		printf("%-20s %-7s %-15s %10llu %10llu %8llu\n", ps->policy.name,
+		       name_of(mode_names, SLUICE_MODE_MAX, ps->policy.mode), state,
+		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_PASSED].pkts,
+		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_DROPPED].pkts,
+		       (unsigned long long)ps->keys);
+		print_extra(&ps->stats);
 	}
 	printf("totals:");
 	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
@@ -53,24 +145,36 @@ static void print_text(const char *iface, const struct status *st)
 	printf("\n");
 }
 
-static void print_json(const char *iface, const struct status *st)
+static void print_json_policy(const struct view *v, const struct policy_status *ps)
 {
-	const struct sluice_pstats *s;
+	__u64 for_ns;
+	int mode = policy_state(v, ps, &for_ns), i;
+
+	printf("{\"name\":\"%s\",\"id\":%u,\"mode\":\"%s\",\"state\":\"%s\",\"state_ms\":%llu,"
+	       "\"on_agent_loss\":\"%s\",\"keys\":%llu",
+	       ps->policy.name, ps->policy.id, name_of(mode_names, SLUICE_MODE_MAX, ps->policy.mode),
+	       name_of(fail_names, SLUICE_FAIL_MAX, mode), (unsigned long long)(for_ns / NS_PER_MS),
+	       name_of(fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
+	       (unsigned long long)ps->keys);
+	for (i = 0; i < SLUICE_PSTAT_MAX; i++)
+		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", pstat_names[i],
+		       (unsigned long long)ps->stats.c[i].pkts, pstat_names[i],
+		       (unsigned long long)ps->stats.c[i].bytes);
+	printf("}");
+}
+
+static void print_json(const char *iface, const struct view *v, const struct status *st)
+{
 	size_t i;
 
-	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,\"policies\":[",
+	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
+	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
 	       iface, (unsigned long long)st->ctl.generation, (unsigned long long)st->keys,
-	       st->keys_max);
+	       st->keys_max, st->ctl.agent_pid, (unsigned long long)(v->beat_age_ns / NS_PER_MS),
+	       (unsigned long long)(v->lost_ns / NS_PER_MS));
 	for (i = 0; i < st->n_policies; i++) {
-		s = &st->policies[i].stats;
-		printf("%s{\"name\":\"%s\",\"id\":%u,\"passed_pkts\":%llu,\"passed_bytes\":%llu,"
-		       "\"dropped_pkts\":%llu,\"dropped_bytes\":%llu,\"keys\":%llu}",
-		       i ? "," : "", st->policies[i].policy.name, st->policies[i].policy.id,
-		       (unsigned long long)s->c[SLUICE_PSTAT_PASSED].pkts,
-		       (unsigned long long)s->c[SLUICE_PSTAT_PASSED].bytes,
-		       (unsigned long long)s->c[SLUICE_PSTAT_DROPPED].pkts,
-		       (unsigned long long)s->c[SLUICE_PSTAT_DROPPED].bytes,
-		       (unsigned long long)st->policies[i].keys);
+		printf("%s", i ? "," : "");
+		print_json_policy(v, &st->policies[i]);
 	}
 	printf("],\"totals\":{");
 	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
@@ -85,6 +189,7 @@ static int show(const char *pin_root, const char *iface, int json)
 	char dir[PATH_MAX];
 	struct sluice_maps m;
 	struct status st;
+	struct view v;
 	int err;
 
 	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface);
@@ -101,10 +206,13 @@ static int show(const char *pin_root, const char *iface, int json)
 		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
 		return err;
 	}
+	v.now_ns = agent_now_ns();
+	v.beat_age_ns = st.ctl.heartbeat_ns ? v.now_ns - st.ctl.heartbeat_ns : 0;
+	v.lost_ns = sluice_agent_lost_ns(st.ctl.heartbeat_ns, st.ctl.agent_timeout_ns, v.now_ns);
 	if (json)
-		print_json(iface, &st);
+		print_json(iface, &v, &st);
 	else
-		print_text(iface, &st);
+		print_text(iface, &v, &st);
 	status__free(&st);
 	return 0;
 }

@@ -95,12 +95,11 @@ static int init_ctl(struct attachment *a)
 {
 	struct sluice_ctl ctl;
 	int err = maps__read_ctl(&a->maps, &ctl);
-	__u32 zero = 0;
 
 	if (err || ctl.abi_version)
 		return err;
 	ctl.abi_version = SLUICE_ABI_VERSION;
-	return bpf_map_update_elem(a->maps.fd[SLUICE_MAP_CTL], &zero, &ctl, BPF_ANY) ? -errno : 0;
+	return maps__write_ctl(&a->maps, &ctl);
 }
 
 int attachment__load(struct attachment *a, const char *pin_root, const char *iface,

@@ -3,6 +3,7 @@
  * sluice [-v | -q] <command> [<options>] [<args>]: global options, the
  * command table and dispatch, nothing else.
  */
+#include <dirent.h>
 #include <getopt.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ static const struct cmd commands[] = {
 	{ "run", cmd_run, "load a policy, attach to interfaces, and stay in the foreground" },
 	{ "check", cmd_check, "validate a policy file and print its limits" },
 	{ "status", cmd_status, "per-policy counters from the pinned maps" },
+	{ "reload", cmd_reload, "make the running agent re-read its policy file" },
 	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },
 	{ "help", cmd_help, "show this help" },
 	{ "version", cmd_version, "print the version" },
@@ -68,6 +70,24 @@ int cmd_check_iface(const char *name)
 		return -1;
 	}
 	return 0;
+}
+
+int cmd_first_iface(const char *pin_root, char *buf, size_t len)
+{
+	struct dirent *e;
+	DIR *d = opendir(pin_root);
+
+	while (d && (e = readdir(d))) {
+		if (e->d_type == DT_DIR && e->d_name[0] != '.' && strlen(e->d_name) < len) {
+			snprintf(buf, len, "%s", e->d_name);
+			closedir(d);
+			return 0;
+		}
+	}
+	fprintf(stderr, "sluice: no interface has sluice attached under '%s'\n", pin_root);
+	if (d)
+		closedir(d);
+	return -1;
 }
 
 int main(int argc, char **argv)

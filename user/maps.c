@@ -67,6 +67,18 @@ int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl)
 	return bpf_map_lookup_elem(m->fd[SLUICE_MAP_CTL], &zero, ctl) ? -errno : 0;
 }
 
+int maps__write_ctl(const struct sluice_maps *m, const struct sluice_ctl *ctl)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(m->fd[SLUICE_MAP_CTL], &zero, ctl, BPF_ANY) ? -errno : 0;
+}
+
+int maps__write_fail(const struct sluice_maps *m, __u32 id, const struct sluice_fail_state *st)
+{
+	return bpf_map_update_elem(m->fd[SLUICE_MAP_FAIL], &id, st, BPF_ANY) ? -errno : 0;
+}
+
 /* Every policy slot of @gen: the compiled ones at their ids, zero for the rest. */
 static int write_policies(const struct sluice_maps *m, const struct compiled *c)
 {
@@ -134,7 +146,6 @@ static int write_addrs(int fd, __u32 gen, const struct addr_entry *e, size_t n)
 int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 next_id)
 {
 	struct sluice_ctl ctl;
-	__u32 zero = 0;
 	int err;
 
 	err = maps__read_ctl(m, &ctl);
@@ -153,7 +164,7 @@ int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 nex
 	ctl.active_gen = c->gen;
 	ctl.next_id = next_id;
 	ctl.generation++;
-	return bpf_map_update_elem(m->fd[SLUICE_MAP_CTL], &zero, &ctl, BPF_ANY) ? -errno : 0;
+	return maps__write_ctl(m, &ctl);
 }
 
 /* Sum a per-CPU value of @n_words u64 counters over every possible CPU. */

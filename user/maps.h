@@ -46,6 +46,12 @@ void maps__close(struct sluice_maps *m);
 
 int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl);
 
+/* Write sluice_ctl whole; only the agent does, from one thread. 0 or -errno. */
+int maps__write_ctl(const struct sluice_maps *m, const struct sluice_ctl *ctl);
+
+/* Put policy @id in store-fault mode @st (the agent). 0 or -errno. */
+int maps__write_fail(const struct sluice_maps *m, __u32 id, const struct sluice_fail_state *st);
+
 /*
  * Write @c into its generation, then make that generation active (and
  * store @next_id) in one write of sluice_ctl, so a packet sees either all of

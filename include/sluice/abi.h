@@ -196,8 +196,10 @@ struct sluice_ctl {
 	__u32 gen_flags[SLUICE_POLICY_GENS]; /* enum sluice_gen_flag, per generation */
 	__u32 agent_pid;	/* the running agent, for `sluice reload`; 0 none */
 	__u32 next_id;		/* the next stable policy id to hand out */
+	__u32 reload_seq;	/* reload requests the agent has answered */
+	__s32 reload_err;	/* 0, or -errno of the last one (-EINVAL: a bad file) */
 };
-SLUICE_ASSERT_SIZE(struct sluice_ctl, 48);
+SLUICE_ASSERT_SIZE(struct sluice_ctl, 56);
 
 /*
  * Value of sluice_fail, indexed by policy id: the fail mode the agent has

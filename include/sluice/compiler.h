@@ -13,6 +13,8 @@
 
 #define SLUICE_INLINE static inline __attribute__((always_inline))
 
+#define SLUICE_NSEC_PER_SEC 1000000000ULL
+
 #define SLUICE_ASSERT_SIZE(type, bytes) \
 	_Static_assert(sizeof(type) == (bytes), #type " must be " #bytes " bytes: it is ABI")
 

@@ -37,7 +37,6 @@
 #define SLUICE_GCRA_SHIFT_MAX 32		/* largest interval_shift */
 #define SLUICE_GCRA_INCR_MAX (1ULL << 61)	/* ticks */
 #define SLUICE_GCRA_TOL_MAX (1ULL << 62)	/* ticks */
-#define SLUICE_NSEC_PER_SEC 1000000000ULL
 
 /*
  * How far a stored TAT may be ahead of our clock beyond the tolerance and
