@@ -75,8 +75,12 @@ static int policy_state(const struct view *v, const struct policy_status *ps, __
 	int mode = sluice_fail_mode(ps->policy.on_agent_loss, ps->policy.closed_after_ns,
 				    v->lost_ns, ps->fail.mode);
 
-	*for_ns = v->lost_ns ? v->lost_ns
-			     : (ps->fail.mode && ps->fail.since_ns ? v->now_ns - ps->fail.since_ns : 0);
+	if (v->lost_ns)
+		/* Escalated from degraded to closed: closed only since closed_after. */
+		*for_ns = mode != ps->policy.on_agent_loss ? v->lost_ns - ps->policy.closed_after_ns
+							    : v->lost_ns;
+	else
+		*for_ns = ps->fail.mode && ps->fail.since_ns ? v->now_ns - ps->fail.since_ns : 0;
 	return mode;
 }
 

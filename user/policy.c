@@ -7,10 +7,13 @@
  * libyaml parses the text twice: once as events, to report syntax
  * errors, aliases and extra documents with their exact position, then as a
  * document whose nodes carry the line and column of every value. Each
- * mapping (top level, a policy, its match, its key) is a table of
+ * mapping (top level, agent, a policy, its match, its key) is a table of
  * {name, handler, missing-hint} rows walked by walk_mapping(): adding a key
  * is a table row and a handler, not new control flow. Handlers run in table
- * order, so a handler may look at the rows above it (burst reads the rate).
+ * order, so a handler may look at the rows above it (burst reads the rate,
+ * closed_after the fail modes). Defaults that depend on other fields (the
+ * class's fail modes, the scaled local burst) are set after a policy's walk;
+ * checks across policies ("never decides") run once all of them are parsed.
  *
  * Errors never stop the walk: every problem of the file is collected into
  * the diag_list, sorted by position, and the set is returned only if there
@@ -18,11 +21,13 @@
  * the parse early.
  */
 #define _GNU_SOURCE /* the GNU strerror_r */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+#define NS_PER_MS 1000000ULL
 #define NS_PER_SEC 1000000000ULL
 #define NS_PER_MIN (60 * NS_PER_SEC)
 #define NS_PER_HOUR (60 * NS_PER_MIN)
@@ -53,6 +59,20 @@
 #define IFNAME_BAD_CHARS "/: \t"
 #define PORT_EXPECTED "a port such as 53 or a range such as \"1024-65535\""
 #define PERIOD_EXPECTED "s, min, h or day, optionally with a count such as 15m"
+#define PREFIX_EXPECTED \
+	"an address such as 192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32"
+#define PREFIXES_EXPECTED "a prefix such as 10.0.0.0/8, or a sequence of them"
+#define IFACES_EXPECTED "an interface name such as eth0, or a sequence of them"
+
+/*
+ * The agent's clock: a heartbeat faster than HEARTBEAT_NS_MIN costs CPU for
+ * nothing, and the agent is lost after at least HEARTBEAT_TIMEOUTS missed
+ * heartbeats, so that one late heartbeat is not an outage.
+ */
+#define HEARTBEAT_NS_MIN (10 * NS_PER_MS)
+#define AGENT_TIMEOUT_NS_MAX NS_PER_HOUR
+#define HEARTBEAT_TIMEOUTS 2
+#define HEARTBEAT_NS_MAX (AGENT_TIMEOUT_NS_MAX / HEARTBEAT_TIMEOUTS)
 
 /*
  * A user's value quoted in a message: '%.*s%s' with SHOW(s) prints at most
@@ -93,12 +113,26 @@ struct walk {
 	unsigned int bad;		/* bit per row whose handler rejected the value */
 };
 
-/* What the policy handlers fill: one policy, and the ones before it for unique names. */
+/*
+ * What the policy and match handlers fill: one policy; the ones before it,
+ * for unique names; and the file's interfaces, for the policy's iface list.
+ */
 struct policy_slot {
 	struct policy *p;
 	const struct policy *prev;
 	size_t n_prev;
+	const struct policy_set *known; /* its interfaces; NULL: none given, or given badly */
 };
+
+static struct policy *slot_policy(const struct walk *w)
+{
+	return ((struct policy_slot *)w->obj)->p;
+}
+
+static struct policy_match *slot_match(const struct walk *w)
+{
+	return &slot_policy(w)->match;
+}
 
 static int pctx__fail(struct pctx *c, int err)
 {
@@ -240,26 +274,46 @@ static int path_index(struct pctx *c, char *buf, const char *parent, int i)
  * "a, b or c" from the non-empty names of a table whose rows start with a
  * const char *name; cut short (still terminated) if @len is too small.
  */
+/* Append @name as item @i of @total to the "a, b or c" in @buf: 0, or -1 once cut. */
+static int join_append(char *buf, size_t len, size_t *off, size_t i, size_t total,
+		       const char *name)
+{
+	const char *sep = i == 0 ? "" : i + 1 < total ? ", " : " or ";
+	int w = snprintf(buf + *off, len - *off, "%s%s", sep, name);
+
+	if (w < 0 || (size_t)w >= len - *off)
+		return -1;
+	*off += w;
+	return 0;
+}
+
 static void join_names(char *buf, size_t len, const void *table, size_t n, size_t stride)
 {
 	const char *row = table;
 	size_t i, total = 0, done = 0, off = 0;
-	int w;
 
 	for (i = 0; i < n; i++)
 		total += **(const char *const *)(row + i * stride) != '\0';
 	buf[0] = '\0';
 	for (i = 0; i < n; i++) {
 		const char *name = *(const char *const *)(row + i * stride);
-		const char *sep = done == 0 ? "" : done + 1 < total ? ", " : " or ";
 
 		if (!name[0])
 			continue;
-		w = snprintf(buf + off, len - off, "%s%s", sep, name);
-		if (w < 0 || (size_t)w >= len - off)
+		if (join_append(buf, len, &off, done++, total, name))
 			return;
-		off += w;
-		done++;
+	}
+}
+
+/* "eth0, eth1 or eth2" from @n interface names; cut short (still terminated) like join_names(). */
+static void join_ifnames(char *buf, size_t len, const char (*names)[POLICY_IFNAME_LEN], size_t n)
+{
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (join_append(buf, len, &off, i, n, names[i]))
+			return;
 	}
 }
 
@@ -336,6 +390,12 @@ static const struct period_unit period_units[] = {
 	{ "h", NS_PER_HOUR },	{ "hour", NS_PER_HOUR }, { "d", NS_PER_DAY }, { "day", NS_PER_DAY },
 };
 
+/* The duration units; DURATION_EXPECTED-style messages list them with join_names(). */
+static const struct period_unit duration_units[] = {
+	{ "ms", NS_PER_MS }, { "s", NS_PER_SEC }, { "m", NS_PER_MIN }, { "min", NS_PER_MIN },
+	{ "h", NS_PER_HOUR },
+};
+
 static const struct amount_unit *find_amount_unit(const char *s, size_t len)
 {
 	size_t i;
@@ -347,13 +407,14 @@ static const struct amount_unit *find_amount_unit(const char *s, size_t len)
 	return NULL;
 }
 
-static const struct period_unit *find_period_unit(const char *s, size_t len)
+static const struct period_unit *find_period_unit(const struct period_unit *units, size_t n,
+						  const char *s, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(period_units); i++) {
-		if (strlen(period_units[i].name) == len && !memcmp(period_units[i].name, s, len))
-			return &period_units[i];
+	for (i = 0; i < n; i++) {
+		if (strlen(units[i].name) == len && !memcmp(units[i].name, s, len))
+			return &units[i];
 	}
 	return NULL;
 }
@@ -365,16 +426,17 @@ static void amount_unit_names(char *buf, size_t len)
 
 /* ---- rates -------------------------------------------------------------- */
 
-/* "'S' is not a rate: CAUSE" into @err, cut to @errlen; returns -EINVAL. */
-__attribute__((format(printf, 4, 5)))
-static int rate_error(char *err, size_t errlen, const char *s, const char *fmt, ...)
+/* "'S' is not WHAT: CAUSE" into @err, cut to @errlen; returns -EINVAL. */
+__attribute__((format(printf, 5, 6)))
+static int value_error(char *err, size_t errlen, const char *s, const char *what,
+		       const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
 	if (!errlen)
 		return -EINVAL;
-	n = snprintf(err, errlen, "'%.*s%s' is not a rate: ", SHOW(s));
+	n = snprintf(err, errlen, "'%.*s%s' is not %s: ", SHOW(s), what);
 	if (n < 0 || (size_t)n >= errlen)
 		return -EINVAL;
 	va_start(ap, fmt);
@@ -382,6 +444,8 @@ static int rate_error(char *err, size_t errlen, const char *s, const char *fmt, 
 	va_end(ap);
 	return -EINVAL;
 }
+
+#define rate_error(err, errlen, s, ...) value_error((err), (errlen), (s), "a rate", __VA_ARGS__)
 
 /* "<N>[<unit>]" of @s up to @slash: the amount in units, and the unit. */
 static int rate_amount(const char *s, const char *slash, __u64 *amount,
@@ -441,7 +505,7 @@ static int rate_period(const char *s, const char *p, __u64 *period_ns, char *err
 	if (p == end)
 		return rate_error(err, errlen, s, "no unit after the '/' (expected %s)",
 				  PERIOD_EXPECTED);
-	u = find_period_unit(p, end - p);
+	u = find_period_unit(period_units, ARRAY_SIZE(period_units), p, end - p);
 	if (!u)
 		return rate_error(err, errlen, s, "unknown unit '%.*s' (expected %s)",
 				  show_len(end - p), p, PERIOD_EXPECTED);
@@ -476,6 +540,302 @@ int policy_parse_rate(const char *s, struct policy_rate *out, char *err, size_t 
 	out->amount = amount;
 	out->period_ns = period_ns;
 	out->cost = unit->cost;
+	return 0;
+}
+
+/*
+ * -1, 0 or 1 as @a admits less than, as much as or more than @b over any
+ * time; both count the same cost unit. Exact: each product is below 2^128.
+ */
+static int rate_cmp(const struct policy_rate *a, const struct policy_rate *b)
+{
+	unsigned __int128 x = (unsigned __int128)a->amount * b->period_ns;
+	unsigned __int128 y = (unsigned __int128)b->amount * a->period_ns;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * ceil(@n × @num / @den) for 0 < @num <= @den, so the result is at most @n.
+ * The product may need 192 bits, so this is long division over the bits of
+ * @n, keeping (the bits of @n so far) × num = q × den + r with r < den.
+ * Nothing overflows: r < den, and r + x (x <= den) is computed as
+ * r - (den - x) whenever it would reach den.
+ */
+static __u64 scale_ceil(__u64 n, unsigned __int128 num, unsigned __int128 den)
+{
+	unsigned __int128 r = 0;
+	__u64 q = 0;
+	int bit;
+
+	for (bit = (int)(sizeof(n) * BITS_PER_BYTE) - 1; bit >= 0; bit--) {
+		q <<= 1;
+		if (r >= den - r) {
+			r -= den - r;
+			q++;
+		} else {
+			r += r;
+		}
+		if (!((n >> bit) & 1))
+			continue;
+		if (r >= den - num) {
+			r -= den - num;
+			q++;
+		} else {
+			r += num;
+		}
+	}
+	return q + (r != 0);
+}
+
+/* ---- durations ------------------------------------------------------------ */
+
+#define duration_error(err, errlen, s, ...) \
+	value_error((err), (errlen), (s), "a duration", __VA_ARGS__)
+
+static void duration_unit_names(char *buf, size_t len)
+{
+	join_names(buf, len, duration_units, ARRAY_SIZE(duration_units), sizeof(duration_units[0]));
+}
+
+/* "<N><unit>" with N >= 0: whether zero is allowed is the caller's to say. */
+static int scan_duration(const char *s, __u64 *ns, char *err, size_t errlen)
+{
+	const char *p = s, *end = s + strlen(s);
+	char names[DIAG_MSG_LEN / 2];
+	const struct period_unit *u;
+	__u64 n = 0;
+
+	if (s[strcspn(s, " \t")])
+		return duration_error(err, errlen, s,
+				      "it contains a space (expected no spaces, such as 5s)");
+	switch (scan_count(&p, end, &n)) {
+	case QTY_OK:
+		break;
+	case QTY_NO_NUMBER:
+		return duration_error(err, errlen, s, "no count before the unit (expected a "
+				      "positive integer and a unit, such as 250ms or 5s)");
+	case QTY_DECIMAL:
+		return duration_error(err, errlen, s, "decimals are not supported; use a smaller "
+				      "unit, such as 1500ms instead of 1.5s");
+	case QTY_RANGE:
+		return duration_error(err, errlen, s, "the count does not fit in 64 bits");
+	}
+	duration_unit_names(names, sizeof(names));
+	if (p == end)
+		return duration_error(err, errlen, s, "no unit after the count (expected %s, "
+				      "such as 5s)", names);
+	u = find_period_unit(duration_units, ARRAY_SIZE(duration_units), p, end - p);
+	if (!u)
+		return duration_error(err, errlen, s, "unknown unit '%.*s' (expected %s)",
+				      show_len(end - p), p, names);
+	if (__builtin_mul_overflow(n, u->ns, ns))
+		return duration_error(err, errlen, s, "it does not fit in 64-bit nanoseconds");
+	return 0;
+}
+
+int policy_parse_duration(const char *s, __u64 *ns, char *err, size_t errlen)
+{
+	__u64 v = 0;
+	int ret = scan_duration(s, &v, err, errlen);
+
+	if (ret)
+		return ret;
+	if (v == 0)
+		return duration_error(err, errlen, s, "it is zero (expected a positive duration, "
+				      "such as 5s)");
+	*ns = v;
+	return 0;
+}
+
+#define DURATION_TEXT_LEN 32 /* "18446744073709551615ns" and the NUL */
+
+/* @ns in the largest unit that holds it exactly, for messages: "2s", "30min", "15ms". */
+static const char *duration_text(char *buf, __u64 ns)
+{
+	size_t i = ARRAY_SIZE(duration_units);
+	int n;
+
+	while (i-- > 0) {
+		if (ns && ns % duration_units[i].ns == 0)
+			break;
+	}
+	if (i < ARRAY_SIZE(duration_units))
+		n = snprintf(buf, DURATION_TEXT_LEN, "%llu%s", ns / duration_units[i].ns,
+			     duration_units[i].name);
+	else
+		n = snprintf(buf, DURATION_TEXT_LEN, "%lluns", ns);
+	if (n < 0 || n >= DURATION_TEXT_LEN)
+		buf[0] = '\0'; /* cannot happen: DURATION_TEXT_LEN holds any __u64 and a unit */
+	return buf;
+}
+
+/* ---- prefixes ------------------------------------------------------------- */
+
+#define prefix_error(err, errlen, s, ...) \
+	value_error((err), (errlen), (s), "a prefix", __VA_ARGS__)
+
+#define V4MAPPED_BYTES (SLUICE_V4MAPPED_BITS / BITS_PER_BYTE)
+#define PREFIX_TEXT_LEN (INET6_ADDRSTRLEN + sizeof("/128"))
+
+/* @in with every bit past the first @bits cleared, into @out. */
+static void mask_addr(const __u8 *in, unsigned int bits, __u8 *out)
+{
+	size_t i;
+
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		unsigned int keep = bits > BITS_PER_BYTE ? BITS_PER_BYTE : bits;
+
+		out[i] = keep ? in[i] & (__u8)(UINT8_MAX << (BITS_PER_BYTE - keep)) : 0;
+		bits -= keep;
+	}
+}
+
+static int prefix_equal(const struct policy_prefix *a, const struct policy_prefix *b)
+{
+	return a->bits == b->bits && !memcmp(a->addr, b->addr, SLUICE_ADDR_LEN);
+}
+
+/* Every address of @inner is in @outer; an equal prefix is inside. */
+static int prefix_contains(const struct policy_prefix *outer, const struct policy_prefix *inner)
+{
+	__u8 masked[SLUICE_ADDR_LEN];
+
+	if (outer->bits > inner->bits)
+		return 0;
+	mask_addr(inner->addr, outer->bits, masked);
+	return !memcmp(masked, outer->addr, SLUICE_ADDR_LEN);
+}
+
+/*
+ * Every address of @p is in some prefix of @cover, which may take several
+ * to cover it. Either one prefix holds all of @p, or @p is cut in halves
+ * that must each be covered; only a half that holds a smaller prefix of
+ * @cover is cut again, so at most SLUICE_ADDR_BITS levels per prefix of
+ * @cover are visited, and the first uncovered half ends the search.
+ */
+static int prefix_covered(const struct policy_prefix *p, const struct policy_prefix_list *cover)
+{
+	struct policy_prefix half = *p;
+	int has_smaller = 0;
+	size_t i;
+
+	for (i = 0; i < cover->n; i++) {
+		if (prefix_contains(&cover->v[i], p))
+			return 1;
+		has_smaller |= prefix_contains(p, &cover->v[i]);
+	}
+	if (!has_smaller) /* also ends a /128: anything inside it would hold it */
+		return 0;
+	half.bits++;
+	if (!prefix_covered(&half, cover))
+		return 0;
+	/* the other half: set the first bit past @p's length */
+	half.addr[p->bits / BITS_PER_BYTE] |=
+		(__u8)(1u << (BITS_PER_BYTE - 1 - p->bits % BITS_PER_BYTE));
+	return prefix_covered(&half, cover);
+}
+
+/* The address of a prefix: IPv4 into the mapped space ::ffff:0:0/96, IPv6 as is. */
+static int prefix_addr(const char *text, int is_ipv6, __u8 *addr)
+{
+	static const __u8 v4mapped[V4MAPPED_BYTES] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (is_ipv6)
+		return inet_pton(AF_INET6, text, addr) == 1 ? 0 : -EINVAL;
+	memcpy(addr, v4mapped, sizeof(v4mapped));
+	return inet_pton(AF_INET, text, addr + V4MAPPED_BYTES) == 1 ? 0 : -EINVAL;
+}
+
+/* @p as its family is written, "10.0.0.0/8" or "2001:db8::/32": 0, or -ENAMETOOLONG. */
+static int prefix_text(char *buf, size_t len, const struct policy_prefix *p, int is_ipv6)
+{
+	const __u8 *a = is_ipv6 ? p->addr : p->addr + V4MAPPED_BYTES;
+	int bits = is_ipv6 ? p->bits : p->bits - SLUICE_V4MAPPED_BITS;
+	char addr[INET6_ADDRSTRLEN];
+	int n;
+
+	if (!inet_ntop(is_ipv6 ? AF_INET6 : AF_INET, a, addr, sizeof(addr)))
+		return -errno;
+	n = snprintf(buf, len, "%s/%d", addr, bits);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* "'S' has host bits set (did you mean M?)" into @err; returns -EINVAL. */
+static int host_bits_error(char *err, size_t errlen, const char *s, const struct policy_prefix *p,
+			   int is_ipv6)
+{
+	struct policy_prefix net = *p;
+	char text[PREFIX_TEXT_LEN];
+
+	mask_addr(p->addr, p->bits, net.addr);
+	/* A cut message is still a message; snprintf() terminates it. */
+	if (prefix_text(text, sizeof(text), &net, is_ipv6))
+		snprintf(err, errlen, "'%.*s%s' has host bits set", SHOW(s));
+	else
+		snprintf(err, errlen, "'%.*s%s' has host bits set (did you mean %s?)", SHOW(s), text);
+	return -EINVAL;
+}
+
+/* The "N" after the '/' of @s, at @p: 0 to @max_bits. */
+static int prefix_length(const char *s, const char *p, __u64 max_bits, int is_ipv6, __u64 *bits,
+			 char *err, size_t errlen)
+{
+	int ret = parse_u64(p, p + strlen(p), bits);
+
+	if (!p[0])
+		return prefix_error(err, errlen, s, "no length after the '/' (expected 0 to %llu)",
+				    max_bits);
+	if (ret == -EINVAL)
+		return prefix_error(err, errlen, s, "the length '%.*s%s' is not a number "
+				    "(expected 0 to %llu)", SHOW(p), max_bits);
+	if (ret || *bits > max_bits)
+		return prefix_error(err, errlen, s, "the length /%.*s%s is out of range "
+				    "(expected 0 to %llu for %s)", SHOW(p), max_bits,
+				    is_ipv6 ? "IPv6" : "IPv4");
+	return 0;
+}
+
+/* The address part, the first @addr_len characters of @s, is not an address. */
+static int address_error(char *err, size_t errlen, const char *s, size_t addr_len, int is_ipv6)
+{
+	const char *family = is_ipv6 ? "IPv6" : "IPv4";
+	const char *example = is_ipv6 ? "2001:db8::1" : "192.0.2.1";
+
+	if (!s[addr_len])
+		return prefix_error(err, errlen, s, "it is not an %s address (expected an address "
+				    "such as %s)", family, example);
+	return prefix_error(err, errlen, s, "'%.*s%s' is not an %s address (expected an address "
+			    "such as %s)", show_len(addr_len), s,
+			    addr_len > VALUE_SHOW_MAX ? "..." : "", family, example);
+}
+
+int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen)
+{
+	const char *slash = strchr(s, '/');
+	size_t addr_len = slash ? (size_t)(slash - s) : strlen(s);
+	int is_ipv6 = memchr(s, ':', addr_len) != NULL;
+	struct policy_prefix p = { .bits = 0 };
+	char text[INET6_ADDRSTRLEN];
+	__u64 bits = is_ipv6 ? SLUICE_ADDR_BITS : SLUICE_IPV4_BITS;
+
+	if (!s[0])
+		return prefix_error(err, errlen, s, "it is empty (expected %s)", PREFIX_EXPECTED);
+	if (!addr_len)
+		return prefix_error(err, errlen, s, "no address before the '/' (expected %s)",
+				    PREFIX_EXPECTED);
+	if (addr_len < sizeof(text)) {
+		memcpy(text, s, addr_len);
+		text[addr_len] = '\0';
+	}
+	if (addr_len >= sizeof(text) || prefix_addr(text, is_ipv6, p.addr))
+		return address_error(err, errlen, s, addr_len, is_ipv6);
+	if (slash && prefix_length(s, slash + 1, bits, is_ipv6, &bits, err, errlen))
+		return -EINVAL;
+	p.bits = (__u8)(is_ipv6 ? bits : SLUICE_V4MAPPED_BITS + bits);
+	if (!prefix_contains(&p, &p)) /* not equal to itself masked to its length */
+		return host_bits_error(err, errlen, s, &p, is_ipv6);
+	*out = p;
 	return 0;
 }
 
@@ -587,8 +947,8 @@ static int report_bad_char(struct pctx *c, const yaml_node_t *val, const char *p
 }
 
 /* A prefix length 1..@max_bits. */
-static int parse_prefix(struct pctx *c, const yaml_node_t *val, const char *path, __u64 max_bits,
-			__u8 *out)
+static int parse_prefix_len(struct pctx *c, const yaml_node_t *val, const char *path,
+			    __u64 max_bits, __u8 *out)
 {
 	const char *s = scalar_of(c, val, path, "a prefix length");
 	__u64 bits;
@@ -629,12 +989,192 @@ static int parse_bool(struct pctx *c, const yaml_node_t *val, const char *path, 
 	return REPORT(c, val, path, "'%.*s%s' is not a boolean (expected true or false)", SHOW(s));
 }
 
-/* ---- match: { proto, dst_port, tcp_syn } -------------------------------- */
+/* A name of an enum's value, as written in the file. */
+struct enum_name {
+	const char *name; /* first member, see join_names() */
+	int value;
+};
+
+/* One of @names (say "enforce or shadow"), else "unknown WHAT 'S' (expected ...)". */
+static int parse_enum(struct pctx *c, const yaml_node_t *val, const char *path, const char *what,
+		      const struct enum_name *names, size_t n, int *out)
+{
+	char want[DIAG_MSG_LEN / 2];
+	const char *s;
+	size_t i;
+
+	join_names(want, sizeof(want), names, n, sizeof(names[0]));
+	s = scalar_of(c, val, path, want);
+	if (!s)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].value;
+			return 0;
+		}
+	}
+	return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", what, SHOW(s), want);
+}
+
+/* An interface name as the kernel takes it: 1..15 bytes, no '/', ':' or space. */
+static const char *ifname_of(struct pctx *c, const yaml_node_t *item, const char *path)
+{
+	const char *s = scalar_of(c, item, path, "an interface name such as eth0");
+	size_t len;
+
+	if (!s)
+		return NULL;
+	len = strlen(s);
+	if (len >= POLICY_IFNAME_LEN) {
+		REPORT(c, item, path, "interface name '%.*s%s' is too long: %zu characters "
+		       "(at most %d)", SHOW(s), len, POLICY_IFNAME_LEN - 1);
+		return NULL;
+	}
+	if (s[strcspn(s, IFNAME_BAD_CHARS)]) {
+		report_bad_char(c, item, path, "interface name", s, strcspn(s, IFNAME_BAD_CHARS),
+				"an interface name has no '/', ':' or spaces");
+		return NULL;
+	}
+	return s;
+}
+
+/* The index of @name in @names, or -1. */
+static int find_ifname(const char (*names)[POLICY_IFNAME_LEN], size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(names[i], name))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* ---- lists: a sequence, or one scalar for a list of one ------------------- */
+
+/*
+ * The number of items of the list @val, or -EINVAL once reported. An empty
+ * list is fine if @empty_hint is NULL; else it is an error, and the hint
+ * says what to write instead.
+ */
+static int list_check(struct pctx *c, const yaml_node_t *val, const char *path, const char *want,
+		      size_t max, const char *empty_hint)
+{
+	int n;
+
+	if (val->type == YAML_MAPPING_NODE || is_null(val))
+		return expected(c, val, path, want);
+	n = val->type == YAML_SEQUENCE_NODE ? seq_len(val) : 1;
+	if (n == 0 && empty_hint)
+		return REPORT(c, val, path, "empty list (expected %s); %s", want, empty_hint);
+	if ((size_t)n > max)
+		return REPORT(c, val, path, "%d entries are too many (at most %zu)", n, max);
+	return n;
+}
+
+/* Item @i of the list @val, with its field path in @ipath; NULL on failure. */
+static const yaml_node_t *list_item(struct pctx *c, const yaml_node_t *val, const char *path,
+				    int i, char *ipath)
+{
+	if (val->type != YAML_SEQUENCE_NODE)
+		return path_fmt(c, ipath, "%s", path) ? NULL : val;
+	if (path_index(c, ipath, path, i))
+		return NULL;
+	return node_at(c, val->data.sequence.items.start[i]);
+}
+
+static int parse_prefix_item(struct pctx *c, const yaml_node_t *item, const char *path,
+			     struct policy_prefix *out)
+{
+	const char *s = scalar_of(c, item, path, PREFIX_EXPECTED);
+	char err[DIAG_MSG_LEN];
+
+	if (!s)
+		return -EINVAL;
+	if (policy_parse_prefix(s, out, err, sizeof(err)))
+		return REPORT(c, item, path, "%s", err);
+	out->pos = node_pos(item);
+	return 0;
+}
+
+/* By address, then length, then list order: equal prefixes sit together, first one first. */
+static int cmp_prefix_ptr(const void *a, const void *b)
+{
+	const struct policy_prefix *x = *(const struct policy_prefix *const *)a;
+	const struct policy_prefix *y = *(const struct policy_prefix *const *)b;
+	int d = memcmp(x->addr, y->addr, SLUICE_ADDR_LEN);
+
+	if (d)
+		return d;
+	if (x->bits != y->bits)
+		return x->bits < y->bits ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+/* Report every entry of @list (parsed from the sequence @val) equal to an earlier one. */
+static int report_duplicates(struct pctx *c, const struct policy_prefix_list *list,
+			     const yaml_node_t *val, const char *path)
+{
+	const struct policy_prefix **sorted = calloc(list->n, sizeof(*sorted));
+	char ipath[DIAG_FIELD_LEN], first[DIAG_FIELD_LEN];
+	const yaml_node_t *item;
+	size_t i, head = 0;
+	int err = 0;
+
+	if (!sorted)
+		return pctx__fail(c, -ENOMEM);
+	for (i = 0; i < list->n; i++)
+		sorted[i] = &list->v[i];
+	qsort(sorted, list->n, sizeof(*sorted), cmp_prefix_ptr);
+	for (i = 1; i < list->n && !c->fatal; i++) {
+		if (!prefix_equal(sorted[head], sorted[i])) {
+			head = i;
+			continue;
+		}
+		item = list_item(c, val, path, (int)(sorted[i] - list->v), ipath);
+		if (item && !path_index(c, first, path, (int)(sorted[head] - list->v)))
+			err = REPORT(c, item, ipath, "prefix '%.*s%s' is listed twice (first as %s)",
+				     SHOW(scalar_text(item)), first);
+	}
+	free(sorted);
+	return err;
+}
+
+/* A list of at most @max prefixes into @list, which owns what it holds even on failure. */
+static int parse_prefix_list(struct pctx *c, const yaml_node_t *val, const char *path,
+			     size_t max, const char *empty_hint, struct policy_prefix_list *list)
+{
+	char ipath[DIAG_FIELD_LEN];
+	const yaml_node_t *item;
+	int i, n, err = 0;
+
+	n = list_check(c, val, path, PREFIXES_EXPECTED, max, empty_hint);
+	if (n <= 0)
+		return n;
+	list->v = calloc(n, sizeof(*list->v));
+	if (!list->v)
+		return pctx__fail(c, -ENOMEM);
+	list->n = n;
+	for (i = 0; i < n && !c->fatal; i++) {
+		item = list_item(c, val, path, i, ipath);
+		if (!item || parse_prefix_item(c, item, ipath, &list->v[i]))
+			err = -EINVAL;
+	}
+	if (!err && n > 1)
+		err = report_duplicates(c, list, val, path);
+	return err;
+}
+
+/* ---- match: { proto, dst_port, tcp_syn, src, src_except, dst, iface } ---- */
 
 enum match_field {
 	MATCHF_PROTO = 0,
 	MATCHF_DST_PORT,
 	MATCHF_TCP_SYN,
+	MATCHF_SRC,
+	MATCHF_SRC_EXCEPT, /* after MATCHF_SRC: it must lie inside src */
+	MATCHF_DST,
+	MATCHF_IFACE,
 	MATCHF_MAX,
 };
 
@@ -650,7 +1190,7 @@ static const struct proto_name proto_names[] = {
 
 static int parse_proto(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
-	struct policy_match *m = w->obj;
+	struct policy_match *m = slot_match(w);
 	const char *s = scalar_of(c, val, path, "a protocol such as tcp");
 	char names[DIAG_MSG_LEN / 2];
 	size_t i;
@@ -701,7 +1241,7 @@ static enum port_err scan_ports(const char *s, __u64 *lo, __u64 *hi)
 
 static int parse_dst_port(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
-	struct policy_match *m = w->obj;
+	struct policy_match *m = slot_match(w);
 	const char *s = scalar_of(c, val, path, PORT_EXPECTED);
 	__u64 lo, hi;
 
@@ -732,7 +1272,7 @@ static int parse_dst_port(struct pctx *c, struct walk *w, const yaml_node_t *val
 
 static int parse_tcp_syn(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
-	struct policy_match *m = w->obj;
+	struct policy_match *m = slot_match(w);
 
 	if (parse_bool(c, val, path, &m->tcp_syn))
 		return -EINVAL;
@@ -745,10 +1285,128 @@ static int parse_tcp_syn(struct pctx *c, struct walk *w, const yaml_node_t *val,
 	return 0;
 }
 
+static int parse_src(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	return parse_prefix_list(c, val, path, POLICY_MAX_PREFIXES,
+				 "leave out src to match every source", &slot_match(w)->src);
+}
+
+static int report_excludes_nothing(struct pctx *c, const yaml_node_t *val, const char *path,
+				   int i)
+{
+	char ipath[DIAG_FIELD_LEN];
+	const yaml_node_t *item = list_item(c, val, path, i, ipath);
+
+	if (!item)
+		return -EINVAL;
+	return REPORT(c, item, ipath, "'%.*s%s' excludes nothing: it is not inside any src prefix "
+		      "(expected a prefix inside one of src)", SHOW(scalar_text(item)));
+}
+
+/*
+ * Each src_except prefix (from the list @val) lies inside a src prefix, and
+ * some source is left: with no src, the sources are all of ::/0.
+ */
+static int check_src_except(struct pctx *c, const struct policy_match *m, const yaml_node_t *val,
+			    const char *path)
+{
+	struct policy_prefix any = { .bits = 0 };
+	struct policy_prefix_list all = { .v = &any, .n = 1 };
+	const struct policy_prefix_list *src = m->src.n ? &m->src : &all;
+	size_t i, j;
+	int err = 0;
+
+	for (i = 0; i < m->src_except.n && m->src.n; i++) {
+		for (j = 0; j < src->n && !prefix_contains(&src->v[j], &m->src_except.v[i]); j++)
+			;
+		if (j == src->n)
+			err = report_excludes_nothing(c, val, path, (int)i);
+	}
+	for (i = 0; i < src->n && prefix_covered(&src->v[i], &m->src_except); i++)
+		;
+	if (i == src->n)
+		err = REPORT(c, val, path, "matches no source: every src prefix is excluded by "
+			     "src_except");
+	return err;
+}
+
+static int parse_src_except(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			    const char *path)
+{
+	struct policy_match *m = slot_match(w);
+
+	if (parse_prefix_list(c, val, path, POLICY_MAX_PREFIXES,
+			      "leave out src_except to exclude nothing", &m->src_except))
+		return -EINVAL;
+	/* With a bad src the user sees that error; don't guess at this one. */
+	if (w->val[MATCHF_SRC] && !walk__ok(w, MATCHF_SRC))
+		return 0;
+	return check_src_except(c, m, val, path);
+}
+
+static int parse_dst(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	return parse_prefix_list(c, val, path, POLICY_MAX_PREFIXES,
+				 "leave out dst to match every destination", &slot_match(w)->dst);
+}
+
+/* When the file lists its interfaces, a policy's interface must be one of them. */
+static int check_iface_known(struct pctx *c, const struct walk *w, const yaml_node_t *item,
+			     const char *path, const char *name)
+{
+	const struct policy_set *known = ((const struct policy_slot *)w->obj)->known;
+	char names[DIAG_MSG_LEN / 2];
+
+	if (!known || find_ifname(known->ifaces, known->n_ifaces, name) >= 0)
+		return 0;
+	if (!known->n_ifaces)
+		return REPORT(c, item, path, "interface '%s' is not in the top-level interfaces "
+			      "list, which is empty; add it there", name);
+	join_ifnames(names, sizeof(names), known->ifaces, known->n_ifaces);
+	return REPORT(c, item, path, "interface '%s' is not in the top-level interfaces list "
+		      "(expected %s)", name, names);
+}
+
+static int parse_match_iface(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			     const char *path)
+{
+	struct policy_match *m = slot_match(w);
+	char ipath[DIAG_FIELD_LEN], first[DIAG_FIELD_LEN];
+	const yaml_node_t *item;
+	const char *s;
+	int i, j, n, err = 0;
+
+	n = list_check(c, val, path, IFACES_EXPECTED, POLICY_MAX_IFACES,
+		       "leave out iface to match every interface");
+	if (n < 0)
+		return n;
+	m->ifaces = calloc(n, sizeof(*m->ifaces));
+	if (!m->ifaces)
+		return pctx__fail(c, -ENOMEM);
+	m->n_ifaces = n;
+	for (i = 0; i < n && !c->fatal; i++) {
+		item = list_item(c, val, path, i, ipath);
+		s = item ? ifname_of(c, item, ipath) : NULL;
+		j = s ? find_ifname(m->ifaces, i, s) : -1;
+		if (j >= 0 && !path_index(c, first, path, j))
+			REPORT(c, item, ipath, "interface '%s' is listed twice (first as %s)", s, first);
+		if (!s || j >= 0 || check_iface_known(c, w, item, ipath, s)) {
+			err = -EINVAL;
+			continue;
+		}
+		memcpy(m->ifaces[i], s, strlen(s) + 1);
+	}
+	return err;
+}
+
 static const struct field match_fields[MATCHF_MAX] = {
 	[MATCHF_PROTO] = { "proto", parse_proto, NULL },
 	[MATCHF_DST_PORT] = { "dst_port", parse_dst_port, NULL },
 	[MATCHF_TCP_SYN] = { "tcp_syn", parse_tcp_syn, NULL },
+	[MATCHF_SRC] = { "src", parse_src, NULL },
+	[MATCHF_SRC_EXCEPT] = { "src_except", parse_src_except, NULL },
+	[MATCHF_DST] = { "dst", parse_dst, NULL },
+	[MATCHF_IFACE] = { "iface", parse_match_iface, NULL },
 };
 
 /* ---- key: { ipv4_prefix, ipv6_prefix } ---------------------------------- */
@@ -764,7 +1422,7 @@ static int parse_ipv4_prefix(struct pctx *c, struct walk *w, const yaml_node_t *
 {
 	struct policy *p = w->obj;
 
-	return parse_prefix(c, val, path, SLUICE_IPV4_BITS, &p->ipv4_prefix);
+	return parse_prefix_len(c, val, path, SLUICE_IPV4_BITS, &p->ipv4_prefix);
 }
 
 static int parse_ipv6_prefix(struct pctx *c, struct walk *w, const yaml_node_t *val,
@@ -772,7 +1430,7 @@ static int parse_ipv6_prefix(struct pctx *c, struct walk *w, const yaml_node_t *
 {
 	struct policy *p = w->obj;
 
-	return parse_prefix(c, val, path, SLUICE_ADDR_BITS, &p->ipv6_prefix);
+	return parse_prefix_len(c, val, path, SLUICE_ADDR_BITS, &p->ipv6_prefix);
 }
 
 #define KEY_NEEDS_BOTH \
@@ -791,13 +1449,50 @@ enum policy_field {
 	POLF_KEY,
 	POLF_RATE,
 	POLF_BURST, /* after POLF_RATE: its unit depends on the rate's */
+	POLF_MODE,
+	POLF_CLASS, /* before the fail modes: it sets their defaults */
+	POLF_ON_AGENT_LOSS,
+	POLF_ON_STORE_ERROR,
+	POLF_CLOSED_AFTER, /* after both fail modes: it needs one to be degraded */
+	POLF_LOCAL_LIMIT,  /* after POLF_RATE: no looser, same unit */
+	POLF_LOCAL_BURST,  /* after POLF_BURST and POLF_LOCAL_LIMIT */
 	POLF_MAX,
 };
 
-static struct policy *slot_policy(const struct walk *w)
-{
-	return ((struct policy_slot *)w->obj)->p;
-}
+static const struct enum_name mode_names[] = {
+	{ "enforce", SLUICE_MODE_ENFORCE },
+	{ "shadow", SLUICE_MODE_SHADOW },
+};
+
+static const struct enum_name class_names[] = {
+	{ "shedding", SLUICE_CLASS_SHEDDING },
+	{ "abuse", SLUICE_CLASS_ABUSE },
+};
+
+/* SLUICE_FAIL_NONE is normal enforcement, never a policy's choice. */
+static const struct enum_name fail_names[] = {
+	{ "open", SLUICE_FAIL_OPEN },
+	{ "degraded", SLUICE_FAIL_DEGRADED },
+	{ "closed", SLUICE_FAIL_CLOSED },
+};
+
+/* What a policy's class implies for the fail fields it leaves out (DESIGN.md, "Fail modes"). */
+struct class_defaults {
+	enum sluice_fail on_agent_loss;
+	enum sluice_fail on_store_error;
+	__u64 closed_after_ns; /* 0: never closes */
+};
+
+static const struct class_defaults class_defaults[SLUICE_CLASS_MAX] = {
+	[SLUICE_CLASS_SHEDDING] = { SLUICE_FAIL_DEGRADED, SLUICE_FAIL_DEGRADED, 0 },
+	[SLUICE_CLASS_ABUSE] = { SLUICE_FAIL_DEGRADED, SLUICE_FAIL_DEGRADED,
+				 POLICY_CLOSED_AFTER_NS_ABUSE },
+};
+
+static const char *const cost_names[SLUICE_COST_MAX] = {
+	[SLUICE_COST_PKTS] = "packets",
+	[SLUICE_COST_BYTES] = "bytes",
+};
 
 static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
@@ -827,7 +1522,7 @@ static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 static int parse_match(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct walk mw = {
-		.obj = &slot_policy(w)->match, .map = val, .path = path,
+		.obj = w->obj, .map = val, .path = path,
 		.fields = match_fields, .n_fields = MATCHF_MAX,
 	};
 
@@ -861,9 +1556,10 @@ static int parse_rate(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 	return 0;
 }
 
-/* The burst of @n @u, in the rate's cost units (see parse_burst()). */
+/* The burst of @n @u, in the rate's cost units, into *@out (see scan_burst()). */
 static int burst_in_cost_units(struct pctx *c, struct walk *w, const yaml_node_t *val,
-			       const char *path, __u64 n, const struct amount_unit *u)
+			       const char *path, const char *what, __u64 n,
+			       const struct amount_unit *u, __u64 *out)
 {
 	struct policy *p = slot_policy(w);
 	const char *s = scalar_text(val);
@@ -871,24 +1567,26 @@ static int burst_in_cost_units(struct pctx *c, struct walk *w, const yaml_node_t
 
 	if (walk__ok(w, POLF_RATE) && p->rate.cost == SLUICE_COST_PKTS &&
 	    u->cost != SLUICE_COST_PKTS)
-		return REPORT(c, val, path, "burst '%.*s%s' is a size but rate '%.*s%s' counts "
-			      "packets (expected a packet count such as 200)", SHOW(s),
+		return REPORT(c, val, path, "%s '%.*s%s' is a size but rate '%.*s%s' counts "
+			      "packets (expected a packet count such as 200)", what, SHOW(s),
 			      SHOW(scalar_text(w->val[POLF_RATE])));
 	if (__builtin_mul_overflow(n, u->mult, &total))
 		return REPORT(c, val, path, "'%.*s%s' is not a burst: it does not fit in 64 bits",
 			      SHOW(s));
 	if (u->is_bits && total % BITS_PER_BYTE)
-		return REPORT(c, val, path, "burst '%.*s%s' is not a whole number of bytes "
-			      "(expected a multiple of 8 bits)", SHOW(s));
-	p->burst = u->is_bits ? total / BITS_PER_BYTE : total;
+		return REPORT(c, val, path, "%s '%.*s%s' is not a whole number of bytes "
+			      "(expected a multiple of 8 bits)", what, SHOW(s));
+	*out = u->is_bits ? total / BITS_PER_BYTE : total;
 	return 0;
 }
 
 /*
  * A burst is a count of the rate's cost unit: packets for a packet rate,
  * bytes for a byte or bit rate, where it may carry a size unit (64kB).
+ * @what is the field, for messages: burst or local_burst.
  */
-static int parse_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+static int scan_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path,
+		      const char *what, __u64 *out)
 {
 	const char *s = scalar_of(c, val, path, "a burst such as 200, or 64kB for a byte rate");
 	char names[DIAG_MSG_LEN / 2];
@@ -896,7 +1594,6 @@ static int parse_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	const char *p = s;
 	__u64 n;
 
-	slot_policy(w)->burst_pos = node_pos(val);
 	if (!s)
 		return -EINVAL;
 	switch (scan_count(&p, s + strlen(s), &n)) {
@@ -921,7 +1618,169 @@ static int parse_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	if (n == 0)
 		return REPORT(c, val, path, "'%.*s%s' is not a burst: a burst of zero admits "
 			      "nothing (expected at least 1)", SHOW(s));
-	return burst_in_cost_units(c, w, val, path, n, u);
+	return burst_in_cost_units(c, w, val, path, what, n, u, out);
+}
+
+static int parse_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy *p = slot_policy(w);
+
+	p->burst_pos = node_pos(val);
+	return scan_burst(c, w, val, path, "burst", &p->burst);
+}
+
+static int parse_mode(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	int v;
+
+	if (parse_enum(c, val, path, "mode", mode_names, ARRAY_SIZE(mode_names), &v))
+		return -EINVAL;
+	slot_policy(w)->mode = v;
+	return 0;
+}
+
+static int parse_class(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	int v;
+
+	if (parse_enum(c, val, path, "class", class_names, ARRAY_SIZE(class_names), &v))
+		return -EINVAL;
+	slot_policy(w)->class = v;
+	return 0;
+}
+
+static int parse_on_agent_loss(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	int v;
+
+	if (parse_enum(c, val, path, "fail mode", fail_names, ARRAY_SIZE(fail_names), &v))
+		return -EINVAL;
+	slot_policy(w)->on_agent_loss = v;
+	return 0;
+}
+
+static int parse_on_store_error(struct pctx *c, struct walk *w, const yaml_node_t *val,
+				const char *path)
+{
+	int v;
+
+	if (parse_enum(c, val, path, "fail mode", fail_names, ARRAY_SIZE(fail_names), &v))
+		return -EINVAL;
+	slot_policy(w)->on_store_error = v;
+	return 0;
+}
+
+static const char *fail_text(enum sluice_fail f)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(fail_names); i++) {
+		if (fail_names[i].value == (int)f)
+			return fail_names[i].name;
+	}
+	return "none";
+}
+
+/* closed_after applies only to a degraded fail mode, as given or by the class's default. */
+static int check_closed_after_applies(struct pctx *c, const struct walk *w,
+				      const yaml_node_t *val, const char *path)
+{
+	const struct policy *p = slot_policy(w);
+	const struct class_defaults *d = &class_defaults[p->class];
+	enum sluice_fail agent = w->val[POLF_ON_AGENT_LOSS] ? p->on_agent_loss : d->on_agent_loss;
+	enum sluice_fail store = w->val[POLF_ON_STORE_ERROR] ? p->on_store_error : d->on_store_error;
+
+	/* With a bad fail mode the user sees that error; don't guess at this one. */
+	if ((w->val[POLF_ON_AGENT_LOSS] && !walk__ok(w, POLF_ON_AGENT_LOSS)) ||
+	    (w->val[POLF_ON_STORE_ERROR] && !walk__ok(w, POLF_ON_STORE_ERROR)))
+		return 0;
+	if (agent == SLUICE_FAIL_DEGRADED || store == SLUICE_FAIL_DEGRADED)
+		return 0;
+	return REPORT(c, val, path, "closed_after never applies: it ends degraded mode, and "
+		      "neither on_agent_loss (%s) nor on_store_error (%s) is degraded; remove it, "
+		      "or set one of them to degraded", fail_text(agent), fail_text(store));
+}
+
+#define CLOSED_AFTER_NEVER "never"
+
+static int parse_closed_after(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			      const char *path)
+{
+	const char *s = scalar_of(c, val, path, "a duration such as 30s");
+	char err[DIAG_MSG_LEN];
+	__u64 ns = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (!strcmp(s, CLOSED_AFTER_NEVER)) {
+		slot_policy(w)->closed_after_ns = 0; /* degraded for as long as the fault lasts */
+		return 0;
+	}
+	if (scan_duration(s, &ns, err, sizeof(err)))
+		return REPORT(c, val, path, "%s", err);
+	if (ns == 0)
+		return REPORT(c, val, path, "closed_after '%.*s%s' is zero (expected a positive "
+			      "duration such as 30s, or never); to close at once, set on_agent_loss "
+			      "or on_store_error to closed",
+			      SHOW(s));
+	if (check_closed_after_applies(c, w, val, path))
+		return -EINVAL;
+	slot_policy(w)->closed_after_ns = ns;
+	return 0;
+}
+
+/* The local bound counts what the rate counts, and admits no more than it. */
+static int check_local_rate(struct pctx *c, const struct walk *w, const yaml_node_t *val,
+			    const char *path)
+{
+	const struct policy *p = slot_policy(w);
+	const char *s = scalar_text(val), *rate = scalar_text(w->val[POLF_RATE]);
+
+	if (p->local_rate.cost != p->rate.cost)
+		return REPORT(c, val, path, "local_limit '%.*s%s' counts %s but rate '%.*s%s' "
+			      "counts %s (expected the rate's unit)", SHOW(s),
+			      cost_names[p->local_rate.cost], SHOW(rate), cost_names[p->rate.cost]);
+	if (rate_cmp(&p->local_rate, &p->rate) > 0)
+		return REPORT(c, val, path, "local_limit '%.*s%s' is looser than rate '%.*s%s' "
+			      "(expected at most the rate)", SHOW(s), SHOW(rate));
+	return 0;
+}
+
+static int parse_local_limit(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			     const char *path)
+{
+	struct policy *p = slot_policy(w);
+	const char *s = scalar_of(c, val, path, "a rate such as 50/s");
+	char err[DIAG_MSG_LEN];
+
+	if (!s)
+		return -EINVAL;
+	if (policy_parse_rate(s, &p->local_rate, err, sizeof(err)))
+		return REPORT(c, val, path, "%s", err);
+	if (walk__ok(w, POLF_RATE) && check_local_rate(c, w, val, path))
+		return -EINVAL;
+	p->has_local_limit = 1;
+	return 0;
+}
+
+static int parse_local_burst(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			     const char *path)
+{
+	struct policy *p = slot_policy(w);
+	__u64 n = 0;
+
+	if (!w->val[POLF_LOCAL_LIMIT])
+		return REPORT(c, val, path, "local_burst needs local_limit: it is the burst of the "
+			      "local bound (expected local_limit too, such as local_limit: 50/s)");
+	if (scan_burst(c, w, val, path, "local_burst", &n))
+		return -EINVAL;
+	if (walk__ok(w, POLF_BURST) && n > p->burst)
+		return REPORT(c, val, path, "local_burst '%.*s%s' is more than burst '%.*s%s' "
+			      "(expected at most the burst)", SHOW(scalar_text(val)),
+			      SHOW(scalar_text(w->val[POLF_BURST])));
+	p->local_burst = n;
+	return 0;
 }
 
 static const struct field policy_fields[POLF_MAX] = {
@@ -932,38 +1791,151 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_RATE] = { "rate", parse_rate, "every policy needs a rate, such as rate: 100/s" },
 	[POLF_BURST] = { "burst", parse_burst,
 		       "every policy needs a burst, such as burst: 200 (what may pass at once)" },
+	[POLF_MODE] = { "mode", parse_mode, NULL },
+	[POLF_CLASS] = { "class", parse_class, NULL },
+	[POLF_ON_AGENT_LOSS] = { "on_agent_loss", parse_on_agent_loss, NULL },
+	[POLF_ON_STORE_ERROR] = { "on_store_error", parse_on_store_error, NULL },
+	[POLF_CLOSED_AFTER] = { "closed_after", parse_closed_after, NULL },
+	[POLF_LOCAL_LIMIT] = { "local_limit", parse_local_limit, NULL },
+	[POLF_LOCAL_BURST] = { "local_burst", parse_local_burst, NULL },
 };
 
 /* ---- the file ------------------------------------------------------------ */
 
+enum agent_field {
+	AGENTF_HEARTBEAT = 0,
+	AGENTF_TIMEOUT, /* after AGENTF_HEARTBEAT: it must span several heartbeats */
+	AGENTF_MAX,
+};
+
 enum top_field {
 	TOPF_INTERFACES = 0,
-	TOPF_POLICIES,
+	TOPF_ALLOW,
+	TOPF_AGENT,
+	TOPF_POLICIES, /* after TOPF_INTERFACES: a policy's iface must be one of them */
 	TOPF_MAX,
 };
 
 _Static_assert(MATCHF_MAX <= WALK_MAX_FIELDS, "match_fields outgrew struct walk");
 _Static_assert(KEYF_MAX <= WALK_MAX_FIELDS, "key_fields outgrew struct walk");
 _Static_assert(POLF_MAX <= WALK_MAX_FIELDS, "policy_fields outgrew struct walk");
+_Static_assert(AGENTF_MAX <= WALK_MAX_FIELDS, "agent_fields outgrew struct walk");
 _Static_assert(TOPF_MAX <= WALK_MAX_FIELDS, "top_fields outgrew struct walk");
 
-static int parse_policy(struct pctx *c, struct policy_set *ps, int i, const yaml_node_t *item,
+/* The fields of a walked policy that it left out, by its class; the local burst by scaling. */
+static void policy__set_defaults(struct policy *p, const struct walk *w)
+{
+	const struct class_defaults *d = &class_defaults[p->class];
+
+	if (!w->val[POLF_ON_AGENT_LOSS])
+		p->on_agent_loss = d->on_agent_loss;
+	if (!w->val[POLF_ON_STORE_ERROR])
+		p->on_store_error = d->on_store_error;
+	if (!w->val[POLF_CLOSED_AFTER])
+		p->closed_after_ns = d->closed_after_ns;
+	/*
+	 * burst × local / rate, rounded up: the local bound keeps the policy's
+	 * burst duration. local <= rate, so this is 1..burst.
+	 */
+	if (p->has_local_limit && !w->val[POLF_LOCAL_BURST])
+		p->local_burst = scale_ceil(p->burst,
+					    (unsigned __int128)p->local_rate.amount * p->rate.period_ns,
+					    (unsigned __int128)p->rate.amount * p->local_rate.period_ns);
+}
+
+static int parse_policy(struct pctx *c, struct policy_slot *slot, const yaml_node_t *item,
 			const char *path)
 {
-	struct policy_slot slot = { .p = &ps->policies[i], .prev = ps->policies, .n_prev = i };
 	struct walk w = {
-		.obj = &slot, .map = item, .path = path,
+		.obj = slot, .map = item, .path = path,
 		.fields = policy_fields, .n_fields = POLF_MAX,
 	};
 
-	slot.p->pos = node_pos(item);
-	slot.p->match.proto = POLICY_PROTO_ANY;
-	return walk_mapping(c, &w);
+	slot->p->pos = node_pos(item);
+	slot->p->match.proto = POLICY_PROTO_ANY;
+	slot->p->mode = SLUICE_MODE_ENFORCE;
+	slot->p->class = SLUICE_CLASS_SHEDDING;
+	if (walk_mapping(c, &w))
+		return -EINVAL;
+	policy__set_defaults(slot->p, &w);
+	return 0;
+}
+
+static int prefix_sets_equal(const struct policy_prefix_list *a, const struct policy_prefix_list *b)
+{
+	size_t i, j;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) { /* no list has duplicates: same size and a in b is a == b */
+		for (j = 0; j < b->n && !prefix_equal(&a->v[i], &b->v[j]); j++)
+			;
+		if (j == b->n)
+			return 0;
+	}
+	return 1;
+}
+
+static int match_equal(const struct policy_match *a, const struct policy_match *b)
+{
+	size_t i;
+
+	if (a->proto != b->proto || a->has_port != b->has_port || a->port_lo != b->port_lo ||
+	    a->port_hi != b->port_hi || a->tcp_syn != b->tcp_syn || a->n_ifaces != b->n_ifaces)
+		return 0;
+	for (i = 0; i < a->n_ifaces; i++) {
+		if (find_ifname(b->ifaces, b->n_ifaces, a->ifaces[i]) < 0)
+			return 0;
+	}
+	return prefix_sets_equal(&a->src, &b->src) &&
+	       prefix_sets_equal(&a->src_except, &b->src_except) &&
+	       prefix_sets_equal(&a->dst, &b->dst);
+}
+
+/*
+ * Whenever @later would deny a packet, @earlier denies it first: both
+ * enforce, they count the same packets with the same keys, and @earlier's
+ * limit is no looser in rate and in burst.
+ */
+static int policy_decides_first(const struct policy *earlier, const struct policy *later)
+{
+	return earlier->mode == SLUICE_MODE_ENFORCE && later->mode == SLUICE_MODE_ENFORCE &&
+	       earlier->keyed == later->keyed && earlier->ipv4_prefix == later->ipv4_prefix &&
+	       earlier->ipv6_prefix == later->ipv6_prefix &&
+	       earlier->rate.cost == later->rate.cost && rate_cmp(&earlier->rate, &later->rate) <= 0 &&
+	       earlier->burst <= later->burst && match_equal(&earlier->match, &later->match);
+}
+
+/* Report each valid policy (@ok[i]) that an earlier valid one always decides before. */
+static int check_never_decides(struct pctx *c, const struct policy_set *ps,
+			       const unsigned char *ok, const char *path)
+{
+	char ipath[DIAG_FIELD_LEN];
+	size_t i, j;
+	int err = 0;
+
+	for (i = 1; i < ps->n_policies && !c->fatal; i++) {
+		for (j = 0; ok[i] && j < i; j++) {
+			const struct policy *first = &ps->policies[j];
+
+			if (!ok[j] || !policy_decides_first(first, &ps->policies[i]))
+				continue;
+			if (!path_index(c, ipath, path, (int)i))
+				err = REPORT_AT(c, ps->policies[i].pos, ipath, "never decides: "
+						"policies[%zu] '%s' (line %d) has the same match and key "
+						"and a limit no looser; remove this policy, or tighten its "
+						"limit", j, first->name, first->pos.line);
+			break;
+		}
+	}
+	return err;
 }
 
 static int parse_policies(struct pctx *c, struct walk *w, const yaml_node_t *seq, const char *path)
 {
 	struct policy_set *ps = w->obj;
+	struct policy_slot slot = { .prev = NULL };
+	unsigned char ok[SLUICE_MAX_POLICIES] = { 0 }; /* policy i parsed without error */
 	char ipath[DIAG_FIELD_LEN];
 	int i, n, err = 0;
 
@@ -979,39 +1951,35 @@ static int parse_policies(struct pctx *c, struct walk *w, const yaml_node_t *seq
 	if (!ps->policies)
 		return pctx__fail(c, -ENOMEM);
 	ps->n_policies = n;
+	slot.prev = ps->policies;
+	slot.known = walk__ok(w, TOPF_INTERFACES) ? ps : NULL;
 	for (i = 0; i < n && !c->fatal; i++) {
 		const yaml_node_t *item = node_at(c, seq->data.sequence.items.start[i]);
 
-		if (!item || path_index(c, ipath, path, i) || parse_policy(c, ps, i, item, ipath))
+		slot.p = &ps->policies[i];
+		slot.n_prev = i;
+		ok[i] = item && !path_index(c, ipath, path, i) && !parse_policy(c, &slot, item, ipath);
+		if (!ok[i])
 			err = -EINVAL;
 	}
+	if (!c->fatal && check_never_decides(c, ps, ok, path))
+		err = -EINVAL;
 	return err;
 }
 
-/* An interface name as the kernel takes it: 1..15 bytes, no '/', ':' or space. */
 static int parse_iface(struct pctx *c, struct policy_set *ps, int i, const yaml_node_t *item,
 		       const char *path)
 {
-	const char *s = scalar_of(c, item, path, "an interface name such as eth0");
-	size_t len;
+	const char *s = ifname_of(c, item, path);
 	int j;
 
 	if (!s)
 		return -EINVAL;
-	len = strlen(s);
-	if (len >= POLICY_IFNAME_LEN)
-		return REPORT(c, item, path, "interface name '%.*s%s' is too long: %zu characters "
-			      "(at most %d)", SHOW(s), len, POLICY_IFNAME_LEN - 1);
-	if (s[strcspn(s, IFNAME_BAD_CHARS)])
-		return report_bad_char(c, item, path, "interface name", s,
-				       strcspn(s, IFNAME_BAD_CHARS),
-				       "an interface name has no '/', ':' or spaces");
-	for (j = 0; j < i; j++) {
-		if (!strcmp(ps->ifaces[j], s))
-			return REPORT(c, item, path, "interface '%s' is listed twice (first as "
-				      "interfaces[%d])", s, j);
-	}
-	memcpy(ps->ifaces[i], s, len + 1);
+	j = find_ifname(ps->ifaces, i, s);
+	if (j >= 0)
+		return REPORT(c, item, path, "interface '%s' is listed twice (first as "
+			      "interfaces[%d])", s, j);
+	memcpy(ps->ifaces[i], s, strlen(s) + 1);
 	return 0;
 }
 
@@ -1038,8 +2006,112 @@ static int parse_interfaces(struct pctx *c, struct walk *w, const yaml_node_t *s
 	return err;
 }
 
+static int parse_allow(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+
+	return parse_prefix_list(c, val, path, POLICY_ALLOW_MAX_PREFIXES, NULL, &ps->allow);
+}
+
+static int parse_duration_value(struct pctx *c, const yaml_node_t *val, const char *path,
+				__u64 *ns)
+{
+	const char *s = scalar_of(c, val, path, "a duration such as 5s");
+	char err[DIAG_MSG_LEN];
+
+	if (!s)
+		return -EINVAL;
+	if (policy_parse_duration(s, ns, err, sizeof(err)))
+		return REPORT(c, val, path, "%s", err);
+	return 0;
+}
+
+static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			   const char *path)
+{
+	struct policy_set *ps = w->obj;
+	char bound[DURATION_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (ns < HEARTBEAT_NS_MIN)
+		return REPORT(c, val, path, "heartbeat '%.*s%s' is too short (expected at least %s)",
+			      SHOW(scalar_text(val)), duration_text(bound, HEARTBEAT_NS_MIN));
+	if (ns > HEARTBEAT_NS_MAX)
+		return REPORT(c, val, path, "heartbeat '%.*s%s' is too long (expected at most %s, "
+			      "as the timeout is at most %d heartbeats and at most 1h)",
+			      SHOW(scalar_text(val)), duration_text(bound, HEARTBEAT_NS_MAX),
+			      HEARTBEAT_TIMEOUTS);
+	ps->heartbeat_ns = ns;
+	return 0;
+}
+
+static int parse_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+	char need[DURATION_TEXT_LEN], beat[DURATION_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (ns > AGENT_TIMEOUT_NS_MAX)
+		return REPORT(c, val, path, "timeout '%.*s%s' is too long (expected at most %s)",
+			      SHOW(scalar_text(val)), duration_text(need, AGENT_TIMEOUT_NS_MAX));
+	/* With a bad heartbeat the user sees that error; don't guess at this one. */
+	if (w->val[AGENTF_HEARTBEAT] && !walk__ok(w, AGENTF_HEARTBEAT))
+		return 0;
+	/* heartbeat_ns <= HEARTBEAT_NS_MAX: the product fits */
+	if (ns < HEARTBEAT_TIMEOUTS * ps->heartbeat_ns)
+		return REPORT(c, val, path, "timeout '%.*s%s' is shorter than %d heartbeats of %s "
+			      "(expected at least %s); one late heartbeat would be taken for a lost "
+			      "agent", SHOW(scalar_text(val)), HEARTBEAT_TIMEOUTS,
+			      duration_text(beat, ps->heartbeat_ns),
+			      duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns));
+	ps->agent_timeout_ns = ns;
+	return 0;
+}
+
+static const struct field agent_fields[AGENTF_MAX] = {
+	[AGENTF_HEARTBEAT] = { "heartbeat", parse_heartbeat, NULL },
+	[AGENTF_TIMEOUT] = { "timeout", parse_timeout, NULL },
+};
+
+/* A heartbeat given alone must still fit the default timeout. */
+static int check_default_timeout(struct pctx *c, const struct walk *aw)
+{
+	const struct policy_set *ps = aw->obj;
+	char need[DURATION_TEXT_LEN], dflt[DURATION_TEXT_LEN];
+	char path[DIAG_FIELD_LEN];
+
+	if (!walk__ok(aw, AGENTF_HEARTBEAT) || aw->val[AGENTF_TIMEOUT] ||
+	    ps->agent_timeout_ns >= HEARTBEAT_TIMEOUTS * ps->heartbeat_ns)
+		return 0;
+	if (path_key(c, path, aw->path, "heartbeat"))
+		return -EINVAL;
+	return REPORT(c, aw->val[AGENTF_HEARTBEAT], path, "heartbeat '%.*s%s' needs a timeout of "
+		      "at least %s, and the default is %s; set agent.timeout",
+		      SHOW(scalar_text(aw->val[AGENTF_HEARTBEAT])),
+		      duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns),
+		      duration_text(dflt, ps->agent_timeout_ns));
+}
+
+static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct walk aw = {
+		.obj = w->obj, .map = val, .path = path,
+		.fields = agent_fields, .n_fields = AGENTF_MAX,
+	};
+
+	if (walk_mapping(c, &aw))
+		return -EINVAL;
+	return check_default_timeout(c, &aw);
+}
+
 static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_INTERFACES] = { "interfaces", parse_interfaces, NULL },
+	[TOPF_ALLOW] = { "allow", parse_allow, NULL },
+	[TOPF_AGENT] = { "agent", parse_agent, NULL },
 	[TOPF_POLICIES] = { "policies", parse_policies,
 			  "a policy file needs a sequence of policies under 'policies'" },
 };
@@ -1057,6 +2129,8 @@ static int parse_root(struct pctx *c, struct policy_set *ps)
 		.fields = top_fields, .n_fields = TOPF_MAX,
 	};
 
+	ps->heartbeat_ns = POLICY_HEARTBEAT_NS_DEFAULT;
+	ps->agent_timeout_ns = POLICY_AGENT_TIMEOUT_NS_DEFAULT;
 	if (!root || is_null(root))
 		return report_empty(c);
 	return walk_mapping(c, &w);
@@ -1186,9 +2260,20 @@ err_free:
 
 void policy_set__free(struct policy_set *ps)
 {
+	size_t i;
+
 	if (!ps)
 		return;
+	for (i = 0; i < ps->n_policies; i++) {
+		struct policy_match *m = &ps->policies[i].match;
+
+		free(m->src.v);
+		free(m->src_except.v);
+		free(m->dst.v);
+		free(m->ifaces);
+	}
 	free(ps->policies);
+	free(ps->allow.v);
 	free(ps);
 }
 

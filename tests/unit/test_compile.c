@@ -260,8 +260,9 @@ struct diag_case {
 };
 
 /* clang-format off */
-#define LAYER_POLICY(n) "  - { name: p" #n ", match: { proto: udp, dst_port: 53 }, rate: 1/s, burst: 1 }\n"
-#define ANY_POLICY(n) "  - { name: a" #n ", rate: 1/s, burst: 1 }\n"
+/* Each policy is slower than the ones before it, so each can decide (policy.c: never decides). */
+#define LAYER_POLICY(n) "  - { name: p" #n ", match: { proto: udp, dst_port: 53 }, rate: 1/1" #n "s, burst: 1 }\n"
+#define ANY_POLICY(n) "  - { name: a" #n ", rate: 1/1" #n "s, burst: 1 }\n"
 
 static const struct diag_case diag_cases[] = {
 	{ "diag/9 policies on one udp port",
@@ -282,10 +283,11 @@ static const struct diag_case diag_cases[] = {
 	  "    rate: 1/105d\n"
 	  "    burst: 1\n"
 	  "  - name: big\n"
+	  "    match: { proto: udp }\n"
 	  "    rate: 1/day\n"
 	  "    burst: 209\n",
 	  FILE_NAME ":3:11: policies[0].rate: " TOO_SLOW_PKT "\n" FILE_NAME
-		    ":7:12: policies[1].burst: " TOO_LARGE("209") "\n" },
+		    ":8:12: policies[1].burst: " TOO_LARGE("209") "\n" },
 };
 /* clang-format on */
 
@@ -429,7 +431,7 @@ static const char spec_yaml[] =
 	"  - { name: any53, match: { dst_port: 53 }, rate: 1/s, burst: 1 }\n"
 	"  - { name: k32-56, match: { proto: udp, dst_port: 53 },"
 	" key: { ipv4_prefix: 32, ipv6_prefix: 56 }, rate: 1/s, burst: 1 }\n"
-	"  - { name: g53, match: { proto: udp, dst_port: 53 }, rate: 1/s, burst: 1 }\n"
+	"  - { name: g53, match: { proto: udp, dst_port: 53 }, rate: 1/2s, burst: 1 }\n"
 	"  - { name: k32-64, match: { proto: udp, dst_port: 53 },"
 	" key: { ipv4_prefix: 32, ipv6_prefix: 64 }, rate: 1/s, burst: 1 }\n";
 
@@ -774,7 +776,8 @@ static char *random_yaml(__u32 seed)
 					"    key: { ipv4_prefix: %d, ipv6_prefix: %d }\n",
 					v4[prng_below(&s, ARRAY_SIZE(v4))],
 					v6[prng_below(&s, ARRAY_SIZE(v6))]);
-		off += snprintf(buf + off, YAML_LEN - off, "    rate: 1/s\n    burst: 1\n");
+		/* Each slower than the last, so that each can decide (policy.c: never decides). */
+		off += snprintf(buf + off, YAML_LEN - off, "    rate: 1/%zus\n    burst: 1\n", i + 1);
 		assert_true(off < YAML_LEN);
 	}
 	return buf;

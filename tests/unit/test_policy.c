@@ -5,10 +5,19 @@
  *
  *   rate/<name>     policy_parse_rate(): the exact amount, period and cost,
  *                   or a substring of the error
+ *   prefix/<name>   policy_parse_prefix(): the exact address and length, or
+ *                   the exact error
+ *   duration/<name> policy_parse_duration(): the exact nanoseconds, or the
+ *                   exact error
  *   diag/<name>     diag__print() line shapes, cutting and sanitizing
  *   .../good/F.yaml every file in tests/fixtures/policy/good loads with no
  *                   diagnostic
  *   example/<name>  every field of the policies in good/example.yaml
+ *   full/<name>     every field of the policies in good/full.yaml, which
+ *                   uses every key of the file; test_full_top its top level
+ *   local_burst/<name>  the default local_burst, exactly, up to 64-bit values
+ *   agent/<name>    agent.heartbeat and agent.timeout: defaults and bounds
+ *   semantic/<name> checks across fields and policies, on inline files
  *   .../bad/F.yaml  every file in tests/fixtures/policy/bad is rejected, and
  *                   what diag__print() writes equals bad/F.err byte for byte
  *   file/<name>     reading the file: missing, a directory, size limits
@@ -23,6 +32,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -38,9 +48,11 @@
 #define FIXTURE_GOOD "tests/fixtures/policy/good"
 #define FIXTURE_BAD "tests/fixtures/policy/bad"
 #define FIXTURE_EXAMPLE FIXTURE_GOOD "/example.yaml"
+#define FIXTURE_FULL FIXTURE_GOOD "/full.yaml"
 #define FIXTURE_MAX 256 /* fixture files one directory may hold */
 #define PATH_LEN 512
 
+#define NS_PER_MS 1000000ULL
 #define NS_PER_SEC 1000000000ULL
 #define NS_PER_MIN (60 * NS_PER_SEC)
 #define NS_PER_HOUR (60 * NS_PER_MIN)
@@ -224,6 +236,174 @@ static void test_rate_short_err_buffer(void **state)
 	assert_int_equal(policy_parse_rate("1/sek", &r, NULL, 0), -EINVAL);
 }
 
+/* ---- prefix/: policy_parse_prefix() --------------------------------------- */
+
+struct prefix_case {
+	const char *name;
+	const char *in;
+	const char *addr; /* NULL: must fail; else the IPv6 text of the address stored */
+	int bits;
+	const char *err; /* when addr is NULL: the exact message */
+};
+
+#define PREFIX_OK(n, s, a, b) { .name = "prefix/" n, .in = s, .addr = a, .bits = b }
+#define PREFIX_BAD(n, s, e) { .name = "prefix/" n, .in = s, .err = e }
+#define NOT_PREFIX(s) "'" s "' is not a prefix: "
+#define V4_EXAMPLE "(expected an address such as 192.0.2.1)"
+
+static const struct prefix_case prefix_cases[] = {
+	PREFIX_OK("ipv4_net", "10.0.0.0/8", "::ffff:10.0.0.0", 96 + 8),
+	PREFIX_OK("ipv4_24", "192.0.2.0/24", "::ffff:192.0.2.0", 96 + 24),
+	PREFIX_OK("ipv4_host", "192.0.2.1", "::ffff:192.0.2.1", 128),
+	PREFIX_OK("ipv4_32", "192.0.2.1/32", "::ffff:192.0.2.1", 128),
+	PREFIX_OK("ipv4_0", "0.0.0.0/0", "::ffff:0.0.0.0", 96),
+	PREFIX_OK("ipv4_length_leading_zero", "10.0.0.0/08", "::ffff:10.0.0.0", 96 + 8),
+	PREFIX_OK("ipv6_net", "2001:db8::/32", "2001:db8::", 32),
+	PREFIX_OK("ipv6_host", "2001:db8::1", "2001:db8::1", 128),
+	PREFIX_OK("ipv6_128", "2001:db8::1/128", "2001:db8::1", 128),
+	PREFIX_OK("ipv6_0", "::/0", "::", 0),
+	PREFIX_OK("ipv6_full_form", "2001:0db8:0000:0000:0000:0000:0000:0000/32", "2001:db8::", 32),
+	PREFIX_OK("mapped_written_as_ipv6", "::ffff:10.0.0.0/104", "::ffff:10.0.0.0", 104),
+	PREFIX_OK("mapped_space", "::ffff:0:0/96", "::ffff:0.0.0.0", 96),
+	PREFIX_BAD("ipv4_host_bits", "10.1.2.3/8",
+		   "'10.1.2.3/8' has host bits set (did you mean 10.0.0.0/8?)"),
+	PREFIX_BAD("ipv4_host_bits_0", "10.0.0.0/0",
+		   "'10.0.0.0/0' has host bits set (did you mean 0.0.0.0/0?)"),
+	PREFIX_BAD("ipv6_host_bits", "2001:db8::1/32",
+		   "'2001:db8::1/32' has host bits set (did you mean 2001:db8::/32?)"),
+	PREFIX_BAD("ipv6_host_bits_127", "2001:db8::1/127",
+		   "'2001:db8::1/127' has host bits set (did you mean 2001:db8::/127?)"),
+	PREFIX_BAD("ipv4_33", "10.0.0.0/33", NOT_PREFIX("10.0.0.0/33") "the length /33 is out "
+		   "of range (expected 0 to 32 for IPv4)"),
+	PREFIX_BAD("ipv6_129", "::/129", NOT_PREFIX("::/129") "the length /129 is out of range "
+		   "(expected 0 to 128 for IPv6)"),
+	PREFIX_BAD("length_overflow", "::/18446744073709551616", NOT_PREFIX("::/18446744073709551616")
+		   "the length /18446744073709551616 is out of range (expected 0 to 128 for IPv6)"),
+	PREFIX_BAD("length_not_number", "10.0.0.0/x", NOT_PREFIX("10.0.0.0/x") "the length 'x' is "
+		   "not a number (expected 0 to 32)"),
+	PREFIX_BAD("length_negative", "10.0.0.0/-8", NOT_PREFIX("10.0.0.0/-8") "the length '-8' "
+		   "is not a number (expected 0 to 32)"),
+	PREFIX_BAD("two_slashes", "10.0.0.0/8/8", NOT_PREFIX("10.0.0.0/8/8") "the length '8/8' "
+		   "is not a number (expected 0 to 32)"),
+	PREFIX_BAD("no_length", "10.0.0.0/", NOT_PREFIX("10.0.0.0/") "no length after the '/' "
+		   "(expected 0 to 32)"),
+	PREFIX_BAD("no_address", "/8", NOT_PREFIX("/8") "no address before the '/' (expected an "
+		   "address such as 192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32)"),
+	PREFIX_BAD("empty", "", NOT_PREFIX("") "it is empty (expected an address such as "
+		   "192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32)"),
+	PREFIX_BAD("garbage", "example.com", NOT_PREFIX("example.com") "it is not an IPv4 "
+		   "address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_octet_256", "10.0.0.256/8", NOT_PREFIX("10.0.0.256/8") "'10.0.0.256' is "
+		   "not an IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_three_octets", "10.0.0/24", NOT_PREFIX("10.0.0/24") "'10.0.0' is not an "
+		   "IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_octal", "010.0.0.1", NOT_PREFIX("010.0.0.1") "it is not an IPv4 address "
+		   V4_EXAMPLE),
+	PREFIX_BAD("ipv4_space", " 10.0.0.0/8", NOT_PREFIX(" 10.0.0.0/8") "' 10.0.0.0' is not an "
+		   "IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv6_garbage", "2001:db8::g/32", NOT_PREFIX("2001:db8::g/32") "'2001:db8::g' "
+		   "is not an IPv6 address (expected an address such as 2001:db8::1)"),
+	PREFIX_BAD("ipv6_two_gaps", "1::2::3", NOT_PREFIX("1::2::3") "it is not an IPv6 address "
+		   "(expected an address such as 2001:db8::1)"),
+};
+
+static void test_prefix(void **state)
+{
+	const struct prefix_case *t = *state;
+	struct policy_prefix p = { .bits = 0 };
+	__u8 want[SLUICE_ADDR_LEN];
+	char err[DIAG_MSG_LEN] = "";
+	int ret = policy_parse_prefix(t->in, &p, err, sizeof(err));
+
+	if (!t->addr) {
+		if (ret != -EINVAL || strcmp(err, t->err))
+			fail_msg("'%s': returned %d with \"%s\"; want -EINVAL with \"%s\"", t->in,
+				 ret, err, t->err);
+		return;
+	}
+	if (ret)
+		fail_msg("'%s': returned %d: %s", t->in, ret, err);
+	assert_int_equal(inet_pton(AF_INET6, t->addr, want), 1);
+	assert_memory_equal(p.addr, want, sizeof(want));
+	assert_int_equal(p.bits, t->bits);
+	assert_int_equal(p.pos.line, 0); /* only the file knows where a prefix was */
+}
+
+/* ---- duration/: policy_parse_duration() ----------------------------------- */
+
+struct duration_case {
+	const char *name;
+	const char *in;
+	__u64 ns;
+	const char *err; /* NULL: must parse; else the exact message */
+};
+
+#define DURATION_OK(n, s, v) { .name = "duration/" n, .in = s, .ns = v }
+#define DURATION_BAD(n, s, e) { .name = "duration/" n, .in = s, .err = e }
+#define NOT_DURATION(s) "'" s "' is not a duration: "
+#define DURATION_UNITS "ms, s, m, min or h"
+
+static const struct duration_case duration_cases[] = {
+	DURATION_OK("ms", "250ms", 250 * NS_PER_MS),
+	DURATION_OK("one_ms", "1ms", NS_PER_MS),
+	DURATION_OK("s", "5s", 5 * NS_PER_SEC),
+	DURATION_OK("m", "2m", 2 * NS_PER_MIN),
+	DURATION_OK("min", "2min", 2 * NS_PER_MIN),
+	DURATION_OK("h", "1h", NS_PER_HOUR),
+	DURATION_OK("leading_zero", "010s", 10 * NS_PER_SEC),
+	DURATION_OK("largest_ms", "18446744073709ms", 18446744073709ULL * NS_PER_MS),
+	DURATION_OK("largest_h", "5124095h", 5124095 * NS_PER_HOUR),
+	DURATION_BAD("zero", "0s", NOT_DURATION("0s") "it is zero (expected a positive duration, "
+		     "such as 5s)"),
+	DURATION_BAD("zero_ms", "0ms", NOT_DURATION("0ms") "it is zero (expected a positive "
+		     "duration, such as 5s)"),
+	DURATION_BAD("decimal", "1.5s", NOT_DURATION("1.5s") "decimals are not supported; use a "
+		     "smaller unit, such as 1500ms instead of 1.5s"),
+	DURATION_BAD("no_unit", "5", NOT_DURATION("5") "no unit after the count (expected "
+		     DURATION_UNITS ", such as 5s)"),
+	DURATION_BAD("no_count", "s", NOT_DURATION("s") "no count before the unit (expected a "
+		     "positive integer and a unit, such as 250ms or 5s)"),
+	DURATION_BAD("negative", "-5s", NOT_DURATION("-5s") "no count before the unit (expected "
+		     "a positive integer and a unit, such as 250ms or 5s)"),
+	DURATION_BAD("empty", "", NOT_DURATION("") "no count before the unit (expected a "
+		     "positive integer and a unit, such as 250ms or 5s)"),
+	DURATION_BAD("days", "1d", NOT_DURATION("1d") "unknown unit 'd' (expected "
+		     DURATION_UNITS ")"),
+	DURATION_BAD("sec", "5sec", NOT_DURATION("5sec") "unknown unit 'sec' (expected "
+		     DURATION_UNITS ")"),
+	DURATION_BAD("upper_case", "5S", NOT_DURATION("5S") "unknown unit 'S' (expected "
+		     DURATION_UNITS ")"),
+	DURATION_BAD("micro", "5us", NOT_DURATION("5us") "unknown unit 'us' (expected "
+		     DURATION_UNITS ")"),
+	DURATION_BAD("space", "5 s", NOT_DURATION("5 s") "it contains a space (expected no "
+		     "spaces, such as 5s)"),
+	DURATION_BAD("count_overflow", "18446744073709551616s", NOT_DURATION("18446744073709551616s")
+		     "the count does not fit in 64 bits"),
+	DURATION_BAD("ns_overflow", "18446744073710ms", NOT_DURATION("18446744073710ms") "it does "
+		     "not fit in 64-bit nanoseconds"),
+	DURATION_BAD("h_overflow", "5124096h", NOT_DURATION("5124096h") "it does not fit in 64-bit "
+		     "nanoseconds"),
+};
+
+static void test_duration(void **state)
+{
+	const struct duration_case *t = *state;
+	char err[DIAG_MSG_LEN] = "";
+	__u64 ns = 0;
+	int ret = policy_parse_duration(t->in, &ns, err, sizeof(err));
+
+	if (t->err) {
+		if (ret != -EINVAL || strcmp(err, t->err))
+			fail_msg("'%s': returned %d with \"%s\"; want -EINVAL with \"%s\"", t->in,
+				 ret, err, t->err);
+		assert_int_equal(ns, 0); /* untouched on failure */
+		return;
+	}
+	if (ret)
+		fail_msg("'%s': returned %d: %s", t->in, ret, err);
+	assert_int_equal(ns, t->ns);
+}
+
 /* ---- diag/: the printed shape --------------------------------------------- */
 
 struct diag_case {
@@ -286,33 +466,19 @@ static void test_diag_cut_and_grow(void **state)
 	diag__free(NULL);
 }
 
-/* ---- example/: what good/example.yaml parses into ----------------------- */
+/* ---- helpers: comparing parsed policies ---------------------------------- */
 
-struct example_case {
-	const char *name;
-	size_t index;
-	struct policy want; /* every field is compared */
+#define WANT_MAX 4 /* entries of one list in full.yaml */
+
+struct want_prefix {
+	const char *addr; /* IPv6 text; IPv4 as ::ffff:a.b.c.d */
+	int bits;	  /* in the mapped space */
+	struct src_pos pos;
 };
 
-static const struct example_case example_cases[] = {
-	{ "example/dns-per-source", 0, {
-		.name = "dns-per-source",
-		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
-		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
-		.rate = { 100, NS_PER_SEC, SLUICE_COST_PKTS }, .burst = 200,
-		.pos = { 4, 5 }, .rate_pos = { 7, 11 }, .burst_pos = { 8, 12 } } },
-	{ "example/ssh-syn", 1, {
-		.name = "ssh-syn",
-		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
-			   .tcp_syn = 1 },
-		.keyed = 1, .ipv4_prefix = 24, .ipv6_prefix = 48,
-		.rate = { 10, NS_PER_MIN, SLUICE_COST_PKTS }, .burst = 5,
-		.pos = { 9, 5 }, .rate_pos = { 12, 11 }, .burst_pos = { 13, 12 } } },
-	{ "example/global-icmp", 2, {
-		.name = "global-icmp",
-		.match = { .proto = IPPROTO_ICMP },
-		.rate = { 1000, NS_PER_SEC, SLUICE_COST_PKTS }, .burst = 100,
-		.pos = { 14, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } } },
+struct want_list {
+	size_t n;
+	struct want_prefix v[WANT_MAX];
 };
 
 static void assert_pos(struct src_pos got, struct src_pos want)
@@ -321,16 +487,44 @@ static void assert_pos(struct src_pos got, struct src_pos want)
 	assert_int_equal(got.col, want.col);
 }
 
-static void test_example(void **state)
+static void assert_prefixes(const struct policy_prefix_list *got, const struct want_list *want)
 {
-	const struct example_case *t = *state;
-	const struct policy *w = &t->want, *p;
-	struct policy_set *ps = load_good(FIXTURE_EXAMPLE);
+	__u8 addr[SLUICE_ADDR_LEN];
+	size_t i;
 
-	assert_int_equal(ps->n_policies, ARRAY_SIZE(example_cases));
-	assert_int_equal(ps->n_ifaces, 1);
-	assert_string_equal(ps->ifaces[0], "eth0");
-	p = &ps->policies[t->index];
+	assert_int_equal(got->n, want->n);
+	if (!want->n)
+		assert_null(got->v);
+	for (i = 0; i < want->n; i++) {
+		assert_int_equal(inet_pton(AF_INET6, want->v[i].addr, addr), 1);
+		assert_memory_equal(got->v[i].addr, addr, sizeof(addr));
+		assert_int_equal(got->v[i].bits, want->v[i].bits);
+		assert_pos(got->v[i].pos, want->v[i].pos);
+	}
+}
+
+static void assert_rate(const struct policy_rate *got, const struct policy_rate *want)
+{
+	assert_int_equal(got->amount, want->amount);
+	assert_int_equal(got->period_ns, want->period_ns);
+	assert_int_equal(got->cost, want->cost);
+}
+
+/* The fields policy.h added for fail modes and local limits. */
+static void assert_fail_fields(const struct policy *p, const struct policy *w)
+{
+	assert_int_equal(p->mode, w->mode);
+	assert_int_equal(p->class, w->class);
+	assert_int_equal(p->on_agent_loss, w->on_agent_loss);
+	assert_int_equal(p->on_store_error, w->on_store_error);
+	assert_int_equal(p->closed_after_ns, w->closed_after_ns);
+	assert_int_equal(p->has_local_limit, w->has_local_limit);
+	assert_rate(&p->local_rate, &w->local_rate);
+	assert_int_equal(p->local_burst, w->local_burst);
+}
+
+static void assert_policy(const struct policy *p, const struct policy *w)
+{
 	assert_string_equal(p->name, w->name);
 	assert_int_equal(p->match.proto, w->match.proto);
 	assert_int_equal(p->match.has_port, w->match.has_port);
@@ -340,13 +534,67 @@ static void test_example(void **state)
 	assert_int_equal(p->keyed, w->keyed);
 	assert_int_equal(p->ipv4_prefix, w->ipv4_prefix);
 	assert_int_equal(p->ipv6_prefix, w->ipv6_prefix);
-	assert_int_equal(p->rate.amount, w->rate.amount);
-	assert_int_equal(p->rate.period_ns, w->rate.period_ns);
-	assert_int_equal(p->rate.cost, w->rate.cost);
+	assert_rate(&p->rate, &w->rate);
 	assert_int_equal(p->burst, w->burst);
+	assert_fail_fields(p, w);
 	assert_pos(p->pos, w->pos);
 	assert_pos(p->rate_pos, w->rate_pos);
 	assert_pos(p->burst_pos, w->burst_pos);
+}
+
+/* ---- example/: what good/example.yaml parses into ----------------------- */
+
+struct example_case {
+	const char *name;
+	size_t index;
+	struct policy want; /* every scalar field is compared */
+};
+
+/* What a shedding policy that says nothing about failure gets. */
+#define SHEDDING_DEFAULTS                                                               \
+	.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,                    \
+	.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED, \
+	.closed_after_ns = 0, .has_local_limit = 0
+
+static const struct example_case example_cases[] = {
+	{ "example/dns-per-source", 0, {
+		.name = "dns-per-source",
+		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
+		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
+		.rate = { 100, NS_PER_SEC, SLUICE_COST_PKTS }, .burst = 200, SHEDDING_DEFAULTS,
+		.pos = { 4, 5 }, .rate_pos = { 7, 11 }, .burst_pos = { 8, 12 } } },
+	{ "example/ssh-syn", 1, {
+		.name = "ssh-syn",
+		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
+			   .tcp_syn = 1 },
+		.keyed = 1, .ipv4_prefix = 24, .ipv6_prefix = 48,
+		.rate = { 10, NS_PER_MIN, SLUICE_COST_PKTS }, .burst = 5, SHEDDING_DEFAULTS,
+		.pos = { 9, 5 }, .rate_pos = { 12, 11 }, .burst_pos = { 13, 12 } } },
+	{ "example/global-icmp", 2, {
+		.name = "global-icmp",
+		.match = { .proto = IPPROTO_ICMP },
+		.rate = { 1000, NS_PER_SEC, SLUICE_COST_PKTS }, .burst = 100, SHEDDING_DEFAULTS,
+		.pos = { 14, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } } },
+};
+
+static void test_example(void **state)
+{
+	const struct example_case *t = *state;
+	struct policy_set *ps = load_good(FIXTURE_EXAMPLE);
+	const struct policy *p;
+
+	assert_int_equal(ps->n_policies, ARRAY_SIZE(example_cases));
+	assert_int_equal(ps->n_ifaces, 1);
+	assert_string_equal(ps->ifaces[0], "eth0");
+	/* No allow and no agent: nothing allowed, the default clock. */
+	assert_int_equal(ps->allow.n, 0);
+	assert_null(ps->allow.v);
+	assert_int_equal(ps->heartbeat_ns, POLICY_HEARTBEAT_NS_DEFAULT);
+	assert_int_equal(ps->agent_timeout_ns, POLICY_AGENT_TIMEOUT_NS_DEFAULT);
+	p = &ps->policies[t->index];
+	assert_policy(p, &t->want);
+	assert_int_equal(p->match.src.n + p->match.src_except.n + p->match.dst.n, 0);
+	assert_int_equal(p->match.n_ifaces, 0);
 	policy_set__free(ps);
 }
 
@@ -370,6 +618,434 @@ static void test_byte_bursts(void **state)
 	assert_int_equal(ps->n_ifaces, 3);
 	assert_string_equal(ps->ifaces[2], "veth-a_1");
 	policy_set__free(ps);
+}
+
+/* ---- full/: what good/full.yaml parses into, every field ------------------ */
+
+struct full_case {
+	const char *name;
+	size_t index;
+	struct policy want; /* every scalar field is compared; lists come next */
+	struct want_list src, src_except, dst;
+	size_t n_ifaces;
+	const char *ifaces[WANT_MAX];
+};
+
+#define RATE(a, p, c) { .amount = a, .period_ns = p, .cost = c }
+#define ABUSE_CLOSED_AFTER_NS (30 * NS_PER_SEC) /* POLICY_CLOSED_AFTER_NS_ABUSE, spelled out */
+
+static const struct full_case full_cases[] = {
+	{ .name = "full/dns-abuse", .index = 0, .want = {
+		.name = "dns-abuse",
+		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
+		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
+		.rate = RATE(100, NS_PER_SEC, PKTS), .burst = 200,
+		.mode = SLUICE_MODE_SHADOW, .class = SLUICE_CLASS_ABUSE,
+		.on_agent_loss = SLUICE_FAIL_CLOSED, .on_store_error = SLUICE_FAIL_DEGRADED,
+		.closed_after_ns = 2 * NS_PER_MIN,
+		.has_local_limit = 1, .local_rate = RATE(30, NS_PER_SEC, PKTS), .local_burst = 50,
+		.pos = { 7, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } },
+	  .src = { 2, { { "::ffff:10.0.0.0", 104, { 11, 13 } }, { "2001:db8::", 32, { 11, 25 } } } },
+	  .src_except = { 2, { { "::ffff:10.1.0.0", 112, { 12, 20 } },
+			       { "::ffff:10.2.3.4", 128, { 12, 33 } } } },
+	  .dst = { 1, { { "::ffff:203.0.113.53", 128, { 13, 12 } } } },
+	  .n_ifaces = 2, .ifaces = { "eth1", "eth0" } },
+	{ .name = "full/ssh-abuse", .index = 1, .want = {
+		.name = "ssh-abuse",
+		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
+			   .tcp_syn = 1 },
+		.rate = RATE(10, NS_PER_MIN, PKTS), .burst = 5,
+		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_ABUSE,
+		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,
+		.closed_after_ns = ABUSE_CLOSED_AFTER_NS,
+		.has_local_limit = 1, .local_rate = RATE(1, NS_PER_MIN, PKTS), .local_burst = 1,
+		.pos = { 27, 5 }, .rate_pos = { 29, 11 }, .burst_pos = { 30, 12 } },
+	  .n_ifaces = 1, .ifaces = { "eth1" } },
+	{ .name = "full/v6-bandwidth", .index = 2, .want = {
+		.name = "v6-bandwidth",
+		.match = { .proto = POLICY_PROTO_ANY },
+		.rate = RATE(10000000, BITS_PER_BYTE * NS_PER_SEC, BYTES), .burst = 1000000,
+		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,
+		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,
+		.closed_after_ns = 0,
+		.has_local_limit = 1, .local_rate = RATE(3000000, BITS_PER_BYTE * NS_PER_SEC, BYTES),
+		.local_burst = 300000,
+		.pos = { 35, 5 }, .rate_pos = { 37, 11 }, .burst_pos = { 38, 12 } },
+	  .src = { 1, { { "::", 0, { 36, 19 } } } },
+	  .src_except = { 1, { { "::ffff:0.0.0.0", 96, { 36, 39 } } } },
+	  .dst = { 2, { { "2001:db8:1::", 64, { 36, 62 } }, { "::ffff:0.0.0.0", 96, { 36, 81 } } } } },
+	{ .name = "full/store-open", .index = 3, .want = {
+		.name = "store-open",
+		.match = { .proto = POLICY_PROTO_ANY },
+		.rate = RATE(7, NS_PER_SEC, PKTS), .burst = 10,
+		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,
+		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_OPEN,
+		.closed_after_ns = 90 * NS_PER_SEC,
+		.has_local_limit = 1, .local_rate = RATE(3, NS_PER_SEC, PKTS), .local_burst = 5,
+		.pos = { 42, 5 }, .rate_pos = { 43, 11 }, .burst_pos = { 44, 12 } } },
+};
+
+static void test_full(void **state)
+{
+	const struct full_case *t = *state;
+	struct policy_set *ps = load_good(FIXTURE_FULL);
+	const struct policy *p;
+	size_t i;
+
+	assert_int_equal(ps->n_policies, ARRAY_SIZE(full_cases));
+	p = &ps->policies[t->index];
+	assert_policy(p, &t->want);
+	assert_prefixes(&p->match.src, &t->src);
+	assert_prefixes(&p->match.src_except, &t->src_except);
+	assert_prefixes(&p->match.dst, &t->dst);
+	assert_int_equal(p->match.n_ifaces, t->n_ifaces);
+	if (!t->n_ifaces)
+		assert_null(p->match.ifaces);
+	for (i = 0; i < t->n_ifaces; i++)
+		assert_string_equal(p->match.ifaces[i], t->ifaces[i]);
+	policy_set__free(ps);
+}
+
+/* The top level of good/full.yaml: interfaces, allow and agent. */
+static void test_full_top(void **state)
+{
+	static const struct want_list allow = { 3, {
+		{ "::ffff:192.0.2.0", 120, { 4, 9 } },
+		{ "2001:db8:ffff::", 48, { 4, 23 } },
+		{ "::ffff:198.51.100.7", 128, { 4, 45 } } } };
+	struct policy_set *ps = load_good(FIXTURE_FULL);
+
+	(void)state;
+	assert_int_equal(ps->n_ifaces, 2);
+	assert_string_equal(ps->ifaces[0], "eth0");
+	assert_string_equal(ps->ifaces[1], "eth1");
+	assert_prefixes(&ps->allow, &allow);
+	assert_int_equal(ps->heartbeat_ns, 250 * NS_PER_MS);
+	assert_int_equal(ps->agent_timeout_ns, 2 * NS_PER_SEC);
+	policy_set__free(ps);
+}
+
+/* ---- local_burst/: the default, burst × local_limit / rate rounded up ----- */
+
+struct local_burst_case {
+	const char *name;
+	const char *rate, *burst, *local_limit;
+	__u64 want;
+};
+
+#define U64_MAX_LESS_1 "18446744073709551614"
+
+static const struct local_burst_case local_burst_cases[] = {
+	{ "local_burst/half_rounds_up", "10/min", "5", "1/min", 1 },
+	{ "local_burst/third_rounds_up", "7/s", "10", "3/s", 5 },
+	{ "local_burst/equal", "100/s", "200", "100/s", 200 },
+	{ "local_burst/equal_other_spelling", "60/min", "10", "1/s", 10 },
+	{ "local_burst/tiny_is_at_least_1", "1000000/s", "1", "1/h", 1 },
+	{ "local_burst/bits_and_bytes", "8Mbit/s", "1MB", "500kB/s", 500000 },
+	/* burst × local amount × rate period needs 174 bits here; exact anyway */
+	{ "local_burst/u64_exact", U64_MAX_STR "/day", U64_MAX_STR, U64_MAX_LESS_1 "/day",
+	  18446744073709551614ULL },
+	{ "local_burst/u64_rounds_up", "7/s", U64_MAX_STR, "2/s", 5270498306774157605ULL },
+	{ "local_burst/u64_near_one", U64_MAX_STR "/s", U64_MAX_STR, U64_MAX_LESS_1 "/s",
+	  18446744073709551614ULL },
+};
+
+static struct policy_set *parse_text(const char *text)
+{
+	struct diag_list d = { 0 };
+	struct policy_set *ps = policy_set__parse("<test>", text, strlen(text), &d);
+	char *printed;
+
+	if (!ps || d.n) {
+		printed = print_diags(&d);
+		fail_msg("should parse, diagnostics:\n%s\n%s", printed, text);
+	}
+	diag__free(&d);
+	return ps;
+}
+
+static void test_local_burst(void **state)
+{
+	const struct local_burst_case *t = *state;
+	struct policy_set *ps;
+	char *text;
+
+	assert_true(asprintf(&text, "policies: [{ name: p, rate: %s, burst: %s, local_limit: %s }]",
+			     t->rate, t->burst, t->local_limit) > 0);
+	ps = parse_text(text);
+	assert_int_equal(ps->policies[0].has_local_limit, 1);
+	assert_int_equal(ps->policies[0].local_burst, t->want);
+	policy_set__free(ps);
+	free(text);
+}
+
+/* ---- agent/: heartbeat and timeout, defaults and bounds ------------------- */
+
+struct agent_case {
+	const char *name;
+	const char *agent; /* the line after "agent:", or NULL for none */
+	__u64 heartbeat_ns, timeout_ns;
+	const char *err; /* NULL: must parse; else the exact diagnostic */
+};
+
+#define AGENT_OK(n, a, h, t) { .name = "agent/" n, .agent = a, .heartbeat_ns = h, .timeout_ns = t }
+#define AGENT_BAD(n, a, e) { .name = "agent/" n, .agent = a, .err = e }
+
+static const struct agent_case agent_cases[] = {
+	AGENT_OK("absent", NULL, NS_PER_SEC, 5 * NS_PER_SEC),
+	AGENT_OK("empty", "{}", NS_PER_SEC, 5 * NS_PER_SEC),
+	AGENT_OK("heartbeat_alone", "{ heartbeat: 2500ms }", 2500 * NS_PER_MS, 5 * NS_PER_SEC),
+	AGENT_OK("timeout_alone", "{ timeout: 2s }", NS_PER_SEC, 2 * NS_PER_SEC),
+	AGENT_OK("smallest", "{ heartbeat: 10ms, timeout: 20ms }", 10 * NS_PER_MS, 20 * NS_PER_MS),
+	AGENT_OK("largest", "{ heartbeat: 30m, timeout: 1h }", 30 * NS_PER_MIN, NS_PER_HOUR),
+	AGENT_BAD("heartbeat_9ms", "{ heartbeat: 9ms }",
+		  "<test>:1:21: agent.heartbeat: heartbeat '9ms' is too short (expected at least 10ms)\n"),
+	AGENT_BAD("heartbeat_over_30m", "{ heartbeat: 1801s }",
+		  "<test>:1:21: agent.heartbeat: heartbeat '1801s' is too long (expected at most 30min, "
+	  "as the timeout is at most 2 heartbeats and at most 1h)\n"),
+	AGENT_BAD("timeout_over_1h", "{ timeout: 3601s }",
+		  "<test>:1:19: agent.timeout: timeout '3601s' is too long (expected at most 1h)\n"),
+	AGENT_BAD("timeout_under_default_2x", "{ timeout: 1999ms }",
+		  "<test>:1:19: agent.timeout: timeout '1999ms' is shorter than 2 heartbeats of 1s "
+	  "(expected at least 2s); one late heartbeat would be taken for a lost agent\n"),
+	AGENT_BAD("heartbeat_over_default_timeout", "{ heartbeat: 2501ms }",
+		  "<test>:1:21: agent.heartbeat: heartbeat '2501ms' needs a timeout of at least 5002ms, "
+	  "and the default is 5s; set agent.timeout\n"),
+	AGENT_BAD("bad_heartbeat_no_guess", "{ heartbeat: 1x, timeout: 1s }",
+		  "<test>:1:21: agent.heartbeat: '1x' is not a duration: unknown unit 'x' (expected ms, "
+	  "s, m, min or h)\n"),
+	AGENT_BAD("zero", "{ timeout: 0s }",
+		  "<test>:1:19: agent.timeout: '0s' is not a duration: it is zero (expected a positive "
+	  "duration, such as 5s)\n"),
+	AGENT_BAD("not_mapping", "5s", "<test>:1:8: agent: expected a mapping, got '5s'\n"),
+};
+
+static void test_agent(void **state)
+{
+	const struct agent_case *t = *state;
+	struct diag_list d = { 0 };
+	struct policy_set *ps;
+	char *text, *printed;
+
+	assert_true(asprintf(&text, "%s%s%spolicies: [{ name: p, rate: 1/s, burst: 1 }]\n",
+			     t->agent ? "agent: " : "", t->agent ? t->agent : "",
+			     t->agent ? "\n" : "") > 0);
+	if (!t->err) {
+		ps = parse_text(text);
+		assert_int_equal(ps->heartbeat_ns, t->heartbeat_ns);
+		assert_int_equal(ps->agent_timeout_ns, t->timeout_ns);
+		policy_set__free(ps);
+		free(text);
+		return;
+	}
+	assert_null(policy_set__parse("<test>", text, strlen(text), &d));
+	assert_int_equal(errno, EINVAL);
+	printed = print_diags(&d);
+	assert_string_equal(printed, t->err);
+	free(printed);
+	diag__free(&d);
+	free(text);
+}
+
+/* ---- semantic/: checks across fields and policies, on small inline files -- */
+
+struct semantic_case {
+	const char *name;
+	const char *yaml;
+	const char *err; /* NULL: must parse; else exactly what diag__print() writes */
+};
+
+#define P_ONE "  - { name: p, rate: 1/s, burst: 1, "
+#define Q_ONE "  - { name: q, rate: 1/s, burst: 1, "
+#define NEVER_DECIDES(line) \
+	"<test>:" #line ":5: policies[1]: never decides: policies[0] 'p' (line 2) has the same " \
+	"match and key and a limit no looser; remove this policy, or tighten its limit\n"
+
+static const struct semantic_case semantic_cases[] = {
+	{ "semantic/src_except_equal_to_src",
+	  "policies:\n" P_ONE "match: { src: 10.0.0.0/8, src_except: 10.0.0.0/8 } }\n",
+	  "<test>:2:75: policies[0].match.src_except: matches no source: every src prefix is "
+	  "excluded by src_except\n" },
+	{ "semantic/src_except_everything_without_src",
+	  "policies:\n" P_ONE "match: { src_except: [\"::/0\"] } }\n",
+	  "<test>:2:58: policies[0].match.src_except: matches no source: every src prefix is "
+	  "excluded by src_except\n" },
+	{ "semantic/src_except_all_ipv4_without_src_leaves_ipv6",
+	  "policies:\n" P_ONE "match: { src_except: 0.0.0.0/0 } }\n", NULL },
+	{ "semantic/src_except_covers_one_src_of_two",
+	  "policies:\n" P_ONE "match: { src: [10.0.0.0/8, 192.0.2.0/24], "
+	  "src_except: [10.0.0.0/9, 10.128.0.0/9] } }\n", NULL },
+	{ "semantic/src_except_leaves_one_address",
+	  "policies:\n" P_ONE "match: { src: \"2001:db8::/126\", src_except: [\"2001:db8::/127\", "
+	  "\"2001:db8::2\"] } }\n", NULL },
+	{ "semantic/src_except_leaves_nothing_128",
+	  "policies:\n" P_ONE "match: { src: \"2001:db8::/126\", src_except: [\"2001:db8::/127\", "
+	  "\"2001:db8::2\", \"2001:db8::3\"] } }\n",
+	  "<test>:2:81: policies[0].match.src_except: matches no source: every src prefix is "
+	  "excluded by src_except\n" },
+	{ "semantic/bad_src_no_guess",
+	  "policies:\n" P_ONE "match: { src: 10.0.0.1/8, src_except: 192.0.2.0/24 } }\n",
+	  "<test>:2:51: policies[0].match.src: '10.0.0.1/8' has host bits set (did you mean "
+	  "10.0.0.0/8?)\n" },
+	{ "semantic/src_empty",
+	  "policies:\n" P_ONE "match: { src: [] } }\n",
+	  "<test>:2:51: policies[0].match.src: empty list (expected a prefix such as 10.0.0.0/8, "
+	  "or a sequence of them); leave out src to match every source\n" },
+	{ "semantic/src_mapping",
+	  "policies:\n" P_ONE "match: { src: { a: 1 } } }\n",
+	  "<test>:2:51: policies[0].match.src: expected a prefix such as 10.0.0.0/8, or a "
+	  "sequence of them, got a mapping\n" },
+	{ "semantic/allow_empty", "allow: []\npolicies:\n" P_ONE "}\n", NULL },
+	{ "semantic/allow_overlap", "allow: [10.0.0.0/8, 10.1.0.0/16]\npolicies:\n" P_ONE "}\n",
+	  NULL },
+	{ "semantic/iface_without_interfaces", "policies:\n" P_ONE "match: { iface: eth9 } }\n",
+	  NULL },
+	{ "semantic/iface_twice",
+	  "policies:\n" P_ONE "match: { iface: [eth0, eth1, eth0] } }\n",
+	  "<test>:2:66: policies[0].match.iface[2]: interface 'eth0' is listed twice (first as "
+	  "policies[0].match.iface[0])\n" },
+	{ "semantic/iface_bad_name", "policies:\n" P_ONE "match: { iface: \"a/b\" } }\n",
+	  "<test>:2:53: policies[0].match.iface: interface name 'a/b' has a bad character '/' "
+	  "(an interface name has no '/', ':' or spaces)\n" },
+	{ "semantic/iface_bad_interfaces_no_guess",
+	  "interfaces: [\"a b\"]\npolicies:\n" P_ONE "match: { iface: eth0 } }\n",
+		  "<test>:1:14: interfaces[0]: interface name 'a b' has a bad character ' ' (an interface "
+	  "name has no '/', ':' or spaces)\n" },
+	{ "semantic/iface_empty_interfaces",
+	  "interfaces: []\npolicies:\n" P_ONE "match: { iface: eth0 } }\n",
+	  "<test>:3:53: policies[0].match.iface: interface 'eth0' is not in the top-level "
+	  "interfaces list, which is empty; add it there\n" },
+	{ "semantic/never_decides_same_limit",
+	  "policies:\n" P_ONE "}\n" Q_ONE "}\n", NEVER_DECIDES(3) },
+	{ "semantic/never_decides_ifaces_as_sets",
+	  "policies:\n" P_ONE "match: { iface: [a, b] } }\n" Q_ONE "match: { iface: [b, a] } }\n",
+	  NEVER_DECIDES(3) },
+	{ "semantic/later_tighter_rate_decides",
+	  "policies:\n" P_ONE "}\n  - { name: q, rate: 59/min, burst: 1 }\n", NULL },
+	{ "semantic/later_tighter_burst_decides",
+	  "policies:\n  - { name: p, rate: 1/s, burst: 2 }\n" Q_ONE "}\n", NULL },
+	{ "semantic/later_shadow_decides", "policies:\n" P_ONE "}\n" Q_ONE "mode: shadow }\n", NULL },
+	{ "semantic/earlier_shadow_decides_nothing",
+	  "policies:\n" P_ONE "mode: shadow }\n" Q_ONE "}\n", NULL },
+	{ "semantic/other_key_decides",
+	  "policies:\n" P_ONE "}\n" Q_ONE "key: { ipv4_prefix: 32, ipv6_prefix: 64 } }\n", NULL },
+	{ "semantic/other_src_decides",
+	  "policies:\n" P_ONE "match: { src: 10.0.0.0/8 } }\n" Q_ONE "match: { src: 10.0.0.0/9 } }\n",
+	  NULL },
+	{ "semantic/other_ifaces_decide",
+	  "policies:\n" P_ONE "match: { iface: [a, b] } }\n" Q_ONE "match: { iface: [a] } }\n",
+	  NULL },
+	{ "semantic/other_cost_decides",
+	  "policies:\n  - { name: p, rate: 1B/s, burst: 1 }\n" Q_ONE "}\n", NULL },
+	{ "semantic/never_decides_skips_bad_policy",
+	  "policies:\n" P_ONE "mode: x }\n" Q_ONE "}\n",
+	  "<test>:2:43: policies[0].mode: unknown mode 'x' (expected enforce or shadow)\n" },
+	{ "semantic/closed_after_with_one_degraded",
+	  "policies:\n" P_ONE "on_agent_loss: open, closed_after: 1s }\n", NULL },
+	{ "semantic/closed_after_bad_fail_mode_no_guess",
+	  "policies:\n" P_ONE "on_agent_loss: x, on_store_error: open, closed_after: 1s }\n",
+	  "<test>:2:52: policies[0].on_agent_loss: unknown fail mode 'x' (expected open, degraded "
+	  "or closed)\n" },
+	{ "semantic/fail_mode_none_is_not_a_choice", "policies:\n" P_ONE "on_agent_loss: none }\n",
+	  "<test>:2:52: policies[0].on_agent_loss: unknown fail mode 'none' (expected open, "
+	  "degraded or closed)\n" },
+	{ "semantic/local_limit_equal_to_rate", "policies:\n" P_ONE "local_limit: 60/min }\n",
+	  NULL },
+	{ "semantic/local_limit_bits_vs_bytes_same_unit",
+	  "policies:\n  - { name: p, rate: 8Mbit/s, burst: 1MB, local_limit: 1MB/s }\n", NULL },
+	{ "semantic/local_limit_bad_rate_no_guess",
+	  "policies:\n  - { name: p, rate: 1/sek, burst: 1, local_limit: 1MB/s }\n",
+	  "<test>:2:22: policies[0].rate: '1/sek' is not a rate: unknown unit 'sek' (expected s, "
+	  "min, h or day, optionally with a count such as 15m)\n" },
+	{ "semantic/local_burst_equal_to_burst",
+	  "policies:\n" P_ONE "local_limit: 1/min, local_burst: 1 }\n", NULL },
+	{ "semantic/local_burst_bytes_for_packets",
+	  "policies:\n" P_ONE "local_limit: 1/min, local_burst: 1kB }\n",
+	  "<test>:2:70: policies[0].local_burst: local_burst '1kB' is a size but rate '1/s' counts "
+	  "packets (expected a packet count such as 200)\n" },
+};
+
+static void test_semantic(void **state)
+{
+	const struct semantic_case *t = *state;
+	struct diag_list d = { 0 };
+	struct policy_set *ps;
+	char *printed;
+
+	if (!t->err) {
+		policy_set__free(parse_text(t->yaml));
+		return;
+	}
+	ps = policy_set__parse("<test>", t->yaml, strlen(t->yaml), &d);
+	if (ps) {
+		policy_set__free(ps);
+		fail_msg("should be rejected, but parsed:\n%s", t->yaml);
+	}
+	assert_int_equal(errno, EINVAL);
+	printed = print_diags(&d);
+	assert_string_equal(printed, t->err);
+	free(printed);
+	diag__free(&d);
+}
+
+/* An abuse policy may choose to stay degraded for as long as a fault lasts. */
+static void test_closed_after_never(void **state)
+{
+	struct policy_set *ps = parse_text("policies:\n"
+					   "  - { name: p, rate: 1/s, burst: 1, class: abuse,\n"
+					   "      closed_after: never }\n");
+
+	(void)state;
+	assert_int_equal(ps->policies[0].class, SLUICE_CLASS_ABUSE);
+	assert_int_equal(ps->policies[0].on_agent_loss, SLUICE_FAIL_DEGRADED);
+	assert_int_equal(ps->policies[0].closed_after_ns, 0);
+	policy_set__free(ps);
+}
+
+/* Lists hold up to their limit; one more is an error. */
+static void test_prefix_list_limits(void **state)
+{
+	static const struct {
+		const char *head, *path;
+		size_t max;
+	} lists[] = {
+		{ "policies:\n  - name: p\n    rate: 1/s\n    burst: 1\n    match:\n      src:\n",
+		  "policies[0].match.src", POLICY_MAX_PREFIXES },
+		{ "policies: [{ name: p, rate: 1/s, burst: 1 }]\nallow:\n", "allow",
+		  POLICY_ALLOW_MAX_PREFIXES },
+	};
+	struct diag_list d = { 0 };
+	size_t i, k, len;
+	char *text, want[DIAG_MSG_LEN];
+	FILE *out;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		for (k = lists[i].max; k <= lists[i].max + 1; k++) {
+			size_t n;
+
+			text = NULL;
+			out = open_memstream(&text, &len);
+			assert_non_null(out);
+			fputs(lists[i].head, out);
+			for (n = 0; n < k; n++) /* distinct /128s: no duplicates */
+				fprintf(out, "        - \"2001:db8::%zx:%zx\"\n", n >> 16, n & 0xffff);
+			assert_int_equal(fclose(out), 0);
+			if (k == lists[i].max) {
+				policy_set__free(parse_text(text));
+				free(text);
+				continue;
+			}
+			assert_null(policy_set__parse("<test>", text, len, &d));
+			assert_int_equal(d.n, 1);
+			assert_true(snprintf(want, sizeof(want), "%zu entries are too many (at most %zu)",
+					     k, lists[i].max) > 0);
+			assert_string_equal(d.v[0].field, lists[i].path);
+			assert_string_equal(d.v[0].msg, want);
+			diag__free(&d);
+			free(text);
+		}
+	}
 }
 
 /* ---- good/ and bad/: every fixture file ----------------------------------- */
@@ -571,6 +1247,9 @@ int main(void)
 		cmocka_unit_test(test_rate_short_err_buffer),
 		cmocka_unit_test(test_diag_cut_and_grow),
 		cmocka_unit_test(test_byte_bursts),
+		cmocka_unit_test(test_full_top),
+		cmocka_unit_test(test_prefix_list_limits),
+		cmocka_unit_test(test_closed_after_never),
 		cmocka_unit_test(test_bad_fixtures_paired),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_directory),
@@ -590,7 +1269,13 @@ int main(void)
 	}
 	TABLE_TESTS(tests, n, rate_cases, test_rate);
 	TABLE_TESTS(tests, n, diag_cases, test_diag);
+	TABLE_TESTS(tests, n, prefix_cases, test_prefix);
+	TABLE_TESTS(tests, n, duration_cases, test_duration);
 	TABLE_TESTS(tests, n, example_cases, test_example);
+	TABLE_TESTS(tests, n, full_cases, test_full);
+	TABLE_TESTS(tests, n, local_burst_cases, test_local_burst);
+	TABLE_TESTS(tests, n, agent_cases, test_agent);
+	TABLE_TESTS(tests, n, semantic_cases, test_semantic);
 	n = fixture_tests(tests, n, ARRAY_SIZE(tests), good, n_good, test_good_fixture);
 	n = fixture_tests(tests, n, ARRAY_SIZE(tests), bad, n_bad, test_bad_fixture);
 	for (i = 0; i < ARRAY_SIZE(fixed); i++)

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The dead-man switch in the kernel. The agent is killed (-9), hung
+# (SIGSTOP) and restarted while traffic flows; each policy's on_agent_loss
+# is checked by what gets through, not by reading a map:
+#   open      - everything passes;
+#   degraded  - the local limit applies (shedding, the class default);
+#   abuse     - degraded first, closed after closed_after;
+#   allowlisted sources pass throughout;
+# and a live agent (restarted, or continued) restores normal enforcement at
+# once, with no key state lost.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+e2e_topology
+
+TIMEOUT_MS=1000
+CLOSED_AFTER_S=3
+ALLOWED=10.200.0.99
+
+cat >"$WORK/policy.yaml" <<YAML
+agent: { heartbeat: 100ms, timeout: ${TIMEOUT_MS}ms }
+allow: [$ALLOWED]
+policies:
+  - name: shed
+    class: shedding                 # on_agent_loss: degraded (the default)
+    match: { proto: udp, dst_port: 8001 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: 200/s
+    burst: 50
+    local_limit: 50/s
+    local_burst: 10
+  - name: abuse
+    class: abuse                    # degraded, closed after closed_after
+    match: { proto: udp, dst_port: 8002 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: 100/s
+    burst: 20
+    local_limit: 20/s
+    local_burst: 5
+    closed_after: ${CLOSED_AFTER_S}s
+  - name: lenient
+    on_agent_loss: open
+    match: { proto: udp, dst_port: 8003 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: 10/s
+    burst: 5
+YAML
+e2e_count_setup \
+	shed "udp dport 8001 ip saddr != $ALLOWED" \
+	abuse "udp dport 8002 ip saddr != $ALLOWED" \
+	lenient "udp dport 8003 ip saddr != $ALLOWED" \
+	allowed "ip saddr $ALLOWED"
+
+PPS=1000
+DURATION_MS=1000
+src_n=0
+# send PORT: one second at $PPS from a source never used before; sets GOT (what
+# arrived) and FLOOD_MS (how long the sender took).
+send() {
+	local port=$1 counter src before
+	src_n=$((src_n + 1))
+	src=10.200.1.$src_n
+	case $port in 8001) counter=shed ;; 8002) counter=abuse ;; 8003) counter=lenient ;; esac
+	before=$(e2e_count "$counter")
+	read -r _ FLOOD_MS < <(e2e_flood --proto udp --dport "$port" --src "$src" --dst "$RX4" \
+		--pps "$PPS" --count $((PPS * DURATION_MS / 1000)))
+	GOT=$(($(e2e_count "$counter") - before))
+}
+
+# admitted N BURST RATE: N must be within [90 %, 100 %] of burst + rate·t (+1).
+admitted() {
+	local label=$1 got=$2 burst=$3 rate=$4
+	local hi=$((burst + rate * FLOOD_MS / 1000 + 1))
+	e2e_within "$label" "$got" $((hi * 9 / 10)) "$hi"
+}
+
+sent=$((PPS * DURATION_MS / 1000))
+wait_lost() { # until status says the agent is lost, at most 5 s
+	local deadline=$((SECONDS + 5))
+	until "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" | grep -q "agent: LOST"; do
+		((SECONDS < deadline)) || e2e_fail "the agent was not seen lost within 5 s"
+		sleep 0.05
+	done
+}
+wait_alive() {
+	local deadline=$((SECONDS + 5))
+	while "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" | grep -q "agent: LOST"; do
+		((SECONDS < deadline)) || e2e_fail "the agent was not seen alive within 5 s"
+		sleep 0.05
+	done
+}
+
+e2e_start_agent "$WORK/policy.yaml"
+send 8001
+admitted "agent alive: shed enforces its limit" "$GOT" 50 200
+send 8003
+admitted "agent alive: lenient enforces its limit" "$GOT" 5 10
+
+# 1. kill -9: within the timeout plus one heartbeat each policy is in its mode.
+kill -KILL "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null || :
+killed_at=$SECONDS
+wait_lost
+send 8001
+admitted "agent dead: shed is degraded to its local limit" "$GOT" 10 50
+send 8003
+e2e_equal "agent dead: lenient fails open" "$GOT" "$sent"
+send 8002
+admitted "agent dead, before closed_after: abuse is degraded" "$GOT" 5 20
+sleep $((CLOSED_AFTER_S - (SECONDS - killed_at) + 1))
+send 8002
+e2e_equal "agent dead past closed_after: abuse is closed" "$GOT" 0
+before=$(e2e_count allowed)
+e2e_flood --proto udp --dport 8002 --src "$ALLOWED" --dst "$RX4" --pps "$PPS" --count "$sent" >/dev/null
+e2e_equal "agent dead: an allowlisted source still passes a closed policy" \
+	$(($(e2e_count allowed) - before)) "$sent"
+status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
+echo "$status"
+echo "$status" | grep -Eq '^abuse +enforce +closed' || e2e_fail "status does not show abuse closed"
+echo "$status" | grep -Eq '^lenient +enforce +open' || e2e_fail "status does not show lenient open"
+echo "$status" | grep -q 'fail_open=' || e2e_fail "status does not count fail-open passes"
+
+# 2. A restarted agent: normal at once, and the key state survived.
+e2e_start_agent "$WORK/policy.yaml"
+grep -q 'key_state=kept' "$AGENT_LOG" || e2e_fail "the restarted agent did not reuse the maps"
+wait_alive
+send 8003
+admitted "agent restarted: lenient enforces again" "$GOT" 5 10
+send 8002
+admitted "agent restarted: abuse enforces again" "$GOT" 20 100
+
+# 3. SIGSTOP: a hung agent is a lost agent; SIGCONT brings it back.
+kill -STOP "$AGENT_PID"
+wait_lost
+send 8003
+e2e_equal "agent hung: lenient fails open" "$GOT" "$sent"
+kill -CONT "$AGENT_PID"
+wait_alive
+send 8003
+admitted "agent continued: lenient enforces again" "$GOT" 5 10
+e2e_stop_agent
+echo "test_agent_loss: all checks passed"
