@@ -67,12 +67,14 @@ static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_i
 	return err;
 }
 
-int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path)
+int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path,
+		       __u32 *ids)
 {
 	struct diag_list diags = { .file = path };
 	struct sluice_ctl ctl;
 	struct compiled c;
 	__u32 gen;
+	size_t i;
 	int err, kept = 0;
 
 	err = maps__read_ctl(&att->maps, &ctl);
@@ -90,6 +92,8 @@ int agent_apply_policy(struct attachment *att, const struct policy_set *ps, cons
 	err = prepare_ids(att, &c, &ctl.next_id, &kept);
 	if (!err)
 		err = maps__apply(&att->maps, &c, ctl.next_id);
+	for (i = 0; !err && ids && i < c.n_policies; i++)
+		ids[i] = c.policies[i].name[0] ? c.policies[i].id : AGENT_POLICY_ABSENT;
 	if (err)
 		pr_warn("cannot write policy to maps of '%s': %s", att->iface, strerror(-err));
 	else
@@ -166,7 +170,10 @@ static int beat(struct agent *a, __u32 pid)
 
 int agent__tick(struct agent *a)
 {
-	if (agent_now_ns() - a->last_beat_ns < a->ps->heartbeat_ns)
+	__u64 now = agent_now_ns();
+
+	agent_stores_tick(a, now);
+	if (now - a->last_beat_ns < a->ps->heartbeat_ns)
 		return 0;
 	return beat(a, getpid());
 }
@@ -205,7 +212,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		att = &a->att[a->n_att++];
 		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i], opts->max_keys);
 		if (!err)
-			err = agent_apply_policy(att, a->ps, opts->config_path);
+			err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
 		if (!err)
 			err = attachment__attach(att, opts->mode);
 		if (!err)
@@ -213,6 +220,9 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 				  att->pin_dir, att->reused ? "kept" : "new");
 	}
 	a->generation = 1;
+	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
+	if (!err)
+		err = agent_stores_open(a);
 	return err ? err : beat(a, getpid());
 }
 
@@ -230,7 +240,7 @@ int agent__reload(struct agent *a)
 		return -EINVAL;
 	}
 	for (i = 0, err = 0; !err && i < a->n_att; i++)
-		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path);
+		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path, a->ids[i]);
 	if (err) {
 		policy_set__free(ps);
 		answer_reload(a, err);
@@ -239,6 +249,12 @@ int agent__reload(struct agent *a)
 	policy_set__free(a->ps);
 	a->ps = ps;
 	a->generation++;
+	/* Ids and file indexes changed: write every store mode again, on fresh stores. */
+	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
+	agent_stores_close(a);
+	if (agent_stores_open(a))
+		pr_warn("the store of '%s' could not be opened; its policies fail over as "
+			"configured", a->opts.config_path);
 	log_event(LOG_INFO, "reload", "file=%s generation=%llu", a->opts.config_path,
 		  (unsigned long long)a->generation);
 	beat(a, getpid()); /* the new file may change the heartbeat timeout */
@@ -252,6 +268,7 @@ void agent__stop(struct agent *a)
 
 	if (!a)
 		return;
+	agent_stores_close(a);
 	if (a->ps && a->n_att)
 		beat(a, 0); /* no agent: the XDP program takes over after the timeout */
 	for (i = 0; i < a->n_att; i++) {

@@ -7,6 +7,7 @@
 #ifndef SLUICE_AGENT_H
 #define SLUICE_AGENT_H
 
+#include "failover.h"
 #include "loader.h"
 #include "policy.h"
 
@@ -20,6 +21,18 @@ struct agent_opts {
 	int detach_on_exit; /* default: leave enforcement in place */
 };
 
+/* The store endpoints: abuse policies may have their own (store.abuse). */
+enum agent_store {
+	AGENT_STORE_MAIN = 0,
+	AGENT_STORE_ABUSE = 1,
+	AGENT_STORE_MAX,
+};
+
+#define AGENT_POLICY_ABSENT 0xffffffffU /* ids[]: not on this interface */
+#define AGENT_FAIL_UNKNOWN 0xff		/* fail_written[]: write it on the next tick */
+
+struct store;
+
 struct agent {
 	struct agent_opts opts;
 	struct policy_set *ps;
@@ -27,6 +40,12 @@ struct agent {
 	size_t n_att;
 	__u64 generation;   /* policy loads by this agent */
 	__u64 last_beat_ns; /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
+	/* By attachment and file index: each policy's id, and the store mode written. */
+	__u32 ids[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
+	__u8 fail_written[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
+	struct store *stores[AGENT_STORE_MAX];	/* NULL: not configured */
+	struct store_health health[AGENT_STORE_MAX];
+	__u64 fail_transitions;			/* policy fail-mode changes written */
 };
 
 /* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */
@@ -54,10 +73,19 @@ __u64 agent_now_ns(void);
 /*
  * Compile @ps (read from @path) for @att's interface into its inactive
  * generation, keeping the ids, key state and counters of every policy whose
- * name and limit did not change, and switch to it atomically. 0 or -errno,
- * reported. The agent's, the tests' and the benchmark's one way in.
+ * name and limit did not change, and switch to it atomically. When @ids is
+ * not NULL, it receives each policy's id (AGENT_POLICY_ABSENT when not on
+ * this interface). 0 or -errno, reported. The agent's, the tests' and the
+ * benchmark's one way in.
  */
-int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path);
+int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path,
+		       __u32 *ids);
+
+/* agent_store.c: open the store endpoints of a->ps, feed their probes to the
+ * health machines, and write each cluster policy's store fail mode. */
+int agent_stores_open(struct agent *a);
+void agent_stores_tick(struct agent *a, __u64 now_ns);
+void agent_stores_close(struct agent *a);
 
 /* Release everything; detach only with opts.detach_on_exit. Accepts NULL. */
 void agent__stop(struct agent *a);

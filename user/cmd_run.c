@@ -46,9 +46,11 @@ static void on_reload(int sig)
 static int install_handlers(void)
 {
 	struct sigaction stop = { .sa_handler = on_stop }, reload = { .sa_handler = on_reload };
+	struct sigaction ignore = { .sa_handler = SIG_IGN };
 
+	/* A store that dies mid-write must cost a failed probe, not the agent (SIGPIPE). */
 	if (sigaction(SIGINT, &stop, NULL) || sigaction(SIGTERM, &stop, NULL) ||
-	    sigaction(SIGHUP, &reload, NULL))
+	    sigaction(SIGHUP, &reload, NULL) || sigaction(SIGPIPE, &ignore, NULL))
 		return -errno;
 	return 0;
 }

@@ -85,6 +85,7 @@
 struct pctx {
 	yaml_document_t *doc;
 	struct diag_list *diags;
+	struct policy_set *ps; /* what the file fills: for checks across sections */
 	int fatal; /* first failure that is not the input's fault (-ENOMEM), or 0 */
 };
 
@@ -1456,12 +1457,18 @@ enum policy_field {
 	POLF_CLOSED_AFTER, /* after both fail modes: it needs one to be degraded */
 	POLF_LOCAL_LIMIT,  /* after POLF_RATE: no looser, same unit */
 	POLF_LOCAL_BURST,  /* after POLF_BURST and POLF_LOCAL_LIMIT */
+	POLF_SCOPE,
 	POLF_MAX,
 };
 
 static const struct enum_name mode_names[] = {
 	{ "enforce", SLUICE_MODE_ENFORCE },
 	{ "shadow", SLUICE_MODE_SHADOW },
+};
+
+static const struct enum_name scope_names[] = {
+	{ "node", POLICY_SCOPE_NODE },
+	{ "cluster", POLICY_SCOPE_CLUSTER },
 };
 
 static const struct enum_name class_names[] = {
@@ -1639,6 +1646,21 @@ static int parse_mode(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 	return 0;
 }
 
+/* A cluster policy needs the store (TOPF_STORE is walked before the policies). */
+static int parse_scope(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	const struct policy_set *ps = c->ps;
+	int v;
+
+	if (parse_enum(c, val, path, "scope", scope_names, ARRAY_SIZE(scope_names), &v))
+		return -EINVAL;
+	if (v == POLICY_SCOPE_CLUSTER && !ps->store.url[0])
+		return REPORT(c, val, path, "scope 'cluster' needs a store (expected a top-level "
+			      "'store' with 'redis'); without one the limit holds per node");
+	slot_policy(w)->scope = v;
+	return 0;
+}
+
 static int parse_class(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	int v;
@@ -1798,6 +1820,7 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_CLOSED_AFTER] = { "closed_after", parse_closed_after, NULL },
 	[POLF_LOCAL_LIMIT] = { "local_limit", parse_local_limit, NULL },
 	[POLF_LOCAL_BURST] = { "local_burst", parse_local_burst, NULL },
+	[POLF_SCOPE] = { "scope", parse_scope, NULL },
 };
 
 /* ---- the file ------------------------------------------------------------ */
@@ -1808,10 +1831,28 @@ enum agent_field {
 	AGENTF_MAX,
 };
 
+enum store_field {
+	STOREF_REDIS = 0,
+	STOREF_PASSWORD_FILE,
+	STOREF_TIMEOUT,
+	STOREF_SYNC_INTERVAL,
+	STOREF_HOLD_DOWN,
+	STOREF_ABUSE,
+	STOREF_MAX,
+};
+
+enum endpoint_field {
+	ENDPF_REDIS = 0,
+	ENDPF_PASSWORD_FILE,
+	ENDPF_TIMEOUT,
+	ENDPF_MAX,
+};
+
 enum top_field {
 	TOPF_INTERFACES = 0,
 	TOPF_ALLOW,
 	TOPF_AGENT,
+	TOPF_STORE,    /* before TOPF_POLICIES: scope cluster needs it */
 	TOPF_POLICIES, /* after TOPF_INTERFACES: a policy's iface must be one of them */
 	TOPF_MAX,
 };
@@ -1821,6 +1862,7 @@ _Static_assert(KEYF_MAX <= WALK_MAX_FIELDS, "key_fields outgrew struct walk");
 _Static_assert(POLF_MAX <= WALK_MAX_FIELDS, "policy_fields outgrew struct walk");
 _Static_assert(AGENTF_MAX <= WALK_MAX_FIELDS, "agent_fields outgrew struct walk");
 _Static_assert(TOPF_MAX <= WALK_MAX_FIELDS, "top_fields outgrew struct walk");
+_Static_assert(STOREF_MAX <= WALK_MAX_FIELDS, "store_fields outgrew struct walk");
 
 /* The fields of a walked policy that it left out, by its class; the local burst by scaling. */
 static void policy__set_defaults(struct policy *p, const struct walk *w)
@@ -2108,10 +2150,145 @@ static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	return check_default_timeout(c, &aw);
 }
 
+/* ---- store ---- */
+
+#define URL_REDIS "redis://"
+#define URL_UNIX "unix://"
+#define STORE_TIMEOUT_NS_MAX SLUICE_NSEC_PER_SEC /* a slower store is a failed one */
+#define SYNC_INTERVAL_NS_MIN 10000000ULL	   /* 10 ms */
+
+/* The endpoint a walk fills: the store itself, or store.abuse. */
+static struct policy_store *endpoint_of(struct walk *w)
+{
+	return w->obj;
+}
+
+static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			   const char *path)
+{
+	const char *s = scalar_of(c, val, path, "a URL such as redis://127.0.0.1:6379");
+	struct policy_store *e = endpoint_of(w);
+
+	if (!s)
+		return -EINVAL;
+	if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) || !s[strlen(URL_REDIS)]) &&
+	    (strncmp(s, URL_UNIX, strlen(URL_UNIX)) || s[strlen(URL_UNIX)] != '/'))
+		return REPORT(c, val, path, "'%.*s%s' is not a store URL (expected redis://host:port "
+			      "or unix:///path/to/redis.sock)", SHOW(s));
+	if (strlen(s) >= sizeof(e->url))
+		return REPORT(c, val, path, "the URL is longer than %zu bytes", sizeof(e->url) - 1);
+	snprintf(e->url, sizeof(e->url), "%s", s);
+	e->pos = node_pos(val);
+	return 0;
+}
+
+static int parse_password_file(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	const char *s = scalar_of(c, val, path, "a file holding the password");
+	struct policy_store *e = endpoint_of(w);
+
+	if (!s)
+		return -EINVAL;
+	if (!*s || strlen(s) >= sizeof(e->password_file))
+		return REPORT(c, val, path, "'%.*s%s' is not a file name", SHOW(s));
+	snprintf(e->password_file, sizeof(e->password_file), "%s", s);
+	return 0;
+}
+
+static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	char bound[DURATION_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (!ns || ns > STORE_TIMEOUT_NS_MAX)
+		return REPORT(c, val, path, "timeout '%.*s%s' is out of range (expected more than 0 "
+			      "and at most %s: the store is asked on every sync)",
+			      SHOW(scalar_text(val)), duration_text(bound, STORE_TIMEOUT_NS_MAX));
+	endpoint_of(w)->timeout_ns = ns;
+	return 0;
+}
+
+static const struct field endpoint_fields[ENDPF_MAX] = {
+	[ENDPF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
+	[ENDPF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
+	[ENDPF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
+};
+
+/* store.abuse: abuse policies' own endpoint, so they never share a failure domain. */
+static int parse_abuse_store(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			     const char *path)
+{
+	struct policy_set *ps = c->ps;
+	struct walk ew = {
+		.obj = &ps->abuse_store, .map = val, .path = path,
+		.fields = endpoint_fields, .n_fields = ENDPF_MAX,
+	};
+
+	(void)w;
+	ps->abuse_store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
+	return walk_mapping(c, &ew);
+}
+
+static int parse_store_interval(struct pctx *c, const yaml_node_t *val, const char *path,
+				__u64 min_ns, __u64 *out)
+{
+	char bound[DURATION_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (ns < min_ns)
+		return REPORT(c, val, path, "'%.*s%s' is too short (expected at least %s)",
+			      SHOW(scalar_text(val)), duration_text(bound, min_ns));
+	*out = ns;
+	return 0;
+}
+
+static int parse_sync_interval(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	(void)w;
+	return parse_store_interval(c, val, path, SYNC_INTERVAL_NS_MIN, &c->ps->sync_interval_ns);
+}
+
+static int parse_hold_down(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			   const char *path)
+{
+	(void)w;
+	return parse_store_interval(c, val, path, c->ps->sync_interval_ns, &c->ps->hold_down_ns);
+}
+
+/* The store's own fields are the endpoint's plus the fleet-wide settings. */
+static const struct field store_fields[STOREF_MAX] = {
+	[STOREF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
+	[STOREF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
+	[STOREF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
+	[STOREF_SYNC_INTERVAL] = { "sync_interval", parse_sync_interval, NULL },
+	[STOREF_HOLD_DOWN] = { "hold_down", parse_hold_down, NULL },
+	[STOREF_ABUSE] = { "abuse", parse_abuse_store, NULL },
+};
+
+static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+	struct walk sw = {
+		.obj = &ps->store, .map = val, .path = path,
+		.fields = store_fields, .n_fields = STOREF_MAX,
+	};
+
+	ps->store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
+	return walk_mapping(c, &sw);
+}
+
 static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_INTERFACES] = { "interfaces", parse_interfaces, NULL },
 	[TOPF_ALLOW] = { "allow", parse_allow, NULL },
 	[TOPF_AGENT] = { "agent", parse_agent, NULL },
+	[TOPF_STORE] = { "store", parse_store, NULL },
 	[TOPF_POLICIES] = { "policies", parse_policies,
 			  "a policy file needs a sequence of policies under 'policies'" },
 };
@@ -2131,6 +2308,8 @@ static int parse_root(struct pctx *c, struct policy_set *ps)
 
 	ps->heartbeat_ns = POLICY_HEARTBEAT_NS_DEFAULT;
 	ps->agent_timeout_ns = POLICY_AGENT_TIMEOUT_NS_DEFAULT;
+	ps->sync_interval_ns = POLICY_SYNC_INTERVAL_NS_DEFAULT;
+	ps->hold_down_ns = POLICY_HOLD_DOWN_NS_DEFAULT;
 	if (!root || is_null(root))
 		return report_empty(c);
 	return walk_mapping(c, &w);
@@ -2241,6 +2420,7 @@ struct policy_set *policy_set__parse(const char *name, const char *buf, size_t l
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return NULL;
+	c.ps = ps;
 	if (!scan_events(&c, buf, len) && !load_document(&c, buf, len, &doc)) {
 		c.doc = &doc;
 		parse_root(&c, ps);

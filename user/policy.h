@@ -52,6 +52,27 @@ struct policy_match {
 	size_t n_ifaces;
 };
 
+/* Where a policy's limit holds: on this node, or across the fleet through the store. */
+enum policy_scope {
+	POLICY_SCOPE_NODE = 0,
+	POLICY_SCOPE_CLUSTER = 1,
+};
+
+#define POLICY_URL_LEN 256
+#define POLICY_PATH_LEN 4096
+
+/* One store endpoint (Redis). */
+struct policy_store {
+	char url[POLICY_URL_LEN];	    /* redis://host:port or unix:///path; "" none */
+	char password_file[POLICY_PATH_LEN]; /* "" none: then $SLUICE_STORE_PASSWORD, if set */
+	__u64 timeout_ns;		    /* every connect and command */
+	struct src_pos pos;
+};
+
+#define POLICY_STORE_TIMEOUT_NS_DEFAULT 5000000ULL	/* 5 ms */
+#define POLICY_SYNC_INTERVAL_NS_DEFAULT 100000000ULL	/* 100 ms */
+#define POLICY_HOLD_DOWN_NS_DEFAULT 10000000000ULL	/* 10 s */
+
 /*
  * While the agent is lost or the store is failing: @mode, and for
  * SLUICE_FAIL_DEGRADED, closed once the fault has lasted closed_after_ns
@@ -66,6 +87,7 @@ struct policy {
 	struct policy_rate rate;
 	__u64 burst;		/* cost units, >= 1 */
 	enum sluice_mode mode;	/* enforce (default) or shadow */
+	enum policy_scope scope; /* node (default) or cluster (needs a store) */
 	enum sluice_class class; /* shedding (default) or abuse */
 	enum sluice_fail on_agent_loss;	 /* default by class: degraded */
 	enum sluice_fail on_store_error; /* default by class: degraded */
@@ -88,6 +110,10 @@ struct policy_set {
 	struct policy_prefix_list allow; /* sources never limited, in any mode */
 	__u64 heartbeat_ns;		 /* agent.heartbeat */
 	__u64 agent_timeout_ns;		 /* agent.timeout: older heartbeat = agent lost */
+	struct policy_store store;	 /* store: the shared budget; url "" when absent */
+	struct policy_store abuse_store; /* store.abuse: abuse policies' own endpoint, or "" */
+	__u64 sync_interval_ns;		 /* store.sync_interval */
+	__u64 hold_down_ns;		 /* store.hold_down: healthy this long to leave a fault */
 	struct policy *policies;
 	size_t n_policies;
 };

@@ -55,7 +55,7 @@ static struct policy_set *parse(const char *yaml)
 int harness_apply(struct harness *h, const char *yaml)
 {
 	struct policy_set *ps = parse(yaml);
-	int err = ps ? agent_apply_policy(&h->att, ps, "<test policy>") : -EINVAL;
+	int err = ps ? agent_apply_policy(&h->att, ps, "<test policy>", NULL) : -EINVAL;
 
 	policy_set__free(ps);
 	return err;

@@ -46,7 +46,7 @@ e2e_cleanup() {
 	for ns in "${_netns[@]}"; do
 		ip netns del "$ns" 2>/dev/null
 	done
-	rm -rf "$WORK"
+	[ -n "${E2E_KEEP:-}" ] || rm -rf "$WORK"
 	exit "$rc"
 }
 trap e2e_cleanup EXIT
@@ -100,6 +100,22 @@ ns_spawn() {
 	nsenter --net="/run/netns/$ns" "$@" &
 	SPAWNED_PID=$!
 	_pids+=("$SPAWNED_PID")
+}
+
+# Start a private redis-server on a Unix socket in $WORK (no TCP port, no
+# persistence); sets REDIS_PID and REDIS_SOCK, returns once it answers.
+e2e_start_redis() {
+	local deadline
+	REDIS_SOCK=$WORK/redis.sock
+	redis-server --port 0 --unixsocket "$REDIS_SOCK" --unixsocketperm 700 --save '' \
+		--appendonly no --daemonize no --logfile "$WORK/redis.log" &
+	REDIS_PID=$!
+	_pids+=("$REDIS_PID")
+	deadline=$((SECONDS + 10))
+	until redis-cli -s "$REDIS_SOCK" ping 2>/dev/null | grep -q PONG; do
+		((SECONDS < deadline)) || e2e_fail "redis-server did not answer within 10 s"
+		sleep 0.05
+	done
 }
 
 # Start the agent on $VETH_RX with policy file $1 (extra args follow);

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The agent's side of store faults: open the configured endpoints (store,
+ * and store.abuse so abuse policies never share a failure domain with
+ * shedding ones), feed each probe result to that endpoint's health machine
+ * (failover.c), and write every cluster-scoped policy's resulting mode into
+ * sluice_fail, logging and counting each transition. Node-scoped policies
+ * never use the store, so a store fault does not touch them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+#include "store.h"
+
+#define PASSWORD_ENV "SLUICE_STORE_PASSWORD"
+
+static const char *const fail_text[SLUICE_FAIL_MAX] = {
+	[SLUICE_FAIL_NONE] = "normal",
+	[SLUICE_FAIL_OPEN] = "open",
+	[SLUICE_FAIL_DEGRADED] = "degraded",
+	[SLUICE_FAIL_CLOSED] = "closed",
+};
+
+/* The password: the first line of password_file, else $SLUICE_STORE_PASSWORD. */
+static int read_password(const struct policy_store *e, char *out, size_t len)
+{
+	const char *env = getenv(PASSWORD_ENV);
+	FILE *f;
+
+	out[0] = '\0';
+	if (!e->password_file[0]) {
+		if (env)
+			snprintf(out, len, "%s", env);
+		return 0;
+	}
+	f = fopen(e->password_file, "r");
+	if (!f) {
+		pr_warn("cannot read the store password '%s': %s", e->password_file,
+			strerror(errno));
+		return -errno;
+	}
+	if (!fgets(out, len, f))
+		out[0] = '\0';
+	out[strcspn(out, "\r\n")] = '\0';
+	fclose(f);
+	return 0;
+}
+
+static int open_endpoint(struct agent *a, enum agent_store k, const struct policy_store *e)
+{
+	struct store_config cfg = {
+		.timeout_ns = e->timeout_ns,
+		.interval_ns = a->ps->sync_interval_ns,
+	};
+	int err;
+
+	snprintf(cfg.url, sizeof(cfg.url), "%s", e->url);
+	err = read_password(e, cfg.password, sizeof(cfg.password));
+	if (err)
+		return err;
+	a->stores[k] = store__open(&cfg);
+	memset(cfg.password, 0, sizeof(cfg.password));
+	if (!a->stores[k]) {
+		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
+		return -errno;
+	}
+	store_health__init(&a->health[k], a->ps->hold_down_ns, agent_now_ns());
+	log_event(LOG_INFO, "store_open", "store=%s class=%s", e->url,
+		  k == AGENT_STORE_ABUSE ? "abuse" : "all");
+	return 0;
+}
+
+int agent_stores_open(struct agent *a)
+{
+	int err = 0;
+
+	if (a->ps->store.url[0])
+		err = open_endpoint(a, AGENT_STORE_MAIN, &a->ps->store);
+	if (!err && a->ps->abuse_store.url[0])
+		err = open_endpoint(a, AGENT_STORE_ABUSE, &a->ps->abuse_store);
+	return err;
+}
+
+void agent_stores_close(struct agent *a)
+{
+	int k;
+
+	for (k = 0; k < AGENT_STORE_MAX; k++) {
+		store__close(a->stores[k]);
+		a->stores[k] = NULL;
+	}
+}
+
+/* Feed what endpoint @k saw since the last tick into its health machine. */
+static void observe(struct agent *a, enum agent_store k, __u64 now)
+{
+	struct store_health *h = &a->health[k];
+	enum store_state was = h->state;
+	struct store_report r;
+
+	store__collect(a->stores[k], &r);
+	if (r.failed)
+		store_health__observe(h, 0, now);
+	if (r.ok && r.last_ok)
+		store_health__observe(h, 1, now);
+	if (h->state != was)
+		log_event(LOG_WARN, "store_state", "store=%s from=%s to=%s err=\"%s\"",
+			  k == AGENT_STORE_ABUSE ? a->ps->abuse_store.url : a->ps->store.url,
+			  was == STORE_OK ? "ok" : "fault", h->state == STORE_OK ? "ok" : "fault",
+			  h->state == STORE_OK ? "" : r.err);
+}
+
+/* The endpoint a policy depends on, or -1 when it depends on none. */
+static int store_of(const struct agent *a, const struct policy *p)
+{
+	if (p->scope != POLICY_SCOPE_CLUSTER)
+		return -1;
+	if (p->class == SLUICE_CLASS_ABUSE && a->stores[AGENT_STORE_ABUSE])
+		return AGENT_STORE_ABUSE;
+	return a->stores[AGENT_STORE_MAIN] ? AGENT_STORE_MAIN : -1;
+}
+
+/* Write policy @j of attachment @i's store mode when it changed. */
+static void write_mode(struct agent *a, size_t i, size_t j, int k, __u64 now)
+{
+	const struct policy *p = &a->ps->policies[j];
+	struct sluice_fail_state st = { 0 };
+	__u64 since;
+	int mode = store_fail_mode(p, &a->health[k], now, &since), err;
+	__u8 was = a->fail_written[i][j];
+
+	if (mode == was || a->ids[i][j] == AGENT_POLICY_ABSENT)
+		return;
+	st.mode = mode;
+	st.since_ns = since;
+	err = maps__write_fail(&a->att[i].maps, a->ids[i][j], &st);
+	if (err) {
+		pr_warn("cannot set the fail mode of '%s' on '%s': %s", p->name, a->att[i].iface,
+			strerror(-err));
+		return;
+	}
+	a->fail_written[i][j] = mode;
+	if (was == AGENT_FAIL_UNKNOWN && mode == SLUICE_FAIL_NONE)
+		return; /* the initial write of a healthy state is no transition */
+	a->fail_transitions++;
+	log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=%s why=store_error",
+		  p->name, a->att[i].iface, was < SLUICE_FAIL_MAX ? fail_text[was] : "unknown",
+		  fail_text[mode]);
+}
+
+void agent_stores_tick(struct agent *a, __u64 now_ns)
+{
+	size_t i, j;
+	int k;
+
+	for (k = 0; k < AGENT_STORE_MAX; k++)
+		if (a->stores[k])
+			observe(a, k, now_ns);
+	for (i = 0; i < a->n_att; i++) {
+		for (j = 0; j < a->ps->n_policies; j++) {
+			k = store_of(a, &a->ps->policies[j]);
+			if (k >= 0)
+				write_mode(a, i, j, k, now_ns);
+		}
+	}
+}
