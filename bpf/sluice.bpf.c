@@ -61,8 +61,14 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 		count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
 		return LAYER_PASS_UNCHARGED;
 	}
-	if (fail == SLUICE_FAIL_CLOSED)
+	if (fail == SLUICE_FAIL_CLOSED) {
+		/* A shadow policy never drops: closed, it would drop everything. */
+		if (p->mode == SLUICE_MODE_SHADOW) {
+			count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
+			return LAYER_PASS_UNCHARGED;
+		}
 		return LAYER_CLOSED;
+	}
 	g = layer_limit(p, fail);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
 	r = limit_key(&key, m->now, policy_incr(p, g, m->len_bytes), g->tolerance);

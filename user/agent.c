@@ -4,12 +4,14 @@
  * any map is written, so a bad file never changes what is enforced.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "sluice/fail.h"
 #include "sluice/gcra.h"
 #include "agent.h"
 #include "compile.h"
@@ -194,6 +196,23 @@ static void answer_reload(struct agent *a, int result)
 	}
 }
 
+/*
+ * While no agent ran, the XDP program applied each policy's on_agent_loss
+ * by itself; say how long that lasted, as the transition back.
+ */
+static void report_absence(const struct attachment *att)
+{
+	struct sluice_ctl ctl;
+	__u64 lost;
+
+	if (maps__read_ctl(&att->maps, &ctl))
+		return;
+	lost = sluice_agent_lost_ns(ctl.heartbeat_ns, ctl.agent_timeout_ns, agent_now_ns());
+	if (lost)
+		log_event(LOG_WARN, "agent_back", "iface=%s lost_for_s=%.1f from=on_agent_loss "
+			  "to=normal", att->iface, (double)lost / SLUICE_NSEC_PER_SEC);
+}
+
 int agent__start(struct agent *a, const struct agent_opts *opts)
 {
 	struct attachment *att;
@@ -202,6 +221,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 
 	memset(a, 0, sizeof(*a));
 	a->opts = *opts;
+	pthread_mutex_init(&a->snap.lock, NULL);
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
 		return -EINVAL;
@@ -218,12 +238,33 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		if (!err)
 			log_event(LOG_INFO, "start", "iface=%s pins=%s key_state=%s", att->iface,
 				  att->pin_dir, att->reused ? "kept" : "new");
+		if (!err)
+			report_absence(att);
 	}
 	a->generation = 1;
 	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
 	if (!err)
 		err = agent_stores_open(a);
+	if (!err && opts->metrics_listen) {
+		a->metrics = metrics__start(opts->metrics_listen, a->att, a->n_att, &a->snap);
+		if (!a->metrics) {
+			err = -errno;
+			pr_warn("cannot serve metrics on '%s': %s", opts->metrics_listen,
+				strerror(errno));
+		}
+	}
 	return err ? err : beat(a, getpid());
+}
+
+/* Count a reload's result for the metrics. */
+static void count_reload(struct agent *a, int ok)
+{
+	pthread_mutex_lock(&a->snap.lock);
+	if (ok)
+		a->snap.reloads_ok++;
+	else
+		a->snap.reloads_rejected++;
+	pthread_mutex_unlock(&a->snap.lock);
 }
 
 int agent__reload(struct agent *a)
@@ -237,6 +278,7 @@ int agent__reload(struct agent *a)
 			(unsigned long long)a->generation);
 		policy_set__free(ps);
 		answer_reload(a, -EINVAL);
+		count_reload(a, 0);
 		return -EINVAL;
 	}
 	for (i = 0, err = 0; !err && i < a->n_att; i++)
@@ -244,6 +286,7 @@ int agent__reload(struct agent *a)
 	if (err) {
 		policy_set__free(ps);
 		answer_reload(a, err);
+		count_reload(a, 0);
 		return err;
 	}
 	policy_set__free(a->ps);
@@ -259,6 +302,7 @@ int agent__reload(struct agent *a)
 		  (unsigned long long)a->generation);
 	beat(a, getpid()); /* the new file may change the heartbeat timeout */
 	answer_reload(a, 0);
+	count_reload(a, 1);
 	return 0;
 }
 
@@ -268,6 +312,8 @@ void agent__stop(struct agent *a)
 
 	if (!a)
 		return;
+	metrics__stop(a->metrics);
+	a->metrics = NULL;
 	agent_stores_close(a);
 	if (a->ps && a->n_att)
 		beat(a, 0); /* no agent: the XDP program takes over after the timeout */

@@ -9,6 +9,7 @@
 
 #include "failover.h"
 #include "loader.h"
+#include "metrics.h"
 #include "policy.h"
 
 struct agent_opts {
@@ -18,6 +19,7 @@ struct agent_opts {
 	size_t n_ifaces;
 	enum xdp_mode mode;
 	__u32 max_keys;	    /* 0: default, or the pinned size */
+	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
 	int detach_on_exit; /* default: leave enforcement in place */
 };
 
@@ -46,6 +48,8 @@ struct agent {
 	struct store *stores[AGENT_STORE_MAX];	/* NULL: not configured */
 	struct store_health health[AGENT_STORE_MAX];
 	__u64 fail_transitions;			/* policy fail-mode changes written */
+	struct metrics_snapshot snap;		/* what the metrics thread may read */
+	struct metrics *metrics;		/* NULL: not serving */
 };
 
 /* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */

@@ -8,6 +8,7 @@
  * never use the store, so a store fault does not touch them.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,11 @@ static int open_endpoint(struct agent *a, enum agent_store k, const struct polic
 		return -errno;
 	}
 	store_health__init(&a->health[k], a->ps->hold_down_ns, agent_now_ns());
+	pthread_mutex_lock(&a->snap.lock);
+	memset(&a->snap.stores[k], 0, sizeof(a->snap.stores[k]));
+	snprintf(a->snap.stores[k].url, sizeof(a->snap.stores[k].url), "%s", e->url);
+	a->snap.stores[k].up = 1;
+	pthread_mutex_unlock(&a->snap.lock);
 	log_event(LOG_INFO, "store_open", "store=%s class=%s", e->url,
 		  k == AGENT_STORE_ABUSE ? "abuse" : "all");
 	return 0;
@@ -107,6 +113,12 @@ static void observe(struct agent *a, enum agent_store k, __u64 now)
 		store_health__observe(h, 0, now);
 	if (r.ok && r.last_ok)
 		store_health__observe(h, 1, now);
+	pthread_mutex_lock(&a->snap.lock);
+	a->snap.stores[k].up = h->state == STORE_OK;
+	a->snap.stores[k].probes_ok += r.ok;
+	a->snap.stores[k].probes_failed += r.failed;
+	a->snap.stores[k].transitions = h->transitions;
+	pthread_mutex_unlock(&a->snap.lock);
 	if (h->state != was)
 		log_event(LOG_WARN, "store_state", "store=%s from=%s to=%s err=\"%s\"",
 			  k == AGENT_STORE_ABUSE ? a->ps->abuse_store.url : a->ps->store.url,
@@ -146,7 +158,9 @@ static void write_mode(struct agent *a, size_t i, size_t j, int k, __u64 now)
 	a->fail_written[i][j] = mode;
 	if (was == AGENT_FAIL_UNKNOWN && mode == SLUICE_FAIL_NONE)
 		return; /* the initial write of a healthy state is no transition */
-	a->fail_transitions++;
+	pthread_mutex_lock(&a->snap.lock);
+	a->snap.fail_transitions = ++a->fail_transitions;
+	pthread_mutex_unlock(&a->snap.lock);
 	log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=%s why=store_error",
 		  p->name, a->att[i].iface, was < SLUICE_FAIL_MAX ? fail_text[was] : "unknown",
 		  fail_text[mode]);

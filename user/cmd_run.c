@@ -21,7 +21,8 @@ static volatile sig_atomic_t reload_requested;
 
 static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>]... [--xdp-mode native|generic|auto]\n"
-	"                  [--max-keys <n>] [--detach-on-exit] [--pin-root <dir>]\n\n"
+	"                  [--max-keys <n>] [--detach-on-exit] [--pin-root <dir>]\n"
+	"                  [--metrics <addr>:<port>]\n\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
 	"      --xdp-mode <mode>   native, generic or auto (native, else generic); default auto\n"
@@ -29,6 +30,9 @@ static const char usage_text[] =
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
 	"                          enforcement stays until 'sluice detach'\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"      --metrics <addr>:<port>\n"
+	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
+	"                          (e.g. 127.0.0.1:9190 or [::1]:9190); default: off\n"
 	"  -h, --help              show this help\n";
 
 static void on_stop(int sig)
@@ -84,7 +88,7 @@ static int parse_keys(const char *s, __u32 *out)
 /* Options into @o; returns -1 after printing a usage error, 1 for --help. */
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
-	enum { OPT_MODE = 256, OPT_KEYS, OPT_DETACH, OPT_PIN_ROOT };
+	enum { OPT_MODE = 256, OPT_KEYS, OPT_DETACH, OPT_PIN_ROOT, OPT_METRICS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "iface", required_argument, NULL, 'i' },
@@ -92,6 +96,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -124,6 +129,9 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_PIN_ROOT:
 			o->pin_root = optarg;
+			break;
+		case OPT_METRICS:
+			o->metrics_listen = optarg;
 			break;
 		case 'h':
 			return 1;

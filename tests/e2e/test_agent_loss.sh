@@ -124,6 +124,8 @@ echo "$status" | grep -q 'fail_open=' || e2e_fail "status does not count fail-op
 # 2. A restarted agent: normal at once, and the key state survived.
 e2e_start_agent "$WORK/policy.yaml"
 grep -q 'key_state=kept' "$AGENT_LOG" || e2e_fail "the restarted agent did not reuse the maps"
+grep -q 'event=agent_back .*from=on_agent_loss to=normal' "$AGENT_LOG" ||
+	e2e_fail "the restarted agent did not log the end of the agent loss"
 wait_alive
 send 8003
 admitted "agent restarted: lenient enforces again" "$GOT" 5 10

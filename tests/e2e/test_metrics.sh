@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The Prometheus endpoint of a running agent: per-policy counters equal to
+# what `sluice status` reads, and the limiter's own health — store up and
+# probe failures, the fail mode each policy is in, reload results —
+# changing as the store is paused and a reload is rejected.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+e2e_topology
+e2e_start_redis
+
+PORT=9190
+cat >"$WORK/policy.yaml" <<YAML
+store: { redis: "unix://$REDIS_SOCK", timeout: 20ms, sync_interval: 100ms, hold_down: 1s }
+policies:
+  - name: lenient
+    scope: cluster
+    on_store_error: open
+    match: { proto: udp, dst_port: 8201 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: 10/s
+    burst: 5
+YAML
+e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$PORT"
+
+# GET /metrics over the namespace's loopback, with bash's /dev/tcp (no client needed).
+scrape() {
+	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT &&
+		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3"
+}
+metric() { # exact series name with labels -> value
+	scrape | awk -v k="$1" '$1 == k { print $2 }'
+}
+wait_metric() { # series value: poll up to 5 s
+	local deadline=$((SECONDS + 5))
+	until [ "$(metric "$1")" = "$2" ]; do
+		((SECONDS < deadline)) || e2e_fail "$1 did not become $2 within 5 s (is $(metric "$1"))"
+		sleep 0.1
+	done
+	echo "ok: $1 = $2"
+}
+
+page=$(scrape)
+echo "$page" | head -n 1 | grep -q "200 OK" || e2e_fail "no 200 from /metrics: $(echo "$page" | head -n 1)"
+echo "$page" | grep -q '^Content-Type: text/plain; version=0.0.4' || e2e_fail "wrong content type"
+
+e2e_flood --proto udp --dport 8201 --src 10.200.1.1 --dst "$RX4" --count 100 --pps 1000 >/dev/null
+passed=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
+	grep -o '"passed_pkts":[0-9]*' | head -n 1 | cut -d: -f2)
+L="iface=\"$VETH_RX\",policy=\"lenient\""
+e2e_equal "passed packets in metrics = status" \
+	"$(metric "sluice_policy_packets_total{$L,outcome=\"passed\"}")" "$passed"
+e2e_equal "dropped packets in metrics" \
+	"$(metric "sluice_policy_packets_total{$L,outcome=\"dropped\"}")" $((100 - passed))
+wait_metric "sluice_store_up{store=\"unix://$REDIS_SOCK\"}" 1
+wait_metric "sluice_policy_fail_mode{$L,mode=\"normal\"}" 1
+
+kill -STOP "$REDIS_PID"
+wait_metric "sluice_store_up{store=\"unix://$REDIS_SOCK\"}" 0
+wait_metric "sluice_policy_fail_mode{$L,mode=\"open\"}" 1
+failed=$(metric "sluice_store_probes_total{store=\"unix://$REDIS_SOCK\",result=\"failed\"}")
+((failed > 0)) || e2e_fail "no failed probe counted while the store is paused"
+echo "ok: failed probes counted: $failed"
+kill -CONT "$REDIS_PID"
+wait_metric "sluice_store_up{store=\"unix://$REDIS_SOCK\"}" 1
+wait_metric "sluice_policy_fail_mode{$L,mode=\"normal\"}" 1
+e2e_equal "fail-mode transitions: open, then normal" \
+	"$(metric sluice_fail_mode_transitions_total)" 2
+
+printf 'policies: [\n' >"$WORK/policy.yaml" # a bad file
+"$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" 2>/dev/null &&
+	e2e_fail "a bad file was accepted"
+e2e_equal "rejected reloads" "$(metric 'sluice_reloads_total{result="rejected"}')" 1
+e2e_stop_agent
+echo "test_metrics: all checks passed"
