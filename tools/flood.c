@@ -49,8 +49,6 @@
 #define FLOOD_DPORT_DEFAULT 9		/* discard */
 #define FLOOD_VID_MAX 4095
 #define FLOOD_NO_VLAN (-1)
-#define NSEC_PER_SEC 1000000000ULL
-#define NSEC_PER_MSEC 1000000ULL
 #define EXIT_USAGE 2
 
 enum flood_proto {
@@ -165,7 +163,7 @@ static __u64 now_ns(void)
 
 	/* CLOCK_MONOTONIC cannot fail with a valid pointer */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
 }
 
 static __u64 parse_u64(const char *opt, const char *s, __u64 min, __u64 max)
@@ -532,7 +530,7 @@ static void flood__fill(struct flood *f, unsigned int i, __u64 seq)
 /* Sleep until @t_ns on CLOCK_MONOTONIC; early on a signal. */
 static void sleep_until(__u64 t_ns)
 {
-	struct timespec ts = { .tv_sec = t_ns / NSEC_PER_SEC, .tv_nsec = t_ns % NSEC_PER_SEC };
+	struct timespec ts = { .tv_sec = t_ns / SLUICE_NSEC_PER_SEC, .tv_nsec = t_ns % SLUICE_NSEC_PER_SEC };
 
 	/* EINTR: the caller's loop checks stop_requested and the deadline */
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
@@ -592,15 +590,15 @@ static int flood__run(struct flood *f)
 	int err;
 
 	f->start_ns = now_ns();
-	deadline_ns = f->start_ns + o->duration_ms * NSEC_PER_MSEC;
+	deadline_ns = f->start_ns + o->duration_ms * SLUICE_NSEC_PER_MSEC;
 	while (f->sent_pkts < o->count_pkts && !stop_requested) {
 		now = now_ns();
 		if (now >= deadline_ns)
 			break;
-		/* sent_pkts <= 1e7 and NSEC_PER_SEC = 1e9: the product fits in 64 bits */
+		/* sent_pkts <= 1e7 and SLUICE_NSEC_PER_SEC = 1e9: the product fits in 64 bits */
 		due_ns = now;
 		if (o->rate_pps)
-			due_ns = f->start_ns + f->sent_pkts * NSEC_PER_SEC / o->rate_pps;
+			due_ns = f->start_ns + f->sent_pkts * SLUICE_NSEC_PER_SEC / o->rate_pps;
 		if (due_ns > now) {
 			sleep_until(due_ns < deadline_ns ? due_ns : deadline_ns);
 			continue;
@@ -682,7 +680,7 @@ int main(int argc, char **argv)
 		err = flood__run(f);
 	if (!err && !f->opts.is_quiet &&
 	    printf("sent=%llu elapsed_ms=%llu enobufs=%llu\n", (unsigned long long)f->sent_pkts,
-		   (unsigned long long)((now_ns() - f->start_ns) / NSEC_PER_MSEC),
+		   (unsigned long long)((now_ns() - f->start_ns) / SLUICE_NSEC_PER_MSEC),
 		   (unsigned long long)f->enobufs) < 0)
 		err = -EIO;
 	if (fflush(stdout) == EOF)

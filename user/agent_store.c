@@ -15,16 +15,10 @@
 
 #include "agent.h"
 #include "log.h"
+#include "names.h"
 #include "store.h"
 
 #define PASSWORD_ENV "SLUICE_STORE_PASSWORD"
-
-static const char *const fail_text[SLUICE_FAIL_MAX] = {
-	[SLUICE_FAIL_NONE] = "normal",
-	[SLUICE_FAIL_OPEN] = "open",
-	[SLUICE_FAIL_DEGRADED] = "degraded",
-	[SLUICE_FAIL_CLOSED] = "closed",
-};
 
 /* The password: the first line of password_file, else $SLUICE_STORE_PASSWORD. */
 static int read_password(const struct policy_store *e, char *out, size_t len)
@@ -162,8 +156,8 @@ static void write_mode(struct agent *a, size_t i, size_t j, int k, __u64 now)
 	a->snap.fail_transitions = ++a->fail_transitions;
 	pthread_mutex_unlock(&a->snap.lock);
 	log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=%s why=store_error",
-		  p->name, a->att[i].iface, was < SLUICE_FAIL_MAX ? fail_text[was] : "unknown",
-		  fail_text[mode]);
+		  p->name, a->att[i].iface, sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, was),
+		  sluice_fail_names[mode]);
 }
 
 void agent_stores_tick(struct agent *a, __u64 now_ns)

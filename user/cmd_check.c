@@ -24,12 +24,6 @@
 #include "compile.h"
 #include "policy.h"
 
-#define NS_PER_US     1000ULL
-#define NS_PER_MS     1000000ULL
-#define NS_PER_SEC    1000000000ULL
-#define NS_PER_MIN    (60 * NS_PER_SEC)
-#define NS_PER_HOUR   (60 * NS_PER_MIN)
-#define NS_PER_DAY    (24 * NS_PER_HOUR)
 #define BITS_PER_BYTE 8
 
 #define OUT_COLS       80     /* every output row fits */
@@ -122,16 +116,16 @@ static const struct unit si_units[] = {
 
 /* Periods as the policy grammar spells them, largest first. */
 static const struct unit period_units[] = {
-	{ "day", NS_PER_DAY },
-	{ "h", NS_PER_HOUR },
-	{ "min", NS_PER_MIN },
-	{ "s", NS_PER_SEC },
+	{ "day", SLUICE_NSEC_PER_DAY },
+	{ "h", SLUICE_NSEC_PER_HOUR },
+	{ "min", SLUICE_NSEC_PER_MIN },
+	{ "s", SLUICE_NSEC_PER_SEC },
 };
 
 /* Durations for reading, largest first; the last one catches everything. */
 static const struct unit duration_units[] = {
-	{ " day", NS_PER_DAY }, { "h", NS_PER_HOUR }, { "min", NS_PER_MIN }, { "s", NS_PER_SEC },
-	{ "ms", NS_PER_MS },	{ "µs", NS_PER_US },  { "ns", 1 },
+	{ " day", SLUICE_NSEC_PER_DAY }, { "h", SLUICE_NSEC_PER_HOUR }, { "min", SLUICE_NSEC_PER_MIN }, { "s", SLUICE_NSEC_PER_SEC },
+	{ "ms", SLUICE_NSEC_PER_MSEC },	{ "µs", SLUICE_NSEC_PER_USEC },  { "ns", 1 },
 };
 
 #define N_SI	    (sizeof(si_units) / sizeof(si_units[0]))
@@ -174,12 +168,12 @@ static const char *duration_text(char *buf, double ns)
 	for (i = 0; i + 1 < N_DURATIONS; i++) {
 		n = ns / (double)duration_units[i].mult;
 		if (n >= 2 ||
-		    (n >= 1 && (n == (double)(__u64)n || duration_units[i].mult <= NS_PER_SEC)))
+		    (n >= 1 && (n == (double)(__u64)n || duration_units[i].mult <= SLUICE_NSEC_PER_SEC)))
 			break;
 	}
 	n = ns / (double)duration_units[i].mult;
 	snprintf(buf, TEXT_LEN, "%.3g%s%s", n, duration_units[i].name,
-		 duration_units[i].mult == NS_PER_DAY && n != 1 ? "s" : "");
+		 duration_units[i].mult == SLUICE_NSEC_PER_DAY && n != 1 ? "s" : "");
 	return buf;
 }
 
@@ -217,13 +211,13 @@ static int rate_is_bits(const struct policy_rate *r)
 {
 	__u64 bit_period_ns = r->period_ns / BITS_PER_BYTE;
 
-	return r->cost == SLUICE_COST_BYTES && r->period_ns % (BITS_PER_BYTE * NS_PER_SEC) == 0 &&
+	return r->cost == SLUICE_COST_BYTES && r->period_ns % (BITS_PER_BYTE * SLUICE_NSEC_PER_SEC) == 0 &&
 	       period_count(bit_period_ns) < period_count(r->period_ns);
 }
 
 static double rate_per_sec(const struct policy_rate *r)
 {
-	return (double)r->amount * (double)NS_PER_SEC / (double)r->period_ns;
+	return (double)r->amount * (double)SLUICE_NSEC_PER_SEC / (double)r->period_ns;
 }
 
 /* The rate as a policy file would write it: "100/s", "5/15min", "10Mbit/s", "2MB/s". */
@@ -274,7 +268,7 @@ static void add_limit(struct line *l, const struct policy_rate *r, __u64 burst)
 	char rate[TEXT_LEN], per_s[TEXT_LEN], b[TEXT_LEN];
 
 	line__add(l, "%s", rate_text(rate, r));
-	if (r->period_ns != NS_PER_SEC || rate_is_bits(r))
+	if (r->period_ns != SLUICE_NSEC_PER_SEC || rate_is_bits(r))
 		line__add(l, " (%s)", per_sec_text(per_s, r));
 	line__add(l, ", burst %s", amount_text(b, burst, r->cost));
 }
@@ -415,7 +409,7 @@ static void print_burst_math(struct line *l, const struct policy *p)
 		  "  admits at most %s + %s·t%s over any t seconds: a full burst of %s at "
 		  "once, then %s; an empty bucket refills in %s",
 		  b, r, bytes ? "" : " packets", b, per_sec_text(per_s, &p->rate),
-		  duration_text(refill, (double)p->burst / rate * (double)NS_PER_SEC));
+		  duration_text(refill, (double)p->burst / rate * (double)SLUICE_NSEC_PER_SEC));
 	line__print(l);
 }
 

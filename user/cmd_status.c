@@ -14,6 +14,7 @@
 #include "agent.h"
 #include "cmd.h"
 #include "loader.h"
+#include "names.h"
 
 static const char usage_text[] =
 	"usage: sluice status [--iface <iface>]... [--json] [--pin-root <dir>]\n\n"
@@ -22,52 +23,12 @@ static const char usage_text[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n";
 
-static const char *const total_names[SLUICE_TOTAL_MAX] = {
-	[SLUICE_TOTAL_PASSED] = "passed",
-	[SLUICE_TOTAL_DROPPED] = "dropped",
-	[SLUICE_TOTAL_UNPARSED] = "unparsed",
-	[SLUICE_TOTAL_NO_PORTS] = "no_ports",
-	[SLUICE_TOTAL_NO_MATCH] = "no_match",
-	[SLUICE_TOTAL_STATE_ERR] = "state_err",
-	[SLUICE_TOTAL_CAS_EXHAUSTED] = "cas_exhausted",
-	[SLUICE_TOTAL_ALLOWED] = "allowed",
-	[SLUICE_TOTAL_AGENT_LOST] = "agent_lost",
-};
-
-static const char *const pstat_names[SLUICE_PSTAT_MAX] = {
-	[SLUICE_PSTAT_PASSED] = "passed",
-	[SLUICE_PSTAT_DROPPED] = "dropped",
-	[SLUICE_PSTAT_SHADOW] = "would_drop",
-	[SLUICE_PSTAT_FAIL_OPEN] = "fail_open",
-	[SLUICE_PSTAT_FAIL_CLOSED] = "fail_closed",
-	[SLUICE_PSTAT_DEGRADED] = "degraded",
-};
-
-static const char *const fail_names[SLUICE_FAIL_MAX] = {
-	[SLUICE_FAIL_NONE] = "normal",
-	[SLUICE_FAIL_OPEN] = "open",
-	[SLUICE_FAIL_DEGRADED] = "degraded",
-	[SLUICE_FAIL_CLOSED] = "closed",
-};
-
-static const char *const mode_names[SLUICE_MODE_MAX] = {
-	[SLUICE_MODE_ENFORCE] = "enforce",
-	[SLUICE_MODE_SHADOW] = "shadow",
-};
-
-#define NS_PER_MS 1000000ULL
-
 /* What a reader of the maps can know about the agent and each policy right now. */
 struct view {
 	__u64 now_ns;
 	__u64 beat_age_ns; /* 0 when no heartbeat was ever written */
 	__u64 lost_ns;	   /* how long the agent has been lost; 0: it is not */
 };
-
-static const char *name_of(const char *const *names, size_t n, unsigned int v)
-{
-	return v < n && names[v] ? names[v] : "?";
-}
 
 /* The policy's fail mode now, and since when (ns ago; 0 if unknown). */
 static int policy_state(const struct view *v, const struct policy_status *ps, __u64 *for_ns)
@@ -111,7 +72,7 @@ static void print_extra(const struct sluice_pstats *s)
 	printf("%20s", "");
 	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
 		if (s->c[i].pkts)
-			printf(" %s=%llu", pstat_names[i], (unsigned long long)s->c[i].pkts);
+			printf(" %s=%llu", sluice_pstat_names[i], (unsigned long long)s->c[i].pkts);
 	printf("\n");
 }
 
@@ -132,12 +93,12 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 		ps = &st->policies[i];
 		mode = policy_state(v, ps, &for_ns);
 		if (mode && for_ns)
-			snprintf(state, sizeof(state), "%s %llus", name_of(fail_names, SLUICE_FAIL_MAX, mode),
+			snprintf(state, sizeof(state), "%s %llus", sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
 				 (unsigned long long)(for_ns / SLUICE_NSEC_PER_SEC));
 		else
-			snprintf(state, sizeof(state), "%s", name_of(fail_names, SLUICE_FAIL_MAX, mode));
+			snprintf(state, sizeof(state), "%s", sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode));
 		printf("%-20s %-7s %-15s %10llu %10llu %8llu\n", ps->policy.name,
-		       name_of(mode_names, SLUICE_MODE_MAX, ps->policy.mode), state,
+		       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode), state,
 		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_PASSED].pkts,
 		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_DROPPED].pkts,
 		       (unsigned long long)ps->keys);
@@ -145,7 +106,7 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 	}
 	printf("totals:");
 	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
-		printf(" %s=%llu", total_names[i], (unsigned long long)st->totals.c[i].pkts);
+		printf(" %s=%llu", sluice_total_names[i], (unsigned long long)st->totals.c[i].pkts);
 	printf("\n");
 }
 
@@ -156,13 +117,13 @@ static void print_json_policy(const struct view *v, const struct policy_status *
 
 	printf("{\"name\":\"%s\",\"id\":%u,\"mode\":\"%s\",\"state\":\"%s\",\"state_ms\":%llu,"
 	       "\"on_agent_loss\":\"%s\",\"keys\":%llu",
-	       ps->policy.name, ps->policy.id, name_of(mode_names, SLUICE_MODE_MAX, ps->policy.mode),
-	       name_of(fail_names, SLUICE_FAIL_MAX, mode), (unsigned long long)(for_ns / NS_PER_MS),
-	       name_of(fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
+	       ps->policy.name, ps->policy.id, sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode),
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode), (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
 	       (unsigned long long)ps->keys);
 	for (i = 0; i < SLUICE_PSTAT_MAX; i++)
-		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", pstat_names[i],
-		       (unsigned long long)ps->stats.c[i].pkts, pstat_names[i],
+		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", sluice_pstat_names[i],
+		       (unsigned long long)ps->stats.c[i].pkts, sluice_pstat_names[i],
 		       (unsigned long long)ps->stats.c[i].bytes);
 	printf("}");
 }
@@ -174,16 +135,16 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
 	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
 	       iface, (unsigned long long)st->ctl.generation, (unsigned long long)st->keys,
-	       st->keys_max, st->ctl.agent_pid, (unsigned long long)(v->beat_age_ns / NS_PER_MS),
-	       (unsigned long long)(v->lost_ns / NS_PER_MS));
+	       st->keys_max, st->ctl.agent_pid, (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
+	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
 	for (i = 0; i < st->n_policies; i++) {
 		printf("%s", i ? "," : "");
 		print_json_policy(v, &st->policies[i]);
 	}
 	printf("],\"totals\":{");
 	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
-		printf("%s\"%s_pkts\":%llu,\"%s_bytes\":%llu", i ? "," : "", total_names[i],
-		       (unsigned long long)st->totals.c[i].pkts, total_names[i],
+		printf("%s\"%s_pkts\":%llu,\"%s_bytes\":%llu", i ? "," : "", sluice_total_names[i],
+		       (unsigned long long)st->totals.c[i].pkts, sluice_total_names[i],
 		       (unsigned long long)st->totals.c[i].bytes);
 	printf("}}\n");
 }

@@ -23,7 +23,6 @@
 
 #define PORT_SPACE (1U << SLUICE_PORT_BITS)
 #define ERR_LEN 160
-#define SEC_PER_DAY 86400ULL
 
 static const __u8 ported_protos[] = { IPPROTO_TCP, IPPROTO_UDP };
 
@@ -53,7 +52,7 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 		snprintf(err, errlen, "rate is too slow: one %s would take more than %llu days",
 			 rate->cost == SLUICE_COST_BYTES ? "frame" : "packet",
 			 (unsigned long long)(SLUICE_GCRA_INCR_MAX >> SLUICE_GCRA_TICK_SHIFT) /
-				 SLUICE_NSEC_PER_SEC / SEC_PER_DAY);
+				 SLUICE_NSEC_PER_DAY);
 		return -ERANGE;
 	}
 	if ((period_ticks << shift) < rate->amount || (mant >> shift) == 0) {
@@ -67,7 +66,7 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 		snprintf(err, errlen, "burst %llu is too large for this rate: a full bucket would "
 			 "take more than %llu days to refill", (unsigned long long)burst,
 			 (unsigned long long)(SLUICE_GCRA_TOL_MAX >> SLUICE_GCRA_TICK_SHIFT) /
-				 SLUICE_NSEC_PER_SEC / SEC_PER_DAY);
+				 SLUICE_NSEC_PER_DAY);
 		return -EOVERFLOW;
 	}
 	out->interval_mant = mant;

@@ -14,6 +14,7 @@
 #include "sluice/fail.h"
 #include "loader.h"
 #include "metrics.h"
+#include "names.h"
 
 #define METRICS_PATH "/metrics"
 #define CONTENT_TYPE "text/plain; version=0.0.4"
@@ -26,34 +27,6 @@ struct metrics {
 	const struct attachment *att;
 	size_t n;
 	struct metrics_snapshot *snap;
-};
-
-static const char *const outcome[SLUICE_PSTAT_MAX] = {
-	[SLUICE_PSTAT_PASSED] = "passed",
-	[SLUICE_PSTAT_DROPPED] = "dropped",
-	[SLUICE_PSTAT_SHADOW] = "would_drop",
-	[SLUICE_PSTAT_FAIL_OPEN] = "fail_open",
-	[SLUICE_PSTAT_FAIL_CLOSED] = "fail_closed",
-	[SLUICE_PSTAT_DEGRADED] = "degraded",
-};
-
-static const char *const reason[SLUICE_TOTAL_MAX] = {
-	[SLUICE_TOTAL_PASSED] = "passed",
-	[SLUICE_TOTAL_DROPPED] = "dropped",
-	[SLUICE_TOTAL_UNPARSED] = "unparsed",
-	[SLUICE_TOTAL_NO_PORTS] = "no_ports",
-	[SLUICE_TOTAL_NO_MATCH] = "no_match",
-	[SLUICE_TOTAL_STATE_ERR] = "state_err",
-	[SLUICE_TOTAL_CAS_EXHAUSTED] = "cas_exhausted",
-	[SLUICE_TOTAL_ALLOWED] = "allowed",
-	[SLUICE_TOTAL_AGENT_LOST] = "agent_lost",
-};
-
-static const char *const fail_mode[SLUICE_FAIL_MAX] = {
-	[SLUICE_FAIL_NONE] = "normal",
-	[SLUICE_FAIL_OPEN] = "open",
-	[SLUICE_FAIL_DEGRADED] = "degraded",
-	[SLUICE_FAIL_CLOSED] = "closed",
 };
 
 static void header(FILE *out, const char *name, const char *type, const char *help)
@@ -73,14 +46,14 @@ static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n
 			for (k = 0, p = &ifs[i].st->policies[j]; k < SLUICE_PSTAT_MAX; k++)
 				fprintf(out, "sluice_policy_packets_total{iface=\"%s\",policy=\"%s\","
 					     "outcome=\"%s\"} %llu\n", ifs[i].name, p->policy.name,
-					outcome[k], (unsigned long long)p->stats.c[k].pkts);
+					sluice_pstat_names[k], (unsigned long long)p->stats.c[k].pkts);
 	header(out, "sluice_policy_bytes_total", "counter", "Bytes per policy and outcome.");
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
 			for (k = 0, p = &ifs[i].st->policies[j]; k < SLUICE_PSTAT_MAX; k++)
 				fprintf(out, "sluice_policy_bytes_total{iface=\"%s\",policy=\"%s\","
 					     "outcome=\"%s\"} %llu\n", ifs[i].name, p->policy.name,
-					outcome[k], (unsigned long long)p->stats.c[k].bytes);
+					sluice_pstat_names[k], (unsigned long long)p->stats.c[k].bytes);
 	header(out, "sluice_policy_keys", "gauge", "Keys tracked per policy.");
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
@@ -109,7 +82,7 @@ static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 			for (k = 0; k < SLUICE_FAIL_MAX; k++)
 				fprintf(out, "sluice_policy_fail_mode{iface=\"%s\",policy=\"%s\","
 					     "mode=\"%s\"} %d\n", ifs[i].name, p->policy.name,
-					fail_mode[k], k == mode);
+					sluice_fail_names[k], k == mode);
 		}
 	}
 }
@@ -124,7 +97,7 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		for (k = 0; k < SLUICE_TOTAL_MAX; k++)
 			fprintf(out, "sluice_packets_total{iface=\"%s\",reason=\"%s\"} %llu\n",
-				ifs[i].name, reason[k],
+				ifs[i].name, sluice_total_names[k],
 				(unsigned long long)ifs[i].st->totals.c[k].pkts);
 	header(out, "sluice_keys", "gauge", "Keys tracked, and the key-state map's size.");
 	for (i = 0; i < n; i++) {

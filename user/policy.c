@@ -39,11 +39,6 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define NS_PER_MS 1000000ULL
-#define NS_PER_SEC 1000000000ULL
-#define NS_PER_MIN (60 * NS_PER_SEC)
-#define NS_PER_HOUR (60 * NS_PER_MIN)
-#define NS_PER_DAY (24 * NS_PER_HOUR)
 #define SI_KILO 1000ULL
 #define SI_MEGA (SI_KILO * SI_KILO)
 #define SI_GIGA (SI_KILO * SI_MEGA)
@@ -69,8 +64,8 @@
  * nothing, and the agent is lost after at least HEARTBEAT_TIMEOUTS missed
  * heartbeats, so that one late heartbeat is not an outage.
  */
-#define HEARTBEAT_NS_MIN (10 * NS_PER_MS)
-#define AGENT_TIMEOUT_NS_MAX NS_PER_HOUR
+#define HEARTBEAT_NS_MIN (10 * SLUICE_NSEC_PER_MSEC)
+#define AGENT_TIMEOUT_NS_MAX SLUICE_NSEC_PER_HOUR
 #define HEARTBEAT_TIMEOUTS 2
 #define HEARTBEAT_NS_MAX (AGENT_TIMEOUT_NS_MAX / HEARTBEAT_TIMEOUTS)
 
@@ -387,14 +382,14 @@ struct period_unit {
 
 /* PERIOD_EXPECTED names one spelling of each; keep it in step. */
 static const struct period_unit period_units[] = {
-	{ "s", NS_PER_SEC },	{ "sec", NS_PER_SEC },	{ "m", NS_PER_MIN },  { "min", NS_PER_MIN },
-	{ "h", NS_PER_HOUR },	{ "hour", NS_PER_HOUR }, { "d", NS_PER_DAY }, { "day", NS_PER_DAY },
+	{ "s", SLUICE_NSEC_PER_SEC },	{ "sec", SLUICE_NSEC_PER_SEC },	{ "m", SLUICE_NSEC_PER_MIN },  { "min", SLUICE_NSEC_PER_MIN },
+	{ "h", SLUICE_NSEC_PER_HOUR },	{ "hour", SLUICE_NSEC_PER_HOUR }, { "d", SLUICE_NSEC_PER_DAY }, { "day", SLUICE_NSEC_PER_DAY },
 };
 
 /* The duration units; DURATION_EXPECTED-style messages list them with join_names(). */
 static const struct period_unit duration_units[] = {
-	{ "ms", NS_PER_MS }, { "s", NS_PER_SEC }, { "m", NS_PER_MIN }, { "min", NS_PER_MIN },
-	{ "h", NS_PER_HOUR },
+	{ "ms", SLUICE_NSEC_PER_MSEC }, { "s", SLUICE_NSEC_PER_SEC }, { "m", SLUICE_NSEC_PER_MIN }, { "min", SLUICE_NSEC_PER_MIN },
+	{ "h", SLUICE_NSEC_PER_HOUR },
 };
 
 static const struct amount_unit *find_amount_unit(const char *s, size_t len)

@@ -21,7 +21,6 @@
 #define URL_REDIS "redis://"
 #define URL_UNIX "unix://"
 #define REDIS_PORT_DEFAULT 6379
-#define NSEC_PER_USEC 1000
 
 struct store {
 	struct store_config cfg;
@@ -36,7 +35,7 @@ struct store {
 static struct timeval tv_of(__u64 ns)
 {
 	return (struct timeval){ .tv_sec = ns / SLUICE_NSEC_PER_SEC,
-				 .tv_usec = ns % SLUICE_NSEC_PER_SEC / NSEC_PER_USEC };
+				 .tv_usec = ns % SLUICE_NSEC_PER_SEC / SLUICE_NSEC_PER_USEC };
 }
 
 /* Connect per the URL; NULL with a cause in @err. */

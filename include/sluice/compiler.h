@@ -13,7 +13,13 @@
 
 #define SLUICE_INLINE static inline __attribute__((always_inline))
 
+/* Time units, in nanoseconds. */
+#define SLUICE_NSEC_PER_USEC 1000ULL
+#define SLUICE_NSEC_PER_MSEC 1000000ULL
 #define SLUICE_NSEC_PER_SEC 1000000000ULL
+#define SLUICE_NSEC_PER_MIN (60 * SLUICE_NSEC_PER_SEC)
+#define SLUICE_NSEC_PER_HOUR (60 * SLUICE_NSEC_PER_MIN)
+#define SLUICE_NSEC_PER_DAY (24 * SLUICE_NSEC_PER_HOUR)
 
 #define SLUICE_ASSERT_SIZE(type, bytes) \
 	_Static_assert(sizeof(type) == (bytes), #type " must be " #bytes " bytes: it is ABI")

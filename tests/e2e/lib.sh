@@ -168,6 +168,41 @@ e2e_flood() {
 	echo "$out" | sed -n 's/.*sent=\([0-9]*\) elapsed_ms=\([0-9]*\).*/\1 \2/p'
 }
 
+# e2e_send COUNTER PORT: one second of UDP at $E2E_PPS to $RX4:PORT from a
+# source never used before (so no key state carries over); sets GOT (what
+# nftables counter COUNTER saw arrive) and FLOOD_MS (how long sending took).
+E2E_PPS=1000
+_src_n=0
+e2e_send() {
+	local counter=$1 port=$2 before
+	_src_n=$((_src_n + 1))
+	before=$(e2e_count "$counter")
+	read -r _ FLOOD_MS < <(e2e_flood --proto udp --dport "$port" --src "10.200.1.$_src_n" \
+		--dst "$RX4" --pps "$E2E_PPS" --count "$E2E_PPS")
+	GOT=$(($(e2e_count "$counter") - before))
+}
+
+# e2e_admitted LABEL BURST RATE: GOT within [90 %, 100 %] of the GCRA bound
+# burst + rate·t over the send's FLOOD_MS (+1 for rounding t to a ms).
+e2e_admitted() {
+	local hi=$(($2 + $3 * FLOOD_MS / 1000 + 1))
+	e2e_within "$1" "$GOT" $((hi * 9 / 10)) "$hi"
+}
+
+# e2e_state POLICY: its STATE word in `sluice status` (normal, open, degraded, closed).
+e2e_state() {
+	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" | awk -v p="$1" '$1 == p { print $3 }'
+}
+
+# e2e_wait_state POLICY STATE: poll status until POLICY is in STATE, at most 10 s.
+e2e_wait_state() {
+	local deadline=$((SECONDS + 10))
+	until [ "$(e2e_state "$1")" = "$2" ]; do
+		((SECONDS < deadline)) || e2e_fail "$1 did not become $2 within 10 s (is $(e2e_state "$1"))"
+		sleep 0.05
+	done
+}
+
 # Assert LO <= VALUE <= HI, with a label.
 e2e_within() {
 	local label=$1 value=$2 lo=$3 hi=$4

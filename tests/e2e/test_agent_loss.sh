@@ -15,7 +15,7 @@ e2e_require
 e2e_topology
 
 TIMEOUT_MS=1000
-CLOSED_AFTER_S=3
+CLOSED_AFTER_S=4
 ALLOWED=10.200.0.99
 
 cat >"$WORK/policy.yaml" <<YAML
@@ -52,30 +52,7 @@ e2e_count_setup \
 	lenient "udp dport 8003 ip saddr != $ALLOWED" \
 	allowed "ip saddr $ALLOWED"
 
-PPS=1000
-DURATION_MS=1000
-src_n=0
-# send PORT: one second at $PPS from a source never used before; sets GOT (what
-# arrived) and FLOOD_MS (how long the sender took).
-send() {
-	local port=$1 counter src before
-	src_n=$((src_n + 1))
-	src=10.200.1.$src_n
-	case $port in 8001) counter=shed ;; 8002) counter=abuse ;; 8003) counter=lenient ;; esac
-	before=$(e2e_count "$counter")
-	read -r _ FLOOD_MS < <(e2e_flood --proto udp --dport "$port" --src "$src" --dst "$RX4" \
-		--pps "$PPS" --count $((PPS * DURATION_MS / 1000)))
-	GOT=$(($(e2e_count "$counter") - before))
-}
-
-# admitted N BURST RATE: N must be within [90 %, 100 %] of burst + rate·t (+1).
-admitted() {
-	local label=$1 got=$2 burst=$3 rate=$4
-	local hi=$((burst + rate * FLOOD_MS / 1000 + 1))
-	e2e_within "$label" "$got" $((hi * 9 / 10)) "$hi"
-}
-
-sent=$((PPS * DURATION_MS / 1000))
+sent=$E2E_PPS
 wait_lost() { # until status says the agent is lost, at most 5 s
 	local deadline=$((SECONDS + 5))
 	until "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" | grep -q "agent: LOST"; do
@@ -92,27 +69,27 @@ wait_alive() {
 }
 
 e2e_start_agent "$WORK/policy.yaml"
-send 8001
-admitted "agent alive: shed enforces its limit" "$GOT" 50 200
-send 8003
-admitted "agent alive: lenient enforces its limit" "$GOT" 5 10
+e2e_send shed 8001
+e2e_admitted "agent alive: shed enforces its limit" 50 200
+e2e_send lenient 8003
+e2e_admitted "agent alive: lenient enforces its limit" 5 10
 
 # 1. kill -9: within the timeout plus one heartbeat each policy is in its mode.
 kill -KILL "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || :
-killed_at=$SECONDS
 wait_lost
-send 8001
-admitted "agent dead: shed is degraded to its local limit" "$GOT" 10 50
-send 8003
+# abuse first: its degraded phase ends closed_after into the loss.
+e2e_send abuse 8002
+e2e_admitted "agent dead, before closed_after: abuse is degraded" 5 20
+e2e_send shed 8001
+e2e_admitted "agent dead: shed is degraded to its local limit" 10 50
+e2e_send lenient 8003
 e2e_equal "agent dead: lenient fails open" "$GOT" "$sent"
-send 8002
-admitted "agent dead, before closed_after: abuse is degraded" "$GOT" 5 20
-sleep $((CLOSED_AFTER_S - (SECONDS - killed_at) + 1))
-send 8002
+e2e_wait_state abuse closed # closed_after into the fault
+e2e_send abuse 8002
 e2e_equal "agent dead past closed_after: abuse is closed" "$GOT" 0
 before=$(e2e_count allowed)
-e2e_flood --proto udp --dport 8002 --src "$ALLOWED" --dst "$RX4" --pps "$PPS" --count "$sent" >/dev/null
+e2e_flood --proto udp --dport 8002 --src "$ALLOWED" --dst "$RX4" --pps "$E2E_PPS" --count "$sent" >/dev/null
 e2e_equal "agent dead: an allowlisted source still passes a closed policy" \
 	$(($(e2e_count allowed) - before)) "$sent"
 status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
@@ -127,19 +104,19 @@ grep -q 'key_state=kept' "$AGENT_LOG" || e2e_fail "the restarted agent did not r
 grep -q 'event=agent_back .*from=on_agent_loss to=normal' "$AGENT_LOG" ||
 	e2e_fail "the restarted agent did not log the end of the agent loss"
 wait_alive
-send 8003
-admitted "agent restarted: lenient enforces again" "$GOT" 5 10
-send 8002
-admitted "agent restarted: abuse enforces again" "$GOT" 20 100
+e2e_send lenient 8003
+e2e_admitted "agent restarted: lenient enforces again" 5 10
+e2e_send abuse 8002
+e2e_admitted "agent restarted: abuse enforces again" 20 100
 
 # 3. SIGSTOP: a hung agent is a lost agent; SIGCONT brings it back.
 kill -STOP "$AGENT_PID"
 wait_lost
-send 8003
+e2e_send lenient 8003
 e2e_equal "agent hung: lenient fails open" "$GOT" "$sent"
 kill -CONT "$AGENT_PID"
 wait_alive
-send 8003
-admitted "agent continued: lenient enforces again" "$GOT" 5 10
+e2e_send lenient 8003
+e2e_admitted "agent continued: lenient enforces again" 5 10
 e2e_stop_agent
 echo "test_agent_loss: all checks passed"

@@ -56,81 +56,52 @@ YAML
 e2e_count_setup shed "udp dport 8101" abuse "udp dport 8102" lenient "udp dport 8103" \
 	local "udp dport 8104"
 
-PPS=1000
-SENT=1000
-src_n=0
-# send PORT: one second from a fresh source; sets GOT and FLOOD_MS.
-send() {
-	local counter before
-	case $1 in 8101) counter=shed ;; 8102) counter=abuse ;; 8103) counter=lenient ;;
-	8104) counter=local ;; esac
-	src_n=$((src_n + 1))
-	before=$(e2e_count "$counter")
-	read -r _ FLOOD_MS < <(e2e_flood --proto udp --dport "$1" --src "10.200.1.$src_n" \
-		--dst "$RX4" --pps "$PPS" --count "$SENT")
-	GOT=$(($(e2e_count "$counter") - before))
-}
-admitted() { # label burst rate: GOT within [90 %, 100 %] of burst + rate·t (+1)
-	local hi=$(($2 + $3 * FLOOD_MS / 1000 + 1))
-	e2e_within "$1" "$GOT" $((hi * 9 / 10)) "$hi"
-}
-state_of() { # policy -> its STATE word in sluice status
-	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" |
-		awk -v p="$1" '$1 == p { print $3 }'
-}
-wait_state() { # policy state: poll status up to 5 s
-	local deadline=$((SECONDS + 5))
-	until [ "$(state_of "$1")" = "$2" ]; do
-		((SECONDS < deadline)) || e2e_fail "$1 did not become $2 within 5 s (is $(state_of "$1"))"
-		sleep 0.05
-	done
-}
+SENT=$E2E_PPS
 transitions() { # policy to -> how many times the agent logged it
 	grep -c "event=fail_mode policy=$1 .*to=$2" "$AGENT_LOG" || :
 }
 
 e2e_start_agent "$WORK/policy.yaml"
-send 8103; admitted "store healthy: lenient enforces" 5 10
-send 8101; admitted "store healthy: shed enforces its limit" 50 200
+e2e_send lenient 8103; e2e_admitted "store healthy: lenient enforces" 5 10
+e2e_send shed 8101; e2e_admitted "store healthy: shed enforces its limit" 50 200
 
 # 1. Paused: every probe times out.
 kill -STOP "$REDIS_PID"
-paused_at=$SECONDS
-wait_state lenient open
-send 8102; admitted "store paused, before closed_after: abuse is degraded" 5 20
-send 8103; e2e_equal "store paused: lenient fails open" "$GOT" "$SENT"
-send 8101; admitted "store paused: shed is degraded to its local limit" 10 50
-send 8104; admitted "store paused: the node-scoped policy is untouched" 5 10
-sleep $((CLOSED_AFTER_S - (SECONDS - paused_at) + 1))
-send 8102; e2e_equal "store paused past closed_after: abuse is closed" "$GOT" 0
+e2e_wait_state lenient open
+e2e_send abuse 8102; e2e_admitted "store paused, before closed_after: abuse is degraded" 5 20
+e2e_send lenient 8103; e2e_equal "store paused: lenient fails open" "$GOT" "$SENT"
+e2e_send shed 8101; e2e_admitted "store paused: shed is degraded to its local limit" 10 50
+e2e_send local 8104; e2e_admitted "store paused: the node-scoped policy is untouched" 5 10
+e2e_wait_state abuse closed # closed_after into the fault
+e2e_send abuse 8102; e2e_equal "store paused past closed_after: abuse is closed" "$GOT" 0
 grep -q "event=store_state store=unix://$REDIS_SOCK from=ok to=fault" "$AGENT_LOG" ||
 	e2e_fail "the agent did not log the store fault"
 
 # 2. Back: modes hold for the hold-down, then normal.
 kill -CONT "$REDIS_PID"
-send 8103; e2e_equal "store back, within the hold-down: lenient still open" "$GOT" "$SENT"
-wait_state lenient normal
-send 8103; admitted "store back after the hold-down: lenient enforces" 5 10
+e2e_send lenient 8103; e2e_equal "store back, within the hold-down: lenient still open" "$GOT" "$SENT"
+e2e_wait_state lenient normal
+e2e_send lenient 8103; e2e_admitted "store back after the hold-down: lenient enforces" 5 10
 e2e_equal "one fault, one recovery so far" "$(transitions lenient open) $(transitions lenient normal)" "1 1"
 
 # 3. Flapping: paused and continued every 300 ms for 3 s; the kernel stays failed over.
 kill -STOP "$REDIS_PID"
-wait_state lenient open
+e2e_wait_state lenient open
 for _ in 1 2 3 4 5; do
 	sleep 0.3; kill -CONT "$REDIS_PID"; sleep 0.3; kill -STOP "$REDIS_PID"
 done
 e2e_equal "flapping: lenient went open once more, never back" \
 	"$(transitions lenient open) $(transitions lenient normal)" "2 1"
 kill -CONT "$REDIS_PID"
-wait_state lenient normal
+e2e_wait_state lenient normal
 
 # 4. Killed and restarted empty.
 kill -KILL "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null || :
-wait_state lenient open
-send 8103; e2e_equal "store dead: lenient fails open" "$GOT" "$SENT"
+e2e_wait_state lenient open
+e2e_send lenient 8103; e2e_equal "store dead: lenient fails open" "$GOT" "$SENT"
 e2e_start_redis
-wait_state lenient normal
-send 8103; admitted "store restarted empty: lenient enforces" 5 10
+e2e_wait_state lenient normal
+e2e_send lenient 8103; e2e_admitted "store restarted empty: lenient enforces" 5 10
 e2e_stop_agent
 echo "test_store_fault: all checks passed"

@@ -41,8 +41,6 @@
 #define FILE_NAME     "test.yaml" /* what diagnostics call the YAML text */
 #define YAML_LEN      4096
 #define ERR_LEN	      160
-#define NS_PER_SEC    1000000000ULL
-#define NS_PER_DAY    (86400 * NS_PER_SEC)
 #define TICKS_PER_NS  (1ULL << SLUICE_GCRA_TICK_SHIFT)
 #define PORT_SPACE    65536U
 #define MAX_ENTRIES   64 /* expected entries one entries/ row lists */
@@ -138,10 +136,10 @@ static const struct gcra_case gcra_cases[] = {
 	GCRA_OK("5/15m burst 5", "5/15m", 5, 46080000000000ULL, 0, 5 * 46080000000000ULL),
 	/* 1.25e6 B/s: 204800 ticks per byte; 204800 × 2^29 × 2^16 < 2^63 ≤ the same × 2. */
 	GCRA_FRAME("10Mbit/s 1500-byte frame", "10Mbit/s", 1500, 204800ULL << 29, 29,
-		   1500 * 204800ULL, 1500, 1500ULL * 8 * NS_PER_SEC * TICKS_PER_NS / 10000000),
+		   1500 * 204800ULL, 1500, 1500ULL * 8 * SLUICE_NSEC_PER_SEC * TICKS_PER_NS / 10000000),
 	/* 2048 ticks per byte = 2^11: the shift stops at its maximum, 32. */
 	GCRA_FRAME("1Gbit/s 64-byte frame", "1Gbit/s", 64000, 2048ULL << 32, 32,
-		   64000 * 2048ULL, 64, 64ULL * 8 * NS_PER_SEC * TICKS_PER_NS / 1000000000),
+		   64000 * 2048ULL, 64, 64ULL * 8 * SLUICE_NSEC_PER_SEC * TICKS_PER_NS / 1000000000),
 	/* 128000 ticks per byte: 2^30 is the largest shift that fits. */
 	GCRA_OK("2MB/s burst 64kB", "2MB/s", 64000, 128000ULL << 30, 30, 64000 * 128000ULL),
 	/* 921600000000 ticks per byte: shift 7. */
@@ -151,13 +149,13 @@ static const struct gcra_case gcra_cases[] = {
 	GCRA_OK("256GB/s is the fastest", "256GB/s", 1, 1ULL << 32, 32, 1),
 	GCRA_ERR("257GB/s is too fast", "257GB/s", 1, -ERANGE, TOO_FAST),
 	/* An increment may be up to 2^61 ticks (104.2 days). */
-	GCRA_OK("1/104d is the slowest", "1/104d", 1, 104 * NS_PER_DAY * TICKS_PER_NS, 0,
-		104 * NS_PER_DAY * TICKS_PER_NS),
+	GCRA_OK("1/104d is the slowest", "1/104d", 1, 104 * SLUICE_NSEC_PER_DAY * TICKS_PER_NS, 0,
+		104 * SLUICE_NSEC_PER_DAY * TICKS_PER_NS),
 	GCRA_ERR("1/105d is too slow", "1/105d", 1, -ERANGE, TOO_SLOW_PKT),
 	GCRA_ERR("1B/day is too slow", "1B/day", 1, -ERANGE, TOO_SLOW_FRAME),
 	/* A tolerance may be up to 2^62 ticks (208.5 days). */
-	GCRA_OK("1/day burst 208 fits", "1/day", 208, NS_PER_DAY * TICKS_PER_NS, 0,
-		208 * NS_PER_DAY * TICKS_PER_NS),
+	GCRA_OK("1/day burst 208 fits", "1/day", 208, SLUICE_NSEC_PER_DAY * TICKS_PER_NS, 0,
+		208 * SLUICE_NSEC_PER_DAY * TICKS_PER_NS),
 	GCRA_ERR("1/day burst 209 is too large", "1/day", 209, -EOVERFLOW, TOO_LARGE("209")),
 	GCRA_ERR("1/day burst 1000 is too large", "1/day", 1000, -EOVERFLOW, TOO_LARGE("1000")),
 	GCRA_ERR("burst 0", "100/s", 0, -ERANGE, "rate and burst must be positive"),
@@ -168,7 +166,7 @@ static const struct gcra_case gcra_cases[] = {
 static void test_gcra(void **state)
 {
 	const struct gcra_case *t = *state;
-	struct policy_rate rate = { .amount = 0, .period_ns = NS_PER_SEC };
+	struct policy_rate rate = { .amount = 0, .period_ns = SLUICE_NSEC_PER_SEC };
 	struct gcra_params g = { 0 };
 	char err[ERR_LEN] = "", perr[ERR_LEN] = "";
 	__u64 incr;

@@ -25,14 +25,6 @@
 #include "rows.h"
 
 
-#define MS_PER_SEC    1000ULL
-#define US_PER_SEC    1000000ULL
-#define SEC_PER_MIN   60ULL
-#define MIN_PER_HOUR  60ULL
-#define NS_PER_MS     (SLUICE_NSEC_PER_SEC / MS_PER_SEC)
-#define NS_PER_US     (SLUICE_NSEC_PER_SEC / US_PER_SEC)
-#define NS_PER_MIN    (SEC_PER_MIN * SLUICE_NSEC_PER_SEC)
-#define NS_PER_HOUR   (MIN_PER_HOUR * NS_PER_MIN)
 #define KILO	      1000ULL
 #define MEGA	      (KILO * KILO)
 #define GIGA	      (KILO * MEGA)
@@ -50,14 +42,14 @@
 #define MUL_LIMIT    ((unsigned __int128)1 << 63) /* cost × interval_mant stays below (gcra.h) */
 #define PRODUCT_MAX  ((1ULL << 63) - 1)		  /* so the largest cost × interval_mant allowed */
 
-#define NOW_BASE_NS NS_PER_HOUR		  /* uptime of the runs that are away from any wrap */
+#define NOW_BASE_NS SLUICE_NSEC_PER_HOUR		  /* uptime of the runs that are away from any wrap */
 #define UNWRITTEN   0xa5a5a5a5a5a5a5a5ULL /* canary for an output that must stay untouched */
 
 #define LONG_RUN_ARRIVALS  1000000ULL /* arrivals per steady run (cases 2 and 4) */
 #define OVERLOAD_FACTOR	   2	      /* steady overload arrives at (at least) this × the rate */
 #define RANDOM_ARRIVALS	   200000ULL  /* arrivals per random run (cases 3 and 5) */
 #define RANDOM_INCR_TRIALS 100000ULL  /* random (cost, mant, shift) triples */
-#define IDLE_TICKS_HOURS   ((3 * NS_PER_HOUR) << SLUICE_GCRA_TICK_SHIFT)
+#define IDLE_TICKS_HOURS   ((3 * SLUICE_NSEC_PER_HOUR) << SLUICE_GCRA_TICK_SHIFT)
 
 /* A policy as the policy file states it. */
 struct policy {
@@ -281,11 +273,11 @@ struct burst_row {
 };
 
 static const struct burst_row burst_rows[] = {
-	{ "1/h burst 1", { SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 1 } },
+	{ "1/h burst 1", { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 1 } },
 	{ "1/h burst 5000",
-	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 5000 } },
+	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 5000 } },
 	{ "10/min burst 5",
-	  { SLUICE_COST_PKTS, .amount = 10, .period_ns = NS_PER_MIN, .burst = 5 } },
+	  { SLUICE_COST_PKTS, .amount = 10, .period_ns = SLUICE_NSEC_PER_MIN, .burst = 5 } },
 	{ "100/s burst 200",
 	  { SLUICE_COST_PKTS, .amount = 100, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 200 } },
 	{ "3/s burst 1 (interval not whole ticks)",
@@ -401,10 +393,10 @@ struct rate_row {
 /* Case 2: bursts ≥ 2, so 2× overload keeps the TAT ahead (see assert_steady_overload). */
 static const struct rate_row long_run_rows[] = {
 	{ "1/h burst 5",
-	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 5 },
+	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 5 },
 	  .pkt_cost = 1 },
 	{ "10/min burst 5",
-	  { SLUICE_COST_PKTS, .amount = 10, .period_ns = NS_PER_MIN, .burst = 5 },
+	  { SLUICE_COST_PKTS, .amount = 10, .period_ns = SLUICE_NSEC_PER_MIN, .burst = 5 },
 	  .pkt_cost = 1 },
 	{ "100/s burst 200",
 	  { SLUICE_COST_PKTS, .amount = 100, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 200 },
@@ -454,7 +446,7 @@ static const struct rate_row precision_rows[] = {
 	  { SLUICE_COST_PKTS, .amount = 3, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 2 },
 	  .pkt_cost = 1 },
 	{ "1/h burst 2",
-	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 2 },
+	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 2 },
 	  .pkt_cost = 1 },
 	{ "100 Gbit/s burst 64 KiB, 64-byte frames",
 	  { SLUICE_COST_BYTES, .amount = 100 * GIGA / BITS_PER_BYTE,
@@ -602,7 +594,7 @@ static const struct random_row random_rows[] = {
 	  .max_cost = 1,
 	  .seed = 0x2545f4914f6cdd1dULL },
 	{ "1/h burst 5000",
-	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 5000 },
+	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 5000 },
 	  .min_cost = 1,
 	  .max_cost = 1,
 	  .seed = 0x1b873593ULL },
@@ -667,26 +659,26 @@ static const struct random_row jitter_rows[] = {
 	  .min_cost = 1,
 	  .max_cost = 1,
 	  .seed = 0x2545f4914f6cdd1dULL,
-	  .jitter_ns = 10 * NS_PER_MS },
+	  .jitter_ns = 10 * SLUICE_NSEC_PER_MSEC },
 	{ "1e6/s burst 64, clocks 20 us apart",
 	  { SLUICE_COST_PKTS, .amount = MEGA, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 64 },
 	  .min_cost = 1,
 	  .max_cost = 1,
 	  .seed = 0x9e3779b97f4a7c15ULL,
-	  .jitter_ns = 20 * NS_PER_US },
+	  .jitter_ns = 20 * SLUICE_NSEC_PER_USEC },
 	{ "10/min burst 5, clocks 900 ms apart",
-	  { SLUICE_COST_PKTS, .amount = 10, .period_ns = NS_PER_MIN, .burst = 5 },
+	  { SLUICE_COST_PKTS, .amount = 10, .period_ns = SLUICE_NSEC_PER_MIN, .burst = 5 },
 	  .min_cost = 1,
 	  .max_cost = 1,
 	  .seed = 0xcc9e2d51ULL,
-	  .jitter_ns = 900 * NS_PER_MS },
+	  .jitter_ns = 900 * SLUICE_NSEC_PER_MSEC },
 	{ "10 Mbit/s burst 256 KiB, clocks 100 us apart",
 	  { SLUICE_COST_BYTES, .amount = 10 * MEGA / BITS_PER_BYTE,
 	    .period_ns = SLUICE_NSEC_PER_SEC, .burst = 256 * KIB },
 	  .min_cost = ETH_MIN_FRAME,
 	  .max_cost = SLUICE_COST_BYTES_MAX,
 	  .seed = 0x27d4eb2fULL,
-	  .jitter_ns = 100 * NS_PER_US },
+	  .jitter_ns = 100 * SLUICE_NSEC_PER_USEC },
 };
 
 /* ---- Case 5: clock edges --------------------------------------------------- */
@@ -746,7 +738,7 @@ static const struct step_row step_rows[] = {
 	{ "100/s burst 200, 150 used, back 200 ms",
 	  { SLUICE_COST_PKTS, .amount = 100, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 200 },
 	  .used = 150,
-	  .back_ticks = (200 * NS_PER_MS) << SLUICE_GCRA_TICK_SHIFT },
+	  .back_ticks = (200 * SLUICE_NSEC_PER_MSEC) << SLUICE_GCRA_TICK_SHIFT },
 	{ "3/s burst 5, 2 used, back 1 ns",
 	  { SLUICE_COST_PKTS, .amount = 3, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 5 },
 	  .used = 2,
@@ -756,7 +748,7 @@ static const struct step_row step_rows[] = {
 	  .used = 10,
 	  .back_ticks = SLUICE_GCRA_SKEW_TICKS - 1 },
 	{ "1/h burst 5000, 1 used, back skew − 1 tick",
-	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 5000 },
+	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 5000 },
 	  .used = 1,
 	  .back_ticks = SLUICE_GCRA_SKEW_TICKS - 1 },
 };
@@ -902,7 +894,7 @@ static const struct random_row wrap_rows[] = {
 /* sluice_gcra_ticks() drops the top 8 bits of ns; differences survive. */
 static void test_ticks_top_bits(void **state)
 {
-	static const __u64 offsets_ns[] = { 1, 2, SLUICE_NSEC_PER_SEC, NS_PER_HOUR };
+	static const __u64 offsets_ns[] = { 1, 2, SLUICE_NSEC_PER_SEC, SLUICE_NSEC_PER_HOUR };
 	__u64 i, j;
 
 	(void)state;
@@ -1014,7 +1006,7 @@ static void test_incr_random(void **state)
 
 /* Every rate row of the file, bytes and packets. */
 static const struct policy incr_policies[] = {
-	{ SLUICE_COST_PKTS, .amount = 1, .period_ns = NS_PER_HOUR, .burst = 1 },
+	{ SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 1 },
 	{ SLUICE_COST_PKTS, .amount = 3, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 1 },
 	{ SLUICE_COST_PKTS, .amount = 100 * MEGA, .period_ns = SLUICE_NSEC_PER_SEC, .burst = 1 },
 	{ SLUICE_COST_BYTES, .amount = 100 * GIGA / BITS_PER_BYTE, .period_ns = SLUICE_NSEC_PER_SEC,

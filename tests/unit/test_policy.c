@@ -52,11 +52,6 @@
 #define FIXTURE_MAX 256 /* fixture files one directory may hold */
 #define PATH_LEN 512
 
-#define NS_PER_MS 1000000ULL
-#define NS_PER_SEC 1000000000ULL
-#define NS_PER_MIN (60 * NS_PER_SEC)
-#define NS_PER_HOUR (60 * NS_PER_MIN)
-#define NS_PER_DAY (24 * NS_PER_HOUR)
 #define BITS_PER_BYTE 8
 #define U64_MAX_STR "18446744073709551615"
 
@@ -149,29 +144,29 @@ struct rate_case {
 #define BYTES SLUICE_COST_BYTES
 
 static const struct rate_case rate_cases[] = {
-	RATE_OK("pkts_per_s", "100/s", 100, NS_PER_SEC, PKTS),
-	RATE_OK("pkts_per_15m", "5/15m", 5, 15 * NS_PER_MIN, PKTS),
-	RATE_OK("pkts_per_h", "1000/h", 1000, NS_PER_HOUR, PKTS),
-	RATE_OK("pkts_per_min", "10/min", 10, NS_PER_MIN, PKTS),
-	RATE_OK("pkts_per_day", "3/day", 3, NS_PER_DAY, PKTS),
-	RATE_OK("one_per_hour", "1/h", 1, NS_PER_HOUR, PKTS),
-	RATE_OK("spelled_sec", "1/sec", 1, NS_PER_SEC, PKTS),
-	RATE_OK("spelled_hour", "2/hour", 2, NS_PER_HOUR, PKTS),
-	RATE_OK("spelled_d", "1/d", 1, NS_PER_DAY, PKTS),
-	RATE_OK("count_30s", "1/30s", 1, 30 * NS_PER_SEC, PKTS),
-	RATE_OK("count_2h", "7/2h", 7, 2 * NS_PER_HOUR, PKTS),
-	RATE_OK("mbit_per_s", "10Mbit/s", 10000000, BITS_PER_BYTE * NS_PER_SEC, BYTES),
-	RATE_OK("gbit_per_s", "1Gbit/s", 1000000000, BITS_PER_BYTE * NS_PER_SEC, BYTES),
-	RATE_OK("kbit_per_min", "2500kbit/min", 2500000, BITS_PER_BYTE * NS_PER_MIN, BYTES),
-	RATE_OK("bit_per_s", "1bit/s", 1, BITS_PER_BYTE * NS_PER_SEC, BYTES),
-	RATE_OK("mb_per_s", "2MB/s", 2000000, NS_PER_SEC, BYTES),
-	RATE_OK("kb_per_s", "64kB/s", 64000, NS_PER_SEC, BYTES),
-	RATE_OK("b_per_s", "1500B/s", 1500, NS_PER_SEC, BYTES),
-	RATE_OK("gb_per_min", "3GB/min", 3000000000ULL, NS_PER_MIN, BYTES),
-	RATE_OK("largest_count", U64_MAX_STR "/s", UINT64_MAX, NS_PER_SEC, PKTS),
-	RATE_OK("largest_kb", "18446744073709551kB/s", 18446744073709551000ULL, NS_PER_SEC, BYTES),
-	RATE_OK("longest_pkt_period", "1/213503d", 1, 213503 * NS_PER_DAY, PKTS),
-	RATE_OK("longest_bit_period", "1bit/26687d", 1, BITS_PER_BYTE * 26687 * NS_PER_DAY, BYTES),
+	RATE_OK("pkts_per_s", "100/s", 100, SLUICE_NSEC_PER_SEC, PKTS),
+	RATE_OK("pkts_per_15m", "5/15m", 5, 15 * SLUICE_NSEC_PER_MIN, PKTS),
+	RATE_OK("pkts_per_h", "1000/h", 1000, SLUICE_NSEC_PER_HOUR, PKTS),
+	RATE_OK("pkts_per_min", "10/min", 10, SLUICE_NSEC_PER_MIN, PKTS),
+	RATE_OK("pkts_per_day", "3/day", 3, SLUICE_NSEC_PER_DAY, PKTS),
+	RATE_OK("one_per_hour", "1/h", 1, SLUICE_NSEC_PER_HOUR, PKTS),
+	RATE_OK("spelled_sec", "1/sec", 1, SLUICE_NSEC_PER_SEC, PKTS),
+	RATE_OK("spelled_hour", "2/hour", 2, SLUICE_NSEC_PER_HOUR, PKTS),
+	RATE_OK("spelled_d", "1/d", 1, SLUICE_NSEC_PER_DAY, PKTS),
+	RATE_OK("count_30s", "1/30s", 1, 30 * SLUICE_NSEC_PER_SEC, PKTS),
+	RATE_OK("count_2h", "7/2h", 7, 2 * SLUICE_NSEC_PER_HOUR, PKTS),
+	RATE_OK("mbit_per_s", "10Mbit/s", 10000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("gbit_per_s", "1Gbit/s", 1000000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("kbit_per_min", "2500kbit/min", 2500000, BITS_PER_BYTE * SLUICE_NSEC_PER_MIN, BYTES),
+	RATE_OK("bit_per_s", "1bit/s", 1, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("mb_per_s", "2MB/s", 2000000, SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("kb_per_s", "64kB/s", 64000, SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("b_per_s", "1500B/s", 1500, SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("gb_per_min", "3GB/min", 3000000000ULL, SLUICE_NSEC_PER_MIN, BYTES),
+	RATE_OK("largest_count", U64_MAX_STR "/s", UINT64_MAX, SLUICE_NSEC_PER_SEC, PKTS),
+	RATE_OK("largest_kb", "18446744073709551kB/s", 18446744073709551000ULL, SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("longest_pkt_period", "1/213503d", 1, 213503 * SLUICE_NSEC_PER_DAY, PKTS),
+	RATE_OK("longest_bit_period", "1bit/26687d", 1, BITS_PER_BYTE * 26687 * SLUICE_NSEC_PER_DAY, BYTES),
 	RATE_BAD("unknown_period", "100/sek",
 		 "'100/sek' is not a rate: unknown unit 'sek' (expected s, min, h or day, "
 		 "optionally with a count such as 15m)"),
@@ -344,15 +339,15 @@ struct duration_case {
 #define DURATION_UNITS "ms, s, m, min or h"
 
 static const struct duration_case duration_cases[] = {
-	DURATION_OK("ms", "250ms", 250 * NS_PER_MS),
-	DURATION_OK("one_ms", "1ms", NS_PER_MS),
-	DURATION_OK("s", "5s", 5 * NS_PER_SEC),
-	DURATION_OK("m", "2m", 2 * NS_PER_MIN),
-	DURATION_OK("min", "2min", 2 * NS_PER_MIN),
-	DURATION_OK("h", "1h", NS_PER_HOUR),
-	DURATION_OK("leading_zero", "010s", 10 * NS_PER_SEC),
-	DURATION_OK("largest_ms", "18446744073709ms", 18446744073709ULL * NS_PER_MS),
-	DURATION_OK("largest_h", "5124095h", 5124095 * NS_PER_HOUR),
+	DURATION_OK("ms", "250ms", 250 * SLUICE_NSEC_PER_MSEC),
+	DURATION_OK("one_ms", "1ms", SLUICE_NSEC_PER_MSEC),
+	DURATION_OK("s", "5s", 5 * SLUICE_NSEC_PER_SEC),
+	DURATION_OK("m", "2m", 2 * SLUICE_NSEC_PER_MIN),
+	DURATION_OK("min", "2min", 2 * SLUICE_NSEC_PER_MIN),
+	DURATION_OK("h", "1h", SLUICE_NSEC_PER_HOUR),
+	DURATION_OK("leading_zero", "010s", 10 * SLUICE_NSEC_PER_SEC),
+	DURATION_OK("largest_ms", "18446744073709ms", 18446744073709ULL * SLUICE_NSEC_PER_MSEC),
+	DURATION_OK("largest_h", "5124095h", 5124095 * SLUICE_NSEC_PER_HOUR),
 	DURATION_BAD("zero", "0s", NOT_DURATION("0s") "it is zero (expected a positive duration, "
 		     "such as 5s)"),
 	DURATION_BAD("zero_ms", "0ms", NOT_DURATION("0ms") "it is zero (expected a positive "
@@ -561,19 +556,19 @@ static const struct example_case example_cases[] = {
 		.name = "dns-per-source",
 		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
 		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
-		.rate = { 100, NS_PER_SEC, SLUICE_COST_PKTS }, .burst = 200, SHEDDING_DEFAULTS,
+		.rate = { 100, SLUICE_NSEC_PER_SEC, SLUICE_COST_PKTS }, .burst = 200, SHEDDING_DEFAULTS,
 		.pos = { 4, 5 }, .rate_pos = { 7, 11 }, .burst_pos = { 8, 12 } } },
 	{ "example/ssh-syn", 1, {
 		.name = "ssh-syn",
 		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
 			   .tcp_syn = 1 },
 		.keyed = 1, .ipv4_prefix = 24, .ipv6_prefix = 48,
-		.rate = { 10, NS_PER_MIN, SLUICE_COST_PKTS }, .burst = 5, SHEDDING_DEFAULTS,
+		.rate = { 10, SLUICE_NSEC_PER_MIN, SLUICE_COST_PKTS }, .burst = 5, SHEDDING_DEFAULTS,
 		.pos = { 9, 5 }, .rate_pos = { 12, 11 }, .burst_pos = { 13, 12 } } },
 	{ "example/global-icmp", 2, {
 		.name = "global-icmp",
 		.match = { .proto = IPPROTO_ICMP },
-		.rate = { 1000, NS_PER_SEC, SLUICE_COST_PKTS }, .burst = 100, SHEDDING_DEFAULTS,
+		.rate = { 1000, SLUICE_NSEC_PER_SEC, SLUICE_COST_PKTS }, .burst = 100, SHEDDING_DEFAULTS,
 		.pos = { 14, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } } },
 };
 
@@ -632,18 +627,18 @@ struct full_case {
 };
 
 #define RATE(a, p, c) { .amount = a, .period_ns = p, .cost = c }
-#define ABUSE_CLOSED_AFTER_NS (30 * NS_PER_SEC) /* POLICY_CLOSED_AFTER_NS_ABUSE, spelled out */
+#define ABUSE_CLOSED_AFTER_NS (30 * SLUICE_NSEC_PER_SEC) /* POLICY_CLOSED_AFTER_NS_ABUSE, spelled out */
 
 static const struct full_case full_cases[] = {
 	{ .name = "full/dns-abuse", .index = 0, .want = {
 		.name = "dns-abuse",
 		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
 		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
-		.rate = RATE(100, NS_PER_SEC, PKTS), .burst = 200,
+		.rate = RATE(100, SLUICE_NSEC_PER_SEC, PKTS), .burst = 200,
 		.mode = SLUICE_MODE_SHADOW, .class = SLUICE_CLASS_ABUSE,
 		.on_agent_loss = SLUICE_FAIL_CLOSED, .on_store_error = SLUICE_FAIL_DEGRADED,
-		.closed_after_ns = 2 * NS_PER_MIN,
-		.has_local_limit = 1, .local_rate = RATE(30, NS_PER_SEC, PKTS), .local_burst = 50,
+		.closed_after_ns = 2 * SLUICE_NSEC_PER_MIN,
+		.has_local_limit = 1, .local_rate = RATE(30, SLUICE_NSEC_PER_SEC, PKTS), .local_burst = 50,
 		.pos = { 7, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } },
 	  .src = { 2, { { "::ffff:10.0.0.0", 104, { 11, 13 } }, { "2001:db8::", 32, { 11, 25 } } } },
 	  .src_except = { 2, { { "::ffff:10.1.0.0", 112, { 12, 20 } },
@@ -654,21 +649,21 @@ static const struct full_case full_cases[] = {
 		.name = "ssh-abuse",
 		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
 			   .tcp_syn = 1 },
-		.rate = RATE(10, NS_PER_MIN, PKTS), .burst = 5,
+		.rate = RATE(10, SLUICE_NSEC_PER_MIN, PKTS), .burst = 5,
 		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_ABUSE,
 		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,
 		.closed_after_ns = ABUSE_CLOSED_AFTER_NS,
-		.has_local_limit = 1, .local_rate = RATE(1, NS_PER_MIN, PKTS), .local_burst = 1,
+		.has_local_limit = 1, .local_rate = RATE(1, SLUICE_NSEC_PER_MIN, PKTS), .local_burst = 1,
 		.pos = { 27, 5 }, .rate_pos = { 29, 11 }, .burst_pos = { 30, 12 } },
 	  .n_ifaces = 1, .ifaces = { "eth1" } },
 	{ .name = "full/v6-bandwidth", .index = 2, .want = {
 		.name = "v6-bandwidth",
 		.match = { .proto = POLICY_PROTO_ANY },
-		.rate = RATE(10000000, BITS_PER_BYTE * NS_PER_SEC, BYTES), .burst = 1000000,
+		.rate = RATE(10000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES), .burst = 1000000,
 		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,
 		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,
 		.closed_after_ns = 0,
-		.has_local_limit = 1, .local_rate = RATE(3000000, BITS_PER_BYTE * NS_PER_SEC, BYTES),
+		.has_local_limit = 1, .local_rate = RATE(3000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
 		.local_burst = 300000,
 		.pos = { 35, 5 }, .rate_pos = { 37, 11 }, .burst_pos = { 38, 12 } },
 	  .src = { 1, { { "::", 0, { 36, 19 } } } },
@@ -677,11 +672,11 @@ static const struct full_case full_cases[] = {
 	{ .name = "full/store-open", .index = 3, .want = {
 		.name = "store-open",
 		.match = { .proto = POLICY_PROTO_ANY },
-		.rate = RATE(7, NS_PER_SEC, PKTS), .burst = 10,
+		.rate = RATE(7, SLUICE_NSEC_PER_SEC, PKTS), .burst = 10,
 		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,
 		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_OPEN,
-		.closed_after_ns = 90 * NS_PER_SEC,
-		.has_local_limit = 1, .local_rate = RATE(3, NS_PER_SEC, PKTS), .local_burst = 5,
+		.closed_after_ns = 90 * SLUICE_NSEC_PER_SEC,
+		.has_local_limit = 1, .local_rate = RATE(3, SLUICE_NSEC_PER_SEC, PKTS), .local_burst = 5,
 		.pos = { 42, 5 }, .rate_pos = { 43, 11 }, .burst_pos = { 44, 12 } } },
 };
 
@@ -720,8 +715,8 @@ static void test_full_top(void **state)
 	assert_string_equal(ps->ifaces[0], "eth0");
 	assert_string_equal(ps->ifaces[1], "eth1");
 	assert_prefixes(&ps->allow, &allow);
-	assert_int_equal(ps->heartbeat_ns, 250 * NS_PER_MS);
-	assert_int_equal(ps->agent_timeout_ns, 2 * NS_PER_SEC);
+	assert_int_equal(ps->heartbeat_ns, 250 * SLUICE_NSEC_PER_MSEC);
+	assert_int_equal(ps->agent_timeout_ns, 2 * SLUICE_NSEC_PER_SEC);
 	policy_set__free(ps);
 }
 
@@ -792,12 +787,12 @@ struct agent_case {
 #define AGENT_BAD(n, a, e) { .name = "agent/" n, .agent = a, .err = e }
 
 static const struct agent_case agent_cases[] = {
-	AGENT_OK("absent", NULL, NS_PER_SEC, 5 * NS_PER_SEC),
-	AGENT_OK("empty", "{}", NS_PER_SEC, 5 * NS_PER_SEC),
-	AGENT_OK("heartbeat_alone", "{ heartbeat: 2500ms }", 2500 * NS_PER_MS, 5 * NS_PER_SEC),
-	AGENT_OK("timeout_alone", "{ timeout: 2s }", NS_PER_SEC, 2 * NS_PER_SEC),
-	AGENT_OK("smallest", "{ heartbeat: 10ms, timeout: 20ms }", 10 * NS_PER_MS, 20 * NS_PER_MS),
-	AGENT_OK("largest", "{ heartbeat: 30m, timeout: 1h }", 30 * NS_PER_MIN, NS_PER_HOUR),
+	AGENT_OK("absent", NULL, SLUICE_NSEC_PER_SEC, 5 * SLUICE_NSEC_PER_SEC),
+	AGENT_OK("empty", "{}", SLUICE_NSEC_PER_SEC, 5 * SLUICE_NSEC_PER_SEC),
+	AGENT_OK("heartbeat_alone", "{ heartbeat: 2500ms }", 2500 * SLUICE_NSEC_PER_MSEC, 5 * SLUICE_NSEC_PER_SEC),
+	AGENT_OK("timeout_alone", "{ timeout: 2s }", SLUICE_NSEC_PER_SEC, 2 * SLUICE_NSEC_PER_SEC),
+	AGENT_OK("smallest", "{ heartbeat: 10ms, timeout: 20ms }", 10 * SLUICE_NSEC_PER_MSEC, 20 * SLUICE_NSEC_PER_MSEC),
+	AGENT_OK("largest", "{ heartbeat: 30m, timeout: 1h }", 30 * SLUICE_NSEC_PER_MIN, SLUICE_NSEC_PER_HOUR),
 	AGENT_BAD("heartbeat_9ms", "{ heartbeat: 9ms }",
 		  "<test>:1:21: agent.heartbeat: heartbeat '9ms' is too short (expected at least 10ms)\n"),
 	AGENT_BAD("heartbeat_over_30m", "{ heartbeat: 1801s }",
