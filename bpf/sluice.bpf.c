@@ -112,10 +112,11 @@ static __always_inline int apply_policies(struct pkt_meta *m, const struct sluic
 {
 	__u32 admitted[SLUICE_MAX_LAYERS];
 	__u32 i, n = 0;
-	int r;
+	int r, applied = 0;
 
 	for (i = 0; i < SLUICE_MAX_LAYERS && i < match->count; i++) {
 		r = limit_policy(m, gen, match->ids[i]);
+		applied |= r != LAYER_SKIP;
 		if (r == LAYER_ADMIT && n < SLUICE_MAX_LAYERS)
 			admitted[n++] = match->ids[i];
 		else if (r == LAYER_STATE_ERR)
@@ -133,6 +134,8 @@ static __always_inline int apply_policies(struct pkt_meta *m, const struct sluic
 			refund_policy(m, gen, admitted[i]);
 		return XDP_DROP;
 	}
+	if (!applied)
+		*why = SLUICE_TOTAL_NO_MATCH; /* the port matched; sets or tcp_syn ruled out all */
 	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
 		count_policy(admitted[i], SLUICE_PSTAT_PASSED, m->len_bytes);
 	return XDP_PASS;

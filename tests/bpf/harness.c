@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "sluice/key.h"
 #include "agent.h"
 #include "harness.h"
 #include "maps.h"
@@ -153,4 +154,44 @@ struct pkt *harness_udp(struct pkt *p, const char *src, const char *dst, __u16 d
 	pkt_udp(pkt_ip(pkt_eth(p, mac_dst, mac_src), src, dst), UDP_SPORT, dport);
 	pkt_finish(p);
 	return p;
+}
+
+/* The active policy @name, from a status read now; aborts on an unknown name. */
+static struct sluice_policy policy_named(struct harness *h, const char *name)
+{
+	struct sluice_policy p;
+	struct status st;
+	size_t i;
+
+	harness_status(h, &st);
+	for (i = 0; i < st.n_policies && strcmp(st.policies[i].policy.name, name); i++)
+		;
+	if (i == st.n_policies) {
+		fprintf(stderr, "no policy '%s' in status\n", name);
+		abort();
+	}
+	p = st.policies[i].policy;
+	status__free(&st);
+	return p;
+}
+
+__u32 harness_policy_id(struct harness *h, const char *name)
+{
+	return policy_named(h, name).id;
+}
+
+int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat)
+{
+	struct sluice_policy p = policy_named(h, name);
+	__u32 addr[SLUICE_ADDR_LEN / sizeof(__u32)];
+	struct sluice_state st;
+	struct sluice_key key;
+	int is_ipv4 = pkt_addr16(src, (__u8 *)addr);
+
+	memset(&key, 0, sizeof(key));
+	sluice_key_derive(&key, &p, addr, is_ipv4);
+	if (bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key, &st))
+		return -errno;
+	*tat = st.tat;
+	return 0;
 }

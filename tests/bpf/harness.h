@@ -54,6 +54,16 @@ void harness_status(struct harness *h, struct status *st);
 /* Packets a policy (by name) counted as @what; aborts on an unknown name. */
 __u64 harness_policy_pkts(const struct status *st, const char *name, enum sluice_pstat what);
 
+/* The stable id of the active policy @name; aborts on an unknown name. */
+__u32 harness_policy_id(struct harness *h, const char *name);
+
+/*
+ * The GCRA TAT of the key that policy @name derives for source @src (IPv4
+ * or IPv6 text), read from sluice_state into *@tat: 0, or -ENOENT when the
+ * key holds no state. Aborts on an unknown name.
+ */
+int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat);
+
 /* A frame with fixed MACs: eth → ip(@src, @dst) → udp(sport, @dport). */
 struct pkt *harness_udp(struct pkt *p, const char *src, const char *dst, __u16 dport);
 
