@@ -16,6 +16,7 @@
 #include "agent.h"
 #include "compile.h"
 #include "log.h"
+#include "names.h"
 
 /* Parse @path; on bad input print every error and return NULL. */
 static struct policy_set *load_policy(const char *path)
@@ -198,19 +199,32 @@ static void answer_reload(struct agent *a, int result)
 
 /*
  * While no agent ran, the XDP program applied each policy's on_agent_loss
- * by itself; say how long that lasted, as the transition back.
+ * by itself: log, per policy, the mode it was in and its return to normal
+ * (the transition nobody was there to log), and count it.
  */
-static void report_absence(const struct attachment *att)
+static void report_absence(struct agent *a, const struct attachment *att)
 {
+	struct sluice_policy *p = calloc(SLUICE_MAX_POLICIES, sizeof(*p));
 	struct sluice_ctl ctl;
+	size_t i, n = 0;
 	__u64 lost;
+	int mode;
 
-	if (maps__read_ctl(&att->maps, &ctl))
-		return;
+	if (!p || maps__read_ctl(&att->maps, &ctl) || maps__read_active(&att->maps, p, &n))
+		n = 0;
 	lost = sluice_agent_lost_ns(ctl.heartbeat_ns, ctl.agent_timeout_ns, agent_now_ns());
-	if (lost)
-		log_event(LOG_WARN, "agent_back", "iface=%s lost_for_s=%.1f from=on_agent_loss "
-			  "to=normal", att->iface, (double)lost / SLUICE_NSEC_PER_SEC);
+	for (i = 0; lost && i < n; i++) {
+		mode = sluice_fail_mode(p[i].on_agent_loss, p[i].closed_after_ns, lost,
+					SLUICE_FAIL_NONE);
+		log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=normal "
+			  "why=agent_back lost_for_s=%.1f", p[i].name, att->iface,
+			  sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
+			  (double)lost / SLUICE_NSEC_PER_SEC);
+		pthread_mutex_lock(&a->snap.lock);
+		a->snap.fail_transitions = ++a->fail_transitions;
+		pthread_mutex_unlock(&a->snap.lock);
+	}
+	free(p);
 }
 
 int agent__start(struct agent *a, const struct agent_opts *opts)
@@ -239,7 +253,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 			log_event(LOG_INFO, "start", "iface=%s pins=%s key_state=%s", att->iface,
 				  att->pin_dir, att->reused ? "kept" : "new");
 		if (!err)
-			report_absence(att);
+			report_absence(a, att);
 	}
 	a->generation = 1;
 	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));

@@ -60,19 +60,24 @@ static void print_agent(const struct view *v, const struct status *st)
 		       (double)st->ctl.agent_timeout_ns / SLUICE_NSEC_PER_SEC);
 }
 
-/* A second line for a policy when any of its exceptional counters moved. */
-static void print_extra(const struct sluice_pstats *s)
+/*
+ * A policy's second line: bytes, what it does on each fault (the store only
+ * for cluster scope), and every exceptional counter that moved.
+ */
+static void print_detail(const struct policy_status *ps)
 {
-	int i, any = 0;
+	const struct sluice_pstats *s = &ps->stats;
+	const struct sluice_policy *p = &ps->policy;
+	int i;
 
-	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
-		any |= s->c[i].pkts != 0;
-	if (!any)
-		return;
-	printf("%20s", "");
+	printf("    bytes passed=%llu dropped=%llu; agent lost: %s; store fails: %s",
+	       (unsigned long long)s->c[SLUICE_PSTAT_PASSED].bytes,
+	       (unsigned long long)s->c[SLUICE_PSTAT_DROPPED].bytes,
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_agent_loss),
+	       p->scope ? sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_store_error) : "-");
 	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
 		if (s->c[i].pkts)
-			printf(" %s=%llu", sluice_pstat_names[i], (unsigned long long)s->c[i].pkts);
+			printf("\n    %s=%llu", sluice_pstat_names[i], (unsigned long long)s->c[i].pkts);
 	printf("\n");
 }
 
@@ -102,7 +107,7 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_PASSED].pkts,
 		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_DROPPED].pkts,
 		       (unsigned long long)ps->keys);
-		print_extra(&ps->stats);
+		print_detail(ps);
 	}
 	printf("totals:");
 	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
@@ -116,11 +121,14 @@ static void print_json_policy(const struct view *v, const struct policy_status *
 	int mode = policy_state(v, ps, &for_ns), i;
 
 	printf("{\"name\":\"%s\",\"id\":%u,\"mode\":\"%s\",\"state\":\"%s\",\"state_ms\":%llu,"
-	       "\"on_agent_loss\":\"%s\",\"keys\":%llu",
-	       ps->policy.name, ps->policy.id, sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode),
-	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode), (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
+	       "\"on_agent_loss\":\"%s\",\"on_store_error\":\"%s\",\"scope\":\"%s\",\"keys\":%llu",
+	       ps->policy.name, ps->policy.id,
+	       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode),
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
+	       (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
-	       (unsigned long long)ps->keys);
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_store_error),
+	       ps->policy.scope ? "cluster" : "node", (unsigned long long)ps->keys);
 	for (i = 0; i < SLUICE_PSTAT_MAX; i++)
 		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", sluice_pstat_names[i],
 		       (unsigned long long)ps->stats.c[i].pkts, sluice_pstat_names[i],

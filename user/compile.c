@@ -99,6 +99,9 @@ static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 
 		sp->flags |= SLUICE_POLICY_F_TCP_SYN;
 	sp->mode = p->mode;
 	sp->on_agent_loss = p->on_agent_loss;
+	sp->on_store_error = p->on_store_error;
+	sp->class = p->class;
+	sp->scope = p->scope;
 	snprintf(sp->name, sizeof(sp->name), "%s", p->name);
 }
 

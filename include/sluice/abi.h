@@ -123,7 +123,10 @@ struct sluice_policy {
 	__u8 on_agent_loss;	/* enum sluice_fail, applied by the XDP program itself */
 	__u8 src_set;		/* 1 + bit of sluice_addr_val.sets the source needs; 0: any */
 	__u8 dst_set;		/* likewise for the destination */
-	__u8 reserved[4];
+	__u8 on_store_error;	/* enum sluice_fail; the agent applies it (sluice_fail) */
+	__u8 class;		/* enum sluice_class, for status */
+	__u8 scope;		/* 0 node, 1 cluster (uses the store), for status */
+	__u8 reserved[1];
 	char name[SLUICE_NAME_LEN]; /* NUL-terminated, for status without the agent */
 };
 SLUICE_ASSERT_SIZE(struct sluice_policy, 104);

@@ -182,11 +182,16 @@ e2e_send() {
 	GOT=$(($(e2e_count "$counter") - before))
 }
 
-# e2e_admitted LABEL BURST RATE: GOT within [90 %, 100 %] of the GCRA bound
-# burst + rate·t over the send's FLOOD_MS (+1 for rounding t to a ms).
+# e2e_admitted LABEL BURST RATE: GOT at most the GCRA bound burst + rate·t
+# over the send's FLOOD_MS (+1 for rounding t to a ms), and at least
+# E2E_LOW_PCT of it. The upper bound is the limiter's promise and exact; the
+# lower one only shows it does not over-drop, and is loose because a sender
+# descheduled on a busy machine catches up in a burst, which GCRA rightly
+# admits less of. tests/e2e/test_rate.sh measures accuracy, at 90 %.
+E2E_LOW_PCT=75
 e2e_admitted() {
 	local hi=$(($2 + $3 * FLOOD_MS / 1000 + 1))
-	e2e_within "$1" "$GOT" $((hi * 9 / 10)) "$hi"
+	e2e_within "$1" "$GOT" $((hi * E2E_LOW_PCT / 100)) "$hi"
 }
 
 # e2e_state POLICY: its STATE word in `sluice status` (normal, open, degraded, closed).

@@ -101,8 +101,10 @@ echo "$status" | grep -q 'fail_open=' || e2e_fail "status does not count fail-op
 # 2. A restarted agent: normal at once, and the key state survived.
 e2e_start_agent "$WORK/policy.yaml"
 grep -q 'key_state=kept' "$AGENT_LOG" || e2e_fail "the restarted agent did not reuse the maps"
-grep -q 'event=agent_back .*from=on_agent_loss to=normal' "$AGENT_LOG" ||
-	e2e_fail "the restarted agent did not log the end of the agent loss"
+for t in "shed from=degraded" "abuse from=closed" "lenient from=open"; do
+	grep -q "event=fail_mode policy=${t% *} iface=$VETH_RX ${t#* } to=normal why=agent_back" \
+		"$AGENT_LOG" || e2e_fail "the restarted agent did not log: $t to=normal why=agent_back"
+done
 wait_alive
 e2e_send lenient 8003
 e2e_admitted "agent restarted: lenient enforces again" 5 10
