@@ -26,6 +26,7 @@ int cmd_check(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* The usage text of a command to @out; exit @code (2 for a usage error). */
 int cmd_usage(FILE *out, const char *text, int code);

@@ -21,6 +21,7 @@ static const struct cmd commands[] = {
 	{ "run", cmd_run, "load a policy, attach to interfaces, and stay in the foreground" },
 	{ "check", cmd_check, "validate a policy file and print its limits" },
 	{ "status", cmd_status, "per-policy counters from the pinned maps" },
+	{ "top", cmd_top, "the keys closest to their limit right now" },
 	{ "reload", cmd_reload, "make the running agent re-read its policy file" },
 	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },
 	{ "help", cmd_help, "show this help" },

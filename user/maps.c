@@ -191,35 +191,56 @@ static int read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words)
 	return 0;
 }
 
-/* Count tracked keys per policy id into @per_id (SLUICE_MAX_POLICIES entries). */
-static int count_keys(const struct sluice_maps *m, __u64 *per_id, __u64 *total)
+int maps__walk_keys(const struct sluice_maps *m,
+		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st, void *arg),
+		    void *arg)
 {
 	struct sluice_key *keys = calloc(KEY_BATCH, sizeof(*keys));
 	struct sluice_state *vals = calloc(KEY_BATCH, sizeof(*vals));
+	int err = keys && vals ? 0 : -ENOMEM, done = 0;
 	__u32 batch, count, i;
 	void *in = NULL;
-	int err = -ENOMEM, done = 0;
 
-	*total = 0;
-	while (keys && vals && !done) {
+	while (!err && !done) {
 		count = KEY_BATCH;
-		err = bpf_map_lookup_batch(m->fd[SLUICE_MAP_STATE], in, &batch, keys, vals, &count,
-					   NULL);
-		if (err && errno != ENOENT) {
-			err = -errno;
-			break;
+		if (bpf_map_lookup_batch(m->fd[SLUICE_MAP_STATE], in, &batch, keys, vals, &count,
+					 NULL)) {
+			if (errno != ENOENT)
+				err = -errno;
+			done = 1; /* ENOENT: this was the last batch */
 		}
-		done = !!err;
-		err = 0;
-		for (i = 0; i < count; i++) {
-			(*total)++;
-			if (keys[i].policy_id < SLUICE_MAX_POLICIES)
-				per_id[keys[i].policy_id]++;
-		}
+		for (i = 0; !err && i < count; i++)
+			err = fn(&keys[i], &vals[i], arg);
 		in = &batch;
 	}
 	free(keys);
 	free(vals);
+	return err;
+}
+
+struct key_count {
+	__u64 *per_id;
+	__u64 total;
+};
+
+static int count_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	struct key_count *c = arg;
+
+	(void)st;
+	c->total++;
+	if (key->policy_id < SLUICE_MAX_POLICIES)
+		c->per_id[key->policy_id]++;
+	return 0;
+}
+
+/* Count tracked keys per policy id into @per_id (SLUICE_MAX_POLICIES entries). */
+static int count_keys(const struct sluice_maps *m, __u64 *per_id, __u64 *total)
+{
+	struct key_count c = { .per_id = per_id };
+	int err = maps__walk_keys(m, count_key, &c);
+
+	*total = c.total;
 	return err;
 }
 
@@ -320,31 +341,28 @@ static int is_fresh(const __u64 *fresh, __u32 id)
 	return id < SLUICE_MAX_POLICIES && (fresh[id / 64] >> (id % 64)) & 1;
 }
 
+struct purge {
+	const struct sluice_maps *m;
+	const __u64 *fresh;
+};
+
+static int purge_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	const struct purge *p = arg;
+
+	(void)st;
+	if (is_fresh(p->fresh, key->policy_id) &&
+	    bpf_map_delete_elem(p->m->fd[SLUICE_MAP_STATE], key) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 /* Delete every key of sluice_state whose policy id is in @fresh. */
 static int purge_keys(const struct sluice_maps *m, const __u64 *fresh)
 {
-	struct sluice_key *keys = calloc(KEY_BATCH, sizeof(*keys));
-	struct sluice_state *vals = calloc(KEY_BATCH, sizeof(*vals));
-	int fd = m->fd[SLUICE_MAP_STATE], err = keys && vals ? 0 : -ENOMEM, done = 0;
-	__u32 batch, count, i;
-	void *in = NULL;
+	struct purge p = { m, fresh };
 
-	while (!err && !done) {
-		count = KEY_BATCH;
-		if (bpf_map_lookup_batch(fd, in, &batch, keys, vals, &count, NULL)) {
-			if (errno != ENOENT)
-				err = -errno;
-			done = 1;
-		}
-		for (i = 0; !err && i < count; i++)
-			if (is_fresh(fresh, keys[i].policy_id) && bpf_map_delete_elem(fd, &keys[i]) &&
-			    errno != ENOENT)
-				err = -errno;
-		in = &batch;
-	}
-	free(keys);
-	free(vals);
-	return err;
+	return maps__walk_keys(m, purge_key, &p);
 }
 
 int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh)

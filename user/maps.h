@@ -79,4 +79,12 @@ int maps__read_status(const struct sluice_maps *m, struct status *st);
 
 void status__free(struct status *st);
 
+/*
+ * Call @fn for every key of sluice_state, read in batches; a non-zero
+ * return stops the walk. 0, @fn's error, or -errno.
+ */
+int maps__walk_keys(const struct sluice_maps *m,
+		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st, void *arg),
+		    void *arg);
+
 #endif /* SLUICE_MAPS_H */

@@ -35,6 +35,10 @@ arrived_since() { # previous count -> prints the increase
 e2e_start_agent "$WORK/policy.yaml"
 send
 e2e_equal "first agent: burst admitted" "$(e2e_count arrived)" "$BURST"
+# sluice top: the key is at its limit (a 1/min key drains for about a minute).
+top=$("$SLUICE" top --pin-root "$PIN_ROOT" --iface "$VETH_RX")
+echo "$top"
+echo "$top" | grep -Eq "^slow +$SRC/32 +100\.0% +[0-9.]+s$" || e2e_fail "top does not show $SRC at 100 %"
 
 e2e_stop_agent
 grep -q 'event=exit.*enforcement=kept' "$AGENT_LOG" || e2e_fail "agent did not log its exit"
