@@ -34,6 +34,14 @@ int cmd_usage(FILE *out, const char *text, int code);
 /* --iface: the interface must exist. 0, or -1 after printing why. */
 int cmd_check_iface(const char *name);
 
+struct sluice_maps;
+
+/*
+ * Open the maps pinned for @iface under @pin_root into @m, and its pin
+ * directory into @dir (PATH_MAX bytes). 0, or -errno after printing why.
+ */
+int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir);
+
 /* The first interface with pins under @pin_root into @buf. 0, or -1 after printing why. */
 int cmd_first_iface(const char *pin_root, char *buf, size_t len);
 

@@ -84,12 +84,8 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 	struct sluice_ctl ctl;
 	int err;
 
-	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface) ?: maps__open_pinned(&m, dir);
-	if (err) {
-		fprintf(stderr, "sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
-				"to '%s'?\n", pin_root, iface, strerror(-err), iface);
+	if (cmd_open_pins(pin_root, iface, &m, dir))
 		return EXIT_FAIL;
-	}
 	err = maps__read_ctl(&m, &ctl);
 	if (!err && (!ctl.agent_pid || !is_sluice(ctl.agent_pid))) {
 		fprintf(stderr, "sluice: no agent is running for '%s'; start one with sluice run\n",

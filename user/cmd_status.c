@@ -165,14 +165,9 @@ static int show(const char *pin_root, const char *iface, int json)
 	struct view v;
 	int err;
 
-	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface);
-	if (!err)
-		err = maps__open_pinned(&m, dir);
-	if (err) {
-		fprintf(stderr, "sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
-				"to '%s'?\n", pin_root, iface, strerror(-err), iface);
+	err = cmd_open_pins(pin_root, iface, &m, dir);
+	if (err)
 		return err;
-	}
 	err = maps__read_status(&m, &st);
 	maps__close(&m);
 	if (err) {

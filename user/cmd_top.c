@@ -135,11 +135,7 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 	size_t i, n = 0;
 	int err;
 
-	err = !active ? -ENOMEM : loader_pin_dir(dir, sizeof(dir), pin_root, iface) ?:
-				    maps__open_pinned(&m, dir);
-	if (err) {
-		fprintf(stderr, "sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
-				"to '%s'?\n", pin_root, iface, strerror(-err), iface);
+	if (!active || cmd_open_pins(pin_root, iface, &m, dir)) {
 		free(active);
 		return EXIT_FAIL;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "loader.h"
 #include "log.h"
 
 #define SLUICE_VERSION "0.1.0"
@@ -71,6 +72,16 @@ int cmd_check_iface(const char *name)
 		return -1;
 	}
 	return 0;
+}
+
+int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir)
+{
+	int err = loader_pin_dir(dir, PATH_MAX, pin_root, iface) ?: maps__open_pinned(m, dir);
+
+	if (err)
+		fprintf(stderr, "sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
+				"to '%s'?\n", pin_root, iface, strerror(-err), iface);
+	return err;
 }
 
 int cmd_first_iface(const char *pin_root, char *buf, size_t len)

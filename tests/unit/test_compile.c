@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "policy_test.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -51,31 +53,11 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static char *print_diags(const struct diag_list *d)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-
-	assert_non_null(out);
-	diag__print(d, out);
-	assert_int_equal(fclose(out), 0);
-	return buf;
-}
 
 /* Parse @yaml, which must be a valid policy file. */
 static struct policy_set *parse_good(const char *yaml)
 {
-	struct diag_list d = { 0 };
-	struct policy_set *ps = policy_set__parse(FILE_NAME, yaml, strlen(yaml), &d);
-	char *printed;
-
-	if (!ps || d.n) {
-		printed = print_diags(&d);
-		fail_msg("policy should parse, diagnostics:\n%s\n%s", printed, yaml);
-	}
-	diag__free(&d);
-	return ps;
+	return parse_valid(FILE_NAME, yaml);
 }
 
 /* Compile @ps for @gen, which must succeed. */

@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "policy_test.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -57,18 +59,6 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-/* What diag__print() writes for @d, as a new string. */
-static char *print_diags(const struct diag_list *d)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-
-	assert_non_null(out);
-	diag__print(d, out);
-	assert_int_equal(fclose(out), 0);
-	return buf;
-}
 
 /* The whole of a small text file, as a new string. */
 static char *slurp(const char *path)
@@ -747,16 +737,7 @@ static const struct local_burst_case local_burst_cases[] = {
 
 static struct policy_set *parse_text(const char *text)
 {
-	struct diag_list d = { 0 };
-	struct policy_set *ps = policy_set__parse("<test>", text, strlen(text), &d);
-	char *printed;
-
-	if (!ps || d.n) {
-		printed = print_diags(&d);
-		fail_msg("should parse, diagnostics:\n%s\n%s", printed, text);
-	}
-	diag__free(&d);
-	return ps;
+	return parse_valid("<test>", text);
 }
 
 static void test_local_burst(void **state)
