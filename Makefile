@@ -55,8 +55,9 @@ BPFT_BIN := $(BPFT_SRC:%.c=$(O)/%)
 BENCH_BPF_SRC := $(wildcard bench/*.bpf.c)
 BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
 BENCH_BIN := $(O)/bench/sluice-bench
+BENCH_GEN := $(O)/bench/sluice-bench-gen
 
-.PHONY: all deps test test-unit test-bpf test-e2e bench demo format check-format clean install vmlinux
+.PHONY: all deps test test-unit test-bpf test-e2e bench bench-path bench-agent demo format check-format clean install vmlinux
 
 all: $(BIN) $(FLOOD)
 
@@ -116,9 +117,13 @@ $(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(PKT_OB
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-$(O)/bench/bench.o: USER_CFLAGS += -Itests/bpf
+$(O)/bench/bench.o $(O)/bench/gen.o: USER_CFLAGS += -Itests/bpf
 
 $(BENCH_BIN): $(O)/bench/bench.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_GEN): $(O)/bench/gen.o $(PKT_OBJ) | $(BENCH_BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -140,8 +145,23 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 test-e2e: $(BIN) $(FLOOD)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
-bench: $(BENCH_BIN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
-	$(Q)$(BENCH_BIN) --obj $(BPF_OBJ) --bench-dir $(O)/bench
+# bench: per-packet cost (BPF_PROG_TEST_RUN) and map memory, then the whole
+# receive path beside nftables and iptables, then the agent (docs/performance.md).
+# SCHED_FIFO: on a shared machine other tasks would otherwise run on the CPUs
+# of the two-CPU rows mid-round.
+BENCH_DEPS = $(BIN) $(FLOOD) $(BENCH_BIN) $(BENCH_GEN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
+bench: $(BENCH_DEPS)
+	$(Q)chrt -f 1 $(BENCH_BIN) --obj $(BPF_OBJ) --bench-dir $(O)/bench
+	$(Q)echo
+	$(Q)bench/path.sh $(O)
+	$(Q)echo
+	$(Q)bench/agent.sh $(O)
+
+bench-path: $(BENCH_DEPS)
+	$(Q)bench/path.sh $(O)
+
+bench-agent: $(BENCH_DEPS)
+	$(Q)bench/agent.sh $(O)
 
 demo:
 	$(Q)tools/deps.sh

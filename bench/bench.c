@@ -5,7 +5,10 @@
  * (the floor), a program doing one LRU-hash lookup keyed by the source (the
  * practical limit of a keyed limiter), and a front program that rotates the
  * source address and tail-calls sluice or the empty program, for rows with
- * many distinct sources. It reports and asserts nothing about speed; it
+ * many distinct sources; rows under other policy files (one, eight
+ * layered, a thousand, with and without a 10^4-prefix allowlist) and rows
+ * run by two threads on two CPUs at once; then the kernel memory of each
+ * map. It reports and asserts nothing about speed; it
  * does check that every row measured what its label says (verdicts, and
  * sluice's own counters), and exits 1 when one did not.
  *
@@ -21,12 +24,14 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/tcp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,22 +39,31 @@
 #include "sluice.skel.h"
 #include "harness.h"
 #include "log.h"
+#include "policy.h"
 #include "rotate.h"
 
-#define BENCH_ROUNDS_DEFAULT   5
-#define BENCH_ROUNDS_MAX       1000
-#define BENCH_REPEAT_DEFAULT   1000000U
-#define BENCH_MAX_KEYS	       (1U << 21) /* sluice_state: every source of the rows that should fit */
-#define BENCH_WARMUP_MAX_PKTS  (2ULL * BENCH_MAX_KEYS) /* fills sluice_state, then evicts */
-#define BENCH_SOURCES_FEW      10000U
-#define BENCH_SOURCES_MANY     1000000U
-#define BENCH_SOURCES_EVICT    10000000U   /* > BENCH_MAX_KEYS: every packet inserts and evicts */
-#define BENCH_ROTATE_BASE_HOST (10U << 24) /* 10.0.0.0: BENCH_SOURCES_EVICT fit in 10/8 */
-#define NSEC_PER_SEC_F	       1e9
-#define LABEL_WIDTH	       40
-#define CHECK_LEN	       96
-#define CPU_MODEL_LEN	       128
-#define CMDLINE_LEN	       1024
+#define BENCH_ROUNDS_DEFAULT	5
+#define BENCH_ROUNDS_MAX	1000
+#define BENCH_REPEAT_DEFAULT	1000000U
+#define BENCH_MAX_KEYS		SLUICE_STATE_ENTRIES_DEFAULT /* sluice_state as `sluice run` sizes it */
+#define BENCH_WARMUP_MAX_PKTS	(2ULL * BENCH_MAX_KEYS)	     /* fills sluice_state, then evicts */
+#define BENCH_SOURCES_FEW	1000U
+#define BENCH_SOURCES_MID	100000U
+#define BENCH_SOURCES_MANY	1000000U
+#define BENCH_SOURCES_EVICT	10000000U   /* > BENCH_MAX_KEYS: every packet inserts and evicts */
+#define BENCH_ROTATE_BASE_HOST	(10U << 24) /* 10.0.0.0: BENCH_SOURCES_EVICT fit in 10/8 */
+#define BENCH_THREADS_MAX	2	    /* rows run by this many threads on as many CPUs */
+#define BENCH_LAYERS		SLUICE_MAX_LAYERS /* policies on one port in the layered rows */
+#define BENCH_MANY_POLICIES	1000U
+#define BENCH_MANY_PORT_FIRST	10000 /* the other policies of the 1000: one port each */
+#define BENCH_ALLOW_PREFIXES	10000U
+#define BENCH_FDINFO_LINE	128
+#define BENCH_LAYER_DROP_PREFIX 24 /* shorter than /32: udp-drop is the last layer */
+#define NSEC_PER_SEC_F		1e9
+#define LABEL_WIDTH		40
+#define CHECK_LEN		96
+#define CPU_MODEL_LEN		128
+#define CMDLINE_LEN		1024
 
 #define SPORT	   40000
 #define DPORT_PASS 80 /* the policies with a huge burst: every packet passes */
@@ -60,6 +74,8 @@
 #define RATE_DROP  "1/h"
 #define BURST_DROP "1"
 #define SRC_V4	   "192.0.2.1"
+#define SRC_V4_B   "192.0.2.2"	/* the second thread's source in the distinct-key rows */
+#define SRC_V4_OK  "192.0.2.16" /* the first of the allowlist's /32s, next to SRC_V4 */
 #define DST_V4	   "198.51.100.53"
 #define SRC_V6	   "2001:db8::1"
 #define DST_V6	   "2001:db8:ffff::53"
@@ -97,6 +113,8 @@ enum bench_flow {
 	FLOW_V4_SYN,
 	FLOW_V6_UDP,
 	FLOW_V4_ACK,
+	FLOW_V4_UDP_B,
+	FLOW_V4_ALLOWED,
 	FLOW_MAX,
 };
 
@@ -106,10 +124,20 @@ struct flow {
 };
 
 static const struct flow flows[FLOW_MAX] = {
-	[FLOW_V4_UDP] = { SRC_V4, DST_V4, 0 },
-	[FLOW_V4_SYN] = { SRC_V4, DST_V4, TCP_FLAG_SYN },
-	[FLOW_V6_UDP] = { SRC_V6, DST_V6, 0 },
-	[FLOW_V4_ACK] = { SRC_V4, DST_V4, TCP_FLAG_ACK },
+	[FLOW_V4_UDP] = { SRC_V4, DST_V4, 0 },	   [FLOW_V4_SYN] = { SRC_V4, DST_V4, TCP_FLAG_SYN },
+	[FLOW_V6_UDP] = { SRC_V6, DST_V6, 0 },	   [FLOW_V4_ACK] = { SRC_V4, DST_V4, TCP_FLAG_ACK },
+	[FLOW_V4_UDP_B] = { SRC_V4_B, DST_V4, 0 }, [FLOW_V4_ALLOWED] = { SRC_V4_OK, DST_V4, 0 },
+};
+
+/* The policy file a row runs under; bench__run_row applies it as a reload would. */
+enum bench_scen {
+	SCEN_BASE = 0,	    /* udp-pass, udp-drop, syn-pass, syn-drop: one per port and proto */
+	SCEN_ONE,	    /* udp-drop alone */
+	SCEN_LAYERED,	    /* port 53: 7 pass layers, then udp-drop; port 80: 8 pass layers */
+	SCEN_MANY,	    /* udp-drop and 999 more, each on its own port */
+	SCEN_ALLOW_ONE,	    /* SCEN_ONE with BENCH_ALLOW_PREFIXES allowlisted */
+	SCEN_ALLOW_LAYERED, /* SCEN_LAYERED with BENCH_ALLOW_PREFIXES allowlisted */
+	SCEN_MAX,
 };
 
 enum bench_row_id {
@@ -129,10 +157,25 @@ enum bench_row_id {
 	ROW_ROT_PASS_1,
 	ROW_ROT_EMPTY_FEW,
 	ROW_ROT_PASS_FEW,
+	ROW_ROT_EMPTY_MID,
+	ROW_ROT_PASS_MID,
 	ROW_ROT_EMPTY_MANY,
 	ROW_ROT_PASS_MANY,
 	ROW_ROT_EMPTY_EVICT,
 	ROW_ROT_PASS_EVICT,
+	ROW_MT_EMPTY,
+	ROW_MT_LOOKUP,
+	ROW_MT_DROP_SAME,
+	ROW_MT_DROP_DISTINCT,
+	ROW_MT_PASS_SAME,
+	ROW_MT_PASS_DISTINCT,
+	ROW_POL_ONE,
+	ROW_POL_MANY,
+	ROW_POL_LAYERED_DROP,
+	ROW_POL_LAYERED_PASS,
+	ROW_ALLOW_ONE,
+	ROW_ALLOW_LAYERED,
+	ROW_ALLOWED,
 	ROW_MAX,
 };
 
@@ -149,6 +192,10 @@ struct bench_row {
 	enum sluice_pstat counted; /* ... as this */
 	enum bench_row_id floor;   /* subtracted: the same path without sluice */
 	enum bench_row_id lookup;  /* one lookup of the same family */
+	enum bench_row_id ref;	   /* xref divides by this row's -floor; itself: none */
+	enum bench_scen scen;	   /* the policy file it runs under */
+	__u32 threads;		   /* 0 or 1: one thread; else this many, one per CPU */
+	enum bench_flow flow2;	   /* the other threads' flow (same key: the same flow) */
 };
 
 #define LOOKUP_ROW(id, what, fl)                                                                   \
@@ -158,7 +205,8 @@ struct bench_row {
 		 .dport = DPORT_PASS,                                                              \
 		 .verdict = XDP_DROP,                                                              \
 		 .floor = ROW_EMPTY,                                                               \
-		 .lookup = id }
+		 .lookup = id,                                                                     \
+		 .ref = id }
 #define SLUICE_ROW(id, grp, what, fl, port, verd, pol, cnt, lk)                                    \
 	[id] = { .group = grp,                                                                     \
 		 .label = what,                                                                    \
@@ -169,7 +217,8 @@ struct bench_row {
 		 .policy = pol,                                                                    \
 		 .counted = cnt,                                                                   \
 		 .floor = ROW_EMPTY,                                                               \
-		 .lookup = lk }
+		 .lookup = lk,                                                                     \
+		 .ref = id }
 #define ROTATE_ROWS(grp, empty_id, id, what, n)                                                    \
 	[empty_id] = { .group = grp,                                                               \
 		       .label = "rotate->empty, " what,                                            \
@@ -180,7 +229,8 @@ struct bench_row {
 		       .sources = n,                                                               \
 		       .verdict = XDP_DROP,                                                        \
 		       .floor = empty_id,                                                          \
-		       .lookup = ROW_LOOKUP_V4_UDP },                                              \
+		       .lookup = ROW_LOOKUP_V4_UDP,                                                \
+		       .ref = empty_id },                                                          \
 	[id] = { .label = "rotate->sluice pass, " what,                                            \
 		 .prog = PROG_ROTATE,                                                              \
 		 .tail = PROG_SLUICE,                                                              \
@@ -191,7 +241,36 @@ struct bench_row {
 		 .policy = "udp-pass",                                                             \
 		 .counted = SLUICE_PSTAT_PASSED,                                                   \
 		 .floor = empty_id,                                                                \
-		 .lookup = ROW_LOOKUP_V4_UDP }
+		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
+		 .ref = ROW_ROT_PASS_1 }
+/* Two threads on two CPUs at once: IPv4 UDP on the first, @fl2 on the second. */
+#define MT_ROW(id, what, port, fl2, verd, pol, cnt, one_cpu)                                       \
+	[id] = { .label = what,                                                                    \
+		 .prog = PROG_SLUICE,                                                              \
+		 .flow = FLOW_V4_UDP,                                                              \
+		 .flow2 = fl2,                                                                     \
+		 .dport = port,                                                                    \
+		 .verdict = verd,                                                                  \
+		 .policy = pol,                                                                    \
+		 .counted = cnt,                                                                   \
+		 .floor = ROW_MT_EMPTY,                                                            \
+		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
+		 .ref = one_cpu,                                                                   \
+		 .threads = BENCH_THREADS_MAX }
+/* One thread under policy file @sc. */
+#define POL_ROW(id, grp, what, sc, fl, port, verd, pol, cnt)                                       \
+	[id] = { .group = grp,                                                                     \
+		 .label = what,                                                                    \
+		 .prog = PROG_SLUICE,                                                              \
+		 .flow = fl,                                                                       \
+		 .dport = port,                                                                    \
+		 .verdict = verd,                                                                  \
+		 .policy = pol,                                                                    \
+		 .counted = cnt,                                                                   \
+		 .floor = ROW_EMPTY,                                                               \
+		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
+		 .ref = ROW_POL_ONE,                                                               \
+		 .scen = sc }
 
 static const struct bench_row rows[ROW_MAX] = {
 	[ROW_EMPTY] = { .group = "baselines (floor: the empty program)",
@@ -201,7 +280,8 @@ static const struct bench_row rows[ROW_MAX] = {
 			.dport = DPORT_PASS,
 			.verdict = XDP_DROP,
 			.floor = ROW_EMPTY,
-			.lookup = ROW_LOOKUP_V4_UDP },
+			.lookup = ROW_LOOKUP_V4_UDP,
+			.ref = ROW_EMPTY },
 	LOOKUP_ROW(ROW_LOOKUP_V4_UDP, "IPv4 UDP", FLOW_V4_UDP),
 	LOOKUP_ROW(ROW_LOOKUP_V4_SYN, "IPv4 TCP SYN", FLOW_V4_SYN),
 	LOOKUP_ROW(ROW_LOOKUP_V6_UDP, "IPv6 UDP", FLOW_V6_UDP),
@@ -224,11 +304,64 @@ static const struct bench_row rows[ROW_MAX] = {
 		   XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_LOOKUP_V6_UDP),
 	ROTATE_ROWS("sluice, IPv4 UDP from N sources via rotate (floor: rotate->empty, same N)",
 		    ROW_ROT_EMPTY_1, ROW_ROT_PASS_1, "1 source", 1),
-	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_FEW, ROW_ROT_PASS_FEW, "10^4 sources", BENCH_SOURCES_FEW),
+	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_FEW, ROW_ROT_PASS_FEW, "10^3 sources", BENCH_SOURCES_FEW),
+	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MID, ROW_ROT_PASS_MID, "10^5 sources", BENCH_SOURCES_MID),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MANY, ROW_ROT_PASS_MANY, "10^6 sources",
 		    BENCH_SOURCES_MANY),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
 		    BENCH_SOURCES_EVICT),
+	[ROW_MT_EMPTY] = { .group = "IPv4 UDP on two CPUs at once, ns/pkt per CPU "
+				    "(floor: empty on 2 CPUs; xref: vs 1 CPU)",
+			   .label = "2 CPUs: empty",
+			   .prog = PROG_EMPTY,
+			   .flow = FLOW_V4_UDP,
+			   .flow2 = FLOW_V4_UDP,
+			   .dport = DPORT_PASS,
+			   .verdict = XDP_DROP,
+			   .floor = ROW_MT_EMPTY,
+			   .lookup = ROW_LOOKUP_V4_UDP,
+			   .ref = ROW_MT_EMPTY,
+			   .threads = BENCH_THREADS_MAX },
+	[ROW_MT_LOOKUP] = { .label = "2 CPUs: one LRU lookup, same key",
+			    .prog = PROG_LOOKUP,
+			    .flow = FLOW_V4_UDP,
+			    .flow2 = FLOW_V4_UDP,
+			    .dport = DPORT_PASS,
+			    .verdict = XDP_DROP,
+			    .floor = ROW_MT_EMPTY,
+			    .lookup = ROW_LOOKUP_V4_UDP,
+			    .ref = ROW_LOOKUP_V4_UDP,
+			    .threads = BENCH_THREADS_MAX },
+	MT_ROW(ROW_MT_DROP_SAME, "2 CPUs: drop, same key", DPORT_DROP, FLOW_V4_UDP, XDP_DROP,
+	       "udp-drop", SLUICE_PSTAT_DROPPED, ROW_DROP_V4_UDP),
+	MT_ROW(ROW_MT_DROP_DISTINCT, "2 CPUs: drop, distinct keys", DPORT_DROP, FLOW_V4_UDP_B,
+	       XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_DROP_V4_UDP),
+	MT_ROW(ROW_MT_PASS_SAME, "2 CPUs: pass, same key (CAS)", DPORT_PASS, FLOW_V4_UDP, XDP_PASS,
+	       "udp-pass", SLUICE_PSTAT_PASSED, ROW_PASS_V4_UDP),
+	MT_ROW(ROW_MT_PASS_DISTINCT, "2 CPUs: pass, distinct keys", DPORT_PASS, FLOW_V4_UDP_B,
+	       XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED, ROW_PASS_V4_UDP),
+	POL_ROW(ROW_POL_ONE, "IPv4 UDP under other policy files (floor: empty; xref: vs 1 policy)",
+		"1 policy, drop", SCEN_ONE, FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop",
+		SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_POL_MANY, NULL, "1000 policies (own ports), drop", SCEN_MANY, FLOW_V4_UDP,
+		DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_POL_LAYERED_DROP, NULL, "8 layered, 8th drops, 7 refunds", SCEN_LAYERED,
+		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_POL_LAYERED_PASS, NULL, "8 layered, all 8 admit (pass)", SCEN_LAYERED,
+		FLOW_V4_UDP, DPORT_PASS, XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED),
+	POL_ROW(ROW_ALLOW_ONE, NULL, "1 policy, 10^4 allowlisted, drop", SCEN_ALLOW_ONE,
+		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_ALLOW_LAYERED, NULL, "8 layered, 10^4 allowlisted, drop", SCEN_ALLOW_LAYERED,
+		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_ALLOWED, NULL, "an allowlisted source (pass)", SCEN_ALLOW_LAYERED,
+		FLOW_V4_ALLOWED, DPORT_DROP, XDP_PASS, NULL, SLUICE_PSTAT_PASSED),
+};
+
+/* A policy file being written into @buf; @err is the first error. */
+struct yaml_buf {
+	char *buf;
+	size_t len, used;
+	int err;
 };
 
 struct bench_opts {
@@ -243,9 +376,11 @@ struct bench {
 	struct harness h;
 	struct bpf_object *obj[BENCH_OBJS];
 	int prog_fd[PROG_MAX];
-	int target_fd; /* rotate's bench_target */
-	int cfg_fd;    /* rotate's bench_cfg */
-	int keys_fd;   /* lookup's bench_keys */
+	int target_fd;	      /* rotate's bench_target */
+	int cfg_fd;	      /* rotate's bench_cfg */
+	int keys_fd;	      /* lookup's bench_keys */
+	enum bench_scen scen; /* the policy file in force */
+	struct yaml_buf yaml; /* its text */
 };
 
 struct bench_result {
@@ -253,6 +388,7 @@ struct bench_result {
 	__u64 keys;			  /* sluice rows: keys in sluice_state afterwards */
 	int is_sluice;
 	int is_bad;
+	int is_skipped; /* not measured here (too few CPUs); check says why */
 	char check[CHECK_LEN];
 };
 
@@ -464,6 +600,37 @@ static int bench__fill_keys(struct bench *b)
 	return 0;
 }
 
+#define CELL_LEN 32
+
+__attribute__((format(printf, 3, 4))) static void format_cell(char *buf, size_t len,
+							      const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len)
+		snprintf(buf, len, "?");
+}
+
+__attribute__((format(printf, 2, 3))) static void yaml_add(struct yaml_buf *y, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (y->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(y->buf + y->used, y->len - y->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= y->len - y->used)
+		y->err = -ENAMETOOLONG;
+	else
+		y->used += n;
+}
+
 struct bench_policy {
 	const char *name;
 	const char *proto;
@@ -481,48 +648,156 @@ static const struct bench_policy policies[] = {
 	{ "syn-drop", "tcp", DPORT_DROP, ", tcp_syn: true", RATE_DROP, BURST_DROP },
 };
 
-/* The policy file's text into @buf; 0 or -ENAMETOOLONG. */
-static int policy_yaml(char *buf, size_t len)
-{
-	static const char fmt[] = "  - name: %s\n"
-				  "    match: { proto: %s, dst_port: %d%s }\n"
-				  "    key: { ipv4_prefix: %d, ipv6_prefix: %d }\n"
-				  "    rate: %s\n"
-				  "    burst: %s\n";
-	const struct bench_policy *p;
-	size_t i, used = 0;
-	int n = snprintf(buf, len, "policies:\n");
+enum bench_policy_id {
+	POLICY_UDP_PASS = 0,
+	POLICY_UDP_DROP,
+	POLICY_SYN_PASS,
+	POLICY_SYN_DROP,
+	POLICY_MAX,
+};
 
-	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += n;
-		p = &policies[i];
-		n = snprintf(buf + used, len - used, fmt, p->name, p->proto, p->dport, p->extra,
-			     SLUICE_IPV4_BITS, SLUICE_ADDR_BITS, p->rate, p->burst);
-	}
-	return n >= 0 && (size_t)n < len - used ? 0 : -ENAMETOOLONG;
+/* @p keyed by the IPv4 source masked to @prefix4 (IPv6: the whole source). */
+static void yaml_policy(struct yaml_buf *y, const struct bench_policy *p, int prefix4)
+{
+	yaml_add(y,
+		 "  - name: %s\n"
+		 "    match: { proto: %s, dst_port: %d%s }\n"
+		 "    key: { ipv4_prefix: %d, ipv6_prefix: %d }\n"
+		 "    rate: %s\n"
+		 "    burst: %s\n",
+		 p->name, p->proto, p->dport, p->extra, prefix4, SLUICE_ADDR_BITS, p->rate,
+		 p->burst);
 }
 
-#define POLICY_YAML_LEN 1024
+/* Policy @name: a pass policy on @proto/@dport, keyed /@prefix4. */
+static void yaml_pass(struct yaml_buf *y, const char *name, const char *proto, int dport,
+		      int prefix4)
+{
+	struct bench_policy p = { name, proto, dport, "", RATE_PASS, BURST_PASS };
+
+	yaml_policy(y, &p, prefix4);
+}
+
+/*
+ * Eight policies on each of the two UDP ports, keyed /32, /31, ... (the
+ * compiler refuses a layer that can never decide). On DPORT_DROP seven
+ * pass layers come first and udp-drop, keyed by the shortest prefix and so
+ * least specific, comes last (compile.c's order): every packet is charged
+ * seven times, denied by the eighth, and refunded seven times.
+ */
+static void yaml_layered(struct yaml_buf *y)
+{
+	char name[SLUICE_NAME_LEN];
+	__u32 i;
+
+	for (i = 1; i < BENCH_LAYERS; i++) {
+		format_cell(name, sizeof(name), "drop-layer-%u", i);
+		yaml_pass(y, name, "udp", DPORT_DROP, SLUICE_IPV4_BITS + 1 - i);
+	}
+	yaml_policy(y, &policies[POLICY_UDP_DROP], BENCH_LAYER_DROP_PREFIX);
+	yaml_policy(y, &policies[POLICY_UDP_PASS], SLUICE_IPV4_BITS);
+	for (i = 1; i < BENCH_LAYERS; i++) {
+		format_cell(name, sizeof(name), "pass-layer-%u", i);
+		yaml_pass(y, name, "udp", DPORT_PASS, SLUICE_IPV4_BITS - i);
+	}
+}
+
+/* udp-drop and BENCH_MANY_POLICIES - 1 others, UDP and TCP, one port each. */
+static void yaml_many(struct yaml_buf *y)
+{
+	char name[SLUICE_NAME_LEN];
+	__u32 i;
+
+	yaml_policy(y, &policies[POLICY_UDP_DROP], SLUICE_IPV4_BITS);
+	for (i = 1; i < BENCH_MANY_POLICIES; i++) {
+		format_cell(name, sizeof(name), "port-%u", BENCH_MANY_PORT_FIRST + i);
+		yaml_pass(y, name, i % 2 ? "tcp" : "udp", BENCH_MANY_PORT_FIRST + i,
+			  SLUICE_IPV4_BITS);
+	}
+}
+
+/*
+ * BENCH_ALLOW_PREFIXES /32s from SRC_V4_OK up: a dense trie right beside
+ * SRC_V4, so its lookup walks deep before it fails.
+ */
+static void yaml_allow(struct yaml_buf *y)
+{
+	char text[INET_ADDRSTRLEN];
+	struct in_addr a = { 0 };
+	__u32 first, i;
+
+	if (inet_pton(AF_INET, SRC_V4_OK, &a) != 1)
+		y->err = -EINVAL;
+	first = ntohl(a.s_addr);
+	yaml_add(y, "allow:\n");
+	for (i = 0; !y->err && i < BENCH_ALLOW_PREFIXES; i++) {
+		a.s_addr = htonl(first + i);
+		if (!inet_ntop(AF_INET, &a, text, sizeof(text)))
+			y->err = -errno;
+		yaml_add(y, "  - %s/%d\n", text, SLUICE_IPV4_BITS);
+	}
+}
+
+/* The text of policy file @sc into @y; 0 or -ENAMETOOLONG. */
+static int scen_yaml(enum bench_scen sc, struct yaml_buf *y)
+{
+	size_t i;
+
+	y->used = 0;
+	y->err = 0;
+	if (sc == SCEN_ALLOW_ONE || sc == SCEN_ALLOW_LAYERED)
+		yaml_allow(y);
+	yaml_add(y, "policies:\n");
+	if (sc == SCEN_BASE)
+		for (i = 0; i < POLICY_MAX; i++)
+			yaml_policy(y, &policies[i], SLUICE_IPV4_BITS);
+	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE)
+		yaml_policy(y, &policies[POLICY_UDP_DROP], SLUICE_IPV4_BITS);
+	else if (sc == SCEN_LAYERED || sc == SCEN_ALLOW_LAYERED)
+		yaml_layered(y);
+	else if (sc == SCEN_MANY)
+		yaml_many(y);
+	return y->err;
+}
 
 /* sluice through the harness: the agent's loader, compiler and map writer. */
 static int bench__load_sluice(struct bench *b)
 {
-	char yaml[POLICY_YAML_LEN];
 	int err = check_obj(b->o->obj_path);
 
 	if (err)
 		return err;
-	err = policy_yaml(yaml, sizeof(yaml));
+	b->yaml.len = POLICY_FILE_MAX_BYTES;
+	b->yaml.buf = calloc(b->yaml.len, 1);
+	err = b->yaml.buf ? scen_yaml(SCEN_BASE, &b->yaml) : -ENOMEM;
 	if (!err)
-		err = harness_load(&b->h, yaml, BENCH_MAX_KEYS);
+		err = harness_load(&b->h, b->yaml.buf, BENCH_MAX_KEYS);
 	if (err) {
 		fprintf(stderr, "sluice-bench: cannot load sluice with the bench policy: %s\n",
 			strerror(-err));
 		return err;
 	}
+	b->scen = SCEN_BASE;
 	b->prog_fd[PROG_SLUICE] = b->h.att.prog_fd;
+	return 0;
+}
+
+/* Apply policy file @sc unless it is in force; 0 or -errno, reported. */
+static int bench__apply(struct bench *b, enum bench_scen sc)
+{
+	int err;
+
+	if (sc == b->scen)
+		return 0;
+	err = scen_yaml(sc, &b->yaml);
+	if (!err)
+		err = harness_apply(&b->h, b->yaml.buf);
+	if (err) {
+		fprintf(stderr, "sluice-bench: cannot apply policy file %d: %s\n", sc,
+			strerror(-err));
+		return err;
+	}
+	b->scen = sc;
 	return 0;
 }
 
@@ -621,6 +896,71 @@ static int run_pkts(int prog_fd, const struct pkt *p, __u32 n, double *ns_per_pk
 		((end.tv_sec - start.tv_sec) * NSEC_PER_SEC_F + (end.tv_nsec - start.tv_nsec)) / n;
 	*verdict = opts.retval;
 	return 0;
+}
+
+/* One of the threads of a row run on several CPUs. */
+struct bench_thread {
+	pthread_t tid;
+	pthread_barrier_t *start; /* all threads enter the kernel together */
+	int prog_fd;
+	int cpu;
+	const struct pkt *p;
+	__u32 n;
+	double ns_per_pkt;
+	__u32 verdict;
+	int err;
+};
+
+static void *thread_main(void *arg)
+{
+	struct bench_thread *t = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	t->err = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	pthread_barrier_wait(t->start);
+	if (!t->err)
+		t->err = run_pkts(t->prog_fd, t->p, t->n, &t->ns_per_pkt, &t->verdict);
+	return NULL;
+}
+
+/*
+ * @n packets of @p[i] on CPU i, for each of @threads threads at once: the
+ * mean of their CPU time per packet, and each one's last verdict.
+ */
+static int run_threads(int prog_fd, const struct pkt *p, __u32 threads, __u32 n, double *ns,
+		       __u32 *verdicts)
+{
+	struct bench_thread t[BENCH_THREADS_MAX];
+	pthread_barrier_t start;
+	__u32 i, started = 0;
+	int err = -pthread_barrier_init(&start, NULL, threads);
+
+	for (i = 0; !err && i < threads; i++) {
+		t[i] = (struct bench_thread){
+			.start = &start, .prog_fd = prog_fd, .cpu = i, .p = &p[i], .n = n
+		};
+		err = -pthread_create(&t[i].tid, NULL, thread_main, &t[i]);
+		started += !err;
+	}
+	if (err && started) /* the barrier waits for @threads: never reached */
+		abort();
+	*ns = 0;
+	for (i = 0; i < started; i++) {
+		pthread_join(t[i].tid, NULL);
+		err = err ?: t[i].err;
+		*ns += t[i].ns_per_pkt / threads;
+		verdicts[i] = t[i].verdict;
+	}
+	if (started || !err)
+		pthread_barrier_destroy(&start);
+	return err;
+}
+
+static __u32 row_threads(const struct bench_row *r)
+{
+	return r->threads > 1 ? r->threads : 1;
 }
 
 /* What a sluice row must move: its verdict's total and its policy's counter. */
@@ -755,16 +1095,29 @@ static int report_run(const struct bench_row *r, int err)
 	return err;
 }
 
+/* @n packets per thread of row @r; a wrong verdict marks @res bad. */
+static int bench__run_pkts(struct bench *b, const struct bench_row *r, const struct pkt *p, __u32 n,
+			   double *ns, struct bench_result *res)
+{
+	__u32 verdicts[BENCH_THREADS_MAX], i, threads = row_threads(r);
+	int err;
+
+	if (threads == 1)
+		err = run_pkts(b->prog_fd[r->prog], p, n, ns, &verdicts[0]);
+	else
+		err = run_threads(b->prog_fd[r->prog], p, threads, n, ns, verdicts);
+	for (i = 0; !err && i < threads; i++)
+		if (!verdict_is_right(r, verdicts[i], res))
+			break;
+	return report_run(r, err);
+}
+
 static int bench__warm_up(struct bench *b, const struct bench_row *r, const struct pkt *p,
 			  struct bench_result *res)
 {
-	__u32 verdict;
 	double ns;
-	int err = run_pkts(b->prog_fd[r->prog], p, warmup_pkts(r, b->o->repeat), &ns, &verdict);
 
-	if (!err)
-		verdict_is_right(r, verdict, res);
-	return report_run(r, err);
+	return bench__run_pkts(b, r, p, warmup_pkts(r, b->o->repeat), &ns, res);
 }
 
 /* The measured rounds; a wrong verdict marks the row bad. */
@@ -772,58 +1125,51 @@ static int bench__measure(struct bench *b, const struct bench_row *r, const stru
 			  struct bench_result *res)
 {
 	double ns[BENCH_ROUNDS_MAX];
-	__u32 i, verdict;
+	__u32 i;
 	int err = 0;
 
-	for (i = 0; !err && i < b->o->rounds; i++) {
-		err = run_pkts(b->prog_fd[r->prog], p, b->o->repeat, &ns[i], &verdict);
-		if (!err && !verdict_is_right(r, verdict, res))
-			return 0;
-	}
-	if (!err)
+	for (i = 0; !err && !res->is_bad && i < b->o->rounds; i++)
+		err = bench__run_pkts(b, r, p, b->o->repeat, &ns[i], res);
+	if (!err && !res->is_bad)
 		summarize(ns, b->o->rounds, res);
-	return report_run(r, err);
+	return err;
 }
 
 static int bench__run_row(struct bench *b, enum bench_row_id id, struct bench_result *res)
 {
 	const struct bench_row *r = &rows[id];
+	struct pkt p[BENCH_THREADS_MAX];
 	struct counts before, after;
-	struct pkt p;
+	__u32 i;
 	int err;
 
-	build_packet(&p, r->flow, r->dport);
 	res->is_sluice = is_sluice_row(r);
 	if (snprintf(res->check, sizeof(res->check), "ok") < 0)
 		return -EIO;
-	err = bench__aim(b, r);
+	if (row_threads(r) > (__u32)sysconf(_SC_NPROCESSORS_ONLN)) {
+		res->is_skipped = 1;
+		format_cell(res->check, sizeof(res->check), "skipped: needs %u CPUs",
+			    row_threads(r));
+		return 0;
+	}
+	for (i = 0; i < row_threads(r); i++)
+		build_packet(&p[i], i ? r->flow2 : r->flow, r->dport);
+	err = bench__apply(b, r->scen);
 	if (!err)
-		err = bench__warm_up(b, r, &p, res);
+		err = bench__aim(b, r);
+	if (!err)
+		err = bench__warm_up(b, r, p, res);
 	if (!err && !res->is_bad && res->is_sluice)
 		err = bench__read_counts(b, r, &before);
 	if (!err && !res->is_bad)
-		err = bench__measure(b, r, &p, res);
+		err = bench__measure(b, r, p, res);
 	if (err || res->is_bad || !res->is_sluice)
 		return err;
 	err = bench__read_counts(b, r, &after);
 	if (!err)
-		check_counts(r, &before, &after, (__u64)b->o->rounds * b->o->repeat, res);
+		check_counts(r, &before, &after,
+			     (__u64)b->o->rounds * b->o->repeat * row_threads(r), res);
 	return err;
-}
-
-#define CELL_LEN 32
-
-__attribute__((format(printf, 3, 4))) static void format_cell(char *buf, size_t len,
-							      const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= len)
-		snprintf(buf, len, "?");
 }
 
 /* The "model name" of the first CPU in /proc/cpuinfo, or "unknown". */
@@ -881,11 +1227,12 @@ static void print_header(const struct bench_opts *o, int cpu, int argc, char **a
 	       "command:  %s\n"
 	       "method:   per row one warm-up call, then %u rounds of one call with repeat %u;\n"
 	       "          ns/pkt = this thread's CPU time in the call / repeat\n"
-	       "policies: keyed /32 and /128; pass: rate %s burst %s; drop: rate %s burst %s\n\n",
+	       "policies: keyed /32 and /128 (layered: /32 to /24); pass: rate %s burst %s;\n"
+	       "          drop: rate %s burst %s\n\n",
 	       date, uts.release, model, sysconf(_SC_NPROCESSORS_ONLN), cpu, cmd, o->rounds,
 	       o->repeat, RATE_PASS, BURST_PASS, RATE_DROP, BURST_DROP);
-	printf("  %-*s %8s %13s %8s %7s %8s  %s\n", LABEL_WIDTH, "row", "ns/pkt", "min-max",
-	       "-floor", "xlookup", "keys", "check");
+	printf("  %-*s %7s %13s %7s %7s %5s %8s  %s\n", LABEL_WIDTH, "row", "ns/pkt", "min-max",
+	       "-floor", "xlookup", "xref", "keys", "check");
 }
 
 static void print_row(enum bench_row_id id, const struct bench_result *all)
@@ -894,29 +1241,99 @@ static void print_row(enum bench_row_id id, const struct bench_result *all)
 	const struct bench_result *res = &all[id];
 	double over = res->median_ns - all[r->floor].median_ns;
 	double lookup = all[r->lookup].median_ns - all[ROW_EMPTY].median_ns;
-	char range[CELL_LEN], over_s[CELL_LEN], ratio[CELL_LEN], keys[CELL_LEN];
+	double ref = all[r->ref].median_ns - all[rows[r->ref].floor].median_ns;
+	char range[CELL_LEN], over_s[CELL_LEN], ratio[CELL_LEN], xref[CELL_LEN], keys[CELL_LEN];
 	int has_ratio = r->floor != id && lookup > 0 && !all[r->lookup].is_bad;
+	int has_ref = r->ref != id && ref > 0 && !all[r->ref].is_bad && !all[r->ref].is_skipped;
 
 	if (r->group)
 		printf("%s\n", r->group);
-	if (res->is_bad) {
+	if (res->is_bad || res->is_skipped) {
 		printf("  %-*s %s\n", LABEL_WIDTH, r->label, res->check);
 		return;
 	}
 	format_cell(range, sizeof(range), "%.1f-%.1f", res->min_ns, res->max_ns);
 	format_cell(over_s, sizeof(over_s), r->floor == id ? "-" : "%.1f", over);
 	format_cell(ratio, sizeof(ratio), has_ratio ? "%.2f" : "-", over / lookup);
+	format_cell(xref, sizeof(xref), has_ref ? "%.2f" : "-", over / ref);
 	format_cell(keys, sizeof(keys), res->is_sluice ? "%llu" : "-", res->keys);
-	printf("  %-*s %8.1f %13s %8s %7s %8s  %s\n", LABEL_WIDTH, r->label, res->median_ns, range,
-	       over_s, ratio, keys, res->check);
+	printf("  %-*s %7.1f %13s %7s %7s %5s %8s  %s\n", LABEL_WIDTH, r->label, res->median_ns,
+	       range, over_s, ratio, xref, keys, res->check);
 }
 
 static void print_legend(void)
 {
 	printf("\nns/pkt: median of the rounds; min-max: fastest and slowest round;\n"
 	       "-floor: ns/pkt minus the floor of its group; xlookup: -floor / (one LRU lookup\n"
-	       "of the same family - empty); keys: entries in sluice_state after the row;\n"
+	       "of the same family - empty); xref: -floor / -floor of the group's reference\n"
+	       "(1 source, 1 CPU, 1 policy); keys: entries in sluice_state after the row;\n"
 	       "check: every verdict, and sluice's counters moved by exactly the packets sent.\n");
+}
+
+/* "<key>: <value>" of /proc/self/fdinfo/@fd into @out per @keys[i]; 0 or -errno. */
+static int read_fdinfo(int fd, const char *const *keys, size_t n, unsigned long long *out)
+{
+	char path[PATH_MAX], line[BENCH_FDINFO_LINE];
+	FILE *f;
+	size_t i, len;
+
+	format_cell(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	memset(out, 0, n * sizeof(*out));
+	while (fgets(line, sizeof(line), f))
+		for (i = 0; i < n; i++) {
+			len = strlen(keys[i]);
+			if (!strncmp(line, keys[i], len) && line[len] == ':')
+				out[i] = strtoull(line + len + 1, NULL, 10);
+		}
+	return fclose(f) ? -errno : 0;
+}
+
+enum fdinfo_field {
+	FDINFO_MAX_ENTRIES = 0,
+	FDINFO_KEY_SIZE,
+	FDINFO_VALUE_SIZE,
+	FDINFO_MEMLOCK,
+	FDINFO_MAX,
+};
+
+static const char *const fdinfo_keys[FDINFO_MAX] = {
+	[FDINFO_MAX_ENTRIES] = "max_entries",
+	[FDINFO_KEY_SIZE] = "key_size",
+	[FDINFO_VALUE_SIZE] = "value_size",
+	[FDINFO_MEMLOCK] = "memlock",
+};
+
+static void print_map_memory(const char *name, int fd)
+{
+	unsigned long long v[FDINFO_MAX];
+	int err = read_fdinfo(fd, fdinfo_keys, FDINFO_MAX, v);
+
+	if (err || !v[FDINFO_MAX_ENTRIES]) {
+		printf("  %-16s cannot read /proc/self/fdinfo: %s\n", name, strerror(-err));
+		return;
+	}
+	printf("  %-16s %9llu %5llu %6llu %12llu %9.1f\n", name, v[FDINFO_MAX_ENTRIES],
+	       v[FDINFO_KEY_SIZE], v[FDINFO_VALUE_SIZE], v[FDINFO_MEMLOCK],
+	       (double)v[FDINFO_MEMLOCK] / v[FDINFO_MAX_ENTRIES]);
+}
+
+/* Kernel memory of every sluice map (memlock, as bpftool map show prints it). */
+static void print_memory(const struct bench *b)
+{
+	int i;
+
+	printf("\nkernel memory per map (memlock from /proc/self/fdinfo, as `bpftool map show`):\n"
+	       "  %-16s %9s %5s %6s %12s %9s\n",
+	       "map", "entries", "key", "value", "memlock", "B/entry");
+	for (i = 0; i < SLUICE_MAP_MAX; i++)
+		print_map_memory(sluice_map_names[i], b->h.att.maps.fd[i]);
+	print_map_memory("bench_keys", b->keys_fd);
+	printf("(sluice_state: LRU hash, preallocated, sized by --max-keys; per-CPU maps are\n"
+	       "counted once per possible CPU; LPM tries allocate per prefix, shown at their\n"
+	       "current contents)\n");
 }
 
 /* Every row in order: floors and lookups come before the rows that use them. */
@@ -957,12 +1374,15 @@ int main(int argc, char **argv)
 		print_header(&o, cpu, argc, argv);
 		err = bench__run(&b, res, &any_bad);
 	}
-	if (!err)
+	if (!err) {
 		print_legend();
+		print_memory(&b);
+	}
 	if (err == -EINTR)
 		fprintf(stderr, "sluice-bench: interrupted\n");
 	bench__close_objs(&b);
 	harness_close(&b.h);
+	free(b.yaml.buf);
 	free(res);
 	if (fflush(stdout) == EOF && !err)
 		err = -errno;
