@@ -95,13 +95,19 @@ static __always_inline __u64 policy_incr(const struct sluice_policy *p,
 	return sluice_gcra_incr(cost, g->interval_mant, g->interval_shift);
 }
 
-/* The fail mode of policy @p (id @id) now; see include/sluice/fail.h. */
+/*
+ * The fail mode of policy @p (id @id) for packet @m now; see
+ * include/sluice/fail.h. Store-fault modes exist only for cluster-scoped
+ * policies: a generation without any skips the sluice_fail lookup.
+ */
 static __always_inline int policy_fail_mode(const struct sluice_policy *p, __u32 id,
-					    __u64 agent_lost_ns)
+					    const struct pkt_meta *m)
 {
-	struct sluice_fail_state *st = bpf_map_lookup_elem(&sluice_fail, &id);
+	struct sluice_fail_state *st = NULL;
 
-	return sluice_fail_mode(p->on_agent_loss, p->closed_after_ns, agent_lost_ns,
+	if (!m->agent_lost_ns && (m->gen_flags & SLUICE_GEN_F_STORE))
+		st = bpf_map_lookup_elem(&sluice_fail, &id);
+	return sluice_fail_mode(p->on_agent_loss, p->closed_after_ns, m->agent_lost_ns,
 				st ? st->mode : SLUICE_FAIL_NONE);
 }
 

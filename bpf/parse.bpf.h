@@ -50,6 +50,7 @@ struct pkt_meta {
 	__u64 len_bytes;		/* L2 frame length */
 	__u64 src_sets;			/* sluice_addr_val.sets of the source (classify) */
 	__u64 dst_sets;			/* likewise of the destination */
+	__u32 gen_flags;		/* sluice_ctl.gen_flags of the generation */
 	__u64 heartbeat_ns;		/* copied from sluice_ctl (limit) */
 	__u64 agent_timeout_ns;
 	__u64 now;			/* GCRA ticks; 0 until a policy applies (limit) */

@@ -187,6 +187,7 @@ SLUICE_ASSERT_SIZE(struct sluice_match, 36);
 enum sluice_gen_flag {
 	SLUICE_GEN_F_SRC = 1 << 0, /* an allowlist or source prefix sets: look up sluice_src */
 	SLUICE_GEN_F_DST = 1 << 1, /* destination prefix sets: look up sluice_dst */
+	SLUICE_GEN_F_STORE = 1 << 2, /* cluster-scoped policies: look up sluice_fail */
 };
 
 /* Value of sluice_ctl, a one-element array written only by the agent. */

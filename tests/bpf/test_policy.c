@@ -267,9 +267,14 @@ static void set_store_mode(struct harness *h, const char *name, __u8 mode)
 
 /* ---- 1. allowlist --------------------------------------------------------- */
 
-static const char allow_yaml[] = "allow: [192.0.2.0/24, \"2001:db8:a::/48\"]\n"
+/* Cluster scope: store faults only touch policies that use the store (never contacted here). */
+#define TEST_STORE "store: { redis: \"unix:///nonexistent/redis.sock\" }\n"
+
+static const char allow_yaml[] = TEST_STORE
+				 "allow: [192.0.2.0/24, \"2001:db8:a::/48\"]\n"
 				 "policies:\n"
 				 "  - name: all\n"
+				 "    scope: cluster\n"
 				 "    match: { proto: udp, dst_port: 53 }\n"
 				 "    rate: 1/h\n"
 				 "    burst: 1\n"
@@ -541,8 +546,10 @@ static void test_layers(void **state)
 
 /* ---- 5. fail modes -------------------------------------------------------- */
 
-static const char fail_yaml[] = "policies:\n"
+static const char fail_yaml[] = TEST_STORE
+				"policies:\n"
 				"  - name: open\n"
+				"    scope: cluster\n"
 				"    match: { proto: udp, dst_port: 53 }\n"
 				"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
 				"    rate: 1/h\n"
@@ -550,6 +557,7 @@ static const char fail_yaml[] = "policies:\n"
 				"    on_agent_loss: open\n"
 				"    on_store_error: open\n"
 				"  - name: closed\n"
+				"    scope: cluster\n"
 				"    match: { proto: udp, dst_port: 54 }\n"
 				"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
 				"    rate: 1/h\n"
@@ -557,6 +565,7 @@ static const char fail_yaml[] = "policies:\n"
 				"    on_agent_loss: closed\n"
 				"    on_store_error: closed\n"
 				"  - name: degraded\n"
+				"    scope: cluster\n"
 				"    match: { proto: udp, dst_port: 55 }\n"
 				"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
 				"    rate: 1/h\n"
@@ -566,6 +575,7 @@ static const char fail_yaml[] = "policies:\n"
 				"    local_limit: 1/h\n"
 				"    local_burst: 2\n"
 				"  - name: abuse\n"
+				"    scope: cluster\n"
 				"    match: { proto: udp, dst_port: 56 }\n"
 				"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
 				"    rate: 1/h\n"
@@ -573,6 +583,7 @@ static const char fail_yaml[] = "policies:\n"
 				"    class: abuse\n"
 				"    closed_after: 1s\n"
 				"  - name: trial\n"
+				"    scope: cluster\n"
 				"    mode: shadow\n"
 				"    match: { proto: udp, dst_port: 57 }\n"
 				"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
