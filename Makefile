@@ -132,7 +132,7 @@ TEST_LOGS := $(O)/test-logs
 test:
 	$(Q)tools/deps.sh
 	$(Q)rm -f $(TEST_LOGS)/summary
-	$(Q)$(MAKE) -k --no-print-directory test-unit test-bpf test-e2e; rc=$$?; \
+	$(Q)$(MAKE) -k --no-print-directory check-format test-unit test-bpf test-e2e; rc=$$?; \
 	awk '{ p += $$2; f += $$3; s += $$4 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' \
 		$(TEST_LOGS)/summary; exit $$rc
 
@@ -177,7 +177,8 @@ format:
 	$(Q)clang-format -i $(FORMAT_SRC)
 
 check-format:
-	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC)
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC) || \
+		{ echo "check-format: run 'make format' (STYLE.md: .clang-format is the law)" >&2; exit 1; }
 
 PREFIX ?= /usr/local
 install: $(BIN)

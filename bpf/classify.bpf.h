@@ -22,8 +22,7 @@ static __always_inline struct sluice_ctl *ctl_get(void)
 }
 
 /* The longest prefix of @addr in @trie for generation @gen, or NULL. */
-static __always_inline struct sluice_addr_val *addr_lookup(void *trie, __u32 gen,
-							   const __u32 *addr)
+static __always_inline struct sluice_addr_val *addr_lookup(void *trie, __u32 gen, const __u32 *addr)
 {
 	struct sluice_addr_key k = {
 		.prefixlen = SLUICE_ADDR_KEY_BITS(SLUICE_ADDR_BITS),

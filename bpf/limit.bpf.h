@@ -85,8 +85,8 @@ static __always_inline void limit_refund(const struct sluice_key *key, __u64 now
 	}
 }
 
-static __always_inline __u64 policy_incr(const struct sluice_policy *p,
-					 const struct sluice_gcra *g, __u64 len_bytes)
+static __always_inline __u64 policy_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
+					 __u64 len_bytes)
 {
 	__u64 cost = p->cost == SLUICE_COST_BYTES ? len_bytes : 1;
 

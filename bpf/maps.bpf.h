@@ -25,7 +25,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES);
+	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_MAX_POLICIES);
 	__type(key, __u32);
 	__type(value, struct sluice_policy);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

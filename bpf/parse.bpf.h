@@ -27,16 +27,16 @@
 
 #include "sluice/abi.h"
 
-#define IPV4_IHL_MIN 5		/* 32-bit words */
-#define IPV4_WORD_BYTES 4
-#define IPV4_FRAG_OFFSET 0x1fff /* fragment offset bits of frag_off */
-#define IPV6_FRAG_OFFSET 0xfff8 /* fragment offset bits of frag_off */
-#define IPV6_EXT_UNIT_BYTES 8	/* hdrlen unit of hop-by-hop, routing, dest. options */
-#define IPV6_AH_UNIT_BYTES 4	/* hdrlen unit of the authentication header */
-#define IPV6_AH_LEN_BIAS 2	/* AH hdrlen counts 4-byte words minus 2 */
-#define IPV6_VERSION 6
-#define IPV4_VERSION 4
-#define IPV4_MAPPED_WORD 0xffff /* third 32-bit word of an IPv4-mapped address */
+#define IPV4_IHL_MIN	    5 /* 32-bit words */
+#define IPV4_WORD_BYTES	    4
+#define IPV4_FRAG_OFFSET    0x1fff /* fragment offset bits of frag_off */
+#define IPV6_FRAG_OFFSET    0xfff8 /* fragment offset bits of frag_off */
+#define IPV6_EXT_UNIT_BYTES 8	   /* hdrlen unit of hop-by-hop, routing, dest. options */
+#define IPV6_AH_UNIT_BYTES  4	   /* hdrlen unit of the authentication header */
+#define IPV6_AH_LEN_BIAS    2	   /* AH hdrlen counts 4-byte words minus 2 */
+#define IPV6_VERSION	    6
+#define IPV4_VERSION	    4
+#define IPV4_MAPPED_WORD    0xffff /* third 32-bit word of an IPv4-mapped address */
 
 struct cursor {
 	void *pos;
@@ -53,13 +53,13 @@ struct pkt_meta {
 	__u32 gen_flags;		/* sluice_ctl.gen_flags of the generation */
 	__u64 heartbeat_ns;		/* copied from sluice_ctl (limit) */
 	__u64 agent_timeout_ns;
-	__u64 now;			/* GCRA ticks; 0 until a policy applies (limit) */
-	__u64 agent_lost_ns;		/* how long the agent has been lost; 0: it is not */
-	__be16 dst_port;		/* when has_ports */
-	__u8 proto;			/* IPPROTO_* of the transport header */
+	__u64 now;	     /* GCRA ticks; 0 until a policy applies (limit) */
+	__u64 agent_lost_ns; /* how long the agent has been lost; 0: it is not */
+	__be16 dst_port;     /* when has_ports */
+	__u8 proto;	     /* IPPROTO_* of the transport header */
 	__u8 is_ipv4;
 	__u8 has_ports;
-	__u8 is_syn;			/* TCP SYN without ACK */
+	__u8 is_syn; /* TCP SYN without ACK */
 };
 
 struct vlan_hdr {
@@ -155,9 +155,7 @@ static __always_inline int parse_ipv6_ext(struct cursor *c, struct pkt_meta *m, 
 		if (frag->frag_off & bpf_htons(IPV6_FRAG_OFFSET))
 			m->has_ports = 0;
 		return frag->nexthdr;
-	case IPPROTO_AH:
-		len = (ext->hdrlen + IPV6_AH_LEN_BIAS) * IPV6_AH_UNIT_BYTES;
-		break;
+	case IPPROTO_AH: len = (ext->hdrlen + IPV6_AH_LEN_BIAS) * IPV6_AH_UNIT_BYTES; break;
 	default: /* hop-by-hop, routing, destination options */
 		len = (ext->hdrlen + 1) * IPV6_EXT_UNIT_BYTES;
 		break;

@@ -18,13 +18,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* What one policy made of one packet (limit_policy's return value). */
 enum layer_result {
-	LAYER_SKIP = -1,			 /* the policy does not apply */
-	LAYER_ADMIT = LIMIT_ADMIT,		 /* admitted and charged */
-	LAYER_DENY = LIMIT_DENY,		 /* over the limit: drop */
-	LAYER_STATE_ERR = LIMIT_STATE_ERR,	 /* no state could be kept: pass, uncharged */
+	LAYER_SKIP = -1,			   /* the policy does not apply */
+	LAYER_ADMIT = LIMIT_ADMIT,		   /* admitted and charged */
+	LAYER_DENY = LIMIT_DENY,		   /* over the limit: drop */
+	LAYER_STATE_ERR = LIMIT_STATE_ERR,	   /* no state could be kept: pass, uncharged */
 	LAYER_CAS_EXHAUSTED = LIMIT_CAS_EXHAUSTED, /* drop */
-	LAYER_PASS_UNCHARGED,			 /* shadow would-drop, or failed open: pass */
-	LAYER_CLOSED,				 /* failed closed: drop */
+	LAYER_PASS_UNCHARGED,			   /* shadow would-drop, or failed open: pass */
+	LAYER_CLOSED,				   /* failed closed: drop */
 };
 
 /* The policy's limit for its fail mode, or NULL when it takes no decision. */
@@ -120,7 +120,7 @@ static __always_inline int is_drop(int r)
  * at no measurable cost per packet (make bench: 137 vs 136 ns).
  */
 __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sluice_match *match,
-					    __u32 gen, enum sluice_total *why)
+					     __u32 gen, enum sluice_total *why)
 {
 	__u32 admitted[SLUICE_MAX_LAYERS];
 	__u32 i, n = 0, count, id;
@@ -143,7 +143,8 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 	if (is_drop(r)) {
 		if (r == LAYER_CAS_EXHAUSTED)
 			*why = SLUICE_TOTAL_CAS_EXHAUSTED;
-		count_policy(id, r == LAYER_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED,
+		count_policy(id,
+			     r == LAYER_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED,
 			     m->len_bytes);
 		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
 			refund_policy(m, gen, admitted[i]);

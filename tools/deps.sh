@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PACKAGES=(
-	make gcc clang llvm pkg-config bpftool
+	make gcc clang llvm clang-format pkg-config bpftool
 	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
 	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
 	redis-server redis-tools

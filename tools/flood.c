@@ -35,21 +35,21 @@
 
 #include "../tests/bpf/pkt.h"
 
-#define FLOOD_COUNT_MAX 10000000ULL
+#define FLOOD_COUNT_MAX		  10000000ULL
 #define FLOOD_DURATION_MS_DEFAULT 10000ULL
-#define FLOOD_DURATION_MS_MAX 120000ULL
-#define FLOOD_SOURCES_MAX 65536ULL	/* addresses after --src-count expansion */
-#define FLOOD_PPS_MAX 100000000ULL
-#define FLOOD_BATCH_MAX 64		/* frames per sendmmsg() */
-#define FLOOD_BATCHES_PER_SEC 1000	/* when paced, a batch is at most 1 ms of packets */
-#define FLOOD_ENOBUFS_SLEEP_NS 100000ULL
-#define FLOOD_SPORT_DEFAULT 40000
-#define FLOOD_SPORT_FIRST 1024		/* --sport 0 rotates over FIRST..65535 */
-#define FLOOD_PORT_MAX 65535
-#define FLOOD_DPORT_DEFAULT 9		/* discard */
-#define FLOOD_VID_MAX 4095
-#define FLOOD_NO_VLAN (-1)
-#define EXIT_USAGE 2
+#define FLOOD_DURATION_MS_MAX	  120000ULL
+#define FLOOD_SOURCES_MAX	  65536ULL /* addresses after --src-count expansion */
+#define FLOOD_PPS_MAX		  100000000ULL
+#define FLOOD_BATCH_MAX		  64   /* frames per sendmmsg() */
+#define FLOOD_BATCHES_PER_SEC	  1000 /* when paced, a batch is at most 1 ms of packets */
+#define FLOOD_ENOBUFS_SLEEP_NS	  100000ULL
+#define FLOOD_SPORT_DEFAULT	  40000
+#define FLOOD_SPORT_FIRST	  1024 /* --sport 0 rotates over FIRST..65535 */
+#define FLOOD_PORT_MAX		  65535
+#define FLOOD_DPORT_DEFAULT	  9 /* discard */
+#define FLOOD_VID_MAX		  4095
+#define FLOOD_NO_VLAN		  (-1)
+#define EXIT_USAGE		  2
 
 enum flood_proto {
 	FLOOD_PROTO_UDP = 0,
@@ -78,14 +78,14 @@ struct flood_opts {
 	__u64 src_count;
 	__u8 dst[SLUICE_ADDR_LEN];
 	int has_dst;
-	int proto;		/* enum flood_proto */
-	__u16 sport;		/* 0: rotate per packet */
+	int proto;   /* enum flood_proto */
+	__u16 sport; /* 0: rotate per packet */
 	__u16 dport;
 	__u64 count_pkts;
-	__u64 rate_pps;		/* 0: as fast as possible */
+	__u64 rate_pps; /* 0: as fast as possible */
 	__u64 duration_ms;
-	size_t size_bytes;	/* frame without FCS, padded up to this; 0: ETH_ZLEN or headers */
-	int vlan_id;		/* FLOOD_NO_VLAN or 0..4095 */
+	size_t size_bytes; /* frame without FCS, padded up to this; 0: ETH_ZLEN or headers */
+	int vlan_id;	   /* FLOOD_NO_VLAN or 0..4095 */
 	int is_quiet;
 };
 
@@ -102,7 +102,7 @@ struct flood {
 	int fd;
 	struct flood_frame *frames;
 	size_t n_frames;
-	__u8 *slots;		/* FLOOD_BATCH_MAX copies, for per-packet source ports */
+	__u8 *slots; /* FLOOD_BATCH_MAX copies, for per-packet source ports */
 	size_t slot_bytes;
 	struct mmsghdr msgs[FLOOD_BATCH_MAX];
 	struct iovec iovs[FLOOD_BATCH_MAX];
@@ -183,8 +183,8 @@ static void parse_mac(const char *opt, const char *s, __u8 *mac)
 {
 	int n = 0;
 
-	if (sscanf(s, "%2hhx:%2hhx:%2hhx:%2hhx:%2hhx:%2hhx%n", &mac[0], &mac[1], &mac[2],
-		   &mac[3], &mac[4], &mac[5], &n) != ETH_ALEN ||
+	if (sscanf(s, "%2hhx:%2hhx:%2hhx:%2hhx:%2hhx:%2hhx%n", &mac[0], &mac[1], &mac[2], &mac[3],
+		   &mac[4], &mac[5], &n) != ETH_ALEN ||
 	    s[n])
 		usage_error("--%s: '%s' is not a MAC address (expected aa:bb:cc:dd:ee:ff)", opt, s);
 }
@@ -283,27 +283,15 @@ static int parse_number_opt(struct flood_opts *o, int c, const char *arg)
 	case OPT_SRC_COUNT:
 		o->src_count = parse_u64("src-count", arg, 1, FLOOD_SOURCES_MAX);
 		return 1;
-	case OPT_DPORT:
-		o->dport = parse_u64("dport", arg, 0, FLOOD_PORT_MAX);
-		return 1;
-	case OPT_SPORT:
-		o->sport = parse_u64("sport", arg, 0, FLOOD_PORT_MAX);
-		return 1;
-	case OPT_COUNT:
-		o->count_pkts = parse_u64("count", arg, 1, FLOOD_COUNT_MAX);
-		return 1;
-	case OPT_PPS:
-		o->rate_pps = parse_u64("pps", arg, 0, FLOOD_PPS_MAX);
-		return 1;
+	case OPT_DPORT: o->dport = parse_u64("dport", arg, 0, FLOOD_PORT_MAX); return 1;
+	case OPT_SPORT: o->sport = parse_u64("sport", arg, 0, FLOOD_PORT_MAX); return 1;
+	case OPT_COUNT: o->count_pkts = parse_u64("count", arg, 1, FLOOD_COUNT_MAX); return 1;
+	case OPT_PPS: o->rate_pps = parse_u64("pps", arg, 0, FLOOD_PPS_MAX); return 1;
 	case OPT_DURATION_MS:
 		o->duration_ms = parse_u64("duration-ms", arg, 1, FLOOD_DURATION_MS_MAX);
 		return 1;
-	case OPT_SIZE:
-		o->size_bytes = parse_u64("size", arg, 0, PKT_MAX_BYTES);
-		return 1;
-	case OPT_VLAN:
-		o->vlan_id = parse_u64("vlan", arg, 0, FLOOD_VID_MAX);
-		return 1;
+	case OPT_SIZE: o->size_bytes = parse_u64("size", arg, 0, PKT_MAX_BYTES); return 1;
+	case OPT_VLAN: o->vlan_id = parse_u64("vlan", arg, 0, FLOOD_VID_MAX); return 1;
 	}
 	return 0;
 }
@@ -314,9 +302,7 @@ static void parse_one(struct flood_opts *o, int c, const char *arg)
 	if (parse_number_opt(o, c, arg))
 		return;
 	switch (c) {
-	case OPT_IFACE:
-		parse_iface(o, arg);
-		break;
+	case OPT_IFACE: parse_iface(o, arg); break;
 	case OPT_DST_MAC:
 		parse_mac("dst-mac", arg, o->dst_mac);
 		o->has_dst_mac = 1;
@@ -325,22 +311,14 @@ static void parse_one(struct flood_opts *o, int c, const char *arg)
 		parse_mac("src-mac", arg, o->src_mac);
 		o->has_src_mac = 1;
 		break;
-	case OPT_SRC:
-		parse_srcs(o, arg);
-		break;
+	case OPT_SRC: parse_srcs(o, arg); break;
 	case OPT_DST:
 		parse_addr("dst", arg, o->dst);
 		o->has_dst = 1;
 		break;
-	case OPT_PROTO:
-		o->proto = parse_proto(arg);
-		break;
-	case 'q':
-		o->is_quiet = 1;
-		break;
-	case 'h':
-		printf("%s%s", synopsis, options_help);
-		exit(EXIT_SUCCESS);
+	case OPT_PROTO: o->proto = parse_proto(arg); break;
+	case 'q': o->is_quiet = 1; break;
+	case 'h': printf("%s%s", synopsis, options_help); exit(EXIT_SUCCESS);
 	default: /* getopt_long() has said what was wrong */
 		fputs(synopsis, stderr);
 		exit(EXIT_USAGE);
@@ -466,9 +444,9 @@ static int flood__build_frames(struct flood *f)
 fail:
 	fprintf(stderr, "sluice-flood: cannot build the frame of source %zu: %s%s\n", i,
 		strerror(-err),
-		err == -EMSGSIZE ? "; --size is smaller than the headers" :
-		err == -ERANGE	 ? "; --src-count runs past the end of the address space" :
-				   "");
+		err == -EMSGSIZE ? "; --size is smaller than the headers"
+		: err == -ERANGE ? "; --src-count runs past the end of the address space"
+				 : "");
 	free(p);
 	return err;
 }
@@ -530,7 +508,8 @@ static void flood__fill(struct flood *f, unsigned int i, __u64 seq)
 /* Sleep until @t_ns on CLOCK_MONOTONIC; early on a signal. */
 static void sleep_until(__u64 t_ns)
 {
-	struct timespec ts = { .tv_sec = t_ns / SLUICE_NSEC_PER_SEC, .tv_nsec = t_ns % SLUICE_NSEC_PER_SEC };
+	struct timespec ts = { .tv_sec = t_ns / SLUICE_NSEC_PER_SEC,
+			       .tv_nsec = t_ns % SLUICE_NSEC_PER_SEC };
 
 	/* EINTR: the caller's loop checks stop_requested and the deadline */
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);

@@ -64,8 +64,8 @@ static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_i
 		err = maps__reset_ids(&att->maps, fresh);
 	}
 	for (i = 0, *kept = 0; !err && i < c->n_policies; i++)
-		*kept += c->policies[i].name[0] && !(fresh[c->policies[i].id / 64] >>
-						     (c->policies[i].id % 64) & 1);
+		*kept += c->policies[i].name[0] &&
+			 !(fresh[c->policies[i].id / 64] >> (c->policies[i].id % 64) & 1);
 	free(old);
 	return err;
 }
@@ -216,8 +216,10 @@ static void report_absence(struct agent *a, const struct attachment *att)
 	for (i = 0; lost && i < n; i++) {
 		mode = sluice_fail_mode(p[i].on_agent_loss, p[i].closed_after_ns, lost,
 					SLUICE_FAIL_NONE);
-		log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=normal "
-			  "why=agent_back lost_for_s=%.1f", p[i].name, att->iface,
+		log_event(LOG_WARN, "fail_mode",
+			  "policy=%s iface=%s from=%s to=normal "
+			  "why=agent_back lost_for_s=%.1f",
+			  p[i].name, att->iface,
 			  sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
 			  (double)lost / SLUICE_NSEC_PER_SEC);
 		pthread_mutex_lock(&a->snap.lock);
@@ -288,8 +290,8 @@ int agent__reload(struct agent *a)
 	int err;
 
 	if (!ps || validate(ps, a->opts.config_path)) {
-		pr_warn("reload rejected; still enforcing '%s' generation %llu", a->opts.config_path,
-			(unsigned long long)a->generation);
+		pr_warn("reload rejected; still enforcing '%s' generation %llu",
+			a->opts.config_path, (unsigned long long)a->generation);
 		policy_set__free(ps);
 		answer_reload(a, -EINVAL);
 		count_reload(a, 0);
@@ -311,7 +313,8 @@ int agent__reload(struct agent *a)
 	agent_stores_close(a);
 	if (agent_stores_open(a))
 		pr_warn("the store of '%s' could not be opened; its policies fail over as "
-			"configured", a->opts.config_path);
+			"configured",
+			a->opts.config_path);
 	log_event(LOG_INFO, "reload", "file=%s generation=%llu", a->opts.config_path,
 		  (unsigned long long)a->generation);
 	beat(a, getpid()); /* the new file may change the heartbeat timeout */

@@ -18,9 +18,9 @@ struct agent_opts {
 	char ifaces[POLICY_MAX_IFACES][POLICY_IFNAME_LEN]; /* from --iface; none: the file's */
 	size_t n_ifaces;
 	enum xdp_mode mode;
-	__u32 max_keys;	    /* 0: default, or the pinned size */
+	__u32 max_keys;		    /* 0: default, or the pinned size */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
-	int detach_on_exit; /* default: leave enforcement in place */
+	int detach_on_exit;	    /* default: leave enforcement in place */
 };
 
 /* The store endpoints: abuse policies may have their own (store.abuse). */
@@ -31,7 +31,7 @@ enum agent_store {
 };
 
 #define AGENT_POLICY_ABSENT 0xffffffffU /* ids[]: not on this interface */
-#define AGENT_FAIL_UNKNOWN 0xff		/* fail_written[]: write it on the next tick */
+#define AGENT_FAIL_UNKNOWN  0xff	/* fail_written[]: write it on the next tick */
 
 struct store;
 
@@ -45,11 +45,11 @@ struct agent {
 	/* By attachment and file index: each policy's id, and the store mode written. */
 	__u32 ids[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
 	__u8 fail_written[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
-	struct store *stores[AGENT_STORE_MAX];	/* NULL: not configured */
+	struct store *stores[AGENT_STORE_MAX]; /* NULL: not configured */
 	struct store_health health[AGENT_STORE_MAX];
-	__u64 fail_transitions;			/* policy fail-mode changes written */
-	struct metrics_snapshot snap;		/* what the metrics thread may read */
-	struct metrics *metrics;		/* NULL: not serving */
+	__u64 fail_transitions;	      /* policy fail-mode changes written */
+	struct metrics_snapshot snap; /* what the metrics thread may read */
+	struct metrics *metrics;      /* NULL: not serving */
 };
 
 /* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */

@@ -124,8 +124,13 @@ static const struct unit period_units[] = {
 
 /* Durations for reading, largest first; the last one catches everything. */
 static const struct unit duration_units[] = {
-	{ " day", SLUICE_NSEC_PER_DAY }, { "h", SLUICE_NSEC_PER_HOUR }, { "min", SLUICE_NSEC_PER_MIN }, { "s", SLUICE_NSEC_PER_SEC },
-	{ "ms", SLUICE_NSEC_PER_MSEC },	{ "µs", SLUICE_NSEC_PER_USEC },  { "ns", 1 },
+	{ " day", SLUICE_NSEC_PER_DAY },
+	{ "h", SLUICE_NSEC_PER_HOUR },
+	{ "min", SLUICE_NSEC_PER_MIN },
+	{ "s", SLUICE_NSEC_PER_SEC },
+	{ "ms", SLUICE_NSEC_PER_MSEC },
+	{ "µs", SLUICE_NSEC_PER_USEC },
+	{ "ns", 1 },
 };
 
 #define N_SI	    (sizeof(si_units) / sizeof(si_units[0]))
@@ -167,8 +172,8 @@ static const char *duration_text(char *buf, double ns)
 
 	for (i = 0; i + 1 < N_DURATIONS; i++) {
 		n = ns / (double)duration_units[i].mult;
-		if (n >= 2 ||
-		    (n >= 1 && (n == (double)(__u64)n || duration_units[i].mult <= SLUICE_NSEC_PER_SEC)))
+		if (n >= 2 || (n >= 1 && (n == (double)(__u64)n ||
+					  duration_units[i].mult <= SLUICE_NSEC_PER_SEC)))
 			break;
 	}
 	n = ns / (double)duration_units[i].mult;
@@ -211,7 +216,8 @@ static int rate_is_bits(const struct policy_rate *r)
 {
 	__u64 bit_period_ns = r->period_ns / BITS_PER_BYTE;
 
-	return r->cost == SLUICE_COST_BYTES && r->period_ns % (BITS_PER_BYTE * SLUICE_NSEC_PER_SEC) == 0 &&
+	return r->cost == SLUICE_COST_BYTES &&
+	       r->period_ns % (BITS_PER_BYTE * SLUICE_NSEC_PER_SEC) == 0 &&
 	       period_count(bit_period_ns) < period_count(r->period_ns);
 }
 
@@ -430,9 +436,11 @@ static void print_fail(struct line *l, const struct policy *p, const char *fault
 	if (mode == SLUICE_FAIL_OPEN)
 		line__add(l, "open: unlimited");
 	else if (mode == SLUICE_FAIL_CLOSED)
-		line__add(l, p->mode == SLUICE_MODE_SHADOW
-				     ? "closed: counts all its traffic as would-drop"
-				     : "closed: drops all its traffic (allowlisted sources still pass)");
+		line__add(
+			l,
+			p->mode == SLUICE_MODE_SHADOW
+				? "closed: counts all its traffic as would-drop"
+				: "closed: drops all its traffic (allowlisted sources still pass)");
 	else if (p->has_local_limit)
 		line__add(l, "degraded to %s %s (burst %s)", rate_text(rate, &p->local_rate),
 			  per_key_text(p), amount_text(b, p->local_burst, p->rate.cost));

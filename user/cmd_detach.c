@@ -35,13 +35,9 @@ int cmd_detach(int argc, char **argv)
 				return cmd_usage(stderr, usage_text, EXIT_USAGE);
 			ifaces[n++] = optarg; /* may be gone already: pins can outlive it */
 			break;
-		case OPT_PIN_ROOT:
-			pin_root = optarg;
-			break;
-		case 'h':
-			return cmd_usage(stdout, usage_text, EXIT_OK);
-		default:
-			return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
 		}
 	}
 	if (!n || optind != argc)

@@ -18,8 +18,8 @@
 #include "compile.h"
 
 #define RELOAD_WAIT_NS (10 * SLUICE_NSEC_PER_SEC) /* how long the agent may take */
-#define RELOAD_POLL_NS 20000000L		   /* 20 ms */
-#define COMM_LEN 64
+#define RELOAD_POLL_NS 20000000L		  /* 20 ms */
+#define COMM_LEN       64
 
 static const char usage_text[] =
 	"usage: sluice reload [--iface <iface>] [--config <file>] [--pin-root <dir>]\n\n"
@@ -105,9 +105,11 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 		fprintf(stderr, "sluice: agent %u did not answer within %llu s\n", ctl.agent_pid,
 			RELOAD_WAIT_NS / SLUICE_NSEC_PER_SEC);
 	else if (!err && ctl.reload_err)
-		fprintf(stderr, "sluice: reload rejected by agent %u: %s; still enforcing generation "
-				"%llu (its log has the details)\n",
-			ctl.agent_pid, strerror(-ctl.reload_err), (unsigned long long)ctl.generation);
+		fprintf(stderr,
+			"sluice: reload rejected by agent %u: %s; still enforcing generation "
+			"%llu (its log has the details)\n",
+			ctl.agent_pid, strerror(-ctl.reload_err),
+			(unsigned long long)ctl.generation);
 	else if (!err)
 		printf("reloaded: '%s' now enforces generation %llu\n", iface,
 		       (unsigned long long)ctl.generation);
@@ -131,19 +133,11 @@ int cmd_reload(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "i:c:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i':
-			iface = optarg;
-			break;
-		case 'c':
-			config = optarg;
-			break;
-		case OPT_PIN_ROOT:
-			pin_root = optarg;
-			break;
-		case 'h':
-			return cmd_usage(stdout, usage_text, EXIT_OK);
-		default:
-			return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		case 'i': iface = optarg; break;
+		case 'c': config = optarg; break;
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
 		}
 	}
 	if (optind != argc)

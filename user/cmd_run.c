@@ -104,9 +104,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 
 	while ((c = getopt_long(argc, argv, "c:i:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c':
-			o->config_path = optarg;
-			break;
+		case 'c': o->config_path = optarg; break;
 		case 'i':
 			if (o->n_ifaces == POLICY_MAX_IFACES || cmd_check_iface(optarg))
 				return -1;
@@ -114,29 +112,26 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_MODE:
 			if (parse_mode(optarg, &o->mode)) {
-				fprintf(stderr, "sluice: --xdp-mode '%s': expected native, generic or auto\n", optarg);
+				fprintf(stderr,
+					"sluice: --xdp-mode '%s': expected native, generic or "
+					"auto\n",
+					optarg);
 				return -1;
 			}
 			break;
 		case OPT_KEYS:
 			if (parse_keys(optarg, &o->max_keys)) {
-				fprintf(stderr, "sluice: --max-keys '%s': expected a positive count\n", optarg);
+				fprintf(stderr,
+					"sluice: --max-keys '%s': expected a positive count\n",
+					optarg);
 				return -1;
 			}
 			break;
-		case OPT_DETACH:
-			o->detach_on_exit = 1;
-			break;
-		case OPT_PIN_ROOT:
-			o->pin_root = optarg;
-			break;
-		case OPT_METRICS:
-			o->metrics_listen = optarg;
-			break;
-		case 'h':
-			return 1;
-		default:
-			return -1;
+		case OPT_DETACH: o->detach_on_exit = 1; break;
+		case OPT_PIN_ROOT: o->pin_root = optarg; break;
+		case OPT_METRICS: o->metrics_listen = optarg; break;
+		case 'h': return 1;
+		default: return -1;
 		}
 	}
 	if (!o->config_path || optind != argc) {

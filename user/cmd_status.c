@@ -39,7 +39,7 @@ static int policy_state(const struct view *v, const struct policy_status *ps, __
 	if (v->lost_ns)
 		/* Escalated from degraded to closed: closed only since closed_after. */
 		*for_ns = mode != ps->policy.on_agent_loss ? v->lost_ns - ps->policy.closed_after_ns
-							    : v->lost_ns;
+							   : v->lost_ns;
 	else
 		*for_ns = ps->fail.mode && ps->fail.since_ns ? v->now_ns - ps->fail.since_ns : 0;
 	return mode;
@@ -77,7 +77,8 @@ static void print_detail(const struct policy_status *ps)
 	       p->scope ? sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_store_error) : "-");
 	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
 		if (s->c[i].pkts)
-			printf("\n    %s=%llu", sluice_pstat_names[i], (unsigned long long)s->c[i].pkts);
+			printf("\n    %s=%llu", sluice_pstat_names[i],
+			       (unsigned long long)s->c[i].pkts);
 	printf("\n");
 }
 
@@ -98,10 +99,12 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 		ps = &st->policies[i];
 		mode = policy_state(v, ps, &for_ns);
 		if (mode && for_ns)
-			snprintf(state, sizeof(state), "%s %llus", sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
+			snprintf(state, sizeof(state), "%s %llus",
+				 sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
 				 (unsigned long long)(for_ns / SLUICE_NSEC_PER_SEC));
 		else
-			snprintf(state, sizeof(state), "%s", sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode));
+			snprintf(state, sizeof(state), "%s",
+				 sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode));
 		printf("%-20s %-7s %-15s %10llu %10llu %8llu\n", ps->policy.name,
 		       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode), state,
 		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_PASSED].pkts,
@@ -143,7 +146,8 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
 	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
 	       iface, (unsigned long long)st->ctl.generation, (unsigned long long)st->keys,
-	       st->keys_max, st->ctl.agent_pid, (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
+	       st->keys_max, st->ctl.agent_pid,
+	       (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
 	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
 	for (i = 0; i < st->n_policies; i++) {
 		printf("%s", i ? "," : "");
@@ -229,16 +233,10 @@ int cmd_status(int argc, char **argv)
 				return cmd_usage(stderr, usage_text, EXIT_USAGE);
 			ifaces[n++] = optarg;
 			break;
-		case OPT_JSON:
-			json = 1;
-			break;
-		case OPT_PIN_ROOT:
-			pin_root = optarg;
-			break;
-		case 'h':
-			return cmd_usage(stdout, usage_text, EXIT_OK);
-		default:
-			return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		case OPT_JSON: json = 1; break;
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
 		}
 	}
 	if (optind != argc)

@@ -18,8 +18,8 @@
 #include "cmd.h"
 #include "names.h"
 
-#define TOP_DEFAULT 20
-#define PERCENT 100.0
+#define TOP_DEFAULT  20
+#define PERCENT	     100.0
 #define KEY_TEXT_LEN (INET6_ADDRSTRLEN + sizeof("/128"))
 
 static const char usage_text[] =
@@ -33,15 +33,15 @@ static const char usage_text[] =
 struct top_key {
 	struct sluice_key key;
 	const struct sluice_policy *policy;
-	double fill;	    /* share of the tolerance in use, 0..1 */
-	__u64 drain_ns;	    /* until the key is idle again */
+	double fill;	/* share of the tolerance in use, 0..1 */
+	__u64 drain_ns; /* until the key is idle again */
 };
 
 struct top {
 	const struct sluice_policy *by_id[SLUICE_MAX_POLICIES];
 	struct top_key *v;
 	size_t n, cap;
-	__u64 now;	    /* GCRA ticks */
+	__u64 now; /* GCRA ticks */
 };
 
 /* Keep every key of an active policy that is in debt; the sort picks the top. */
@@ -53,7 +53,7 @@ static int collect(const struct sluice_key *key, const struct sluice_state *st, 
 	__u64 ahead;
 
 	if (key->policy_id >= SLUICE_MAX_POLICIES || !(p = t->by_id[key->policy_id]))
-		return 0; /* a retired policy's key, ageing out of the LRU */
+		return 0;	  /* a retired policy's key, ageing out of the LRU */
 	ahead = st->tat - t->now; /* as in sluice_gcra_admit: mod 2^64 */
 	if (ahead > p->limit.tolerance + SLUICE_GCRA_SKEW_TICKS || !p->limit.tolerance)
 		return 0; /* in the past: idle */
@@ -113,12 +113,14 @@ static void print_top(const struct top *t, size_t count, int json)
 	for (i = 0; i < n; i++) {
 		key_text(key, &t->v[i]);
 		if (json)
-			printf("%s{\"policy\":\"%s\",\"key\":\"%s\",\"fill\":%.4f,\"drain_ms\":%llu}",
+			printf("%s{\"policy\":\"%s\",\"key\":\"%s\",\"fill\":%.4f,\"drain_ms\":%"
+			       "llu}",
 			       i ? "," : "", t->v[i].policy->name, key, t->v[i].fill,
 			       (unsigned long long)(t->v[i].drain_ns / SLUICE_NSEC_PER_MSEC));
 		else
 			printf("%-20s %-40s %5.1f%% %9.2fs\n", t->v[i].policy->name, key,
-			       t->v[i].fill * PERCENT, (double)t->v[i].drain_ns / SLUICE_NSEC_PER_SEC);
+			       t->v[i].fill * PERCENT,
+			       (double)t->v[i].drain_ns / SLUICE_NSEC_PER_SEC);
 	}
 	if (json)
 		printf("]}\n");
@@ -175,26 +177,20 @@ int cmd_top(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "i:n:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i':
-			iface = optarg;
-			break;
+		case 'i': iface = optarg; break;
 		case 'n':
 			count = strtol(optarg, &end, 10);
 			if (*end || count <= 0) {
-				fprintf(stderr, "sluice: --count '%s': expected a positive number\n", optarg);
+				fprintf(stderr,
+					"sluice: --count '%s': expected a positive number\n",
+					optarg);
 				return cmd_usage(stderr, usage_text, EXIT_USAGE);
 			}
 			break;
-		case OPT_JSON:
-			json = 1;
-			break;
-		case OPT_PIN_ROOT:
-			pin_root = optarg;
-			break;
-		case 'h':
-			return cmd_usage(stdout, usage_text, EXIT_OK);
-		default:
-			return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		case OPT_JSON: json = 1; break;
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
 		}
 	}
 	if (optind != argc)

@@ -22,14 +22,15 @@
 #include "compile.h"
 
 #define PORT_SPACE (1U << SLUICE_PORT_BITS)
-#define ERR_LEN 160
+#define ERR_LEN	   160
 
 static const __u8 ported_protos[] = { IPPROTO_TCP, IPPROTO_UDP };
 
 int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params *out, char *err,
 		 size_t errlen)
 {
-	unsigned __int128 period_ticks = (unsigned __int128)rate->period_ns << SLUICE_GCRA_TICK_SHIFT;
+	unsigned __int128 period_ticks = (unsigned __int128)rate->period_ns
+					 << SLUICE_GCRA_TICK_SHIFT;
 	unsigned __int128 mant, tol, max_cost = 1, incr_max;
 	int shift = 0;
 
@@ -63,8 +64,10 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 	/* Packets: burst × the rounded-up interval, so exactly @burst fit at once. */
 	tol = rate->cost == SLUICE_COST_BYTES ? burst * period_ticks / rate->amount : burst * mant;
 	if (tol > SLUICE_GCRA_TOL_MAX) {
-		snprintf(err, errlen, "burst %llu is too large for this rate: a full bucket would "
-			 "take more than %llu days to refill", (unsigned long long)burst,
+		snprintf(err, errlen,
+			 "burst %llu is too large for this rate: a full bucket would "
+			 "take more than %llu days to refill",
+			 (unsigned long long)burst,
 			 (unsigned long long)(SLUICE_GCRA_TOL_MAX >> SLUICE_GCRA_TICK_SHIFT) /
 				 SLUICE_NSEC_PER_DAY);
 		return -EOVERFLOW;
@@ -163,8 +166,7 @@ struct selector {
 	__u16 port;
 };
 
-static int selects(const struct match_builder *b, const struct policy *p,
-		   const struct selector *s)
+static int selects(const struct match_builder *b, const struct policy *p, const struct selector *s)
 {
 	if (!policy_on_iface(p, b->iface))
 		return 0;
@@ -213,8 +215,7 @@ static void report_layers(struct match_builder *b, const __u32 *ids, size_t n,
 }
 
 /* Append one LPM entry whose list is every policy @s selects; none: no entry. */
-static int add_entry(struct match_builder *b, const struct selector *s, __u32 prefixlen,
-		     __u16 port)
+static int add_entry(struct match_builder *b, const struct selector *s, __u32 prefixlen, __u16 port)
 {
 	__u32 ids[SLUICE_MAX_POLICIES];
 	struct match_entry *e;
@@ -317,7 +318,8 @@ static int proto_is_used(const struct policy_set *ps, __u8 proto)
 		if (ps->policies[i].match.proto == proto)
 			return 1;
 		if (ps->policies[i].match.proto == POLICY_PROTO_ANY &&
-		    ps->policies[i].match.has_port && (proto == IPPROTO_TCP || proto == IPPROTO_UDP))
+		    ps->policies[i].match.has_port &&
+		    (proto == IPPROTO_TCP || proto == IPPROTO_UDP))
 			return 1;
 	}
 	return 0;
@@ -387,8 +389,9 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 	memset(out, 0, sizeof(*out));
 	out->gen = gen;
 	if (ps->n_policies > SLUICE_MAX_POLICIES) {
-		diag__add(diags, (struct src_pos){ 0 }, "policies", "%zu policies (expected at most %d)",
-			  ps->n_policies, SLUICE_MAX_POLICIES);
+		diag__add(diags, (struct src_pos){ 0 }, "policies",
+			  "%zu policies (expected at most %d)", ps->n_policies,
+			  SLUICE_MAX_POLICIES);
 		return -EINVAL;
 	}
 	out->policies = calloc(ps->n_policies ? ps->n_policies : 1, sizeof(*out->policies));
@@ -401,7 +404,8 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 	out->n_policies = ps->n_policies;
 	for (i = 0; i < ps->n_policies; i++) {
 		compile_one(&ps->policies[i], i, iface, &out->policies[i], diags);
-		if (ps->policies[i].scope == POLICY_SCOPE_CLUSTER && policy_on_iface(&ps->policies[i], iface))
+		if (ps->policies[i].scope == POLICY_SCOPE_CLUSTER &&
+		    policy_on_iface(&ps->policies[i], iface))
 			out->gen_flags |= SLUICE_GEN_F_STORE;
 	}
 	if (build_match(&b) == -ENOMEM || compile_addrs(ps, iface, out, diags) == -ENOMEM) {

@@ -35,17 +35,17 @@ struct compiled {
 	size_t n_policies;
 	struct match_entry *match; /* classifier entries of generation @gen */
 	size_t n_match;
-	struct addr_entry *src;	   /* sluice_src entries: allowlist and source sets */
+	struct addr_entry *src; /* sluice_src entries: allowlist and source sets */
 	size_t n_src;
-	struct addr_entry *dst;	   /* sluice_dst entries: destination sets */
+	struct addr_entry *dst; /* sluice_dst entries: destination sets */
 	size_t n_dst;
-	__u32 gen_flags;	   /* enum sluice_gen_flag */
+	__u32 gen_flags; /* enum sluice_gen_flag */
 	__u32 gen;
 };
 
 /* Entries of one generation; the maps hold both. */
 #define COMPILE_MATCH_MAX (SLUICE_MATCH_ENTRIES / SLUICE_POLICY_GENS)
-#define COMPILE_ADDR_MAX (SLUICE_ADDR_ENTRIES / SLUICE_POLICY_GENS)
+#define COMPILE_ADDR_MAX  (SLUICE_ADDR_ENTRIES / SLUICE_POLICY_GENS)
 
 struct gcra_params {
 	__u64 interval_mant;

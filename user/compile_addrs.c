@@ -22,9 +22,9 @@
 /* One distinct prefix and what naming it directly means. */
 struct node {
 	struct policy_prefix prefix;
-	__u64 inc;  /* sets that include it */
-	__u64 exc;  /* sets that except it */
-	int allow;  /* on the allowlist */
+	__u64 inc; /* sets that include it */
+	__u64 exc; /* sets that except it */
+	int allow; /* on the allowlist */
 };
 
 struct addr_set {
@@ -222,14 +222,14 @@ static int collect(struct addr_builder *b, const struct policy_set *ps, const ch
 		if (set && !inc->n)
 			b->any_sets |= 1ULL << (set - 1);
 		if (set && b->sets[set - 1].inc == inc) /* first user: its prefixes */
-			err = add_list(b, inc, 1ULL << (set - 1), 0, 0) ?:
-			      add_list(b, exc, 0, 1ULL << (set - 1), 0);
+			err = add_list(b, inc, 1ULL << (set - 1), 0, 0)
+				      ?: add_list(b, exc, 0, 1ULL << (set - 1), 0);
 	}
 	return err;
 }
 
-static int build_side(const struct policy_set *ps, const char *iface, struct compiled *out,
-		      int dst, struct diag_list *diags)
+static int build_side(const struct policy_set *ps, const char *iface, struct compiled *out, int dst,
+		      struct diag_list *diags)
 {
 	struct policy_prefix root = { .bits = ROOT_BITS };
 	struct addr_builder b = { 0 };

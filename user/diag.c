@@ -14,9 +14,9 @@
 #include "diag.h"
 
 #define DIAG_INITIAL_CAP 8
-#define DIAG_CUT_MARK "..."
-#define DIAG_NO_FILE "<input>"
-#define ASCII_DEL 0x7f
+#define DIAG_CUT_MARK	 "..."
+#define DIAG_NO_FILE	 "<input>"
+#define ASCII_DEL	 0x7f
 
 /* Replace control characters (a newline in a quoted YAML value) by '?'. */
 static void sanitize(char *s)

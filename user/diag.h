@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #define DIAG_FIELD_LEN 128
-#define DIAG_MSG_LEN 256
+#define DIAG_MSG_LEN   256
 
 struct src_pos {
 	int line; /* 1-based; 0 = no position (a file-level problem) */
@@ -37,8 +37,8 @@ struct diag_list {
 };
 
 /* Append one error; printf-style message. Returns 0, or -ENOMEM. */
-__attribute__((format(printf, 4, 5)))
-int diag__add(struct diag_list *d, struct src_pos pos, const char *field, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) int diag__add(struct diag_list *d, struct src_pos pos,
+						    const char *field, const char *fmt, ...);
 
 /* Print every error, one per line, in the shape above. */
 void diag__print(const struct diag_list *d, FILE *out);

@@ -62,7 +62,8 @@ static int check_pinned(const char *pin_dir, __u32 *pinned_keys)
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (bpf_map_lookup_elem(fd, &zero, &ctl) || ctl.abi_version != SLUICE_ABI_VERSION) {
-		pr_warn("cannot reuse pinned maps in '%s': they are ABI version %u, this sluice is %u; "
+		pr_warn("cannot reuse pinned maps in '%s': they are ABI version %u, this sluice is "
+			"%u; "
 			"detach first (sluice detach --iface <iface>)",
 			pin_dir, ctl.abi_version, SLUICE_ABI_VERSION);
 		err = -EPROTO;
@@ -102,8 +103,7 @@ static int init_ctl(struct attachment *a)
 	return maps__write_ctl(&a->maps, &ctl);
 }
 
-int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
-		     __u32 max_keys)
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface, __u32 max_keys)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts);
 	__u32 pinned_keys;
@@ -118,8 +118,8 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	if (!err)
 		err = mkdir_p(a->pin_dir);
 	if (err) {
-		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?", pin_root,
-			iface, strerror(-err), pin_root);
+		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?",
+			pin_root, iface, strerror(-err), pin_root);
 		return err;
 	}
 	err = check_pinned(a->pin_dir, &pinned_keys);
@@ -129,9 +129,10 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	if (!max_keys)
 		max_keys = pinned_keys ? pinned_keys : SLUICE_STATE_ENTRIES_DEFAULT;
 	if (pinned_keys && max_keys != pinned_keys) {
-		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be lost; "
-			"detach first to change it", a->pin_dir, sluice_map_names[SLUICE_MAP_STATE],
-			pinned_keys, max_keys);
+		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
+			"lost; "
+			"detach first to change it",
+			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], pinned_keys, max_keys);
 		return -EINVAL;
 	}
 	opts.pin_root_path = a->pin_dir;
@@ -145,7 +146,8 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	if (!err)
 		err = sluice_bpf__load(a->skel);
 	if (err) {
-		pr_warn("cannot load the XDP program for '%s': %s; run with -v for the verifier log",
+		pr_warn("cannot load the XDP program for '%s': %s; run with -v for the verifier "
+			"log",
 			iface, strerror(-err));
 		return err;
 	}
@@ -161,12 +163,9 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 static __u32 mode_flags(enum xdp_mode mode)
 {
 	switch (mode) {
-	case XDP_MODE_NATIVE:
-		return XDP_FLAGS_DRV_MODE;
-	case XDP_MODE_GENERIC:
-		return XDP_FLAGS_SKB_MODE;
-	default:
-		return 0;
+	case XDP_MODE_NATIVE: return XDP_FLAGS_DRV_MODE;
+	case XDP_MODE_GENERIC: return XDP_FLAGS_SKB_MODE;
+	default: return 0;
 	}
 }
 
@@ -213,8 +212,9 @@ int attachment__attach(struct attachment *a, enum xdp_mode mode)
 	if (a->link_fd < 0) {
 		err = a->link_fd;
 		pr_warn("cannot attach XDP program to '%s': %s%s", a->iface, strerror(-err),
-			err == -EBUSY || err == -EEXIST ?
-				"; another program is attached (ip link show dev <iface>)" : "");
+			err == -EBUSY || err == -EEXIST
+				? "; another program is attached (ip link show dev <iface>)"
+				: "");
 		return err;
 	}
 	if (bpf_obj_pin(a->link_fd, path)) {
@@ -260,7 +260,8 @@ int loader_detach(const char *pin_root, const char *iface)
 
 	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface);
 	if (err || access(dir, F_OK)) {
-		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to '%s'?",
+		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to "
+			"'%s'?",
 			iface, pin_root, iface, iface);
 		return -ENOENT;
 	}

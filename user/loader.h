@@ -41,8 +41,7 @@ int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *ifac
  * @max_keys sizes sluice_state (0: the default) and must equal the pinned
  * size when reusing. 0 or -errno, with the cause already reported.
  */
-int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
-		     __u32 max_keys);
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface, __u32 max_keys);
 
 /*
  * Attach the loaded program: replace the program of a pinned link, or

@@ -30,8 +30,8 @@ __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const c
 __attribute__((format(printf, 3, 4))) void log_event(enum log_level level, const char *event,
 						     const char *fmt, ...);
 
-#define pr_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
-#define pr_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define pr_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
+#define pr_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
 #endif /* SLUICE_LOG_H */

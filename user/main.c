@@ -79,8 +79,10 @@ int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m
 	int err = loader_pin_dir(dir, PATH_MAX, pin_root, iface) ?: maps__open_pinned(m, dir);
 
 	if (err)
-		fprintf(stderr, "sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
-				"to '%s'?\n", pin_root, iface, strerror(-err), iface);
+		fprintf(stderr,
+			"sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
+			"to '%s'?\n",
+			pin_root, iface, strerror(-err), iface);
 	return err;
 }
 
@@ -117,19 +119,11 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "+vqh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'v':
-			level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG;
-			break;
-		case 'q':
-			level = LOG_WARN;
-			break;
-		case 'h':
-			return cmd_help(0, NULL);
-		case 'V':
-			return cmd_version(0, NULL);
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
+		case 'v': level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG; break;
+		case 'q': level = LOG_WARN; break;
+		case 'h': return cmd_help(0, NULL);
+		case 'V': return cmd_version(0, NULL);
+		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
 	log_set_level(level);

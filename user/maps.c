@@ -192,7 +192,8 @@ static int read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words)
 }
 
 int maps__walk_keys(const struct sluice_maps *m,
-		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st, void *arg),
+		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st,
+			      void *arg),
 		    void *arg)
 {
 	struct sluice_key *keys = calloc(KEY_BATCH, sizeof(*keys));
@@ -292,7 +293,8 @@ int maps__read_status(const struct sluice_maps *m, struct status *st)
 	if (!err)
 		err = count_keys(m, per_id, &st->keys);
 	if (!err)
-		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno : 0;
+		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno
+											: 0;
 	st->keys_max = info.max_entries;
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
@@ -326,8 +328,8 @@ int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, si
 	if (!err)
 		err = read_policies(m, all);
 	for (id = 0; !err && ctl.generation && id < SLUICE_MAX_POLICIES; id++) {
-		struct sluice_policy *p = &all[(ctl.active_gen % SLUICE_POLICY_GENS) *
-						       SLUICE_MAX_POLICIES + id];
+		struct sluice_policy *p =
+			&all[(ctl.active_gen % SLUICE_POLICY_GENS) * SLUICE_MAX_POLICIES + id];
 
 		if (p->name[0])
 			out[(*n)++] = *p;

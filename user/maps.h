@@ -30,8 +30,8 @@ struct status {
 	struct sluice_totals totals;
 	struct policy_status *policies; /* n_policies, by id */
 	size_t n_policies;
-	__u64 keys;	  /* all tracked keys */
-	__u32 keys_max;	  /* sluice_state's size */
+	__u64 keys;	/* all tracked keys */
+	__u32 keys_max; /* sluice_state's size */
 };
 
 void maps__init(struct sluice_maps *m);
@@ -84,7 +84,8 @@ void status__free(struct status *st);
  * return stops the walk. 0, @fn's error, or -errno.
  */
 int maps__walk_keys(const struct sluice_maps *m,
-		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st, void *arg),
+		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st,
+			      void *arg),
 		    void *arg);
 
 #endif /* SLUICE_MAPS_H */

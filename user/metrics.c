@@ -16,11 +16,11 @@
 #include "metrics.h"
 #include "names.h"
 
-#define METRICS_PATH "/metrics"
-#define CONTENT_TYPE "text/plain; version=0.0.4"
-#define HTTP_OK 200
+#define METRICS_PATH   "/metrics"
+#define CONTENT_TYPE   "text/plain; version=0.0.4"
+#define HTTP_OK	       200
 #define HTTP_NOT_FOUND 404
-#define ADDR_LEN 64
+#define ADDR_LEN       64
 
 struct metrics {
 	struct MHD_Daemon *daemon;
@@ -44,16 +44,20 @@ static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
 			for (k = 0, p = &ifs[i].st->policies[j]; k < SLUICE_PSTAT_MAX; k++)
-				fprintf(out, "sluice_policy_packets_total{iface=\"%s\",policy=\"%s\","
-					     "outcome=\"%s\"} %llu\n", ifs[i].name, p->policy.name,
-					sluice_pstat_names[k], (unsigned long long)p->stats.c[k].pkts);
+				fprintf(out,
+					"sluice_policy_packets_total{iface=\"%s\",policy=\"%s\","
+					"outcome=\"%s\"} %llu\n",
+					ifs[i].name, p->policy.name, sluice_pstat_names[k],
+					(unsigned long long)p->stats.c[k].pkts);
 	header(out, "sluice_policy_bytes_total", "counter", "Bytes per policy and outcome.");
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
 			for (k = 0, p = &ifs[i].st->policies[j]; k < SLUICE_PSTAT_MAX; k++)
-				fprintf(out, "sluice_policy_bytes_total{iface=\"%s\",policy=\"%s\","
-					     "outcome=\"%s\"} %llu\n", ifs[i].name, p->policy.name,
-					sluice_pstat_names[k], (unsigned long long)p->stats.c[k].bytes);
+				fprintf(out,
+					"sluice_policy_bytes_total{iface=\"%s\",policy=\"%s\","
+					"outcome=\"%s\"} %llu\n",
+					ifs[i].name, p->policy.name, sluice_pstat_names[k],
+					(unsigned long long)p->stats.c[k].bytes);
 	header(out, "sluice_policy_keys", "gauge", "Keys tracked per policy.");
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
@@ -80,9 +84,11 @@ static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 			mode = sluice_fail_mode(p->policy.on_agent_loss, p->policy.closed_after_ns,
 						lost, p->fail.mode);
 			for (k = 0; k < SLUICE_FAIL_MAX; k++)
-				fprintf(out, "sluice_policy_fail_mode{iface=\"%s\",policy=\"%s\","
-					     "mode=\"%s\"} %d\n", ifs[i].name, p->policy.name,
-					sluice_fail_names[k], k == mode);
+				fprintf(out,
+					"sluice_policy_fail_mode{iface=\"%s\",policy=\"%s\","
+					"mode=\"%s\"} %d\n",
+					ifs[i].name, p->policy.name, sluice_fail_names[k],
+					k == mode);
 		}
 	}
 }
@@ -110,9 +116,11 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		fprintf(out, "sluice_heartbeat_age_seconds{iface=\"%s\"} %.3f\n", ifs[i].name,
 			ifs[i].st->ctl.heartbeat_ns
-				? (double)(ifs[i].now_ns - ifs[i].st->ctl.heartbeat_ns) / SLUICE_NSEC_PER_SEC
+				? (double)(ifs[i].now_ns - ifs[i].st->ctl.heartbeat_ns) /
+					  SLUICE_NSEC_PER_SEC
 				: 0.0);
-	header(out, "sluice_policy_generation", "counter", "Policy loads since the maps were made.");
+	header(out, "sluice_policy_generation", "counter",
+	       "Policy loads since the maps were made.");
 	for (i = 0; i < n; i++)
 		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n", ifs[i].name,
 			(unsigned long long)ifs[i].st->ctl.generation);
@@ -130,8 +138,9 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 	header(out, "sluice_store_probes_total", "counter", "Store probes by result.");
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
-			fprintf(out, "sluice_store_probes_total{store=\"%s\",result=\"ok\"} %llu\n"
-				     "sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
+			fprintf(out,
+				"sluice_store_probes_total{store=\"%s\",result=\"ok\"} %llu\n"
+				"sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
 				s->stores[k].url, (unsigned long long)s->stores[k].probes_ok,
 				s->stores[k].url, (unsigned long long)s->stores[k].probes_failed);
 	header(out, "sluice_fail_mode_transitions_total", "counter",
@@ -139,8 +148,9 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 	fprintf(out, "sluice_fail_mode_transitions_total %llu\n",
 		(unsigned long long)s->fail_transitions);
 	header(out, "sluice_reloads_total", "counter", "Policy reloads by result.");
-	fprintf(out, "sluice_reloads_total{result=\"ok\"} %llu\n"
-		     "sluice_reloads_total{result=\"rejected\"} %llu\n",
+	fprintf(out,
+		"sluice_reloads_total{result=\"ok\"} %llu\n"
+		"sluice_reloads_total{result=\"rejected\"} %llu\n",
 		(unsigned long long)s->reloads_ok, (unsigned long long)s->reloads_rejected);
 }
 

@@ -20,7 +20,7 @@
 struct metrics_snapshot {
 	pthread_mutex_t lock;
 	struct {
-		char url[256];	  /* "" when not configured */
+		char url[256]; /* "" when not configured */
 		int up;
 		__u64 probes_ok;
 		__u64 probes_failed;

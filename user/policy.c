@@ -39,35 +39,35 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define SI_KILO 1000ULL
-#define SI_MEGA (SI_KILO * SI_KILO)
-#define SI_GIGA (SI_KILO * SI_MEGA)
+#define SI_KILO	      1000ULL
+#define SI_MEGA	      (SI_KILO * SI_KILO)
+#define SI_GIGA	      (SI_KILO * SI_MEGA)
 #define BITS_PER_BYTE 8
-#define DECIMAL_BASE 10
-#define PORT_MIN 1
-#define PORT_MAX 65535
+#define DECIMAL_BASE  10
+#define PORT_MIN      1
+#define PORT_MAX      65535
 #define ERRNO_MSG_LEN 128
 
-#define WALK_MAX_FIELDS 16	/* rows of the largest mapping table; bits of walk.bad */
-#define VALUE_SHOW_MAX 40	/* characters of a user's value quoted in a message */
+#define WALK_MAX_FIELDS	  16 /* rows of the largest mapping table; bits of walk.bad */
+#define VALUE_SHOW_MAX	  40 /* characters of a user's value quoted in a message */
 #define POLICY_NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-#define IFNAME_BAD_CHARS "/: \t"
-#define PORT_EXPECTED "a port such as 53 or a range such as \"1024-65535\""
-#define PERIOD_EXPECTED "s, min, h or day, optionally with a count such as 15m"
-#define PREFIX_EXPECTED \
+#define IFNAME_BAD_CHARS  "/: \t"
+#define PORT_EXPECTED	  "a port such as 53 or a range such as \"1024-65535\""
+#define PERIOD_EXPECTED	  "s, min, h or day, optionally with a count such as 15m"
+#define PREFIX_EXPECTED                                                                            \
 	"an address such as 192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32"
 #define PREFIXES_EXPECTED "a prefix such as 10.0.0.0/8, or a sequence of them"
-#define IFACES_EXPECTED "an interface name such as eth0, or a sequence of them"
+#define IFACES_EXPECTED	  "an interface name such as eth0, or a sequence of them"
 
 /*
  * The agent's clock: a heartbeat faster than HEARTBEAT_NS_MIN costs CPU for
  * nothing, and the agent is lost after at least HEARTBEAT_TIMEOUTS missed
  * heartbeats, so that one late heartbeat is not an outage.
  */
-#define HEARTBEAT_NS_MIN (10 * SLUICE_NSEC_PER_MSEC)
+#define HEARTBEAT_NS_MIN     (10 * SLUICE_NSEC_PER_MSEC)
 #define AGENT_TIMEOUT_NS_MAX SLUICE_NSEC_PER_HOUR
-#define HEARTBEAT_TIMEOUTS 2
-#define HEARTBEAT_NS_MAX (AGENT_TIMEOUT_NS_MAX / HEARTBEAT_TIMEOUTS)
+#define HEARTBEAT_TIMEOUTS   2
+#define HEARTBEAT_NS_MAX     (AGENT_TIMEOUT_NS_MAX / HEARTBEAT_TIMEOUTS)
 
 /*
  * A user's value quoted in a message: '%.*s%s' with SHOW(s) prints at most
@@ -81,7 +81,7 @@ struct pctx {
 	yaml_document_t *doc;
 	struct diag_list *diags;
 	struct policy_set *ps; /* what the file fills: for checks across sections */
-	int fatal; /* first failure that is not the input's fault (-ENOMEM), or 0 */
+	int fatal;	       /* first failure that is not the input's fault (-ENOMEM), or 0 */
 };
 
 struct walk;
@@ -91,22 +91,22 @@ struct walk;
  * path is @path; it returns 0, or -EINVAL once it has reported the problem.
  */
 struct field {
-	const char *name;	/* the key; first member, see join_names() */
+	const char *name; /* the key; first member, see join_names() */
 	int (*parse)(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path);
-	const char *missing;	/* NULL: optional; else required, and the hint when absent */
+	const char *missing; /* NULL: optional; else required, and the hint when absent */
 };
 
 /* One mapping being walked against its table. */
 struct walk {
-	void *obj;			/* what the handlers fill; the table decides the type */
+	void *obj; /* what the handlers fill; the table decides the type */
 	const yaml_node_t *map;
-	const char *path;		/* of the mapping: "policies[2]", "" at the top */
-	const char *what;		/* for expected() if map is no mapping; NULL: "a mapping" */
+	const char *path; /* of the mapping: "policies[2]", "" at the top */
+	const char *what; /* for expected() if map is no mapping; NULL: "a mapping" */
 	const struct field *fields;
 	size_t n_fields;
 	const yaml_node_t *key[WALK_MAX_FIELDS]; /* by table row; NULL when absent */
 	const yaml_node_t *val[WALK_MAX_FIELDS];
-	unsigned int bad;		/* bit per row whose handler rejected the value */
+	unsigned int bad; /* bit per row whose handler rejected the value */
 };
 
 /*
@@ -143,7 +143,7 @@ static int report_done(struct pctx *c, int err)
 	return err ? pctx__fail(c, err) : -EINVAL;
 }
 
-#define REPORT_AT(c, pos, path, ...) \
+#define REPORT_AT(c, pos, path, ...)                                                               \
 	report_done((c), diag__add((c)->diags, (pos), (path), __VA_ARGS__))
 #define REPORT(c, node, path, ...) REPORT_AT((c), node_pos(node), (path), __VA_ARGS__)
 
@@ -194,12 +194,9 @@ static int is_null(const yaml_node_t *n)
 static const char *kind_name(const yaml_node_t *n)
 {
 	switch (n->type) {
-	case YAML_MAPPING_NODE:
-		return "a mapping";
-	case YAML_SEQUENCE_NODE:
-		return "a sequence";
-	default:
-		return is_null(n) ? "nothing" : "a scalar";
+	case YAML_MAPPING_NODE: return "a mapping";
+	case YAML_SEQUENCE_NODE: return "a sequence";
+	default: return is_null(n) ? "nothing" : "a scalar";
 	}
 }
 
@@ -240,8 +237,8 @@ static int seq_len(const yaml_node_t *seq)
 }
 
 /* Field paths: "policies[2].rate". Truncation cannot happen with our tables; check anyway. */
-__attribute__((format(printf, 3, 4)))
-static int path_fmt(struct pctx *c, char *buf, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int path_fmt(struct pctx *c, char *buf,
+							  const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -271,8 +268,7 @@ static int path_index(struct pctx *c, char *buf, const char *parent, int i)
  * const char *name; cut short (still terminated) if @len is too small.
  */
 /* Append @name as item @i of @total to the "a, b or c" in @buf: 0, or -1 once cut. */
-static int join_append(char *buf, size_t len, size_t *off, size_t i, size_t total,
-		       const char *name)
+static int join_append(char *buf, size_t len, size_t *off, size_t i, size_t total, const char *name)
 {
 	const char *sep = i == 0 ? "" : i + 1 < total ? ", " : " or ";
 	int w = snprintf(buf + *off, len - *off, "%s%s", sep, name);
@@ -317,9 +313,9 @@ static void join_ifnames(char *buf, size_t len, const char (*names)[POLICY_IFNAM
 
 enum qty_err {
 	QTY_OK = 0,
-	QTY_NO_NUMBER,	/* no digit where the number starts */
-	QTY_DECIMAL,	/* digits, then '.' */
-	QTY_RANGE,	/* does not fit in a __u64 */
+	QTY_NO_NUMBER, /* no digit where the number starts */
+	QTY_DECIMAL,   /* digits, then '.' */
+	QTY_RANGE,     /* does not fit in a __u64 */
 };
 
 /* The decimal digits at *@s (before @end) into *@n; *@s moves past them. */
@@ -346,19 +342,16 @@ static enum qty_err scan_count(const char **s, const char *end, __u64 *n)
 static int parse_u64(const char *s, const char *end, __u64 *n)
 {
 	switch (scan_count(&s, end, n)) {
-	case QTY_OK:
-		return s == end ? 0 : -EINVAL;
-	case QTY_RANGE:
-		return -ERANGE;
-	default:
-		return -EINVAL;
+	case QTY_OK: return s == end ? 0 : -EINVAL;
+	case QTY_RANGE: return -ERANGE;
+	default: return -EINVAL;
 	}
 }
 
 /* What follows the number of a rate or a burst. */
 struct amount_unit {
-	const char *name;	/* as written; "" for packets; first member, see join_names() */
-	__u64 mult;		/* bytes or bits per unit */
+	const char *name; /* as written; "" for packets; first member, see join_names() */
+	__u64 mult;	  /* bytes or bits per unit */
 	enum sluice_cost cost;
 	int is_bits;
 };
@@ -382,14 +375,16 @@ struct period_unit {
 
 /* PERIOD_EXPECTED names one spelling of each; keep it in step. */
 static const struct period_unit period_units[] = {
-	{ "s", SLUICE_NSEC_PER_SEC },	{ "sec", SLUICE_NSEC_PER_SEC },	{ "m", SLUICE_NSEC_PER_MIN },  { "min", SLUICE_NSEC_PER_MIN },
-	{ "h", SLUICE_NSEC_PER_HOUR },	{ "hour", SLUICE_NSEC_PER_HOUR }, { "d", SLUICE_NSEC_PER_DAY }, { "day", SLUICE_NSEC_PER_DAY },
+	{ "s", SLUICE_NSEC_PER_SEC },  { "sec", SLUICE_NSEC_PER_SEC },
+	{ "m", SLUICE_NSEC_PER_MIN },  { "min", SLUICE_NSEC_PER_MIN },
+	{ "h", SLUICE_NSEC_PER_HOUR }, { "hour", SLUICE_NSEC_PER_HOUR },
+	{ "d", SLUICE_NSEC_PER_DAY },  { "day", SLUICE_NSEC_PER_DAY },
 };
 
 /* The duration units; DURATION_EXPECTED-style messages list them with join_names(). */
 static const struct period_unit duration_units[] = {
-	{ "ms", SLUICE_NSEC_PER_MSEC }, { "s", SLUICE_NSEC_PER_SEC }, { "m", SLUICE_NSEC_PER_MIN }, { "min", SLUICE_NSEC_PER_MIN },
-	{ "h", SLUICE_NSEC_PER_HOUR },
+	{ "ms", SLUICE_NSEC_PER_MSEC }, { "s", SLUICE_NSEC_PER_SEC },  { "m", SLUICE_NSEC_PER_MIN },
+	{ "min", SLUICE_NSEC_PER_MIN }, { "h", SLUICE_NSEC_PER_HOUR },
 };
 
 static const struct amount_unit *find_amount_unit(const char *s, size_t len)
@@ -423,9 +418,8 @@ static void amount_unit_names(char *buf, size_t len)
 /* ---- rates -------------------------------------------------------------- */
 
 /* "'S' is not WHAT: CAUSE" into @err, cut to @errlen; returns -EINVAL. */
-__attribute__((format(printf, 5, 6)))
-static int value_error(char *err, size_t errlen, const char *s, const char *what,
-		       const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int
+value_error(char *err, size_t errlen, const char *s, const char *what, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -451,16 +445,16 @@ static int rate_amount(const char *s, const char *slash, __u64 *amount,
 	const char *p = s;
 
 	switch (scan_count(&p, slash, amount)) {
-	case QTY_OK:
-		break;
+	case QTY_OK: break;
 	case QTY_NO_NUMBER:
-		return rate_error(err, errlen, s, "no count before the unit "
+		return rate_error(err, errlen, s,
+				  "no count before the unit "
 				  "(expected a positive integer, such as 100/s)");
 	case QTY_DECIMAL:
-		return rate_error(err, errlen, s, "decimals are not supported; use a smaller unit "
+		return rate_error(err, errlen, s,
+				  "decimals are not supported; use a smaller unit "
 				  "or a longer period, such as 2500kbit/s instead of 2.5Mbit/s");
-	case QTY_RANGE:
-		return rate_error(err, errlen, s, "the count does not fit in 64 bits");
+	case QTY_RANGE: return rate_error(err, errlen, s, "the count does not fit in 64 bits");
 	}
 	*unit = find_amount_unit(p, slash - p);
 	if (!*unit) {
@@ -487,13 +481,14 @@ static int rate_period(const char *s, const char *p, __u64 *period_ns, char *err
 	switch (scan_count(&p, end, &count)) {
 	case QTY_OK:
 		if (count == 0)
-			return rate_error(err, errlen, s, "the period count is zero "
+			return rate_error(err, errlen, s,
+					  "the period count is zero "
 					  "(expected a positive count such as 15m)");
 		break;
-	case QTY_NO_NUMBER:
-		break;
+	case QTY_NO_NUMBER: break;
 	case QTY_DECIMAL:
-		return rate_error(err, errlen, s, "decimals are not supported; use a smaller unit, "
+		return rate_error(err, errlen, s,
+				  "decimals are not supported; use a smaller unit, "
 				  "such as 90m instead of 1.5h");
 	case QTY_RANGE:
 		return rate_error(err, errlen, s, "the period does not fit in 64-bit nanoseconds");
@@ -522,7 +517,8 @@ int policy_parse_rate(const char *s, struct policy_rate *out, char *err, size_t 
 				  "it contains a space (expected no spaces, such as 100/s)");
 	slash = strchr(s, '/');
 	if (!slash)
-		return rate_error(err, errlen, s, "no period "
+		return rate_error(err, errlen, s,
+				  "no period "
 				  "(expected a rate such as 100/s or 10Mbit/s)");
 	err_rate = rate_amount(s, slash, &amount, &unit, err, errlen);
 	if (err_rate)
@@ -586,7 +582,7 @@ static __u64 scale_ceil(__u64 n, unsigned __int128 num, unsigned __int128 den)
 
 /* ---- durations ------------------------------------------------------------ */
 
-#define duration_error(err, errlen, s, ...) \
+#define duration_error(err, errlen, s, ...)                                                        \
 	value_error((err), (errlen), (s), "a duration", __VA_ARGS__)
 
 static void duration_unit_names(char *buf, size_t len)
@@ -606,21 +602,23 @@ static int scan_duration(const char *s, __u64 *ns, char *err, size_t errlen)
 		return duration_error(err, errlen, s,
 				      "it contains a space (expected no spaces, such as 5s)");
 	switch (scan_count(&p, end, &n)) {
-	case QTY_OK:
-		break;
+	case QTY_OK: break;
 	case QTY_NO_NUMBER:
-		return duration_error(err, errlen, s, "no count before the unit (expected a "
+		return duration_error(err, errlen, s,
+				      "no count before the unit (expected a "
 				      "positive integer and a unit, such as 250ms or 5s)");
 	case QTY_DECIMAL:
-		return duration_error(err, errlen, s, "decimals are not supported; use a smaller "
+		return duration_error(err, errlen, s,
+				      "decimals are not supported; use a smaller "
 				      "unit, such as 1500ms instead of 1.5s");
-	case QTY_RANGE:
-		return duration_error(err, errlen, s, "the count does not fit in 64 bits");
+	case QTY_RANGE: return duration_error(err, errlen, s, "the count does not fit in 64 bits");
 	}
 	duration_unit_names(names, sizeof(names));
 	if (p == end)
-		return duration_error(err, errlen, s, "no unit after the count (expected %s, "
-				      "such as 5s)", names);
+		return duration_error(err, errlen, s,
+				      "no unit after the count (expected %s, "
+				      "such as 5s)",
+				      names);
 	u = find_period_unit(duration_units, ARRAY_SIZE(duration_units), p, end - p);
 	if (!u)
 		return duration_error(err, errlen, s, "unknown unit '%.*s' (expected %s)",
@@ -638,7 +636,8 @@ int policy_parse_duration(const char *s, __u64 *ns, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (v == 0)
-		return duration_error(err, errlen, s, "it is zero (expected a positive duration, "
+		return duration_error(err, errlen, s,
+				      "it is zero (expected a positive duration, "
 				      "such as 5s)");
 	*ns = v;
 	return 0;
@@ -668,10 +667,9 @@ static const char *duration_text(char *buf, __u64 ns)
 
 /* ---- prefixes ------------------------------------------------------------- */
 
-#define prefix_error(err, errlen, s, ...) \
-	value_error((err), (errlen), (s), "a prefix", __VA_ARGS__)
+#define prefix_error(err, errlen, s, ...) value_error((err), (errlen), (s), "a prefix", __VA_ARGS__)
 
-#define V4MAPPED_BYTES (SLUICE_V4MAPPED_BITS / BITS_PER_BYTE)
+#define V4MAPPED_BYTES	(SLUICE_V4MAPPED_BITS / BITS_PER_BYTE)
 #define PREFIX_TEXT_LEN (INET6_ADDRSTRLEN + sizeof("/128"))
 
 /* @in with every bit past the first @bits cleared, into @out. */
@@ -769,7 +767,8 @@ static int host_bits_error(char *err, size_t errlen, const char *s, const struct
 	if (prefix_text(text, sizeof(text), &net, is_ipv6))
 		snprintf(err, errlen, "'%.*s%s' has host bits set", SHOW(s));
 	else
-		snprintf(err, errlen, "'%.*s%s' has host bits set (did you mean %s?)", SHOW(s), text);
+		snprintf(err, errlen, "'%.*s%s' has host bits set (did you mean %s?)", SHOW(s),
+			 text);
 	return -EINVAL;
 }
 
@@ -783,12 +782,15 @@ static int prefix_length(const char *s, const char *p, __u64 max_bits, int is_ip
 		return prefix_error(err, errlen, s, "no length after the '/' (expected 0 to %llu)",
 				    max_bits);
 	if (ret == -EINVAL)
-		return prefix_error(err, errlen, s, "the length '%.*s%s' is not a number "
-				    "(expected 0 to %llu)", SHOW(p), max_bits);
+		return prefix_error(err, errlen, s,
+				    "the length '%.*s%s' is not a number "
+				    "(expected 0 to %llu)",
+				    SHOW(p), max_bits);
 	if (ret || *bits > max_bits)
-		return prefix_error(err, errlen, s, "the length /%.*s%s is out of range "
-				    "(expected 0 to %llu for %s)", SHOW(p), max_bits,
-				    is_ipv6 ? "IPv6" : "IPv4");
+		return prefix_error(err, errlen, s,
+				    "the length /%.*s%s is out of range "
+				    "(expected 0 to %llu for %s)",
+				    SHOW(p), max_bits, is_ipv6 ? "IPv6" : "IPv4");
 	return 0;
 }
 
@@ -799,11 +801,15 @@ static int address_error(char *err, size_t errlen, const char *s, size_t addr_le
 	const char *example = is_ipv6 ? "2001:db8::1" : "192.0.2.1";
 
 	if (!s[addr_len])
-		return prefix_error(err, errlen, s, "it is not an %s address (expected an address "
-				    "such as %s)", family, example);
-	return prefix_error(err, errlen, s, "'%.*s%s' is not an %s address (expected an address "
-			    "such as %s)", show_len(addr_len), s,
-			    addr_len > VALUE_SHOW_MAX ? "..." : "", family, example);
+		return prefix_error(err, errlen, s,
+				    "it is not an %s address (expected an address "
+				    "such as %s)",
+				    family, example);
+	return prefix_error(err, errlen, s,
+			    "'%.*s%s' is not an %s address (expected an address "
+			    "such as %s)",
+			    show_len(addr_len), s, addr_len > VALUE_SHOW_MAX ? "..." : "", family,
+			    example);
 }
 
 int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen)
@@ -954,15 +960,21 @@ static int parse_prefix_len(struct pctx *c, const yaml_node_t *val, const char *
 		return -EINVAL;
 	err = parse_u64(s, s + strlen(s), &bits);
 	if (err == -EINVAL)
-		return REPORT(c, val, path, "prefix length '%.*s%s' is not a number "
-			      "(expected 1 to %llu)", SHOW(s), max_bits);
+		return REPORT(c, val, path,
+			      "prefix length '%.*s%s' is not a number "
+			      "(expected 1 to %llu)",
+			      SHOW(s), max_bits);
 	if (err || bits > max_bits)
-		return REPORT(c, val, path, "prefix length '%.*s%s' is out of range "
-			      "(expected 1 to %llu)", SHOW(s), max_bits);
+		return REPORT(c, val, path,
+			      "prefix length '%.*s%s' is out of range "
+			      "(expected 1 to %llu)",
+			      SHOW(s), max_bits);
 	if (bits == 0)
-		return REPORT(c, val, path, "prefix length '%.*s%s' is out of range "
+		return REPORT(c, val, path,
+			      "prefix length '%.*s%s' is out of range "
 			      "(expected 1 to %llu); for one bucket shared by all sources, "
-			      "leave out 'key'", SHOW(s), max_bits);
+			      "leave out 'key'",
+			      SHOW(s), max_bits);
 	*out = (__u8)bits;
 	return 0;
 }
@@ -1022,8 +1034,10 @@ static const char *ifname_of(struct pctx *c, const yaml_node_t *item, const char
 		return NULL;
 	len = strlen(s);
 	if (len >= POLICY_IFNAME_LEN) {
-		REPORT(c, item, path, "interface name '%.*s%s' is too long: %zu characters "
-		       "(at most %d)", SHOW(s), len, POLICY_IFNAME_LEN - 1);
+		REPORT(c, item, path,
+		       "interface name '%.*s%s' is too long: %zu characters "
+		       "(at most %d)",
+		       SHOW(s), len, POLICY_IFNAME_LEN - 1);
 		return NULL;
 	}
 	if (s[strcspn(s, IFNAME_BAD_CHARS)]) {
@@ -1069,8 +1083,8 @@ static int list_check(struct pctx *c, const yaml_node_t *val, const char *path, 
 }
 
 /* Item @i of the list @val, with its field path in @ipath; NULL on failure. */
-static const yaml_node_t *list_item(struct pctx *c, const yaml_node_t *val, const char *path,
-				    int i, char *ipath)
+static const yaml_node_t *list_item(struct pctx *c, const yaml_node_t *val, const char *path, int i,
+				    char *ipath)
 {
 	if (val->type != YAML_SEQUENCE_NODE)
 		return path_fmt(c, ipath, "%s", path) ? NULL : val;
@@ -1129,7 +1143,8 @@ static int report_duplicates(struct pctx *c, const struct policy_prefix_list *li
 		}
 		item = list_item(c, val, path, (int)(sorted[i] - list->v), ipath);
 		if (item && !path_index(c, first, path, (int)(sorted[head] - list->v)))
-			err = REPORT(c, item, ipath, "prefix '%.*s%s' is listed twice (first as %s)",
+			err = REPORT(c, item, ipath,
+				     "prefix '%.*s%s' is listed twice (first as %s)",
 				     SHOW(scalar_text(item)), first);
 	}
 	free(sorted);
@@ -1137,8 +1152,8 @@ static int report_duplicates(struct pctx *c, const struct policy_prefix_list *li
 }
 
 /* A list of at most @max prefixes into @list, which owns what it holds even on failure. */
-static int parse_prefix_list(struct pctx *c, const yaml_node_t *val, const char *path,
-			     size_t max, const char *empty_hint, struct policy_prefix_list *list)
+static int parse_prefix_list(struct pctx *c, const yaml_node_t *val, const char *path, size_t max,
+			     const char *empty_hint, struct policy_prefix_list *list)
 {
 	char ipath[DIAG_FIELD_LEN];
 	const yaml_node_t *item;
@@ -1180,7 +1195,7 @@ struct proto_name {
 };
 
 static const struct proto_name proto_names[] = {
-	{ "tcp", IPPROTO_TCP },	  { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
+	{ "tcp", IPPROTO_TCP },	      { "udp", IPPROTO_UDP },	   { "icmp", IPPROTO_ICMP },
 	{ "icmpv6", IPPROTO_ICMPV6 }, { "any", POLICY_PROTO_ANY },
 };
 
@@ -1244,8 +1259,7 @@ static int parse_dst_port(struct pctx *c, struct walk *w, const yaml_node_t *val
 	if (!s)
 		return -EINVAL;
 	switch (scan_ports(s, &lo, &hi)) {
-	case PORTS_OK:
-		break;
+	case PORTS_OK: break;
 	case PORTS_SYNTAX:
 		return REPORT(c, val, path, "'%.*s%s' is not a port or a port range (expected %s)",
 			      SHOW(s), PORT_EXPECTED);
@@ -1253,13 +1267,17 @@ static int parse_dst_port(struct pctx *c, struct walk *w, const yaml_node_t *val
 		return REPORT(c, val, path, "port '%.*s%s' is out of range (expected %d to %d)",
 			      SHOW(s), PORT_MIN, PORT_MAX);
 	case PORTS_BACKWARDS:
-		return REPORT(c, val, path, "port range '%.*s%s' is backwards (expected low-high, "
-			      "such as \"%llu-%llu\")", SHOW(s), hi, lo);
+		return REPORT(c, val, path,
+			      "port range '%.*s%s' is backwards (expected low-high, "
+			      "such as \"%llu-%llu\")",
+			      SHOW(s), hi, lo);
 	}
 	if (walk__ok(w, MATCHF_PROTO) && m->proto != IPPROTO_TCP && m->proto != IPPROTO_UDP &&
 	    m->proto != POLICY_PROTO_ANY)
-		return REPORT(c, val, path, "dst_port cannot be used with proto '%s': it has no "
-			      "ports (expected proto tcp, udp or any)", match_proto_text(w));
+		return REPORT(c, val, path,
+			      "dst_port cannot be used with proto '%s': it has no "
+			      "ports (expected proto tcp, udp or any)",
+			      match_proto_text(w));
 	m->has_port = 1;
 	m->port_lo = (__u16)lo;
 	m->port_hi = (__u16)hi;
@@ -1276,8 +1294,10 @@ static int parse_tcp_syn(struct pctx *c, struct walk *w, const yaml_node_t *val,
 	if (w->val[MATCHF_PROTO] && !walk__ok(w, MATCHF_PROTO))
 		return 0;
 	if (m->proto != IPPROTO_TCP)
-		return REPORT(c, val, path, "tcp_syn cannot be used with proto '%s': only TCP has "
-			      "a SYN flag; set proto: tcp", match_proto_text(w));
+		return REPORT(c, val, path,
+			      "tcp_syn cannot be used with proto '%s': only TCP has "
+			      "a SYN flag; set proto: tcp",
+			      match_proto_text(w));
 	return 0;
 }
 
@@ -1287,16 +1307,17 @@ static int parse_src(struct pctx *c, struct walk *w, const yaml_node_t *val, con
 				 "leave out src to match every source", &slot_match(w)->src);
 }
 
-static int report_excludes_nothing(struct pctx *c, const yaml_node_t *val, const char *path,
-				   int i)
+static int report_excludes_nothing(struct pctx *c, const yaml_node_t *val, const char *path, int i)
 {
 	char ipath[DIAG_FIELD_LEN];
 	const yaml_node_t *item = list_item(c, val, path, i, ipath);
 
 	if (!item)
 		return -EINVAL;
-	return REPORT(c, item, ipath, "'%.*s%s' excludes nothing: it is not inside any src prefix "
-		      "(expected a prefix inside one of src)", SHOW(scalar_text(item)));
+	return REPORT(c, item, ipath,
+		      "'%.*s%s' excludes nothing: it is not inside any src prefix "
+		      "(expected a prefix inside one of src)",
+		      SHOW(scalar_text(item)));
 }
 
 /*
@@ -1321,7 +1342,8 @@ static int check_src_except(struct pctx *c, const struct policy_match *m, const 
 	for (i = 0; i < src->n && prefix_covered(&src->v[i], &m->src_except); i++)
 		;
 	if (i == src->n)
-		err = REPORT(c, val, path, "matches no source: every src prefix is excluded by "
+		err = REPORT(c, val, path,
+			     "matches no source: every src prefix is excluded by "
 			     "src_except");
 	return err;
 }
@@ -1356,11 +1378,15 @@ static int check_iface_known(struct pctx *c, const struct walk *w, const yaml_no
 	if (!known || find_ifname(known->ifaces, known->n_ifaces, name) >= 0)
 		return 0;
 	if (!known->n_ifaces)
-		return REPORT(c, item, path, "interface '%s' is not in the top-level interfaces "
-			      "list, which is empty; add it there", name);
+		return REPORT(c, item, path,
+			      "interface '%s' is not in the top-level interfaces "
+			      "list, which is empty; add it there",
+			      name);
 	join_ifnames(names, sizeof(names), known->ifaces, known->n_ifaces);
-	return REPORT(c, item, path, "interface '%s' is not in the top-level interfaces list "
-		      "(expected %s)", name, names);
+	return REPORT(c, item, path,
+		      "interface '%s' is not in the top-level interfaces list "
+		      "(expected %s)",
+		      name, names);
 }
 
 static int parse_match_iface(struct pctx *c, struct walk *w, const yaml_node_t *val,
@@ -1385,7 +1411,8 @@ static int parse_match_iface(struct pctx *c, struct walk *w, const yaml_node_t *
 		s = item ? ifname_of(c, item, ipath) : NULL;
 		j = s ? find_ifname(m->ifaces, i, s) : -1;
 		if (j >= 0 && !path_index(c, first, path, j))
-			REPORT(c, item, ipath, "interface '%s' is listed twice (first as %s)", s, first);
+			REPORT(c, item, ipath, "interface '%s' is listed twice (first as %s)", s,
+			       first);
 		if (!s || j >= 0 || check_iface_known(c, w, item, ipath, s)) {
 			err = -EINVAL;
 			continue;
@@ -1429,7 +1456,7 @@ static int parse_ipv6_prefix(struct pctx *c, struct walk *w, const yaml_node_t *
 	return parse_prefix_len(c, val, path, SLUICE_ADDR_BITS, &p->ipv6_prefix);
 }
 
-#define KEY_NEEDS_BOTH \
+#define KEY_NEEDS_BOTH                                                                             \
 	"a key needs both ipv4_prefix and ipv6_prefix (IPv6 sources are commonly a /64)"
 
 static const struct field key_fields[KEYF_MAX] = {
@@ -1506,16 +1533,20 @@ static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 		return -EINVAL;
 	len = strlen(s);
 	if (len >= SLUICE_NAME_LEN)
-		return REPORT(c, val, path, "policy name '%.*s%s' is too long: %zu characters "
-			      "(at most %d)", SHOW(s), len, SLUICE_NAME_LEN - 1);
+		return REPORT(c, val, path,
+			      "policy name '%.*s%s' is too long: %zu characters "
+			      "(at most %d)",
+			      SHOW(s), len, SLUICE_NAME_LEN - 1);
 	i = strspn(s, POLICY_NAME_CHARS);
 	if (s[i])
 		return report_bad_char(c, val, path, "policy name", s, i,
 				       "expected letters, digits, '_', '.' and '-'");
 	for (i = 0; i < slot->n_prev; i++) {
 		if (!strcmp(slot->prev[i].name, s))
-			return REPORT(c, val, path, "duplicate policy name '%s' (first used by "
-				      "policies[%zu] at line %d)", s, i, slot->prev[i].pos.line);
+			return REPORT(c, val, path,
+				      "duplicate policy name '%s' (first used by "
+				      "policies[%zu] at line %d)",
+				      s, i, slot->prev[i].pos.line);
 	}
 	memcpy(slot->p->name, s, len + 1);
 	return 0;
@@ -1524,8 +1555,11 @@ static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 static int parse_match(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct walk mw = {
-		.obj = w->obj, .map = val, .path = path,
-		.fields = match_fields, .n_fields = MATCHF_MAX,
+		.obj = w->obj,
+		.map = val,
+		.path = path,
+		.fields = match_fields,
+		.n_fields = MATCHF_MAX,
 	};
 
 	return walk_mapping(c, &mw);
@@ -1535,7 +1569,11 @@ static int parse_key(struct pctx *c, struct walk *w, const yaml_node_t *val, con
 {
 	struct policy *p = slot_policy(w);
 	struct walk kw = {
-		.obj = p, .map = val, .path = path, .fields = key_fields, .n_fields = KEYF_MAX,
+		.obj = p,
+		.map = val,
+		.path = path,
+		.fields = key_fields,
+		.n_fields = KEYF_MAX,
 	};
 
 	if (walk_mapping(c, &kw))
@@ -1569,15 +1607,18 @@ static int burst_in_cost_units(struct pctx *c, struct walk *w, const yaml_node_t
 
 	if (walk__ok(w, POLF_RATE) && p->rate.cost == SLUICE_COST_PKTS &&
 	    u->cost != SLUICE_COST_PKTS)
-		return REPORT(c, val, path, "%s '%.*s%s' is a size but rate '%.*s%s' counts "
-			      "packets (expected a packet count such as 200)", what, SHOW(s),
-			      SHOW(scalar_text(w->val[POLF_RATE])));
+		return REPORT(c, val, path,
+			      "%s '%.*s%s' is a size but rate '%.*s%s' counts "
+			      "packets (expected a packet count such as 200)",
+			      what, SHOW(s), SHOW(scalar_text(w->val[POLF_RATE])));
 	if (__builtin_mul_overflow(n, u->mult, &total))
 		return REPORT(c, val, path, "'%.*s%s' is not a burst: it does not fit in 64 bits",
 			      SHOW(s));
 	if (u->is_bits && total % BITS_PER_BYTE)
-		return REPORT(c, val, path, "%s '%.*s%s' is not a whole number of bytes "
-			      "(expected a multiple of 8 bits)", what, SHOW(s));
+		return REPORT(c, val, path,
+			      "%s '%.*s%s' is not a whole number of bytes "
+			      "(expected a multiple of 8 bits)",
+			      what, SHOW(s));
 	*out = u->is_bits ? total / BITS_PER_BYTE : total;
 	return 0;
 }
@@ -1599,14 +1640,17 @@ static int scan_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 	if (!s)
 		return -EINVAL;
 	switch (scan_count(&p, s + strlen(s), &n)) {
-	case QTY_OK:
-		break;
+	case QTY_OK: break;
 	case QTY_NO_NUMBER:
-		return REPORT(c, val, path, "'%.*s%s' is not a burst: no number (expected a "
-			      "positive integer such as 200, or 64kB for a byte rate)", SHOW(s));
+		return REPORT(c, val, path,
+			      "'%.*s%s' is not a burst: no number (expected a "
+			      "positive integer such as 200, or 64kB for a byte rate)",
+			      SHOW(s));
 	case QTY_DECIMAL:
-		return REPORT(c, val, path, "'%.*s%s' is not a burst: decimals are not supported "
-			      "(expected a whole number, such as 1500B instead of 1.5kB)", SHOW(s));
+		return REPORT(c, val, path,
+			      "'%.*s%s' is not a burst: decimals are not supported "
+			      "(expected a whole number, such as 1500B instead of 1.5kB)",
+			      SHOW(s));
 	case QTY_RANGE:
 		return REPORT(c, val, path, "'%.*s%s' is not a burst: it does not fit in 64 bits",
 			      SHOW(s));
@@ -1614,12 +1658,16 @@ static int scan_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 	u = find_amount_unit(p, strlen(p));
 	if (!u) {
 		amount_unit_names(names, sizeof(names));
-		return REPORT(c, val, path, "'%.*s%s' is not a burst: unknown unit '%.*s%s' "
-			      "(expected none, or %s for a byte rate)", SHOW(s), SHOW(p), names);
+		return REPORT(c, val, path,
+			      "'%.*s%s' is not a burst: unknown unit '%.*s%s' "
+			      "(expected none, or %s for a byte rate)",
+			      SHOW(s), SHOW(p), names);
 	}
 	if (n == 0)
-		return REPORT(c, val, path, "'%.*s%s' is not a burst: a burst of zero admits "
-			      "nothing (expected at least 1)", SHOW(s));
+		return REPORT(c, val, path,
+			      "'%.*s%s' is not a burst: a burst of zero admits "
+			      "nothing (expected at least 1)",
+			      SHOW(s));
 	return burst_in_cost_units(c, w, val, path, what, n, u, out);
 }
 
@@ -1650,7 +1698,8 @@ static int parse_scope(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	if (parse_enum(c, val, path, "scope", scope_names, ARRAY_SIZE(scope_names), &v))
 		return -EINVAL;
 	if (v == POLICY_SCOPE_CLUSTER && !ps->store.url[0])
-		return REPORT(c, val, path, "scope 'cluster' needs a store (expected a top-level "
+		return REPORT(c, val, path,
+			      "scope 'cluster' needs a store (expected a top-level "
 			      "'store' with 'redis'); without one the limit holds per node");
 	slot_policy(w)->scope = v;
 	return 0;
@@ -1700,13 +1749,14 @@ static const char *fail_text(enum sluice_fail f)
 }
 
 /* closed_after applies only to a degraded fail mode, as given or by the class's default. */
-static int check_closed_after_applies(struct pctx *c, const struct walk *w,
-				      const yaml_node_t *val, const char *path)
+static int check_closed_after_applies(struct pctx *c, const struct walk *w, const yaml_node_t *val,
+				      const char *path)
 {
 	const struct policy *p = slot_policy(w);
 	const struct class_defaults *d = &class_defaults[p->class];
 	enum sluice_fail agent = w->val[POLF_ON_AGENT_LOSS] ? p->on_agent_loss : d->on_agent_loss;
-	enum sluice_fail store = w->val[POLF_ON_STORE_ERROR] ? p->on_store_error : d->on_store_error;
+	enum sluice_fail store =
+		w->val[POLF_ON_STORE_ERROR] ? p->on_store_error : d->on_store_error;
 
 	/* With a bad fail mode the user sees that error; don't guess at this one. */
 	if ((w->val[POLF_ON_AGENT_LOSS] && !walk__ok(w, POLF_ON_AGENT_LOSS)) ||
@@ -1714,9 +1764,11 @@ static int check_closed_after_applies(struct pctx *c, const struct walk *w,
 		return 0;
 	if (agent == SLUICE_FAIL_DEGRADED || store == SLUICE_FAIL_DEGRADED)
 		return 0;
-	return REPORT(c, val, path, "closed_after never applies: it ends degraded mode, and "
+	return REPORT(c, val, path,
+		      "closed_after never applies: it ends degraded mode, and "
 		      "neither on_agent_loss (%s) nor on_store_error (%s) is degraded; remove it, "
-		      "or set one of them to degraded", fail_text(agent), fail_text(store));
+		      "or set one of them to degraded",
+		      fail_text(agent), fail_text(store));
 }
 
 #define CLOSED_AFTER_NEVER "never"
@@ -1737,10 +1789,12 @@ static int parse_closed_after(struct pctx *c, struct walk *w, const yaml_node_t 
 	if (scan_duration(s, &ns, err, sizeof(err)))
 		return REPORT(c, val, path, "%s", err);
 	if (ns == 0)
-		return REPORT(c, val, path, "closed_after '%.*s%s' is zero (expected a positive "
-			      "duration such as 30s, or never); to close at once, set on_agent_loss "
-			      "or on_store_error to closed",
-			      SHOW(s));
+		return REPORT(
+			c, val, path,
+			"closed_after '%.*s%s' is zero (expected a positive "
+			"duration such as 30s, or never); to close at once, set on_agent_loss "
+			"or on_store_error to closed",
+			SHOW(s));
 	if (check_closed_after_applies(c, w, val, path))
 		return -EINVAL;
 	slot_policy(w)->closed_after_ns = ns;
@@ -1755,12 +1809,16 @@ static int check_local_rate(struct pctx *c, const struct walk *w, const yaml_nod
 	const char *s = scalar_text(val), *rate = scalar_text(w->val[POLF_RATE]);
 
 	if (p->local_rate.cost != p->rate.cost)
-		return REPORT(c, val, path, "local_limit '%.*s%s' counts %s but rate '%.*s%s' "
-			      "counts %s (expected the rate's unit)", SHOW(s),
-			      cost_names[p->local_rate.cost], SHOW(rate), cost_names[p->rate.cost]);
+		return REPORT(c, val, path,
+			      "local_limit '%.*s%s' counts %s but rate '%.*s%s' "
+			      "counts %s (expected the rate's unit)",
+			      SHOW(s), cost_names[p->local_rate.cost], SHOW(rate),
+			      cost_names[p->rate.cost]);
 	if (rate_cmp(&p->local_rate, &p->rate) > 0)
-		return REPORT(c, val, path, "local_limit '%.*s%s' is looser than rate '%.*s%s' "
-			      "(expected at most the rate)", SHOW(s), SHOW(rate));
+		return REPORT(c, val, path,
+			      "local_limit '%.*s%s' is looser than rate '%.*s%s' "
+			      "(expected at most the rate)",
+			      SHOW(s), SHOW(rate));
 	return 0;
 }
 
@@ -1788,26 +1846,28 @@ static int parse_local_burst(struct pctx *c, struct walk *w, const yaml_node_t *
 	__u64 n = 0;
 
 	if (!w->val[POLF_LOCAL_LIMIT])
-		return REPORT(c, val, path, "local_burst needs local_limit: it is the burst of the "
+		return REPORT(c, val, path,
+			      "local_burst needs local_limit: it is the burst of the "
 			      "local bound (expected local_limit too, such as local_limit: 50/s)");
 	if (scan_burst(c, w, val, path, "local_burst", &n))
 		return -EINVAL;
 	if (walk__ok(w, POLF_BURST) && n > p->burst)
-		return REPORT(c, val, path, "local_burst '%.*s%s' is more than burst '%.*s%s' "
-			      "(expected at most the burst)", SHOW(scalar_text(val)),
-			      SHOW(scalar_text(w->val[POLF_BURST])));
+		return REPORT(c, val, path,
+			      "local_burst '%.*s%s' is more than burst '%.*s%s' "
+			      "(expected at most the burst)",
+			      SHOW(scalar_text(val)), SHOW(scalar_text(w->val[POLF_BURST])));
 	p->local_burst = n;
 	return 0;
 }
 
 static const struct field policy_fields[POLF_MAX] = {
 	[POLF_NAME] = { "name", parse_name,
-		      "every policy needs a unique name, such as name: dns-per-source" },
+			"every policy needs a unique name, such as name: dns-per-source" },
 	[POLF_MATCH] = { "match", parse_match, NULL },
 	[POLF_KEY] = { "key", parse_key, NULL },
 	[POLF_RATE] = { "rate", parse_rate, "every policy needs a rate, such as rate: 100/s" },
 	[POLF_BURST] = { "burst", parse_burst,
-		       "every policy needs a burst, such as burst: 200 (what may pass at once)" },
+			 "every policy needs a burst, such as burst: 200 (what may pass at once)" },
 	[POLF_MODE] = { "mode", parse_mode, NULL },
 	[POLF_CLASS] = { "class", parse_class, NULL },
 	[POLF_ON_AGENT_LOSS] = { "on_agent_loss", parse_on_agent_loss, NULL },
@@ -1875,17 +1935,20 @@ static void policy__set_defaults(struct policy *p, const struct walk *w)
 	 * burst duration. local <= rate, so this is 1..burst.
 	 */
 	if (p->has_local_limit && !w->val[POLF_LOCAL_BURST])
-		p->local_burst = scale_ceil(p->burst,
-					    (unsigned __int128)p->local_rate.amount * p->rate.period_ns,
-					    (unsigned __int128)p->rate.amount * p->local_rate.period_ns);
+		p->local_burst = scale_ceil(
+			p->burst, (unsigned __int128)p->local_rate.amount * p->rate.period_ns,
+			(unsigned __int128)p->rate.amount * p->local_rate.period_ns);
 }
 
 static int parse_policy(struct pctx *c, struct policy_slot *slot, const yaml_node_t *item,
 			const char *path)
 {
 	struct walk w = {
-		.obj = slot, .map = item, .path = path,
-		.fields = policy_fields, .n_fields = POLF_MAX,
+		.obj = slot,
+		.map = item,
+		.path = path,
+		.fields = policy_fields,
+		.n_fields = POLF_MAX,
 	};
 
 	slot->p->pos = node_pos(item);
@@ -1939,13 +2002,14 @@ static int policy_decides_first(const struct policy *earlier, const struct polic
 	return earlier->mode == SLUICE_MODE_ENFORCE && later->mode == SLUICE_MODE_ENFORCE &&
 	       earlier->keyed == later->keyed && earlier->ipv4_prefix == later->ipv4_prefix &&
 	       earlier->ipv6_prefix == later->ipv6_prefix &&
-	       earlier->rate.cost == later->rate.cost && rate_cmp(&earlier->rate, &later->rate) <= 0 &&
-	       earlier->burst <= later->burst && match_equal(&earlier->match, &later->match);
+	       earlier->rate.cost == later->rate.cost &&
+	       rate_cmp(&earlier->rate, &later->rate) <= 0 && earlier->burst <= later->burst &&
+	       match_equal(&earlier->match, &later->match);
 }
 
 /* Report each valid policy (@ok[i]) that an earlier valid one always decides before. */
-static int check_never_decides(struct pctx *c, const struct policy_set *ps,
-			       const unsigned char *ok, const char *path)
+static int check_never_decides(struct pctx *c, const struct policy_set *ps, const unsigned char *ok,
+			       const char *path)
 {
 	char ipath[DIAG_FIELD_LEN];
 	size_t i, j;
@@ -1958,10 +2022,13 @@ static int check_never_decides(struct pctx *c, const struct policy_set *ps,
 			if (!ok[j] || !policy_decides_first(first, &ps->policies[i]))
 				continue;
 			if (!path_index(c, ipath, path, (int)i))
-				err = REPORT_AT(c, ps->policies[i].pos, ipath, "never decides: "
-						"policies[%zu] '%s' (line %d) has the same match and key "
-						"and a limit no looser; remove this policy, or tighten its "
-						"limit", j, first->name, first->pos.line);
+				err = REPORT_AT(
+					c, ps->policies[i].pos, ipath,
+					"never decides: "
+					"policies[%zu] '%s' (line %d) has the same match and key "
+					"and a limit no looser; remove this policy, or tighten its "
+					"limit",
+					j, first->name, first->pos.line);
 			break;
 		}
 	}
@@ -1995,7 +2062,8 @@ static int parse_policies(struct pctx *c, struct walk *w, const yaml_node_t *seq
 
 		slot.p = &ps->policies[i];
 		slot.n_prev = i;
-		ok[i] = item && !path_index(c, ipath, path, i) && !parse_policy(c, &slot, item, ipath);
+		ok[i] = item && !path_index(c, ipath, path, i) &&
+			!parse_policy(c, &slot, item, ipath);
 		if (!ok[i])
 			err = -EINVAL;
 	}
@@ -2014,8 +2082,10 @@ static int parse_iface(struct pctx *c, struct policy_set *ps, int i, const yaml_
 		return -EINVAL;
 	j = find_ifname(ps->ifaces, i, s);
 	if (j >= 0)
-		return REPORT(c, item, path, "interface '%s' is listed twice (first as "
-			      "interfaces[%d])", s, j);
+		return REPORT(c, item, path,
+			      "interface '%s' is listed twice (first as "
+			      "interfaces[%d])",
+			      s, j);
 	memcpy(ps->ifaces[i], s, strlen(s) + 1);
 	return 0;
 }
@@ -2050,8 +2120,7 @@ static int parse_allow(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	return parse_prefix_list(c, val, path, POLICY_ALLOW_MAX_PREFIXES, NULL, &ps->allow);
 }
 
-static int parse_duration_value(struct pctx *c, const yaml_node_t *val, const char *path,
-				__u64 *ns)
+static int parse_duration_value(struct pctx *c, const yaml_node_t *val, const char *path, __u64 *ns)
 {
 	const char *s = scalar_of(c, val, path, "a duration such as 5s");
 	char err[DIAG_MSG_LEN];
@@ -2063,8 +2132,7 @@ static int parse_duration_value(struct pctx *c, const yaml_node_t *val, const ch
 	return 0;
 }
 
-static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *val,
-			   const char *path)
+static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct policy_set *ps = w->obj;
 	char bound[DURATION_TEXT_LEN];
@@ -2073,10 +2141,12 @@ static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *va
 	if (parse_duration_value(c, val, path, &ns))
 		return -EINVAL;
 	if (ns < HEARTBEAT_NS_MIN)
-		return REPORT(c, val, path, "heartbeat '%.*s%s' is too short (expected at least %s)",
+		return REPORT(c, val, path,
+			      "heartbeat '%.*s%s' is too short (expected at least %s)",
 			      SHOW(scalar_text(val)), duration_text(bound, HEARTBEAT_NS_MIN));
 	if (ns > HEARTBEAT_NS_MAX)
-		return REPORT(c, val, path, "heartbeat '%.*s%s' is too long (expected at most %s, "
+		return REPORT(c, val, path,
+			      "heartbeat '%.*s%s' is too long (expected at most %s, "
 			      "as the timeout is at most %d heartbeats and at most 1h)",
 			      SHOW(scalar_text(val)), duration_text(bound, HEARTBEAT_NS_MAX),
 			      HEARTBEAT_TIMEOUTS);
@@ -2100,11 +2170,14 @@ static int parse_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val,
 		return 0;
 	/* heartbeat_ns <= HEARTBEAT_NS_MAX: the product fits */
 	if (ns < HEARTBEAT_TIMEOUTS * ps->heartbeat_ns)
-		return REPORT(c, val, path, "timeout '%.*s%s' is shorter than %d heartbeats of %s "
-			      "(expected at least %s); one late heartbeat would be taken for a lost "
-			      "agent", SHOW(scalar_text(val)), HEARTBEAT_TIMEOUTS,
-			      duration_text(beat, ps->heartbeat_ns),
-			      duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns));
+		return REPORT(
+			c, val, path,
+			"timeout '%.*s%s' is shorter than %d heartbeats of %s "
+			"(expected at least %s); one late heartbeat would be taken for a lost "
+			"agent",
+			SHOW(scalar_text(val)), HEARTBEAT_TIMEOUTS,
+			duration_text(beat, ps->heartbeat_ns),
+			duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns));
 	ps->agent_timeout_ns = ns;
 	return 0;
 }
@@ -2126,7 +2199,8 @@ static int check_default_timeout(struct pctx *c, const struct walk *aw)
 		return 0;
 	if (path_key(c, path, aw->path, "heartbeat"))
 		return -EINVAL;
-	return REPORT(c, aw->val[AGENTF_HEARTBEAT], path, "heartbeat '%.*s%s' needs a timeout of "
+	return REPORT(c, aw->val[AGENTF_HEARTBEAT], path,
+		      "heartbeat '%.*s%s' needs a timeout of "
 		      "at least %s, and the default is %s; set agent.timeout",
 		      SHOW(scalar_text(aw->val[AGENTF_HEARTBEAT])),
 		      duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns),
@@ -2136,8 +2210,11 @@ static int check_default_timeout(struct pctx *c, const struct walk *aw)
 static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct walk aw = {
-		.obj = w->obj, .map = val, .path = path,
-		.fields = agent_fields, .n_fields = AGENTF_MAX,
+		.obj = w->obj,
+		.map = val,
+		.path = path,
+		.fields = agent_fields,
+		.n_fields = AGENTF_MAX,
 	};
 
 	if (walk_mapping(c, &aw))
@@ -2147,10 +2224,10 @@ static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 
 /* ---- store ---- */
 
-#define URL_REDIS "redis://"
-#define URL_UNIX "unix://"
+#define URL_REDIS	     "redis://"
+#define URL_UNIX	     "unix://"
 #define STORE_TIMEOUT_NS_MAX SLUICE_NSEC_PER_SEC /* a slower store is a failed one */
-#define SYNC_INTERVAL_NS_MIN 10000000ULL	   /* 10 ms */
+#define SYNC_INTERVAL_NS_MIN 10000000ULL	 /* 10 ms */
 
 /* The endpoint a walk fills: the store itself, or store.abuse. */
 static struct policy_store *endpoint_of(struct walk *w)
@@ -2158,8 +2235,7 @@ static struct policy_store *endpoint_of(struct walk *w)
 	return w->obj;
 }
 
-static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *val,
-			   const char *path)
+static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	const char *s = scalar_of(c, val, path, "a URL such as redis://127.0.0.1:6379");
 	struct policy_store *e = endpoint_of(w);
@@ -2168,8 +2244,10 @@ static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *va
 		return -EINVAL;
 	if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) || !s[strlen(URL_REDIS)]) &&
 	    (strncmp(s, URL_UNIX, strlen(URL_UNIX)) || s[strlen(URL_UNIX)] != '/'))
-		return REPORT(c, val, path, "'%.*s%s' is not a store URL (expected redis://host:port "
-			      "or unix:///path/to/redis.sock)", SHOW(s));
+		return REPORT(c, val, path,
+			      "'%.*s%s' is not a store URL (expected redis://host:port "
+			      "or unix:///path/to/redis.sock)",
+			      SHOW(s));
 	if (strlen(s) >= sizeof(e->url))
 		return REPORT(c, val, path, "the URL is longer than %zu bytes", sizeof(e->url) - 1);
 	snprintf(e->url, sizeof(e->url), "%s", s);
@@ -2200,7 +2278,8 @@ static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t
 	if (parse_duration_value(c, val, path, &ns))
 		return -EINVAL;
 	if (!ns || ns > STORE_TIMEOUT_NS_MAX)
-		return REPORT(c, val, path, "timeout '%.*s%s' is out of range (expected more than 0 "
+		return REPORT(c, val, path,
+			      "timeout '%.*s%s' is out of range (expected more than 0 "
 			      "and at most %s: the store is asked on every sync)",
 			      SHOW(scalar_text(val)), duration_text(bound, STORE_TIMEOUT_NS_MAX));
 	endpoint_of(w)->timeout_ns = ns;
@@ -2219,8 +2298,11 @@ static int parse_abuse_store(struct pctx *c, struct walk *w, const yaml_node_t *
 {
 	struct policy_set *ps = c->ps;
 	struct walk ew = {
-		.obj = &ps->abuse_store, .map = val, .path = path,
-		.fields = endpoint_fields, .n_fields = ENDPF_MAX,
+		.obj = &ps->abuse_store,
+		.map = val,
+		.path = path,
+		.fields = endpoint_fields,
+		.n_fields = ENDPF_MAX,
 	};
 
 	(void)w;
@@ -2250,8 +2332,7 @@ static int parse_sync_interval(struct pctx *c, struct walk *w, const yaml_node_t
 	return parse_store_interval(c, val, path, SYNC_INTERVAL_NS_MIN, &c->ps->sync_interval_ns);
 }
 
-static int parse_hold_down(struct pctx *c, struct walk *w, const yaml_node_t *val,
-			   const char *path)
+static int parse_hold_down(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	(void)w;
 	return parse_store_interval(c, val, path, c->ps->sync_interval_ns, &c->ps->hold_down_ns);
@@ -2271,8 +2352,11 @@ static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 {
 	struct policy_set *ps = w->obj;
 	struct walk sw = {
-		.obj = &ps->store, .map = val, .path = path,
-		.fields = store_fields, .n_fields = STOREF_MAX,
+		.obj = &ps->store,
+		.map = val,
+		.path = path,
+		.fields = store_fields,
+		.n_fields = STOREF_MAX,
 	};
 
 	ps->store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
@@ -2285,7 +2369,7 @@ static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_AGENT] = { "agent", parse_agent, NULL },
 	[TOPF_STORE] = { "store", parse_store, NULL },
 	[TOPF_POLICIES] = { "policies", parse_policies,
-			  "a policy file needs a sequence of policies under 'policies'" },
+			    "a policy file needs a sequence of policies under 'policies'" },
 };
 
 static int report_empty(struct pctx *c)
@@ -2297,8 +2381,12 @@ static int parse_root(struct pctx *c, struct policy_set *ps)
 {
 	const yaml_node_t *root = yaml_document_get_root_node(c->doc);
 	struct walk w = {
-		.obj = ps, .map = root, .path = "", .what = "a mapping with 'policies'",
-		.fields = top_fields, .n_fields = TOPF_MAX,
+		.obj = ps,
+		.map = root,
+		.path = "",
+		.what = "a mapping with 'policies'",
+		.fields = top_fields,
+		.n_fields = TOPF_MAX,
 	};
 
 	ps->heartbeat_ns = POLICY_HEARTBEAT_NS_DEFAULT;
@@ -2319,8 +2407,10 @@ static int report_yaml_error(struct pctx *c, const yaml_parser_t *parser)
 	if (parser->error == YAML_MEMORY_ERROR)
 		return pctx__fail(c, -ENOMEM);
 	if (parser->error == YAML_READER_ERROR)
-		return REPORT_AT(c, no_pos, "", "cannot parse YAML: %s at byte %zu "
-				 "(expected UTF-8 text)", problem, parser->problem_offset);
+		return REPORT_AT(c, no_pos, "",
+				 "cannot parse YAML: %s at byte %zu "
+				 "(expected UTF-8 text)",
+				 problem, parser->problem_offset);
 	if (parser->context)
 		return REPORT_AT(c, mark_pos(parser->problem_mark), "",
 				 "cannot parse YAML: %s (%s that starts at line %zu)", problem,
@@ -2349,7 +2439,8 @@ static int scan_events(struct pctx *c, const char *buf, size_t len)
 		if (ev.type == YAML_ALIAS_EVENT) {
 			err = REPORT_AT(c, mark_pos(ev.start_mark), "",
 					"YAML alias '*%.*s%s' is not supported; write the value "
-					"out in full", SHOW((const char *)ev.data.alias.anchor));
+					"out in full",
+					SHOW((const char *)ev.data.alias.anchor));
 		} else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
 			err = REPORT_AT(c, mark_pos(ev.start_mark), "",
 					"a second YAML document is not supported "
@@ -2466,8 +2557,10 @@ static int file_error(struct diag_list *d, const char *path, int errnum)
 
 static int too_large(struct diag_list *d, const char *path)
 {
-	if (diag__add(d, no_pos, "", "cannot read '%s': larger than %d bytes, the most a policy "
-		      "file may have", path, POLICY_FILE_MAX_BYTES))
+	if (diag__add(d, no_pos, "",
+		      "cannot read '%s': larger than %d bytes, the most a policy "
+		      "file may have",
+		      path, POLICY_FILE_MAX_BYTES))
 		return -ENOMEM;
 	return -EINVAL;
 }

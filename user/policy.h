@@ -13,10 +13,10 @@
 #include "sluice/abi.h"
 #include "diag.h"
 
-#define POLICY_PROTO_ANY 0 /* match every IP protocol; IPPROTO_IP is never a match value */
+#define POLICY_PROTO_ANY      0 /* match every IP protocol; IPPROTO_IP is never a match value */
 #define POLICY_FILE_MAX_BYTES (1 << 20) /* larger policy files are refused */
-#define POLICY_IFNAME_LEN 16		/* IFNAMSIZ */
-#define POLICY_MAX_IFACES 64
+#define POLICY_IFNAME_LEN     16	/* IFNAMSIZ */
+#define POLICY_MAX_IFACES     64
 
 struct policy_rate {
 	__u64 amount;	 /* cost units admitted per period_ns: packets or bytes */
@@ -24,7 +24,7 @@ struct policy_rate {
 	enum sluice_cost cost;
 };
 
-#define POLICY_MAX_PREFIXES 1024	/* entries of one prefix list */
+#define POLICY_MAX_PREFIXES	  1024	/* entries of one prefix list */
 #define POLICY_ALLOW_MAX_PREFIXES 65536 /* entries of the allowlist */
 
 /* An address or prefix; IPv4 is stored IPv4-mapped, as in the kernel. */
@@ -40,11 +40,11 @@ struct policy_prefix_list {
 };
 
 struct policy_match {
-	__u8 proto;	/* IPPROTO_TCP, _UDP, _ICMP, _ICMPV6 or POLICY_PROTO_ANY */
-	int has_port;	/* 0: any destination port */
-	__u16 port_lo;	/* host order, inclusive; port_lo == port_hi for one port */
+	__u8 proto;    /* IPPROTO_TCP, _UDP, _ICMP, _ICMPV6 or POLICY_PROTO_ANY */
+	int has_port;  /* 0: any destination port */
+	__u16 port_lo; /* host order, inclusive; port_lo == port_hi for one port */
 	__u16 port_hi;
-	int tcp_syn;	/* only SYN without ACK (proto must be tcp) */
+	int tcp_syn;			      /* only SYN without ACK (proto must be tcp) */
 	struct policy_prefix_list src;	      /* empty: any source */
 	struct policy_prefix_list src_except; /* sources in @src that do not match */
 	struct policy_prefix_list dst;	      /* empty: any destination */
@@ -58,20 +58,20 @@ enum policy_scope {
 	POLICY_SCOPE_CLUSTER = 1,
 };
 
-#define POLICY_URL_LEN 256
+#define POLICY_URL_LEN	256
 #define POLICY_PATH_LEN 4096
 
 /* One store endpoint (Redis). */
 struct policy_store {
-	char url[POLICY_URL_LEN];	    /* redis://host:port or unix:///path; "" none */
+	char url[POLICY_URL_LEN];	     /* redis://host:port or unix:///path; "" none */
 	char password_file[POLICY_PATH_LEN]; /* "" none: then $SLUICE_STORE_PASSWORD, if set */
-	__u64 timeout_ns;		    /* every connect and command */
+	__u64 timeout_ns;		     /* every connect and command */
 	struct src_pos pos;
 };
 
-#define POLICY_STORE_TIMEOUT_NS_DEFAULT 5000000ULL	/* 5 ms */
-#define POLICY_SYNC_INTERVAL_NS_DEFAULT 100000000ULL	/* 100 ms */
-#define POLICY_HOLD_DOWN_NS_DEFAULT 10000000000ULL	/* 10 s */
+#define POLICY_STORE_TIMEOUT_NS_DEFAULT 5000000ULL     /* 5 ms */
+#define POLICY_SYNC_INTERVAL_NS_DEFAULT 100000000ULL   /* 100 ms */
+#define POLICY_HOLD_DOWN_NS_DEFAULT	10000000000ULL /* 10 s */
 
 /*
  * While the agent is lost or the store is failing: @mode, and for
@@ -81,28 +81,28 @@ struct policy_store {
 struct policy {
 	char name[SLUICE_NAME_LEN];
 	struct policy_match match;
-	int keyed;		/* 0: one global key for the policy */
-	__u8 ipv4_prefix;	/* 1..32 when keyed */
-	__u8 ipv6_prefix;	/* 1..128 when keyed */
+	int keyed;	  /* 0: one global key for the policy */
+	__u8 ipv4_prefix; /* 1..32 when keyed */
+	__u8 ipv6_prefix; /* 1..128 when keyed */
 	struct policy_rate rate;
-	__u64 burst;		/* cost units, >= 1 */
-	enum sluice_mode mode;	/* enforce (default) or shadow */
-	enum policy_scope scope; /* node (default) or cluster (needs a store) */
-	enum sluice_class class; /* shedding (default) or abuse */
+	__u64 burst;			 /* cost units, >= 1 */
+	enum sluice_mode mode;		 /* enforce (default) or shadow */
+	enum policy_scope scope;	 /* node (default) or cluster (needs a store) */
+	enum sluice_class class;	 /* shedding (default) or abuse */
 	enum sluice_fail on_agent_loss;	 /* default by class: degraded */
 	enum sluice_fail on_store_error; /* default by class: degraded */
-	__u64 closed_after_ns;	/* default by class: shedding 0 (never), abuse 30 s */
-	int has_local_limit;	/* else the degraded bound is the policy's own limit */
-	struct policy_rate local_rate; /* same cost unit as @rate, no looser */
-	__u64 local_burst;	/* default: burst scaled by local/rate, at least 1 */
-	struct src_pos pos;	/* the policy's mapping in the file */
+	__u64 closed_after_ns;		 /* default by class: shedding 0 (never), abuse 30 s */
+	int has_local_limit;		 /* else the degraded bound is the policy's own limit */
+	struct policy_rate local_rate;	 /* same cost unit as @rate, no looser */
+	__u64 local_burst;		 /* default: burst scaled by local/rate, at least 1 */
+	struct src_pos pos;		 /* the policy's mapping in the file */
 	struct src_pos rate_pos;
 	struct src_pos burst_pos;
 };
 
-#define POLICY_HEARTBEAT_NS_DEFAULT 1000000000ULL     /* 1 s */
-#define POLICY_AGENT_TIMEOUT_NS_DEFAULT 5000000000ULL /* 5 s */
-#define POLICY_CLOSED_AFTER_NS_ABUSE 30000000000ULL   /* 30 s */
+#define POLICY_HEARTBEAT_NS_DEFAULT	1000000000ULL  /* 1 s */
+#define POLICY_AGENT_TIMEOUT_NS_DEFAULT 5000000000ULL  /* 5 s */
+#define POLICY_CLOSED_AFTER_NS_ABUSE	30000000000ULL /* 30 s */
 
 struct policy_set {
 	char ifaces[POLICY_MAX_IFACES][POLICY_IFNAME_LEN];

@@ -18,8 +18,8 @@
 #include "sluice/compiler.h"
 #include "store.h"
 
-#define URL_REDIS "redis://"
-#define URL_UNIX "unix://"
+#define URL_REDIS	   "redis://"
+#define URL_UNIX	   "unix://"
 #define REDIS_PORT_DEFAULT 6379
 
 struct store {
@@ -27,9 +27,9 @@ struct store {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	int stop;			/* under lock */
-	struct store_report pending;	/* under lock */
-	redisContext *ctx;		/* the thread's own */
+	int stop;		     /* under lock */
+	struct store_report pending; /* under lock */
+	redisContext *ctx;	     /* the thread's own */
 };
 
 static struct timeval tv_of(__u64 ns)
@@ -62,7 +62,8 @@ static redisContext *connect_url(const struct store_config *cfg, char *err, size
 		return NULL;
 	}
 	if (!c || c->err) {
-		snprintf(err, len, "cannot connect to '%s': %s", cfg->url, c ? c->errstr : "no memory");
+		snprintf(err, len, "cannot connect to '%s': %s", cfg->url,
+			 c ? c->errstr : "no memory");
 		redisFree(c);
 		return NULL;
 	}
@@ -84,7 +85,9 @@ static int command(struct store *s, const char *want, char *err, size_t len, con
 
 	if (!ok)
 		snprintf(err, len, "'%s' on '%s': %s", fmt, s->cfg.url,
-			 !r ? s->ctx->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+			 !r				? s->ctx->errstr
+			 : r->type == REDIS_REPLY_ERROR ? r->str
+							: "unexpected reply");
 	if (r)
 		freeReplyObject(r);
 	return ok ? 0 : -1;

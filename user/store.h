@@ -13,18 +13,18 @@
 #define STORE_ERR_LEN 640 /* a URL, a hiredis error and our words */
 
 struct store_config {
-	char url[STORE_URL_LEN]; /* redis://host:port or unix:///path */
+	char url[STORE_URL_LEN];      /* redis://host:port or unix:///path */
 	char password[STORE_URL_LEN]; /* empty: none; never from the command line */
-	__u64 timeout_ns;	 /* every connect and command */
-	__u64 interval_ns;	 /* between probes (the sync interval) */
+	__u64 timeout_ns;	      /* every connect and command */
+	__u64 interval_ns;	      /* between probes (the sync interval) */
 };
 
 /* What happened since the last store__collect(). */
 struct store_report {
-	__u64 ok;		  /* probes that succeeded */
-	__u64 failed;		  /* probes that failed */
-	int last_ok;		  /* the newest probe's result (valid when ok + failed > 0) */
-	char err[STORE_ERR_LEN];  /* the newest failure's cause */
+	__u64 ok;		 /* probes that succeeded */
+	__u64 failed;		 /* probes that failed */
+	int last_ok;		 /* the newest probe's result (valid when ok + failed > 0) */
+	char err[STORE_ERR_LEN]; /* the newest failure's cause */
 };
 
 struct store;

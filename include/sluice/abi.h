@@ -18,23 +18,23 @@
 #define SLUICE_ABI_VERSION 2
 
 /* Limits that size maps and loops. */
-#define SLUICE_MAX_POLICIES 4096 /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
-#define SLUICE_POLICY_GENS 2	 /* policy and match tables are double-buffered */
-#define SLUICE_MAX_LAYERS 8	 /* policies that may apply to one packet */
-#define SLUICE_NAME_LEN 32	 /* policy name including the terminating NUL */
-#define SLUICE_MATCH_ENTRIES 131072 /* entries of both generations */
+#define SLUICE_MAX_POLICIES	     4096   /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
+#define SLUICE_POLICY_GENS	     2	    /* policy and match tables are double-buffered */
+#define SLUICE_MAX_LAYERS	     8	    /* policies that may apply to one packet */
+#define SLUICE_NAME_LEN		     32	    /* policy name including the terminating NUL */
+#define SLUICE_MATCH_ENTRIES	     131072 /* entries of both generations */
 #define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
-#define SLUICE_VLAN_MAX 2     /* 802.1Q / 802.1ad tags parsed */
-#define SLUICE_IPV6_EXT_MAX 6 /* IPv6 extension headers skipped before giving up */
-#define SLUICE_CAS_RETRIES 8  /* compare-and-swap attempts on one key per packet */
-#define SLUICE_MAX_SETS 64    /* distinct source (and destination) prefix sets per generation */
-#define SLUICE_ADDR_ENTRIES 262144 /* prefixes of both generations in sluice_src, sluice_dst */
+#define SLUICE_VLAN_MAX		     2 /* 802.1Q / 802.1ad tags parsed */
+#define SLUICE_IPV6_EXT_MAX	     6 /* IPv6 extension headers skipped before giving up */
+#define SLUICE_CAS_RETRIES	     8 /* compare-and-swap attempts on one key per packet */
+#define SLUICE_MAX_SETS		     64 /* distinct source (and destination) prefix sets per generation */
+#define SLUICE_ADDR_ENTRIES	     262144 /* prefixes of both generations in sluice_src, sluice_dst */
 
-#define SLUICE_ADDR_LEN 16
-#define SLUICE_ADDR_BITS 128
+#define SLUICE_ADDR_LEN	     16
+#define SLUICE_ADDR_BITS     128
 #define SLUICE_V4MAPPED_BITS 96 /* bits of ::ffff:0:0/96 before the IPv4 address */
-#define SLUICE_IPV4_BITS 32
-#define SLUICE_PORT_BITS 16
+#define SLUICE_IPV4_BITS     32
+#define SLUICE_PORT_BITS     16
 
 #define SLUICE_PIN_ROOT "/sys/fs/bpf/sluice"
 #define SLUICE_PIN_LINK "link" /* the pinned XDP bpf_link, beside the maps */
@@ -86,7 +86,7 @@ SLUICE_ASSERT_OFFSET(struct sluice_key, addr, 4);
 
 /* Value of sluice_state. Written only by compare-and-swap in the XDP program. */
 struct sluice_state {
-	__u64 tat; /* GCRA theoretical arrival time, ticks of bpf_ktime_get_ns() (see gcra.h), wraps */
+	__u64 tat; /* GCRA theoretical arrival time, ticks (gcra.h); wraps */
 };
 SLUICE_ASSERT_SIZE(struct sluice_state, 8);
 
@@ -101,31 +101,31 @@ enum sluice_policy_flag {
  * interval. compile.c derives both and guarantees the bounds gcra.h states.
  */
 struct sluice_gcra {
-	__u64 interval_mant;	/* ticks << interval_shift per cost unit */
-	__u64 tolerance;	/* ticks: burst × interval, at most SLUICE_GCRA_TOL_MAX */
-	__u8 interval_shift;	/* 0 .. SLUICE_GCRA_SHIFT_MAX */
+	__u64 interval_mant; /* ticks << interval_shift per cost unit */
+	__u64 tolerance;     /* ticks: burst × interval, at most SLUICE_GCRA_TOL_MAX */
+	__u8 interval_shift; /* 0 .. SLUICE_GCRA_SHIFT_MAX */
 	__u8 reserved[7];
 };
 SLUICE_ASSERT_SIZE(struct sluice_gcra, 24);
 
 /* Value of sluice_policy, indexed by gen * SLUICE_MAX_POLICIES + id. */
 struct sluice_policy {
-	struct sluice_gcra limit;	/* normal enforcement */
-	struct sluice_gcra degraded;	/* the local bound, in SLUICE_FAIL_DEGRADED */
-	__u64 closed_after_ns;		/* agent lost and degraded this long: closed; 0 never */
-	__u32 id;		/* stable policy id: sluice_key.policy_id and stats index */
-	__u8 cost;		/* enum sluice_cost */
-	__u8 prefix4;		/* key bits of an IPv4 source, counted in the mapped address:
-				 * SLUICE_V4MAPPED_BITS + IPv4 prefix; 0 = one key for all */
-	__u8 prefix6;		/* key bits of an IPv6 source, 0 .. 128; 0 = one key for all */
-	__u8 flags;		/* enum sluice_policy_flag */
-	__u8 mode;		/* enum sluice_mode */
-	__u8 on_agent_loss;	/* enum sluice_fail, applied by the XDP program itself */
-	__u8 src_set;		/* 1 + bit of sluice_addr_val.sets the source needs; 0: any */
-	__u8 dst_set;		/* likewise for the destination */
-	__u8 on_store_error;	/* enum sluice_fail; the agent applies it (sluice_fail) */
-	__u8 class;		/* enum sluice_class, for status */
-	__u8 scope;		/* 0 node, 1 cluster (uses the store), for status */
+	struct sluice_gcra limit;    /* normal enforcement */
+	struct sluice_gcra degraded; /* the local bound, in SLUICE_FAIL_DEGRADED */
+	__u64 closed_after_ns;	     /* agent lost and degraded this long: closed; 0 never */
+	__u32 id;		     /* stable policy id: sluice_key.policy_id and stats index */
+	__u8 cost;		     /* enum sluice_cost */
+	__u8 prefix4;		     /* key bits of an IPv4 source, counted in the mapped address:
+				      * SLUICE_V4MAPPED_BITS + IPv4 prefix; 0 = one key for all */
+	__u8 prefix6;		     /* key bits of an IPv6 source, 0 .. 128; 0 = one key for all */
+	__u8 flags;		     /* enum sluice_policy_flag */
+	__u8 mode;		     /* enum sluice_mode */
+	__u8 on_agent_loss;	     /* enum sluice_fail, applied by the XDP program itself */
+	__u8 src_set;		     /* 1 + bit of sluice_addr_val.sets the source needs; 0: any */
+	__u8 dst_set;		     /* likewise for the destination */
+	__u8 on_store_error;	     /* enum sluice_fail; the agent applies it (sluice_fail) */
+	__u8 class;		     /* enum sluice_class, for status */
+	__u8 scope;		     /* 0 node, 1 cluster (uses the store), for status */
 	__u8 reserved[1];
 	char name[SLUICE_NAME_LEN]; /* NUL-terminated, for status without the agent */
 };
@@ -167,26 +167,26 @@ SLUICE_ASSERT_SIZE(struct sluice_addr_val, 16);
 struct sluice_match_key {
 	__u32 prefixlen; /* bits of the fields below that must match */
 	__u8 gen;
-	__u8 proto;	 /* IPPROTO_* */
+	__u8 proto; /* IPPROTO_* */
 	__be16 dst_port;
 };
 SLUICE_ASSERT_SIZE(struct sluice_match_key, 8);
 
-#define SLUICE_MATCH_BITS_GEN 8
+#define SLUICE_MATCH_BITS_GEN	8
 #define SLUICE_MATCH_BITS_PROTO 16
-#define SLUICE_MATCH_BITS_PORT 32
+#define SLUICE_MATCH_BITS_PORT	32
 
 /* Value of sluice_match: every policy that applies, most specific first. */
 struct sluice_match {
-	__u32 count;			/* 1 .. SLUICE_MAX_LAYERS */
-	__u32 ids[SLUICE_MAX_LAYERS];	/* policy ids */
+	__u32 count;		      /* 1 .. SLUICE_MAX_LAYERS */
+	__u32 ids[SLUICE_MAX_LAYERS]; /* policy ids */
 };
 SLUICE_ASSERT_SIZE(struct sluice_match, 36);
 
 /* Bits of struct sluice_ctl.gen_flags[]: which lookups a generation needs. */
 enum sluice_gen_flag {
-	SLUICE_GEN_F_SRC = 1 << 0, /* an allowlist or source prefix sets: look up sluice_src */
-	SLUICE_GEN_F_DST = 1 << 1, /* destination prefix sets: look up sluice_dst */
+	SLUICE_GEN_F_SRC = 1 << 0,   /* an allowlist or source prefix sets: look up sluice_src */
+	SLUICE_GEN_F_DST = 1 << 1,   /* destination prefix sets: look up sluice_dst */
 	SLUICE_GEN_F_STORE = 1 << 2, /* cluster-scoped policies: look up sluice_fail */
 };
 
@@ -196,12 +196,12 @@ struct sluice_ctl {
 	__u32 active_gen;	/* the live half of sluice_policy, _match, _src, _dst */
 	__u64 generation;	/* policy loads since the maps were created */
 	__u64 heartbeat_ns;	/* bpf_ktime_get_ns() clock of the agent's last beat; 0 never */
-	__u64 agent_timeout_ns;	/* a beat older than this means the agent is lost; 0 never */
+	__u64 agent_timeout_ns; /* a beat older than this means the agent is lost; 0 never */
 	__u32 gen_flags[SLUICE_POLICY_GENS]; /* enum sluice_gen_flag, per generation */
-	__u32 agent_pid;	/* the running agent, for `sluice reload`; 0 none */
-	__u32 next_id;		/* the next stable policy id to hand out */
-	__u32 reload_seq;	/* reload requests the agent has answered */
-	__s32 reload_err;	/* 0, or -errno of the last one (-EINVAL: a bad file) */
+	__u32 agent_pid;		     /* the running agent, for `sluice reload`; 0 none */
+	__u32 next_id;			     /* the next stable policy id to hand out */
+	__u32 reload_seq;		     /* reload requests the agent has answered */
+	__s32 reload_err; /* 0, or -errno of the last one (-EINVAL: a bad file) */
 };
 SLUICE_ASSERT_SIZE(struct sluice_ctl, 56);
 
@@ -210,9 +210,9 @@ SLUICE_ASSERT_SIZE(struct sluice_ctl, 56);
  * put a policy in because of a store fault. Written only by the agent.
  */
 struct sluice_fail_state {
-	__u8 mode;	 /* enum sluice_fail; SLUICE_FAIL_NONE when the store is healthy */
+	__u8 mode; /* enum sluice_fail; SLUICE_FAIL_NONE when the store is healthy */
 	__u8 reserved[7];
-	__u64 since_ns;	 /* bpf_ktime_get_ns() clock of the last transition */
+	__u64 since_ns; /* bpf_ktime_get_ns() clock of the last transition */
 };
 SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);
 
@@ -245,7 +245,7 @@ enum sluice_total {
 					 * unknown L4): classified by protocol only */
 	SLUICE_TOTAL_NO_MATCH = 4,	/* no policy applies: passed */
 	SLUICE_TOTAL_STATE_ERR = 5,	/* a new key could not be stored: passed */
-	SLUICE_TOTAL_CAS_EXHAUSTED = 6,	/* SLUICE_CAS_RETRIES lost races on one key: dropped */
+	SLUICE_TOTAL_CAS_EXHAUSTED = 6, /* SLUICE_CAS_RETRIES lost races on one key: dropped */
 	SLUICE_TOTAL_ALLOWED = 7,	/* an allowlisted source: passed, never limited */
 	SLUICE_TOTAL_AGENT_LOST = 8,	/* decided while the agent's heartbeat was stale */
 	SLUICE_TOTAL_MAX,
@@ -272,14 +272,10 @@ enum sluice_map {
 #ifndef __bpf__
 /* The only place map names appear as strings; tests check it against the object. */
 static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
-	[SLUICE_MAP_STATE] = "sluice_state",
-	[SLUICE_MAP_POLICY] = "sluice_policy",
-	[SLUICE_MAP_MATCH] = "sluice_match",
-	[SLUICE_MAP_STATS] = "sluice_stats",
-	[SLUICE_MAP_TOTALS] = "sluice_totals",
-	[SLUICE_MAP_CTL] = "sluice_ctl",
-	[SLUICE_MAP_SRC] = "sluice_src",
-	[SLUICE_MAP_DST] = "sluice_dst",
+	[SLUICE_MAP_STATE] = "sluice_state",   [SLUICE_MAP_POLICY] = "sluice_policy",
+	[SLUICE_MAP_MATCH] = "sluice_match",   [SLUICE_MAP_STATS] = "sluice_stats",
+	[SLUICE_MAP_TOTALS] = "sluice_totals", [SLUICE_MAP_CTL] = "sluice_ctl",
+	[SLUICE_MAP_SRC] = "sluice_src",       [SLUICE_MAP_DST] = "sluice_dst",
 	[SLUICE_MAP_FAIL] = "sluice_fail",
 };
 #endif

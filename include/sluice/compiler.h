@@ -16,16 +16,16 @@
 /* Time units, in nanoseconds. */
 #define SLUICE_NSEC_PER_USEC 1000ULL
 #define SLUICE_NSEC_PER_MSEC 1000000ULL
-#define SLUICE_NSEC_PER_SEC 1000000000ULL
-#define SLUICE_NSEC_PER_MIN (60 * SLUICE_NSEC_PER_SEC)
+#define SLUICE_NSEC_PER_SEC  1000000000ULL
+#define SLUICE_NSEC_PER_MIN  (60 * SLUICE_NSEC_PER_SEC)
 #define SLUICE_NSEC_PER_HOUR (60 * SLUICE_NSEC_PER_MIN)
-#define SLUICE_NSEC_PER_DAY (24 * SLUICE_NSEC_PER_HOUR)
+#define SLUICE_NSEC_PER_DAY  (24 * SLUICE_NSEC_PER_HOUR)
 
-#define SLUICE_ASSERT_SIZE(type, bytes) \
+#define SLUICE_ASSERT_SIZE(type, bytes)                                                            \
 	_Static_assert(sizeof(type) == (bytes), #type " must be " #bytes " bytes: it is ABI")
 
-#define SLUICE_ASSERT_OFFSET(type, field, off) \
-	_Static_assert(__builtin_offsetof(type, field) == (off), \
+#define SLUICE_ASSERT_OFFSET(type, field, off)                                                     \
+	_Static_assert(__builtin_offsetof(type, field) == (off),                                   \
 		       #type "." #field " must sit at offset " #off ": it is ABI")
 
 #endif /* SLUICE_COMPILER_H */

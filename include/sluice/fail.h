@@ -15,8 +15,8 @@
  * to closed once the loss has lasted longer than @closed_after_ns (0:
  * never); otherwise the store-fault mode the agent wrote.
  */
-SLUICE_INLINE int sluice_fail_mode(__u8 on_agent_loss, __u64 closed_after_ns,
-				   __u64 agent_lost_ns, __u8 store_mode)
+SLUICE_INLINE int sluice_fail_mode(__u8 on_agent_loss, __u64 closed_after_ns, __u64 agent_lost_ns,
+				   __u8 store_mode)
 {
 	if (!agent_lost_ns)
 		return store_mode;

@@ -33,10 +33,10 @@
 
 #include "compiler.h"
 
-#define SLUICE_GCRA_TICK_SHIFT 8		/* ticks per ns = 2^8 */
-#define SLUICE_GCRA_SHIFT_MAX 32		/* largest interval_shift */
-#define SLUICE_GCRA_INCR_MAX (1ULL << 61)	/* ticks */
-#define SLUICE_GCRA_TOL_MAX (1ULL << 62)	/* ticks */
+#define SLUICE_GCRA_TICK_SHIFT 8	    /* ticks per ns = 2^8 */
+#define SLUICE_GCRA_SHIFT_MAX  32	    /* largest interval_shift */
+#define SLUICE_GCRA_INCR_MAX   (1ULL << 61) /* ticks */
+#define SLUICE_GCRA_TOL_MAX    (1ULL << 62) /* ticks */
 
 /*
  * How far a stored TAT may be ahead of our clock beyond the tolerance and
@@ -80,8 +80,8 @@ SLUICE_INLINE __u64 sluice_gcra_incr(__u64 cost, __u64 interval_mant, __u32 inte
  * *@retry_ticks (how long until the same packet would be admitted) to deny,
  * in which case the caller must leave the stored TAT untouched.
  */
-SLUICE_INLINE int sluice_gcra_admit(__u64 tat, __u64 now, __u64 incr, __u64 tol,
-				    __u64 *new_tat, __u64 *retry_ticks)
+SLUICE_INLINE int sluice_gcra_admit(__u64 tat, __u64 now, __u64 incr, __u64 tol, __u64 *new_tat,
+				    __u64 *retry_ticks)
 {
 	__u64 ahead = tat - now; /* mod 2^64: how far the TAT is ahead of now */
 

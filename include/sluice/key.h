@@ -11,7 +11,7 @@
 #include "abi.h"
 
 #define SLUICE_ADDR_WORDS (SLUICE_ADDR_LEN / 4)
-#define SLUICE_WORD_BITS 32
+#define SLUICE_WORD_BITS  32
 
 /* A mask of the first @bits bits (1..31) of a big-endian 32-bit word, in memory order. */
 SLUICE_INLINE __u32 sluice_word_mask(__u32 bits)

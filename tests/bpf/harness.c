@@ -19,11 +19,11 @@
 #include "maps.h"
 #include "policy.h"
 
-#define BPFFS_MAGIC 0xcafe4a11
-#define BPFFS_ROOT "/sys/fs/bpf"
+#define BPFFS_MAGIC	0xcafe4a11
+#define BPFFS_ROOT	"/sys/fs/bpf"
 #define PIN_ROOT_PREFIX "sluice-test-"
-#define HARNESS_IFACE "test"
-#define UDP_SPORT 40000
+#define HARNESS_IFACE	"test"
+#define UDP_SPORT	40000
 
 static const __u8 mac_dst[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const __u8 mac_src[6] = { 0x02, 0, 0, 0, 0, 0x01 };

@@ -12,7 +12,7 @@
 #include "loader.h"
 #include "pkt.h"
 
-#define HARNESS_SKIP 77 /* exit code of a test that cannot run here */
+#define HARNESS_SKIP	 77 /* exit code of a test that cannot run here */
 #define HARNESS_MAX_KEYS 65536
 
 struct harness {

@@ -26,33 +26,33 @@
 
 #include "pkt.h"
 
-#define PKT_IPV4_VERSION 4
-#define PKT_IPV6_VERSION 6
-#define PKT_IHL_UNIT_BYTES 4	   /* IPv4 IHL and TCP data offset count 32-bit words */
+#define PKT_IPV4_VERSION	4
+#define PKT_IPV6_VERSION	6
+#define PKT_IHL_UNIT_BYTES	4  /* IPv4 IHL and TCP data offset count 32-bit words */
 #define PKT_IPV4_OPTS_MAX_BYTES 40 /* IHL 15 */
-#define PKT_TTL 64
-#define PKT_IPV4_DF 0x4000	 /* frag_off bits, host order */
-#define PKT_IPV4_MF 0x2000
-#define PKT_FRAG_OFF_MAX 0x1fff	 /* fragment offset, units of 8 bytes */
-#define PKT_FRAG_OFF_SHIFT 3	 /* IPv6: offset << 3 | M */
-#define PKT_IPV6_MF 0x0001
-#define PKT_FRAG_ID 0x5150	 /* IPv4 id / IPv6 identification of fragments */
-#define PKT_EXT_UNIT_BYTES 8	 /* IPv6 Hdr Ext Len unit */
-#define PKT_RT_TYPE_EXP 253	 /* RFC 4727 experimental routing type */
-#define PKT_OPT_EXP 0x1e	 /* RFC 4727 experimental option: act 00 (skip), chg 0 */
-#define PKT_OPT_DATA_MAX 255	 /* option data length is 8 bits */
-#define PKT_PADN_MAX_BYTES 7	 /* Linux rejects longer runs of padding */
-#define PKT_VID_MAX 4095
-#define PKT_TCP_SEQ 1
-#define PKT_TCP_WINDOW 64240
-#define PKT_ECHO_ID 0x5150
-#define PKT_ECHO_SEQ 1
-#define PKT_CSUM_BITS 16
-#define PKT_CSUM_MASK 0xffff
-#define PKT_BYTE_BITS 8
-#define PKT_UDP_CSUM_ZERO 0xffff /* a computed 0 is sent as 0xffff: 0 means "none" */
-#define PKT_NOT_ALLOWED (-1)	 /* for link_next(): this layer cannot follow that field */
-#define PKT_TCP_FLAGS_ALL                                                                        \
+#define PKT_TTL			64
+#define PKT_IPV4_DF		0x4000 /* frag_off bits, host order */
+#define PKT_IPV4_MF		0x2000
+#define PKT_FRAG_OFF_MAX	0x1fff /* fragment offset, units of 8 bytes */
+#define PKT_FRAG_OFF_SHIFT	3      /* IPv6: offset << 3 | M */
+#define PKT_IPV6_MF		0x0001
+#define PKT_FRAG_ID		0x5150 /* IPv4 id / IPv6 identification of fragments */
+#define PKT_EXT_UNIT_BYTES	8      /* IPv6 Hdr Ext Len unit */
+#define PKT_RT_TYPE_EXP		253    /* RFC 4727 experimental routing type */
+#define PKT_OPT_EXP		0x1e   /* RFC 4727 experimental option: act 00 (skip), chg 0 */
+#define PKT_OPT_DATA_MAX	255    /* option data length is 8 bits */
+#define PKT_PADN_MAX_BYTES	7      /* Linux rejects longer runs of padding */
+#define PKT_VID_MAX		4095
+#define PKT_TCP_SEQ		1
+#define PKT_TCP_WINDOW		64240
+#define PKT_ECHO_ID		0x5150
+#define PKT_ECHO_SEQ		1
+#define PKT_CSUM_BITS		16
+#define PKT_CSUM_MASK		0xffff
+#define PKT_BYTE_BITS		8
+#define PKT_UDP_CSUM_ZERO	0xffff /* a computed 0 is sent as 0xffff: 0 means "none" */
+#define PKT_NOT_ALLOWED		(-1)   /* for link_next(): this layer cannot follow that field */
+#define PKT_TCP_FLAGS_ALL                                                                          \
 	(TCP_FLAG_CWR | TCP_FLAG_ECE | TCP_FLAG_URG | TCP_FLAG_ACK | TCP_FLAG_PSH | TCP_FLAG_RST | \
 	 TCP_FLAG_SYN | TCP_FLAG_FIN)
 
@@ -143,9 +143,9 @@ static void link_next(struct pkt *p, int ethertype, int ipproto, const char *who
 		p->buf[p->next_off] = ipproto;
 	else
 		pkt_die("%s: cannot follow the previous layer (%s)", who,
-			p->next_kind == PKT_NEXT_ETHERTYPE ? "it wants an ethertype" :
-			p->next_kind == PKT_NEXT_IPPROTO   ? "it wants an IP protocol" :
-							     "it has no next-protocol field");
+			p->next_kind == PKT_NEXT_ETHERTYPE ? "it wants an ethertype"
+			: p->next_kind == PKT_NEXT_IPPROTO ? "it wants an IP protocol"
+							   : "it has no next-protocol field");
 }
 
 static void set_next(struct pkt *p, int kind, size_t off)
@@ -308,8 +308,7 @@ struct pkt *pkt_ip16(struct pkt *p, const __u8 *src, const __u8 *dst)
 	int is_ipv4 = pkt_addr16_is_ipv4(src);
 
 	if (is_ipv4 != pkt_addr16_is_ipv4(dst))
-		pkt_die("%s: source and destination are of different address families",
-			__func__);
+		pkt_die("%s: source and destination are of different address families", __func__);
 	if (is_ipv4)
 		put_ipv4(p, src + v4_off, dst + v4_off, 0, PKT_IPV4_DF, __func__);
 	else
@@ -386,8 +385,7 @@ struct pkt *pkt_ipv6_frag(struct pkt *p, __u16 off_units8, int has_more)
 }
 
 /* Append an L4 header @hdr of @kind and protocol @proto; nothing but payload may follow. */
-static void put_l4(struct pkt *p, int kind, __u8 proto, const void *hdr, size_t n,
-		   const char *who)
+static void put_l4(struct pkt *p, int kind, __u8 proto, const void *hdr, size_t n, const char *who)
 {
 	size_t off;
 
@@ -499,8 +497,7 @@ static __u32 pseudo_sum(const struct pkt *p, unsigned int i, __u8 proto, size_t 
 		sum = csum_add(0, p->buf + ip_off + offsetof(struct ipv6hdr, saddr),
 			       2 * sizeof(struct in6_addr));
 		break;
-	default:
-		pkt_die("pkt_finish: an L4 header outside any IP header");
+	default: pkt_die("pkt_finish: an L4 header outside any IP header");
 	}
 	return sum + proto + len;
 }
@@ -525,9 +522,7 @@ static void finish_l4(struct pkt *p, unsigned int i)
 		csum_off = offsetof(struct icmp6hdr, icmp6_cksum);
 		sum = pseudo_sum(p, i, IPPROTO_ICMPV6, n);
 		break;
-	default: /* ICMP: no pseudo-header */
-		csum_off = offsetof(struct icmphdr, checksum);
-		break;
+	default: /* ICMP: no pseudo-header */ csum_off = offsetof(struct icmphdr, checksum); break;
 	}
 	put_be16(p->buf + off + csum_off, 0);
 	csum = csum_fold(csum_add(sum, p->buf + off, n));
@@ -559,9 +554,7 @@ void pkt_finish(struct pkt *p)
 	while (i-- > 0) {
 		off = p->layers[i].off_bytes;
 		switch (p->layers[i].kind) {
-		case PKT_LAYER_IPV4:
-			finish_ipv4(p, off);
-			break;
+		case PKT_LAYER_IPV4: finish_ipv4(p, off); break;
 		case PKT_LAYER_IPV6:
 			put_be16(p->buf + off + offsetof(struct ipv6hdr, payload_len),
 				 p->len - off - sizeof(struct ipv6hdr));
@@ -569,11 +562,8 @@ void pkt_finish(struct pkt *p)
 		case PKT_LAYER_UDP:
 		case PKT_LAYER_TCP:
 		case PKT_LAYER_ICMP:
-		case PKT_LAYER_ICMPV6:
-			finish_l4(p, i);
-			break;
-		default:
-			break;
+		case PKT_LAYER_ICMPV6: finish_l4(p, i); break;
+		default: break;
 		}
 	}
 }

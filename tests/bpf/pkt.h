@@ -25,15 +25,15 @@
 
 #include "sluice/abi.h"
 
-#define PKT_MAX_BYTES 9216 /* a jumbo frame, no FCS */
-#define PKT_LAYERS_MAX 16  /* headers in one frame, payload not counted */
+#define PKT_MAX_BYTES  9216 /* a jumbo frame, no FCS */
+#define PKT_LAYERS_MAX 16   /* headers in one frame, payload not counted */
 
 enum pkt_layer_kind {
 	PKT_LAYER_ETH = 0,
 	PKT_LAYER_VLAN,
 	PKT_LAYER_IPV4,
 	PKT_LAYER_IPV6,
-	PKT_LAYER_IPV6_EXT,  /* hop-by-hop, routing or destination options */
+	PKT_LAYER_IPV6_EXT, /* hop-by-hop, routing or destination options */
 	PKT_LAYER_IPV6_FRAG,
 	PKT_LAYER_UDP,
 	PKT_LAYER_TCP,
@@ -44,14 +44,14 @@ enum pkt_layer_kind {
 
 /* What the last layer's next-protocol field holds, and so what may follow. */
 enum pkt_next {
-	PKT_NEXT_NONE = 0,   /* nothing may follow but payload */
-	PKT_NEXT_ETHERTYPE,  /* 16 bits, network order: VLAN, IPv4, IPv6 */
-	PKT_NEXT_IPPROTO,    /* 8 bits: an IP protocol or IPv6 next header */
+	PKT_NEXT_NONE = 0,  /* nothing may follow but payload */
+	PKT_NEXT_ETHERTYPE, /* 16 bits, network order: VLAN, IPv4, IPv6 */
+	PKT_NEXT_IPPROTO,   /* 8 bits: an IP protocol or IPv6 next header */
 };
 
 struct pkt_layer {
-	__u16 off_bytes;  /* start of the header in buf */
-	__u8 kind;	  /* enum pkt_layer_kind */
+	__u16 off_bytes; /* start of the header in buf */
+	__u8 kind;	 /* enum pkt_layer_kind */
 };
 
 /*
@@ -61,14 +61,14 @@ struct pkt_layer {
  */
 struct pkt {
 	__u8 buf[PKT_MAX_BYTES];
-	size_t len;		/* bytes of buf in use: the frame without FCS */
-	size_t l3_off;		/* first IP header; 0 until there is one */
-	size_t l4_off;		/* UDP, TCP, ICMP or ICMPv6 header; 0 until there is one */
+	size_t len;    /* bytes of buf in use: the frame without FCS */
+	size_t l3_off; /* first IP header; 0 until there is one */
+	size_t l4_off; /* UDP, TCP, ICMP or ICMPv6 header; 0 until there is one */
 	struct pkt_layer layers[PKT_LAYERS_MAX];
 	unsigned int n_layers;
-	size_t next_off;	/* the pending next-protocol field, see next_kind */
-	int next_kind;		/* enum pkt_next */
-	int is_truncated;	/* pkt_truncate() ran: lengths no longer match len */
+	size_t next_off;  /* the pending next-protocol field, see next_kind */
+	int next_kind;	  /* enum pkt_next */
+	int is_truncated; /* pkt_truncate() ran: lengths no longer match len */
 };
 
 /*

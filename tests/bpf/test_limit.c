@@ -23,8 +23,8 @@
 #include "harness.h"
 
 #define DNS_PORT 53
-#define BURST 5
-#define EXTRA 3
+#define BURST	 5
+#define EXTRA	 3
 
 /* One keyed policy per row: burst 5 at 1/h, so nothing refills. */
 struct key_case {
@@ -100,7 +100,8 @@ static void test_keys(void **state)
 		/* Exactly BURST of BURST + EXTRA pass, in order. */
 		for (k = 0; k < BURST + EXTRA; k++)
 			if (send_from(&h, c->first) != (k < BURST ? XDP_PASS : XDP_DROP))
-				fail_msg("%s: packet %d from %s: wrong verdict", c->name, k, c->first);
+				fail_msg("%s: packet %d from %s: wrong verdict", c->name, k,
+					 c->first);
 		if (send_from(&h, c->same) != XDP_DROP)
 			fail_msg("%s: %s should share %s's key", c->name, c->same, c->first);
 		if (c->other && send_from(&h, c->other) != XDP_PASS)
@@ -145,10 +146,10 @@ static void test_bytes(void **state)
 	}
 }
 
-#define THREADS 2
-#define THREAD_BURST 100000
+#define THREADS	      2
+#define THREAD_BURST  100000
 #define THREAD_REPEAT 200000
-#define SEC_PER_MIN 60
+#define SEC_PER_MIN   60
 
 struct runner {
 	struct harness *h;

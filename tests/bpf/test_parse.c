@@ -21,42 +21,41 @@
 
 #include "harness.h"
 
-#define DNS_PORT 53
-#define SSH_PORT 22
-#define OTHER_PORT 54
-#define TCP_SPORT 40001
-#define FRAG_OFF_UNITS8 100 /* a non-first fragment */
-#define IPV4_OPTS_BYTES 12
+#define DNS_PORT	   53
+#define SSH_PORT	   22
+#define OTHER_PORT	   54
+#define TCP_SPORT	   40001
+#define FRAG_OFF_UNITS8	   100 /* a non-first fragment */
+#define IPV4_OPTS_BYTES	   12
 #define IPV4_MAX_HDR_BYTES 60
-#define EXT_LEN_UNITS8 1    /* a 16-byte extension header */
-#define VLAN_ID 100
-#define VLAN_ID_INNER 200
+#define EXT_LEN_UNITS8	   1 /* a 16-byte extension header */
+#define VLAN_ID		   100
+#define VLAN_ID_INNER	   200
 
 /* Burst far above what a test sends: nothing here is ever limited. */
-static const char policy_yaml[] =
-	"policies:\n"
-	"  - name: dns\n"
-	"    match: { proto: udp, dst_port: 53 }\n"
-	"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
-	"    rate: 1/h\n"
-	"    burst: 1000\n"
-	"  - name: ssh-syn\n"
-	"    match: { proto: tcp, dst_port: 22, tcp_syn: true }\n"
-	"    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
-	"    rate: 1/h\n"
-	"    burst: 1000\n"
-	"  - name: tcp-all\n"
-	"    match: { proto: tcp }\n"
-	"    rate: 1/h\n"
-	"    burst: 1000\n"
-	"  - name: icmp\n"
-	"    match: { proto: icmp }\n"
-	"    rate: 1/h\n"
-	"    burst: 1000\n"
-	"  - name: icmp6\n"
-	"    match: { proto: icmpv6 }\n"
-	"    rate: 1/h\n"
-	"    burst: 1000\n";
+static const char policy_yaml[] = "policies:\n"
+				  "  - name: dns\n"
+				  "    match: { proto: udp, dst_port: 53 }\n"
+				  "    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
+				  "    rate: 1/h\n"
+				  "    burst: 1000\n"
+				  "  - name: ssh-syn\n"
+				  "    match: { proto: tcp, dst_port: 22, tcp_syn: true }\n"
+				  "    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
+				  "    rate: 1/h\n"
+				  "    burst: 1000\n"
+				  "  - name: tcp-all\n"
+				  "    match: { proto: tcp }\n"
+				  "    rate: 1/h\n"
+				  "    burst: 1000\n"
+				  "  - name: icmp\n"
+				  "    match: { proto: icmp }\n"
+				  "    rate: 1/h\n"
+				  "    burst: 1000\n"
+				  "  - name: icmp6\n"
+				  "    match: { proto: icmpv6 }\n"
+				  "    rate: 1/h\n"
+				  "    burst: 1000\n";
 
 static const char *const policy_names[] = { "dns", "ssh-syn", "tcp-all", "icmp", "icmp6" };
 #define N_POLICIES (sizeof(policy_names) / sizeof(policy_names[0]))
@@ -127,8 +126,8 @@ static void ipv4_opts_dns(struct pkt *p, const struct parse_case *c)
 
 static void ipv6_exts_dns(struct pkt *p, const struct parse_case *c)
 {
-	struct pkt *q = pkt_ipv6_ext(pkt_ipv6(eth(p), c->src, c->dst), IPPROTO_HOPOPTS,
-				     EXT_LEN_UNITS8);
+	struct pkt *q =
+		pkt_ipv6_ext(pkt_ipv6(eth(p), c->src, c->dst), IPPROTO_HOPOPTS, EXT_LEN_UNITS8);
 
 	pkt_udp(pkt_ipv6_ext(pkt_ipv6_ext(q, IPPROTO_ROUTING, 0), IPPROTO_DSTOPTS, EXT_LEN_UNITS8),
 		TCP_SPORT, DNS_PORT);
@@ -202,8 +201,14 @@ static void arp(struct pkt *p, const struct parse_case *c)
 
 #define V4 "192.0.2.1", "198.51.100.1"
 #define V6 "2001:db8::1", "2001:db8:ffff::1"
-#define PASS_BY(mask) { XDP_PASS, (mask), 0 }
-#define PASS_WITH(mask, totals) { XDP_PASS, (mask), (totals) }
+#define PASS_BY(mask)                                                                              \
+	{                                                                                          \
+		XDP_PASS, (mask), 0                                                                \
+	}
+#define PASS_WITH(mask, totals)                                                                    \
+	{                                                                                          \
+		XDP_PASS, (mask), (totals)                                                         \
+	}
 
 static const struct parse_case cases[] = {
 	{ "ipv4 udp dns", V4, udp_dns, PASS_BY(P(DNS)) },
@@ -274,16 +279,19 @@ static void check_packet(struct harness *h, const char *name, const struct pkt *
 		fail_msg("%s (len %zu): verdict %d, expected %d", name, p->len, verdict,
 			 want->verdict);
 	for (i = 0; i < N_POLICIES; i++) {
-		__u64 got = after.policy[i][SLUICE_PSTAT_PASSED] - before.policy[i][SLUICE_PSTAT_PASSED];
+		__u64 got = after.policy[i][SLUICE_PSTAT_PASSED] -
+			    before.policy[i][SLUICE_PSTAT_PASSED];
 
 		if (got != !!(want->policies & P(i)))
 			fail_msg("%s (len %zu): policy '%s' passed %llu, expected %d", name, p->len,
-				 policy_names[i], (unsigned long long)got, !!(want->policies & P(i)));
+				 policy_names[i], (unsigned long long)got,
+				 !!(want->policies & P(i)));
 	}
 	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
 		want_total = (want->totals & T(j)) || j == SLUICE_TOTAL_PASSED;
 		if (after.totals[j] - before.totals[j] != want_total)
-			fail_msg("%s (len %zu): total %d moved by %llu, expected %llu", name, p->len, j,
+			fail_msg("%s (len %zu): total %d moved by %llu, expected %llu", name,
+				 p->len, j,
 				 (unsigned long long)(after.totals[j] - before.totals[j]),
 				 (unsigned long long)want_total);
 	}

@@ -26,7 +26,7 @@ struct suite {
  * its const char *name, which is where the row pointer points.
  */
 static inline void suite_add_rows(struct suite *s, const char *test, CMUnitTestFunction fn,
-			   const void *rows, size_t n_rows, size_t row_size)
+				  const void *rows, size_t n_rows, size_t row_size)
 {
 	size_t i;
 

@@ -53,7 +53,6 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-
 /* Parse @yaml, which must be a valid policy file. */
 static struct policy_set *parse_good(const char *yaml)
 {
@@ -757,7 +756,8 @@ static char *random_yaml(__u32 seed)
 					v4[prng_below(&s, ARRAY_SIZE(v4))],
 					v6[prng_below(&s, ARRAY_SIZE(v6))]);
 		/* Each slower than the last, so that each can decide (policy.c: never decides). */
-		off += snprintf(buf + off, YAML_LEN - off, "    rate: 1/%zus\n    burst: 1\n", i + 1);
+		off += snprintf(buf + off, YAML_LEN - off, "    rate: 1/%zus\n    burst: 1\n",
+				i + 1);
 		assert_true(off < YAML_LEN);
 	}
 	return buf;

@@ -148,7 +148,6 @@ static int in_set(__u64 sets, __u8 set)
 
 /* ---- parsing and compiling ------------------------------------------------ */
 
-
 /* Parse @yaml, which must be a valid policy file. */
 static struct policy_set *parse_good(const char *yaml)
 {

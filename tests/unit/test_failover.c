@@ -13,10 +13,10 @@
 #include "failover.h"
 #include "rows.h"
 
-#define S(x) ((__u64)(x) * SLUICE_NSEC_PER_SEC)
-#define MS(x) ((__u64)(x) * SLUICE_NSEC_PER_SEC / 1000)
+#define S(x)	  ((__u64)(x)*SLUICE_NSEC_PER_SEC)
+#define MS(x)	  ((__u64)(x)*SLUICE_NSEC_PER_SEC / 1000)
 #define HOLD_DOWN S(10)
-#define T0 S(1000)
+#define T0	  S(1000)
 
 /* One probe: at T0 + @at_ms, ok or not; what the state must be after it. */
 struct step {
@@ -33,7 +33,7 @@ struct health_row {
 };
 
 static const struct step error_then_recover[] = {
-	{ 0, 1, STORE_OK, 0 },	    { 100, 0, STORE_FAULT, 1 }, { 200, 0, STORE_FAULT, 0 },
+	{ 0, 1, STORE_OK, 0 },	    { 100, 0, STORE_FAULT, 1 },	  { 200, 0, STORE_FAULT, 0 },
 	{ 300, 1, STORE_FAULT, 0 }, { 10200, 1, STORE_FAULT, 0 }, /* 9.9 s of good probes */
 	{ 10300, 1, STORE_OK, 1 },  { 10400, 1, STORE_OK, 0 },
 };
@@ -42,8 +42,8 @@ static const struct step error_then_recover[] = {
 static struct step flapping[600];
 
 static const struct step recover_then_fail_again[] = {
-	{ 0, 0, STORE_FAULT, 1 },   { 5000, 1, STORE_FAULT, 0 }, { 14999, 1, STORE_FAULT, 0 },
-	{ 15000, 1, STORE_OK, 1 },  { 15001, 0, STORE_FAULT, 1 }, { 20000, 1, STORE_FAULT, 0 },
+	{ 0, 0, STORE_FAULT, 1 },     { 5000, 1, STORE_FAULT, 0 },  { 14999, 1, STORE_FAULT, 0 },
+	{ 15000, 1, STORE_OK, 1 },    { 15001, 0, STORE_FAULT, 1 }, { 20000, 1, STORE_FAULT, 0 },
 	{ 29999, 1, STORE_FAULT, 0 }, { 30000, 1, STORE_OK, 1 },
 };
 
@@ -66,7 +66,8 @@ static void test_health(void **state)
 	for (i = 0; i < row->n; i++) {
 		changed = store_health__observe(&h, row->steps[i].ok, T0 + MS(row->steps[i].at_ms));
 		if (h.state != row->steps[i].want || changed != row->steps[i].changed)
-			fail_msg("%s: step %zu (t=%llu ms, ok=%d): state %d changed %d, expected %d %d",
+			fail_msg("%s: step %zu (t=%llu ms, ok=%d): state %d changed %d, expected "
+				 "%d %d",
 				 row->name, i, (unsigned long long)row->steps[i].at_ms,
 				 row->steps[i].ok, h.state, changed, row->steps[i].want,
 				 row->steps[i].changed);

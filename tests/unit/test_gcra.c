@@ -24,7 +24,6 @@
 #include "sluice/gcra.h"
 #include "rows.h"
 
-
 #define KILO	      1000ULL
 #define MEGA	      (KILO * KILO)
 #define GIGA	      (KILO * MEGA)
@@ -42,7 +41,7 @@
 #define MUL_LIMIT    ((unsigned __int128)1 << 63) /* cost × interval_mant stays below (gcra.h) */
 #define PRODUCT_MAX  ((1ULL << 63) - 1)		  /* so the largest cost × interval_mant allowed */
 
-#define NOW_BASE_NS SLUICE_NSEC_PER_HOUR		  /* uptime of the runs that are away from any wrap */
+#define NOW_BASE_NS SLUICE_NSEC_PER_HOUR  /* uptime of the runs that are away from any wrap */
 #define UNWRITTEN   0xa5a5a5a5a5a5a5a5ULL /* canary for an output that must stay untouched */
 
 #define LONG_RUN_ARRIVALS  1000000ULL /* arrivals per steady run (cases 2 and 4) */
@@ -273,7 +272,8 @@ struct burst_row {
 };
 
 static const struct burst_row burst_rows[] = {
-	{ "1/h burst 1", { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 1 } },
+	{ "1/h burst 1",
+	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 1 } },
 	{ "1/h burst 5000",
 	  { SLUICE_COST_PKTS, .amount = 1, .period_ns = SLUICE_NSEC_PER_HOUR, .burst = 5000 } },
 	{ "10/min burst 5",
@@ -1057,7 +1057,6 @@ static void test_incr_charges_up(void **state)
 	}
 }
 
-
 #define N_SINGLE_TESTS	  4 /* tests without rows */
 #define N_BURST_ROW_TESTS 4 /* tests that run over burst_rows */
 #define N_TESTS                                                                                    \
@@ -1077,7 +1076,8 @@ static void test_ns_rounds_up(void **state)
 	assert_int_equal(sluice_gcra_ns(tick_per_ns - 1), 1);
 	assert_int_equal(sluice_gcra_ns(tick_per_ns), 1);
 	assert_int_equal(sluice_gcra_ns(tick_per_ns + 1), 2);
-	assert_int_equal(sluice_gcra_ns(sluice_gcra_ticks(SLUICE_NSEC_PER_SEC)), SLUICE_NSEC_PER_SEC);
+	assert_int_equal(sluice_gcra_ns(sluice_gcra_ticks(SLUICE_NSEC_PER_SEC)),
+			 SLUICE_NSEC_PER_SEC);
 }
 
 int main(void)

@@ -23,7 +23,6 @@
 #include "sluice/key.h"
 #include "rows.h"
 
-
 #define POLICY_ID_LAST	(SLUICE_MAX_POLICIES - 1)
 #define POLICY_ID_OTHER 7
 #define KEY_POISON	0xa5 /* fills the key first, so an unwritten byte shows */

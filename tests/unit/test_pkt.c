@@ -34,13 +34,13 @@
 
 #include "../bpf/pkt.h"
 
-#define CSUM_OK 0xffff		/* one's complement sum over a correct header */
+#define CSUM_OK	       0xffff /* one's complement sum over a correct header */
 #define VLAN_HDR_BYTES 4
 #define EXT_UNIT_BYTES 8
 #define FRAG_HDR_BYTES 8
 #define IHL_UNIT_BYTES 4
-#define SPORT 40000
-#define DPORT 53
+#define SPORT	       40000
+#define DPORT	       53
 
 static const __u8 mac_dst[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const __u8 mac_src[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x01 };
@@ -105,8 +105,8 @@ static void walk_frame(const struct pkt *p, struct walk *w)
 		off += sizeof(struct ipv6hdr);
 		while (nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS ||
 		       nh == IPPROTO_FRAGMENT) {
-			size_t n = nh == IPPROTO_FRAGMENT ? FRAG_HDR_BYTES :
-							    (p->buf[off + 1] + 1u) * EXT_UNIT_BYTES;
+			size_t n = nh == IPPROTO_FRAGMENT ? FRAG_HDR_BYTES
+							  : (p->buf[off + 1] + 1u) * EXT_UNIT_BYTES;
 
 			if (nh == IPPROTO_HOPOPTS || nh == IPPROTO_DSTOPTS)
 				check_tlvs(p->buf + off, n);
@@ -149,7 +149,7 @@ static void verify_frame(const struct pkt *p, const struct walk *w)
 struct build_case {
 	const char *name;
 	void (*build)(struct pkt *p);
-	size_t len_bytes;	/* whole frame */
+	size_t len_bytes; /* whole frame */
 	size_t l3_off, l4_off;
 	int is_ipv6;
 	__u8 l4_proto;
@@ -158,16 +158,16 @@ struct build_case {
 
 static void build_udp4(struct pkt *p)
 {
-	pkt_payload(pkt_udp(pkt_ipv4(pkt_eth(p, mac_dst, mac_src), "10.0.0.1", "10.0.0.2"),
-			    SPORT, DPORT),
+	pkt_payload(pkt_udp(pkt_ipv4(pkt_eth(p, mac_dst, mac_src), "10.0.0.1", "10.0.0.2"), SPORT,
+			    DPORT),
 		    11);
 }
 
 static void build_udp6(struct pkt *p)
 {
-	pkt_payload(pkt_udp(pkt_ipv6(pkt_eth(p, mac_dst, mac_src), "fd00::1", "fd00::2"), SPORT,
-			    DPORT),
-		    11);
+	pkt_payload(
+		pkt_udp(pkt_ipv6(pkt_eth(p, mac_dst, mac_src), "fd00::1", "fd00::2"), SPORT, DPORT),
+		11);
 }
 
 static void build_tcp4_syn(struct pkt *p)
@@ -194,8 +194,8 @@ static void build_qinq_udp4(struct pkt *p)
 
 static void build_icmp4_opts(struct pkt *p)
 {
-	pkt_icmp(pkt_ipv4_opts(pkt_eth(p, mac_dst, mac_src), "10.0.0.1", "10.0.0.2", 12),
-		 ICMP_ECHO, 0);
+	pkt_icmp(pkt_ipv4_opts(pkt_eth(p, mac_dst, mac_src), "10.0.0.1", "10.0.0.2", 12), ICMP_ECHO,
+		 0);
 	pkt_payload(p, 3);
 }
 

@@ -47,18 +47,17 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define FIXTURE_GOOD "tests/fixtures/policy/good"
-#define FIXTURE_BAD "tests/fixtures/policy/bad"
+#define FIXTURE_GOOD	"tests/fixtures/policy/good"
+#define FIXTURE_BAD	"tests/fixtures/policy/bad"
 #define FIXTURE_EXAMPLE FIXTURE_GOOD "/example.yaml"
-#define FIXTURE_FULL FIXTURE_GOOD "/full.yaml"
-#define FIXTURE_MAX 256 /* fixture files one directory may hold */
-#define PATH_LEN 512
+#define FIXTURE_FULL	FIXTURE_GOOD "/full.yaml"
+#define FIXTURE_MAX	256 /* fixture files one directory may hold */
+#define PATH_LEN	512
 
 #define BITS_PER_BYTE 8
-#define U64_MAX_STR "18446744073709551615"
+#define U64_MAX_STR   "18446744073709551615"
 
 /* ---- helpers -------------------------------------------------------------- */
-
 
 /* The whole of a small text file, as a new string. */
 static char *slurp(const char *path)
@@ -127,10 +126,15 @@ struct rate_case {
 	const char *err; /* NULL: must parse; else a substring of the message */
 };
 
-#define RATE_OK(n, s, a, p, c) \
-	{ .name = "rate/" n, .in = s, .amount = a, .period_ns = p, .cost = c }
-#define RATE_BAD(n, s, e) { .name = "rate/" n, .in = s, .err = e }
-#define PKTS SLUICE_COST_PKTS
+#define RATE_OK(n, s, a, p, c)                                                                     \
+	{                                                                                          \
+		.name = "rate/" n, .in = s, .amount = a, .period_ns = p, .cost = c                 \
+	}
+#define RATE_BAD(n, s, e)                                                                          \
+	{                                                                                          \
+		.name = "rate/" n, .in = s, .err = e                                               \
+	}
+#define PKTS  SLUICE_COST_PKTS
 #define BYTES SLUICE_COST_BYTES
 
 static const struct rate_case rate_cases[] = {
@@ -145,18 +149,20 @@ static const struct rate_case rate_cases[] = {
 	RATE_OK("spelled_d", "1/d", 1, SLUICE_NSEC_PER_DAY, PKTS),
 	RATE_OK("count_30s", "1/30s", 1, 30 * SLUICE_NSEC_PER_SEC, PKTS),
 	RATE_OK("count_2h", "7/2h", 7, 2 * SLUICE_NSEC_PER_HOUR, PKTS),
-	RATE_OK("mbit_per_s", "10Mbit/s", 10000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
-	RATE_OK("gbit_per_s", "1Gbit/s", 1000000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
-	RATE_OK("kbit_per_min", "2500kbit/min", 2500000, BITS_PER_BYTE * SLUICE_NSEC_PER_MIN, BYTES),
-	RATE_OK("bit_per_s", "1bit/s", 1, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("mbit_per_s", "10Mbit/s", 10000000, BITS_PER_BYTE *SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("gbit_per_s", "1Gbit/s", 1000000000, BITS_PER_BYTE *SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("kbit_per_min", "2500kbit/min", 2500000, BITS_PER_BYTE *SLUICE_NSEC_PER_MIN, BYTES),
+	RATE_OK("bit_per_s", "1bit/s", 1, BITS_PER_BYTE *SLUICE_NSEC_PER_SEC, BYTES),
 	RATE_OK("mb_per_s", "2MB/s", 2000000, SLUICE_NSEC_PER_SEC, BYTES),
 	RATE_OK("kb_per_s", "64kB/s", 64000, SLUICE_NSEC_PER_SEC, BYTES),
 	RATE_OK("b_per_s", "1500B/s", 1500, SLUICE_NSEC_PER_SEC, BYTES),
 	RATE_OK("gb_per_min", "3GB/min", 3000000000ULL, SLUICE_NSEC_PER_MIN, BYTES),
 	RATE_OK("largest_count", U64_MAX_STR "/s", UINT64_MAX, SLUICE_NSEC_PER_SEC, PKTS),
-	RATE_OK("largest_kb", "18446744073709551kB/s", 18446744073709551000ULL, SLUICE_NSEC_PER_SEC, BYTES),
+	RATE_OK("largest_kb", "18446744073709551kB/s", 18446744073709551000ULL, SLUICE_NSEC_PER_SEC,
+		BYTES),
 	RATE_OK("longest_pkt_period", "1/213503d", 1, 213503 * SLUICE_NSEC_PER_DAY, PKTS),
-	RATE_OK("longest_bit_period", "1bit/26687d", 1, BITS_PER_BYTE * 26687 * SLUICE_NSEC_PER_DAY, BYTES),
+	RATE_OK("longest_bit_period", "1bit/26687d", 1, BITS_PER_BYTE * 26687 * SLUICE_NSEC_PER_DAY,
+		BYTES),
 	RATE_BAD("unknown_period", "100/sek",
 		 "'100/sek' is not a rate: unknown unit 'sek' (expected s, min, h or day, "
 		 "optionally with a count such as 15m)"),
@@ -165,7 +171,8 @@ static const struct rate_case rate_cases[] = {
 		 "unknown unit 'kpkt' (expected none for packets, or B, kB, MB, GB, bit, kbit, "
 		 "Mbit or Gbit)"),
 	RATE_BAD("lowercase_mbit", "10mbit/s", "unknown unit 'mbit'"),
-	RATE_BAD("decimal", "2.5Mbit/s", "decimals are not supported; use a smaller unit or a "
+	RATE_BAD("decimal", "2.5Mbit/s",
+		 "decimals are not supported; use a smaller unit or a "
 		 "longer period, such as 2500kbit/s instead of 2.5Mbit/s"),
 	RATE_BAD("decimal_period", "1/1.5h", "decimals are not supported"),
 	RATE_BAD("zero", "0/s", "'0/s' is not a rate: a rate of zero admits nothing"),
@@ -231,10 +238,16 @@ struct prefix_case {
 	const char *err; /* when addr is NULL: the exact message */
 };
 
-#define PREFIX_OK(n, s, a, b) { .name = "prefix/" n, .in = s, .addr = a, .bits = b }
-#define PREFIX_BAD(n, s, e) { .name = "prefix/" n, .in = s, .err = e }
+#define PREFIX_OK(n, s, a, b)                                                                      \
+	{                                                                                          \
+		.name = "prefix/" n, .in = s, .addr = a, .bits = b                                 \
+	}
+#define PREFIX_BAD(n, s, e)                                                                        \
+	{                                                                                          \
+		.name = "prefix/" n, .in = s, .err = e                                             \
+	}
 #define NOT_PREFIX(s) "'" s "' is not a prefix: "
-#define V4_EXAMPLE "(expected an address such as 192.0.2.1)"
+#define V4_EXAMPLE    "(expected an address such as 192.0.2.1)"
 
 static const struct prefix_case prefix_cases[] = {
 	PREFIX_OK("ipv4_net", "10.0.0.0/8", "::ffff:10.0.0.0", 96 + 8),
@@ -258,38 +271,55 @@ static const struct prefix_case prefix_cases[] = {
 		   "'2001:db8::1/32' has host bits set (did you mean 2001:db8::/32?)"),
 	PREFIX_BAD("ipv6_host_bits_127", "2001:db8::1/127",
 		   "'2001:db8::1/127' has host bits set (did you mean 2001:db8::/127?)"),
-	PREFIX_BAD("ipv4_33", "10.0.0.0/33", NOT_PREFIX("10.0.0.0/33") "the length /33 is out "
-		   "of range (expected 0 to 32 for IPv4)"),
-	PREFIX_BAD("ipv6_129", "::/129", NOT_PREFIX("::/129") "the length /129 is out of range "
-		   "(expected 0 to 128 for IPv6)"),
-	PREFIX_BAD("length_overflow", "::/18446744073709551616", NOT_PREFIX("::/18446744073709551616")
-		   "the length /18446744073709551616 is out of range (expected 0 to 128 for IPv6)"),
-	PREFIX_BAD("length_not_number", "10.0.0.0/x", NOT_PREFIX("10.0.0.0/x") "the length 'x' is "
-		   "not a number (expected 0 to 32)"),
-	PREFIX_BAD("length_negative", "10.0.0.0/-8", NOT_PREFIX("10.0.0.0/-8") "the length '-8' "
-		   "is not a number (expected 0 to 32)"),
-	PREFIX_BAD("two_slashes", "10.0.0.0/8/8", NOT_PREFIX("10.0.0.0/8/8") "the length '8/8' "
-		   "is not a number (expected 0 to 32)"),
-	PREFIX_BAD("no_length", "10.0.0.0/", NOT_PREFIX("10.0.0.0/") "no length after the '/' "
-		   "(expected 0 to 32)"),
-	PREFIX_BAD("no_address", "/8", NOT_PREFIX("/8") "no address before the '/' (expected an "
-		   "address such as 192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32)"),
-	PREFIX_BAD("empty", "", NOT_PREFIX("") "it is empty (expected an address such as "
-		   "192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32)"),
-	PREFIX_BAD("garbage", "example.com", NOT_PREFIX("example.com") "it is not an IPv4 "
-		   "address " V4_EXAMPLE),
-	PREFIX_BAD("ipv4_octet_256", "10.0.0.256/8", NOT_PREFIX("10.0.0.256/8") "'10.0.0.256' is "
-		   "not an IPv4 address " V4_EXAMPLE),
-	PREFIX_BAD("ipv4_three_octets", "10.0.0/24", NOT_PREFIX("10.0.0/24") "'10.0.0' is not an "
-		   "IPv4 address " V4_EXAMPLE),
-	PREFIX_BAD("ipv4_octal", "010.0.0.1", NOT_PREFIX("010.0.0.1") "it is not an IPv4 address "
-		   V4_EXAMPLE),
-	PREFIX_BAD("ipv4_space", " 10.0.0.0/8", NOT_PREFIX(" 10.0.0.0/8") "' 10.0.0.0' is not an "
-		   "IPv4 address " V4_EXAMPLE),
-	PREFIX_BAD("ipv6_garbage", "2001:db8::g/32", NOT_PREFIX("2001:db8::g/32") "'2001:db8::g' "
-		   "is not an IPv6 address (expected an address such as 2001:db8::1)"),
-	PREFIX_BAD("ipv6_two_gaps", "1::2::3", NOT_PREFIX("1::2::3") "it is not an IPv6 address "
-		   "(expected an address such as 2001:db8::1)"),
+	PREFIX_BAD("ipv4_33", "10.0.0.0/33",
+		   NOT_PREFIX("10.0.0.0/33") "the length /33 is out "
+					     "of range (expected 0 to 32 for IPv4)"),
+	PREFIX_BAD("ipv6_129", "::/129",
+		   NOT_PREFIX("::/129") "the length /129 is out of range "
+					"(expected 0 to 128 for IPv6)"),
+	PREFIX_BAD("length_overflow", "::/18446744073709551616",
+		   NOT_PREFIX("::/18446744073709551616") "the length /18446744073709551616 is out "
+							 "of range (expected 0 to 128 for IPv6)"),
+	PREFIX_BAD("length_not_number", "10.0.0.0/x",
+		   NOT_PREFIX("10.0.0.0/x") "the length 'x' is "
+					    "not a number (expected 0 to 32)"),
+	PREFIX_BAD("length_negative", "10.0.0.0/-8",
+		   NOT_PREFIX("10.0.0.0/-8") "the length '-8' "
+					     "is not a number (expected 0 to 32)"),
+	PREFIX_BAD("two_slashes", "10.0.0.0/8/8",
+		   NOT_PREFIX("10.0.0.0/8/8") "the length '8/8' "
+					      "is not a number (expected 0 to 32)"),
+	PREFIX_BAD("no_length", "10.0.0.0/",
+		   NOT_PREFIX("10.0.0.0/") "no length after the '/' "
+					   "(expected 0 to 32)"),
+	PREFIX_BAD("no_address", "/8",
+		   NOT_PREFIX("/8") "no address before the '/' (expected an "
+				    "address such as 192.0.2.1 or a prefix such as 10.0.0.0/8 or "
+				    "2001:db8::/32)"),
+	PREFIX_BAD("empty", "",
+		   NOT_PREFIX("") "it is empty (expected an address such as "
+				  "192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32)"),
+	PREFIX_BAD("garbage", "example.com",
+		   NOT_PREFIX("example.com") "it is not an IPv4 "
+					     "address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_octet_256", "10.0.0.256/8",
+		   NOT_PREFIX("10.0.0.256/8") "'10.0.0.256' is "
+					      "not an IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_three_octets", "10.0.0/24",
+		   NOT_PREFIX("10.0.0/24") "'10.0.0' is not an "
+					   "IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_octal", "010.0.0.1",
+		   NOT_PREFIX("010.0.0.1") "it is not an IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv4_space", " 10.0.0.0/8",
+		   NOT_PREFIX(" 10.0.0.0/8") "' 10.0.0.0' is not an "
+					     "IPv4 address " V4_EXAMPLE),
+	PREFIX_BAD("ipv6_garbage", "2001:db8::g/32",
+		   NOT_PREFIX("2001:db8::g/32") "'2001:db8::g' "
+						"is not an IPv6 address (expected an address such "
+						"as 2001:db8::1)"),
+	PREFIX_BAD("ipv6_two_gaps", "1::2::3",
+		   NOT_PREFIX("1::2::3") "it is not an IPv6 address "
+					 "(expected an address such as 2001:db8::1)"),
 };
 
 static void test_prefix(void **state)
@@ -323,10 +353,16 @@ struct duration_case {
 	const char *err; /* NULL: must parse; else the exact message */
 };
 
-#define DURATION_OK(n, s, v) { .name = "duration/" n, .in = s, .ns = v }
-#define DURATION_BAD(n, s, e) { .name = "duration/" n, .in = s, .err = e }
+#define DURATION_OK(n, s, v)                                                                       \
+	{                                                                                          \
+		.name = "duration/" n, .in = s, .ns = v                                            \
+	}
+#define DURATION_BAD(n, s, e)                                                                      \
+	{                                                                                          \
+		.name = "duration/" n, .in = s, .err = e                                           \
+	}
 #define NOT_DURATION(s) "'" s "' is not a duration: "
-#define DURATION_UNITS "ms, s, m, min or h"
+#define DURATION_UNITS	"ms, s, m, min or h"
 
 static const struct duration_case duration_cases[] = {
 	DURATION_OK("ms", "250ms", 250 * SLUICE_NSEC_PER_MSEC),
@@ -338,36 +374,46 @@ static const struct duration_case duration_cases[] = {
 	DURATION_OK("leading_zero", "010s", 10 * SLUICE_NSEC_PER_SEC),
 	DURATION_OK("largest_ms", "18446744073709ms", 18446744073709ULL * SLUICE_NSEC_PER_MSEC),
 	DURATION_OK("largest_h", "5124095h", 5124095 * SLUICE_NSEC_PER_HOUR),
-	DURATION_BAD("zero", "0s", NOT_DURATION("0s") "it is zero (expected a positive duration, "
-		     "such as 5s)"),
-	DURATION_BAD("zero_ms", "0ms", NOT_DURATION("0ms") "it is zero (expected a positive "
-		     "duration, such as 5s)"),
-	DURATION_BAD("decimal", "1.5s", NOT_DURATION("1.5s") "decimals are not supported; use a "
-		     "smaller unit, such as 1500ms instead of 1.5s"),
-	DURATION_BAD("no_unit", "5", NOT_DURATION("5") "no unit after the count (expected "
-		     DURATION_UNITS ", such as 5s)"),
-	DURATION_BAD("no_count", "s", NOT_DURATION("s") "no count before the unit (expected a "
-		     "positive integer and a unit, such as 250ms or 5s)"),
-	DURATION_BAD("negative", "-5s", NOT_DURATION("-5s") "no count before the unit (expected "
-		     "a positive integer and a unit, such as 250ms or 5s)"),
-	DURATION_BAD("empty", "", NOT_DURATION("") "no count before the unit (expected a "
-		     "positive integer and a unit, such as 250ms or 5s)"),
-	DURATION_BAD("days", "1d", NOT_DURATION("1d") "unknown unit 'd' (expected "
-		     DURATION_UNITS ")"),
-	DURATION_BAD("sec", "5sec", NOT_DURATION("5sec") "unknown unit 'sec' (expected "
-		     DURATION_UNITS ")"),
-	DURATION_BAD("upper_case", "5S", NOT_DURATION("5S") "unknown unit 'S' (expected "
-		     DURATION_UNITS ")"),
-	DURATION_BAD("micro", "5us", NOT_DURATION("5us") "unknown unit 'us' (expected "
-		     DURATION_UNITS ")"),
-	DURATION_BAD("space", "5 s", NOT_DURATION("5 s") "it contains a space (expected no "
-		     "spaces, such as 5s)"),
-	DURATION_BAD("count_overflow", "18446744073709551616s", NOT_DURATION("18446744073709551616s")
-		     "the count does not fit in 64 bits"),
-	DURATION_BAD("ns_overflow", "18446744073710ms", NOT_DURATION("18446744073710ms") "it does "
-		     "not fit in 64-bit nanoseconds"),
-	DURATION_BAD("h_overflow", "5124096h", NOT_DURATION("5124096h") "it does not fit in 64-bit "
-		     "nanoseconds"),
+	DURATION_BAD("zero", "0s",
+		     NOT_DURATION("0s") "it is zero (expected a positive duration, "
+					"such as 5s)"),
+	DURATION_BAD("zero_ms", "0ms",
+		     NOT_DURATION("0ms") "it is zero (expected a positive "
+					 "duration, such as 5s)"),
+	DURATION_BAD("decimal", "1.5s",
+		     NOT_DURATION("1.5s") "decimals are not supported; use a "
+					  "smaller unit, such as 1500ms instead of 1.5s"),
+	DURATION_BAD("no_unit", "5",
+		     NOT_DURATION("5") "no unit after the count (expected " DURATION_UNITS
+				       ", such as 5s)"),
+	DURATION_BAD("no_count", "s",
+		     NOT_DURATION("s") "no count before the unit (expected a "
+				       "positive integer and a unit, such as 250ms or 5s)"),
+	DURATION_BAD("negative", "-5s",
+		     NOT_DURATION("-5s") "no count before the unit (expected "
+					 "a positive integer and a unit, such as 250ms or 5s)"),
+	DURATION_BAD("empty", "",
+		     NOT_DURATION("") "no count before the unit (expected a "
+				      "positive integer and a unit, such as 250ms or 5s)"),
+	DURATION_BAD("days", "1d",
+		     NOT_DURATION("1d") "unknown unit 'd' (expected " DURATION_UNITS ")"),
+	DURATION_BAD("sec", "5sec",
+		     NOT_DURATION("5sec") "unknown unit 'sec' (expected " DURATION_UNITS ")"),
+	DURATION_BAD("upper_case", "5S",
+		     NOT_DURATION("5S") "unknown unit 'S' (expected " DURATION_UNITS ")"),
+	DURATION_BAD("micro", "5us",
+		     NOT_DURATION("5us") "unknown unit 'us' (expected " DURATION_UNITS ")"),
+	DURATION_BAD("space", "5 s",
+		     NOT_DURATION("5 s") "it contains a space (expected no "
+					 "spaces, such as 5s)"),
+	DURATION_BAD("count_overflow", "18446744073709551616s",
+		     NOT_DURATION("18446744073709551616s") "the count does not fit in 64 bits"),
+	DURATION_BAD("ns_overflow", "18446744073710ms",
+		     NOT_DURATION("18446744073710ms") "it does "
+						      "not fit in 64-bit nanoseconds"),
+	DURATION_BAD("h_overflow", "5124096h",
+		     NOT_DURATION("5124096h") "it does not fit in 64-bit "
+					      "nanoseconds"),
 };
 
 static void test_duration(void **state)
@@ -401,14 +447,30 @@ struct diag_case {
 };
 
 static const struct diag_case diag_cases[] = {
-	{ "diag/with_field", "p.yaml", { 3, 11 }, "policies[0].rate", "'x' is not a rate",
+	{ "diag/with_field",
+	  "p.yaml",
+	  { 3, 11 },
+	  "policies[0].rate",
+	  "'x' is not a rate",
 	  "p.yaml:3:11: policies[0].rate: 'x' is not a rate\n" },
-	{ "diag/no_field", "p.yaml", { 1, 1 }, "", "unknown key 'x'",
+	{ "diag/no_field",
+	  "p.yaml",
+	  { 1, 1 },
+	  "",
+	  "unknown key 'x'",
 	  "p.yaml:1:1: unknown key 'x'\n" },
-	{ "diag/no_position", "p.yaml", { 0, 0 }, "ignored", "empty policy file",
+	{ "diag/no_position",
+	  "p.yaml",
+	  { 0, 0 },
+	  "ignored",
+	  "empty policy file",
 	  "p.yaml: empty policy file\n" },
 	{ "diag/no_file", NULL, { 2, 5 }, "", "m", "<input>:2:5: m\n" },
-	{ "diag/control_chars", "p.yaml", { 1, 2 }, "f\n", "a\nb\tc\x7f",
+	{ "diag/control_chars",
+	  "p.yaml",
+	  { 1, 2 },
+	  "f\n",
+	  "a\nb\tc\x7f",
 	  "p.yaml:1:2: f?: a?b?c?\n" },
 };
 
@@ -536,30 +598,52 @@ struct example_case {
 };
 
 /* What a shedding policy that says nothing about failure gets. */
-#define SHEDDING_DEFAULTS                                                               \
-	.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,                    \
-	.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED, \
+#define SHEDDING_DEFAULTS                                                                          \
+	.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,                               \
+	.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,             \
 	.closed_after_ns = 0, .has_local_limit = 0
 
 static const struct example_case example_cases[] = {
-	{ "example/dns-per-source", 0, {
-		.name = "dns-per-source",
-		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
-		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
-		.rate = { 100, SLUICE_NSEC_PER_SEC, SLUICE_COST_PKTS }, .burst = 200, SHEDDING_DEFAULTS,
-		.pos = { 4, 5 }, .rate_pos = { 7, 11 }, .burst_pos = { 8, 12 } } },
-	{ "example/ssh-syn", 1, {
-		.name = "ssh-syn",
-		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
-			   .tcp_syn = 1 },
-		.keyed = 1, .ipv4_prefix = 24, .ipv6_prefix = 48,
-		.rate = { 10, SLUICE_NSEC_PER_MIN, SLUICE_COST_PKTS }, .burst = 5, SHEDDING_DEFAULTS,
-		.pos = { 9, 5 }, .rate_pos = { 12, 11 }, .burst_pos = { 13, 12 } } },
-	{ "example/global-icmp", 2, {
-		.name = "global-icmp",
-		.match = { .proto = IPPROTO_ICMP },
-		.rate = { 1000, SLUICE_NSEC_PER_SEC, SLUICE_COST_PKTS }, .burst = 100, SHEDDING_DEFAULTS,
-		.pos = { 14, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } } },
+	{ "example/dns-per-source",
+	  0,
+	  { .name = "dns-per-source",
+	    .match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
+	    .keyed = 1,
+	    .ipv4_prefix = 32,
+	    .ipv6_prefix = 64,
+	    .rate = { 100, SLUICE_NSEC_PER_SEC, SLUICE_COST_PKTS },
+	    .burst = 200,
+	    SHEDDING_DEFAULTS,
+	    .pos = { 4, 5 },
+	    .rate_pos = { 7, 11 },
+	    .burst_pos = { 8, 12 } } },
+	{ "example/ssh-syn",
+	  1,
+	  { .name = "ssh-syn",
+	    .match = { .proto = IPPROTO_TCP,
+		       .has_port = 1,
+		       .port_lo = 22,
+		       .port_hi = 22,
+		       .tcp_syn = 1 },
+	    .keyed = 1,
+	    .ipv4_prefix = 24,
+	    .ipv6_prefix = 48,
+	    .rate = { 10, SLUICE_NSEC_PER_MIN, SLUICE_COST_PKTS },
+	    .burst = 5,
+	    SHEDDING_DEFAULTS,
+	    .pos = { 9, 5 },
+	    .rate_pos = { 12, 11 },
+	    .burst_pos = { 13, 12 } } },
+	{ "example/global-icmp",
+	  2,
+	  { .name = "global-icmp",
+	    .match = { .proto = IPPROTO_ICMP },
+	    .rate = { 1000, SLUICE_NSEC_PER_SEC, SLUICE_COST_PKTS },
+	    .burst = 100,
+	    SHEDDING_DEFAULTS,
+	    .pos = { 14, 5 },
+	    .rate_pos = { 16, 11 },
+	    .burst_pos = { 17, 12 } } },
 };
 
 static void test_example(void **state)
@@ -616,58 +700,103 @@ struct full_case {
 	const char *ifaces[WANT_MAX];
 };
 
-#define RATE(a, p, c) { .amount = a, .period_ns = p, .cost = c }
-#define ABUSE_CLOSED_AFTER_NS (30 * SLUICE_NSEC_PER_SEC) /* POLICY_CLOSED_AFTER_NS_ABUSE, spelled out */
+#define RATE(a, p, c)                                                                              \
+	{                                                                                          \
+		.amount = a, .period_ns = p, .cost = c                                             \
+	}
+#define ABUSE_CLOSED_AFTER_NS                                                                      \
+	(30 * SLUICE_NSEC_PER_SEC) /* POLICY_CLOSED_AFTER_NS_ABUSE, spelled out */
 
 static const struct full_case full_cases[] = {
-	{ .name = "full/dns-abuse", .index = 0, .want = {
-		.name = "dns-abuse",
-		.match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
-		.keyed = 1, .ipv4_prefix = 32, .ipv6_prefix = 64,
-		.rate = RATE(100, SLUICE_NSEC_PER_SEC, PKTS), .burst = 200,
-		.mode = SLUICE_MODE_SHADOW, .class = SLUICE_CLASS_ABUSE,
-		.on_agent_loss = SLUICE_FAIL_CLOSED, .on_store_error = SLUICE_FAIL_DEGRADED,
-		.closed_after_ns = 2 * SLUICE_NSEC_PER_MIN,
-		.has_local_limit = 1, .local_rate = RATE(30, SLUICE_NSEC_PER_SEC, PKTS), .local_burst = 50,
-		.pos = { 7, 5 }, .rate_pos = { 16, 11 }, .burst_pos = { 17, 12 } },
-	  .src = { 2, { { "::ffff:10.0.0.0", 104, { 11, 13 } }, { "2001:db8::", 32, { 11, 25 } } } },
-	  .src_except = { 2, { { "::ffff:10.1.0.0", 112, { 12, 20 } },
-			       { "::ffff:10.2.3.4", 128, { 12, 33 } } } },
+	{ .name = "full/dns-abuse",
+	  .index = 0,
+	  .want = { .name = "dns-abuse",
+		    .match = { .proto = IPPROTO_UDP, .has_port = 1, .port_lo = 53, .port_hi = 53 },
+		    .keyed = 1,
+		    .ipv4_prefix = 32,
+		    .ipv6_prefix = 64,
+		    .rate = RATE(100, SLUICE_NSEC_PER_SEC, PKTS),
+		    .burst = 200,
+		    .mode = SLUICE_MODE_SHADOW,
+		    .class = SLUICE_CLASS_ABUSE,
+		    .on_agent_loss = SLUICE_FAIL_CLOSED,
+		    .on_store_error = SLUICE_FAIL_DEGRADED,
+		    .closed_after_ns = 2 * SLUICE_NSEC_PER_MIN,
+		    .has_local_limit = 1,
+		    .local_rate = RATE(30, SLUICE_NSEC_PER_SEC, PKTS),
+		    .local_burst = 50,
+		    .pos = { 7, 5 },
+		    .rate_pos = { 16, 11 },
+		    .burst_pos = { 17, 12 } },
+	  .src = { 2,
+		   { { "::ffff:10.0.0.0", 104, { 11, 13 } }, { "2001:db8::", 32, { 11, 25 } } } },
+	  .src_except = { 2,
+			  { { "::ffff:10.1.0.0", 112, { 12, 20 } },
+			    { "::ffff:10.2.3.4", 128, { 12, 33 } } } },
 	  .dst = { 1, { { "::ffff:203.0.113.53", 128, { 13, 12 } } } },
-	  .n_ifaces = 2, .ifaces = { "eth1", "eth0" } },
-	{ .name = "full/ssh-abuse", .index = 1, .want = {
-		.name = "ssh-abuse",
-		.match = { .proto = IPPROTO_TCP, .has_port = 1, .port_lo = 22, .port_hi = 22,
-			   .tcp_syn = 1 },
-		.rate = RATE(10, SLUICE_NSEC_PER_MIN, PKTS), .burst = 5,
-		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_ABUSE,
-		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,
-		.closed_after_ns = ABUSE_CLOSED_AFTER_NS,
-		.has_local_limit = 1, .local_rate = RATE(1, SLUICE_NSEC_PER_MIN, PKTS), .local_burst = 1,
-		.pos = { 27, 5 }, .rate_pos = { 29, 11 }, .burst_pos = { 30, 12 } },
-	  .n_ifaces = 1, .ifaces = { "eth1" } },
-	{ .name = "full/v6-bandwidth", .index = 2, .want = {
-		.name = "v6-bandwidth",
-		.match = { .proto = POLICY_PROTO_ANY },
-		.rate = RATE(10000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES), .burst = 1000000,
-		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,
-		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_DEGRADED,
-		.closed_after_ns = 0,
-		.has_local_limit = 1, .local_rate = RATE(3000000, BITS_PER_BYTE * SLUICE_NSEC_PER_SEC, BYTES),
-		.local_burst = 300000,
-		.pos = { 35, 5 }, .rate_pos = { 37, 11 }, .burst_pos = { 38, 12 } },
+	  .n_ifaces = 2,
+	  .ifaces = { "eth1", "eth0" } },
+	{ .name = "full/ssh-abuse",
+	  .index = 1,
+	  .want = { .name = "ssh-abuse",
+		    .match = { .proto = IPPROTO_TCP,
+			       .has_port = 1,
+			       .port_lo = 22,
+			       .port_hi = 22,
+			       .tcp_syn = 1 },
+		    .rate = RATE(10, SLUICE_NSEC_PER_MIN, PKTS),
+		    .burst = 5,
+		    .mode = SLUICE_MODE_ENFORCE,
+		    .class = SLUICE_CLASS_ABUSE,
+		    .on_agent_loss = SLUICE_FAIL_DEGRADED,
+		    .on_store_error = SLUICE_FAIL_DEGRADED,
+		    .closed_after_ns = ABUSE_CLOSED_AFTER_NS,
+		    .has_local_limit = 1,
+		    .local_rate = RATE(1, SLUICE_NSEC_PER_MIN, PKTS),
+		    .local_burst = 1,
+		    .pos = { 27, 5 },
+		    .rate_pos = { 29, 11 },
+		    .burst_pos = { 30, 12 } },
+	  .n_ifaces = 1,
+	  .ifaces = { "eth1" } },
+	{ .name = "full/v6-bandwidth",
+	  .index = 2,
+	  .want = { .name = "v6-bandwidth",
+		    .match = { .proto = POLICY_PROTO_ANY },
+		    .rate = RATE(10000000, BITS_PER_BYTE *SLUICE_NSEC_PER_SEC, BYTES),
+		    .burst = 1000000,
+		    .mode = SLUICE_MODE_ENFORCE,
+		    .class = SLUICE_CLASS_SHEDDING,
+		    .on_agent_loss = SLUICE_FAIL_DEGRADED,
+		    .on_store_error = SLUICE_FAIL_DEGRADED,
+		    .closed_after_ns = 0,
+		    .has_local_limit = 1,
+		    .local_rate = RATE(3000000, BITS_PER_BYTE *SLUICE_NSEC_PER_SEC, BYTES),
+		    .local_burst = 300000,
+		    .pos = { 35, 5 },
+		    .rate_pos = { 37, 11 },
+		    .burst_pos = { 38, 12 } },
 	  .src = { 1, { { "::", 0, { 36, 19 } } } },
 	  .src_except = { 1, { { "::ffff:0.0.0.0", 96, { 36, 39 } } } },
-	  .dst = { 2, { { "2001:db8:1::", 64, { 36, 62 } }, { "::ffff:0.0.0.0", 96, { 36, 81 } } } } },
-	{ .name = "full/store-open", .index = 3, .want = {
-		.name = "store-open",
-		.match = { .proto = POLICY_PROTO_ANY },
-		.rate = RATE(7, SLUICE_NSEC_PER_SEC, PKTS), .burst = 10,
-		.mode = SLUICE_MODE_ENFORCE, .class = SLUICE_CLASS_SHEDDING,
-		.on_agent_loss = SLUICE_FAIL_DEGRADED, .on_store_error = SLUICE_FAIL_OPEN,
-		.closed_after_ns = 90 * SLUICE_NSEC_PER_SEC,
-		.has_local_limit = 1, .local_rate = RATE(3, SLUICE_NSEC_PER_SEC, PKTS), .local_burst = 5,
-		.pos = { 42, 5 }, .rate_pos = { 43, 11 }, .burst_pos = { 44, 12 } } },
+	  .dst = { 2,
+		   { { "2001:db8:1::", 64, { 36, 62 } }, { "::ffff:0.0.0.0", 96, { 36, 81 } } } } },
+	{ .name = "full/store-open",
+	  .index = 3,
+	  .want = { .name = "store-open",
+		    .match = { .proto = POLICY_PROTO_ANY },
+		    .rate = RATE(7, SLUICE_NSEC_PER_SEC, PKTS),
+		    .burst = 10,
+		    .mode = SLUICE_MODE_ENFORCE,
+		    .class = SLUICE_CLASS_SHEDDING,
+		    .on_agent_loss = SLUICE_FAIL_DEGRADED,
+		    .on_store_error = SLUICE_FAIL_OPEN,
+		    .closed_after_ns = 90 * SLUICE_NSEC_PER_SEC,
+		    .has_local_limit = 1,
+		    .local_rate = RATE(3, SLUICE_NSEC_PER_SEC, PKTS),
+		    .local_burst = 5,
+		    .pos = { 42, 5 },
+		    .rate_pos = { 43, 11 },
+		    .burst_pos = { 44, 12 } } },
 };
 
 static void test_full(void **state)
@@ -694,10 +823,10 @@ static void test_full(void **state)
 /* The top level of good/full.yaml: interfaces, allow and agent. */
 static void test_full_top(void **state)
 {
-	static const struct want_list allow = { 3, {
-		{ "::ffff:192.0.2.0", 120, { 4, 9 } },
-		{ "2001:db8:ffff::", 48, { 4, 23 } },
-		{ "::ffff:198.51.100.7", 128, { 4, 45 } } } };
+	static const struct want_list allow = { 3,
+						{ { "::ffff:192.0.2.0", 120, { 4, 9 } },
+						  { "2001:db8:ffff::", 48, { 4, 23 } },
+						  { "::ffff:198.51.100.7", 128, { 4, 45 } } } };
 	struct policy_set *ps = load_good(FIXTURE_FULL);
 
 	(void)state;
@@ -764,35 +893,50 @@ struct agent_case {
 	const char *err; /* NULL: must parse; else the exact diagnostic */
 };
 
-#define AGENT_OK(n, a, h, t) { .name = "agent/" n, .agent = a, .heartbeat_ns = h, .timeout_ns = t }
-#define AGENT_BAD(n, a, e) { .name = "agent/" n, .agent = a, .err = e }
+#define AGENT_OK(n, a, h, t)                                                                       \
+	{                                                                                          \
+		.name = "agent/" n, .agent = a, .heartbeat_ns = h, .timeout_ns = t                 \
+	}
+#define AGENT_BAD(n, a, e)                                                                         \
+	{                                                                                          \
+		.name = "agent/" n, .agent = a, .err = e                                           \
+	}
 
 static const struct agent_case agent_cases[] = {
 	AGENT_OK("absent", NULL, SLUICE_NSEC_PER_SEC, 5 * SLUICE_NSEC_PER_SEC),
 	AGENT_OK("empty", "{}", SLUICE_NSEC_PER_SEC, 5 * SLUICE_NSEC_PER_SEC),
-	AGENT_OK("heartbeat_alone", "{ heartbeat: 2500ms }", 2500 * SLUICE_NSEC_PER_MSEC, 5 * SLUICE_NSEC_PER_SEC),
+	AGENT_OK("heartbeat_alone", "{ heartbeat: 2500ms }", 2500 * SLUICE_NSEC_PER_MSEC,
+		 5 * SLUICE_NSEC_PER_SEC),
 	AGENT_OK("timeout_alone", "{ timeout: 2s }", SLUICE_NSEC_PER_SEC, 2 * SLUICE_NSEC_PER_SEC),
-	AGENT_OK("smallest", "{ heartbeat: 10ms, timeout: 20ms }", 10 * SLUICE_NSEC_PER_MSEC, 20 * SLUICE_NSEC_PER_MSEC),
-	AGENT_OK("largest", "{ heartbeat: 30m, timeout: 1h }", 30 * SLUICE_NSEC_PER_MIN, SLUICE_NSEC_PER_HOUR),
+	AGENT_OK("smallest", "{ heartbeat: 10ms, timeout: 20ms }", 10 * SLUICE_NSEC_PER_MSEC,
+		 20 * SLUICE_NSEC_PER_MSEC),
+	AGENT_OK("largest", "{ heartbeat: 30m, timeout: 1h }", 30 * SLUICE_NSEC_PER_MIN,
+		 SLUICE_NSEC_PER_HOUR),
 	AGENT_BAD("heartbeat_9ms", "{ heartbeat: 9ms }",
-		  "<test>:1:21: agent.heartbeat: heartbeat '9ms' is too short (expected at least 10ms)\n"),
+		  "<test>:1:21: agent.heartbeat: heartbeat '9ms' is too short (expected at least "
+		  "10ms)\n"),
 	AGENT_BAD("heartbeat_over_30m", "{ heartbeat: 1801s }",
-		  "<test>:1:21: agent.heartbeat: heartbeat '1801s' is too long (expected at most 30min, "
-	  "as the timeout is at most 2 heartbeats and at most 1h)\n"),
-	AGENT_BAD("timeout_over_1h", "{ timeout: 3601s }",
-		  "<test>:1:19: agent.timeout: timeout '3601s' is too long (expected at most 1h)\n"),
+		  "<test>:1:21: agent.heartbeat: heartbeat '1801s' is too long (expected at most "
+		  "30min, "
+		  "as the timeout is at most 2 heartbeats and at most 1h)\n"),
+	AGENT_BAD(
+		"timeout_over_1h", "{ timeout: 3601s }",
+		"<test>:1:19: agent.timeout: timeout '3601s' is too long (expected at most 1h)\n"),
 	AGENT_BAD("timeout_under_default_2x", "{ timeout: 1999ms }",
 		  "<test>:1:19: agent.timeout: timeout '1999ms' is shorter than 2 heartbeats of 1s "
-	  "(expected at least 2s); one late heartbeat would be taken for a lost agent\n"),
+		  "(expected at least 2s); one late heartbeat would be taken for a lost agent\n"),
 	AGENT_BAD("heartbeat_over_default_timeout", "{ heartbeat: 2501ms }",
-		  "<test>:1:21: agent.heartbeat: heartbeat '2501ms' needs a timeout of at least 5002ms, "
-	  "and the default is 5s; set agent.timeout\n"),
+		  "<test>:1:21: agent.heartbeat: heartbeat '2501ms' needs a timeout of at least "
+		  "5002ms, "
+		  "and the default is 5s; set agent.timeout\n"),
 	AGENT_BAD("bad_heartbeat_no_guess", "{ heartbeat: 1x, timeout: 1s }",
-		  "<test>:1:21: agent.heartbeat: '1x' is not a duration: unknown unit 'x' (expected ms, "
-	  "s, m, min or h)\n"),
+		  "<test>:1:21: agent.heartbeat: '1x' is not a duration: unknown unit 'x' "
+		  "(expected ms, "
+		  "s, m, min or h)\n"),
 	AGENT_BAD("zero", "{ timeout: 0s }",
-		  "<test>:1:19: agent.timeout: '0s' is not a duration: it is zero (expected a positive "
-	  "duration, such as 5s)\n"),
+		  "<test>:1:19: agent.timeout: '0s' is not a duration: it is zero (expected a "
+		  "positive "
+		  "duration, such as 5s)\n"),
 	AGENT_BAD("not_mapping", "5s", "<test>:1:8: agent: expected a mapping, got '5s'\n"),
 };
 
@@ -833,8 +977,8 @@ struct semantic_case {
 
 #define P_ONE "  - { name: p, rate: 1/s, burst: 1, "
 #define Q_ONE "  - { name: q, rate: 1/s, burst: 1, "
-#define NEVER_DECIDES(line) \
-	"<test>:" #line ":5: policies[1]: never decides: policies[0] 'p' (line 2) has the same " \
+#define NEVER_DECIDES(line)                                                                        \
+	"<test>:" #line ":5: policies[1]: never decides: policies[0] 'p' (line 2) has the same "   \
 	"match and key and a limit no looser; remove this policy, or tighten its limit\n"
 
 static const struct semantic_case semantic_cases[] = {
@@ -850,10 +994,12 @@ static const struct semantic_case semantic_cases[] = {
 	  "policies:\n" P_ONE "match: { src_except: 0.0.0.0/0 } }\n", NULL },
 	{ "semantic/src_except_covers_one_src_of_two",
 	  "policies:\n" P_ONE "match: { src: [10.0.0.0/8, 192.0.2.0/24], "
-	  "src_except: [10.0.0.0/9, 10.128.0.0/9] } }\n", NULL },
+	  "src_except: [10.0.0.0/9, 10.128.0.0/9] } }\n",
+	  NULL },
 	{ "semantic/src_except_leaves_one_address",
 	  "policies:\n" P_ONE "match: { src: \"2001:db8::/126\", src_except: [\"2001:db8::/127\", "
-	  "\"2001:db8::2\"] } }\n", NULL },
+	  "\"2001:db8::2\"] } }\n",
+	  NULL },
 	{ "semantic/src_except_leaves_nothing_128",
 	  "policies:\n" P_ONE "match: { src: \"2001:db8::/126\", src_except: [\"2001:db8::/127\", "
 	  "\"2001:db8::2\", \"2001:db8::3\"] } }\n",
@@ -863,12 +1009,10 @@ static const struct semantic_case semantic_cases[] = {
 	  "policies:\n" P_ONE "match: { src: 10.0.0.1/8, src_except: 192.0.2.0/24 } }\n",
 	  "<test>:2:51: policies[0].match.src: '10.0.0.1/8' has host bits set (did you mean "
 	  "10.0.0.0/8?)\n" },
-	{ "semantic/src_empty",
-	  "policies:\n" P_ONE "match: { src: [] } }\n",
+	{ "semantic/src_empty", "policies:\n" P_ONE "match: { src: [] } }\n",
 	  "<test>:2:51: policies[0].match.src: empty list (expected a prefix such as 10.0.0.0/8, "
 	  "or a sequence of them); leave out src to match every source\n" },
-	{ "semantic/src_mapping",
-	  "policies:\n" P_ONE "match: { src: { a: 1 } } }\n",
+	{ "semantic/src_mapping", "policies:\n" P_ONE "match: { src: { a: 1 } } }\n",
 	  "<test>:2:51: policies[0].match.src: expected a prefix such as 10.0.0.0/8, or a "
 	  "sequence of them, got a mapping\n" },
 	{ "semantic/allow_empty", "allow: []\npolicies:\n" P_ONE "}\n", NULL },
@@ -876,8 +1020,7 @@ static const struct semantic_case semantic_cases[] = {
 	  NULL },
 	{ "semantic/iface_without_interfaces", "policies:\n" P_ONE "match: { iface: eth9 } }\n",
 	  NULL },
-	{ "semantic/iface_twice",
-	  "policies:\n" P_ONE "match: { iface: [eth0, eth1, eth0] } }\n",
+	{ "semantic/iface_twice", "policies:\n" P_ONE "match: { iface: [eth0, eth1, eth0] } }\n",
 	  "<test>:2:66: policies[0].match.iface[2]: interface 'eth0' is listed twice (first as "
 	  "policies[0].match.iface[0])\n" },
 	{ "semantic/iface_bad_name", "policies:\n" P_ONE "match: { iface: \"a/b\" } }\n",
@@ -885,14 +1028,14 @@ static const struct semantic_case semantic_cases[] = {
 	  "(an interface name has no '/', ':' or spaces)\n" },
 	{ "semantic/iface_bad_interfaces_no_guess",
 	  "interfaces: [\"a b\"]\npolicies:\n" P_ONE "match: { iface: eth0 } }\n",
-		  "<test>:1:14: interfaces[0]: interface name 'a b' has a bad character ' ' (an interface "
+	  "<test>:1:14: interfaces[0]: interface name 'a b' has a bad character ' ' (an interface "
 	  "name has no '/', ':' or spaces)\n" },
 	{ "semantic/iface_empty_interfaces",
 	  "interfaces: []\npolicies:\n" P_ONE "match: { iface: eth0 } }\n",
 	  "<test>:3:53: policies[0].match.iface: interface 'eth0' is not in the top-level "
 	  "interfaces list, which is empty; add it there\n" },
-	{ "semantic/never_decides_same_limit",
-	  "policies:\n" P_ONE "}\n" Q_ONE "}\n", NEVER_DECIDES(3) },
+	{ "semantic/never_decides_same_limit", "policies:\n" P_ONE "}\n" Q_ONE "}\n",
+	  NEVER_DECIDES(3) },
 	{ "semantic/never_decides_ifaces_as_sets",
 	  "policies:\n" P_ONE "match: { iface: [a, b] } }\n" Q_ONE "match: { iface: [b, a] } }\n",
 	  NEVER_DECIDES(3) },
@@ -900,21 +1043,22 @@ static const struct semantic_case semantic_cases[] = {
 	  "policies:\n" P_ONE "}\n  - { name: q, rate: 59/min, burst: 1 }\n", NULL },
 	{ "semantic/later_tighter_burst_decides",
 	  "policies:\n  - { name: p, rate: 1/s, burst: 2 }\n" Q_ONE "}\n", NULL },
-	{ "semantic/later_shadow_decides", "policies:\n" P_ONE "}\n" Q_ONE "mode: shadow }\n", NULL },
+	{ "semantic/later_shadow_decides", "policies:\n" P_ONE "}\n" Q_ONE "mode: shadow }\n",
+	  NULL },
 	{ "semantic/earlier_shadow_decides_nothing",
 	  "policies:\n" P_ONE "mode: shadow }\n" Q_ONE "}\n", NULL },
 	{ "semantic/other_key_decides",
 	  "policies:\n" P_ONE "}\n" Q_ONE "key: { ipv4_prefix: 32, ipv6_prefix: 64 } }\n", NULL },
 	{ "semantic/other_src_decides",
-	  "policies:\n" P_ONE "match: { src: 10.0.0.0/8 } }\n" Q_ONE "match: { src: 10.0.0.0/9 } }\n",
+	  "policies:\n" P_ONE "match: { src: 10.0.0.0/8 } }\n" Q_ONE
+	  "match: { src: 10.0.0.0/9 } }\n",
 	  NULL },
 	{ "semantic/other_ifaces_decide",
 	  "policies:\n" P_ONE "match: { iface: [a, b] } }\n" Q_ONE "match: { iface: [a] } }\n",
 	  NULL },
 	{ "semantic/other_cost_decides",
 	  "policies:\n  - { name: p, rate: 1B/s, burst: 1 }\n" Q_ONE "}\n", NULL },
-	{ "semantic/never_decides_skips_bad_policy",
-	  "policies:\n" P_ONE "mode: x }\n" Q_ONE "}\n",
+	{ "semantic/never_decides_skips_bad_policy", "policies:\n" P_ONE "mode: x }\n" Q_ONE "}\n",
 	  "<test>:2:43: policies[0].mode: unknown mode 'x' (expected enforce or shadow)\n" },
 	{ "semantic/closed_after_with_one_degraded",
 	  "policies:\n" P_ONE "on_agent_loss: open, closed_after: 1s }\n", NULL },
@@ -1005,7 +1149,8 @@ static void test_prefix_list_limits(void **state)
 			assert_non_null(out);
 			fputs(lists[i].head, out);
 			for (n = 0; n < k; n++) /* distinct /128s: no duplicates */
-				fprintf(out, "        - \"2001:db8::%zx:%zx\"\n", n >> 16, n & 0xffff);
+				fprintf(out, "        - \"2001:db8::%zx:%zx\"\n", n >> 16,
+					n & 0xffff);
 			assert_int_equal(fclose(out), 0);
 			if (k == lists[i].max) {
 				policy_set__free(parse_text(text));
@@ -1014,8 +1159,9 @@ static void test_prefix_list_limits(void **state)
 			}
 			assert_null(policy_set__parse("<test>", text, len, &d));
 			assert_int_equal(d.n, 1);
-			assert_true(snprintf(want, sizeof(want), "%zu entries are too many (at most %zu)",
-					     k, lists[i].max) > 0);
+			assert_true(snprintf(want, sizeof(want),
+					     "%zu entries are too many (at most %zu)", k,
+					     lists[i].max) > 0);
 			assert_string_equal(d.v[0].field, lists[i].path);
 			assert_string_equal(d.v[0].msg, want);
 			diag__free(&d);
@@ -1117,8 +1263,9 @@ static void test_missing_file(void **state)
 	char *printed = load_bad(path);
 
 	(void)state;
-	assert_string_equal(printed, FIXTURE_BAD "/no-such-file.yaml: cannot read '"
-			    FIXTURE_BAD "/no-such-file.yaml': No such file or directory\n");
+	assert_string_equal(printed,
+			    FIXTURE_BAD "/no-such-file.yaml: cannot read '" FIXTURE_BAD
+					"/no-such-file.yaml': No such file or directory\n");
 	free(printed);
 }
 
@@ -1127,8 +1274,8 @@ static void test_directory(void **state)
 	char *printed = load_bad(FIXTURE_BAD);
 
 	(void)state;
-	assert_string_equal(printed, FIXTURE_BAD ": cannot read '" FIXTURE_BAD
-			    "': Is a directory\n");
+	assert_string_equal(printed,
+			    FIXTURE_BAD ": cannot read '" FIXTURE_BAD "': Is a directory\n");
 	free(printed);
 }
 
@@ -1165,9 +1312,10 @@ static void test_size_limit(void **state)
 	write_sized_policy(path, POLICY_FILE_MAX_BYTES + 1);
 	printed = load_bad(path);
 	assert_int_equal(unlink(path), 0);
-	assert_true(snprintf(want, sizeof(want), "%s: cannot read '%s': larger than %d bytes, "
-			     "the most a policy file may have\n", path, path,
-			     POLICY_FILE_MAX_BYTES) > 0);
+	assert_true(snprintf(want, sizeof(want),
+			     "%s: cannot read '%s': larger than %d bytes, "
+			     "the most a policy file may have\n",
+			     path, path, POLICY_FILE_MAX_BYTES) > 0);
 	assert_string_equal(printed, want);
 	free(printed);
 }
@@ -1184,7 +1332,7 @@ static void test_parse_buffer(void **state)
 	assert_int_equal(errno, EINVAL);
 	printed = print_diags(&d);
 	assert_string_equal(printed, "<stdin>:1:41: policies[0].burst: '0' is not a burst: "
-			    "a burst of zero admits nothing (expected at least 1)\n");
+				     "a burst of zero admits nothing (expected at least 1)\n");
 	free(printed);
 	diag__free(&d);
 	policy_set__free(NULL);
@@ -1192,15 +1340,15 @@ static void test_parse_buffer(void **state)
 
 /* ---- running -------------------------------------------------------------- */
 
-#define TABLE_TESTS(tests, n, table, fn)                                                   \
-	do {                                                                               \
-		size_t i_;                                                                 \
-		for (i_ = 0; i_ < ARRAY_SIZE(table); i_++) {                               \
-			assert_true(n < ARRAY_SIZE(tests));                                \
-			tests[n++] = (struct CMUnitTest){ .name = table[i_].name,          \
-							  .test_func = fn,                 \
-							  .initial_state = (void *)&table[i_] }; \
-		}                                                                          \
+#define TABLE_TESTS(tests, n, table, fn)                                                           \
+	do {                                                                                       \
+		size_t i_;                                                                         \
+		for (i_ = 0; i_ < ARRAY_SIZE(table); i_++) {                                       \
+			assert_true(n < ARRAY_SIZE(tests));                                        \
+			tests[n++] = (struct CMUnitTest){ .name = table[i_].name,                  \
+							  .test_func = fn,                         \
+							  .initial_state = (void *)&table[i_] };   \
+		}                                                                                  \
 	} while (0)
 
 static size_t fixture_tests(struct CMUnitTest *tests, size_t n, size_t max, char **paths,
@@ -1211,7 +1359,8 @@ static size_t fixture_tests(struct CMUnitTest *tests, size_t n, size_t max, char
 	for (i = 0; i < n_paths; i++) {
 		if (n >= max)
 			abort();
-		tests[n++] = (struct CMUnitTest){ .name = paths[i], .test_func = fn,
+		tests[n++] = (struct CMUnitTest){ .name = paths[i],
+						  .test_func = fn,
 						  .initial_state = paths[i] };
 	}
 	return n;
