@@ -52,6 +52,8 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
 BPFT_SRC := $(wildcard tests/bpf/test_*.c)
 BPFT_BIN := $(BPFT_SRC:%.c=$(O)/%)
+STORE_T_SRC := $(wildcard tests/store/test_*.c)
+STORE_T_BIN := $(STORE_T_SRC:%.c=$(O)/%)
 BENCH_BPF_SRC := $(wildcard bench/*.bpf.c)
 BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
 BENCH_BIN := $(O)/bench/sluice-bench
@@ -109,6 +111,11 @@ $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
+# Store tests need a redis-server: tests/e2e/test_lease.sh starts one and runs them.
+$(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
 # The packet builder's own unit test links the builder; the ABI test reads the object.
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
 $(O)/tests/unit/test_abi: | $(BPF_OBJ)
@@ -142,7 +149,7 @@ test-unit: $(UNIT_BIN) $(BPF_OBJ)
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
-test-e2e: $(BIN) $(FLOOD)
+test-e2e: $(BIN) $(FLOOD) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 # bench: per-packet cost (BPF_PROG_TEST_RUN) and map memory, then the whole

@@ -28,6 +28,7 @@ struct store_report {
 };
 
 struct store;
+struct redisContext;
 
 /* Start probing @cfg. NULL with errno set on failure. */
 struct store *store__open(const struct store_config *cfg);
@@ -37,5 +38,84 @@ void store__collect(struct store *s, struct store_report *out);
 
 /* Stop the thread and free. Accepts NULL. */
 void store__close(struct store *s);
+
+/*
+ * The shared budget's Redis side (#5), in store_lease.c: conserving token
+ * leases. Not yet called by the agent; docs/shared-budget.md says what is
+ * built and what is not. Every call is synchronous on @c, which belongs to
+ * the store's thread.
+ *
+ * One Redis hash per key of a cluster-scoped policy holds the bucket:
+ *   tok          tokens, scaled: units × rate_period_us (exact integers)
+ *   ts           Redis TIME of the last refill, µs
+ *   lease:<node> units granted to <node> and not yet accounted for
+ *   exp:<node>   Redis TIME when that lease expires, µs
+ * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
+ */
+#define LEASE_SHA_LEN	 41	      /* a SHA-1 in hex, NUL-terminated */
+#define LEASE_KEY_LEN	 128	      /* a Redis key, NUL-terminated */
+#define LEASE_SCALED_MAX (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
+#define LEASE_TTL_US_MAX (1ULL << 40) /* ~12.7 days */
+
+/* The scripts' SHA-1s, "" until loaded; owned by the caller, one per connection. */
+struct lease_scripts {
+	char lease[LEASE_SHA_LEN];
+	char beat[LEASE_SHA_LEN];
+};
+
+/*
+ * One key's limit: rate_units per rate_period_us, at most burst outstanding
+ * plus banked, and at most cap granted to one node at a time. Ranges
+ * (checked, -EINVAL): all >= 1, burst × rate_period_us <= LEASE_SCALED_MAX,
+ * rate_units <= LEASE_SCALED_MAX, cap <= burst.
+ */
+struct lease_key {
+	char key[LEASE_KEY_LEN]; /* the Redis key of the bucket hash */
+	__u64 rate_units;	 /* cost units refilled per rate_period_us */
+	__u64 rate_period_us;
+	__u64 burst; /* cost units */
+	__u64 cap;   /* cost units: the most one node may hold at a time */
+};
+
+struct lease_req {
+	const struct lease_key *k;
+	__u64 used; /* units this node spent of its current lease; clamped to it */
+	__u64 want; /* units wanted for the next interval; <= LEASE_SCALED_MAX */
+};
+
+struct lease_grant {
+	__u64 granted;	  /* units: min(want, cap, whole tokens in the bucket) */
+	__u64 expires_us; /* Redis TIME: spend nothing of this lease from then on */
+	__u64 now_us;	  /* Redis TIME when the grant was made */
+	int err;	  /* 0, or -EPROTO: the script failed for this key (see @err text) */
+};
+
+/*
+ * For each of @n requests, in one pipelined round trip: write off expired
+ * leases of that key, refill, take back the unused part of @node's previous
+ * lease (granted − used, never negative, never more than granted) and grant
+ * @node a new lease valid for @ttl_us. Results land in @out in request order.
+ * The first call on a connection, and the first after Redis lost its script
+ * cache (NOSCRIPT: then the requests are sent again with EVAL), costs one
+ * more round trip.
+ * Returns 0 when every reply arrived (each @out[i].err then says whether its
+ * key succeeded), -EINVAL for out-of-range input (nothing sent), -ENOMEM, or
+ * -EIO when the connection failed (hiredis' cause in @err; the caller drops
+ * the connection and reconnects, since a pipeline may be half read).
+ * @err gets the first failure's cause.
+ */
+int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const char *node,
+		     __u64 ttl_us, const struct lease_req *r, size_t n, struct lease_grant *out,
+		     char *err, size_t len);
+
+/*
+ * Register @node as alive in the fleet sorted set @fleet at Redis TIME, drop
+ * members whose last beat is @ttl_us or more old, and return in @live_nodes
+ * how many remain (@node included). One round trip (two on first use).
+ * 0, -EINVAL (ttl out of range), -EIO (connection) or -EPROTO (Redis
+ * answered an error), with the cause in @err.
+ */
+int store_member_beat(struct redisContext *c, struct lease_scripts *sc, const char *fleet,
+		      const char *node, __u64 ttl_us, __u64 *live_nodes, char *err, size_t len);
 
 #endif /* SLUICE_STORE_H */

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The shared budget's Redis side (user/store_lease.c, #5) against a real
+# redis-server: runs build/tests/store/test_lease, which holds the cases.
+# No namespaces and no agent: the leases are not wired into the agent yet.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+TEST_LEASE=${TEST_LEASE:-$ROOT/build/tests/store/test_lease}
+[ -x "$TEST_LEASE" ] || e2e_fail "build first: $TEST_LEASE (make $TEST_LEASE)"
+e2e_start_redis
+SLUICE_TEST_REDIS="unix://$REDIS_SOCK" "$TEST_LEASE"
