@@ -72,4 +72,11 @@ e2e_start_agent "$WORK/policy.yaml" --detach-on-exit
 e2e_stop_agent
 [ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left after --detach-on-exit"
 in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp && e2e_fail "XDP left after --detach-on-exit"
+# --xdp-mode generic attaches in generic (skb) mode, and still enforces.
+e2e_start_agent "$WORK/policy.yaml" --detach-on-exit --xdp-mode generic
+in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdpgeneric || e2e_fail "not attached in generic mode"
+before=$(e2e_count arrived)
+send
+e2e_equal "generic mode: a fresh key admits its burst" "$(arrived_since "$before")" "$BURST"
+e2e_stop_agent
 echo "test_persist: all checks passed"
