@@ -96,19 +96,40 @@ static __always_inline __u64 policy_incr(const struct sluice_policy *p, const st
 }
 
 /*
- * The fail mode of policy @p (id @id) for packet @m now; see
- * include/sluice/fail.h. Store-fault modes exist only for cluster-scoped
- * policies: a generation without any skips the sluice_fail lookup.
+ * What the agent keeps for policy @id (sluice_fail): only cluster-scoped
+ * policies have it, so a generation without any skips the lookup.
  */
-static __always_inline int policy_fail_mode(const struct sluice_policy *p, __u32 id,
+static __always_inline const struct sluice_fail_state *policy_runtime(__u32 id,
+								      const struct pkt_meta *m)
+{
+	if (!(m->gen_flags & SLUICE_GEN_F_STORE))
+		return NULL;
+	return bpf_map_lookup_elem(&sluice_fail, &id);
+}
+
+/* The fail mode of policy @p now; see include/sluice/fail.h. */
+static __always_inline int policy_fail_mode(const struct sluice_policy *p,
+					    const struct sluice_fail_state *rt,
 					    const struct pkt_meta *m)
 {
-	struct sluice_fail_state *st = NULL;
-
-	if (!m->agent_lost_ns && (m->gen_flags & SLUICE_GEN_F_STORE))
-		st = bpf_map_lookup_elem(&sluice_fail, &id);
 	return sluice_fail_mode(p->on_agent_loss, p->closed_after_ns, m->agent_lost_ns,
-				st ? st->mode : SLUICE_FAIL_NONE);
+				rt ? rt->mode : SLUICE_FAIL_NONE);
+}
+
+/*
+ * One packet's increment under limit @g: a cluster-scoped limit is shared
+ * by the live nodes (rt->share), an explicit local_limit is not.
+ */
+static __always_inline __u64 layer_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
+					const struct sluice_fail_state *rt, int fail,
+					__u64 len_bytes)
+{
+	__u64 incr = policy_incr(p, g, len_bytes);
+
+	if (!rt || rt->share <= 1 ||
+	    (fail == SLUICE_FAIL_DEGRADED && (p->flags & SLUICE_POLICY_F_LOCAL_LIMIT)))
+		return incr;
+	return incr * rt->share; /* the agent keeps this within SLUICE_GCRA_INCR_MAX */
 }
 
 /*

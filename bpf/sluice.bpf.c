@@ -45,6 +45,7 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
  */
 __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id)
 {
+	const struct sluice_fail_state *rt;
 	const struct sluice_policy *p;
 	const struct sluice_gcra *g;
 	struct sluice_key key;
@@ -56,7 +57,8 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 	if (!p)
 		return LAYER_SKIP;
 	clock_read(m);
-	fail = policy_fail_mode(p, id, m);
+	rt = policy_runtime(id, m);
+	fail = policy_fail_mode(p, rt, m);
 	if (fail == SLUICE_FAIL_OPEN) {
 		count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
 		return LAYER_PASS_UNCHARGED;
@@ -71,7 +73,7 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 	}
 	g = layer_limit(p, fail);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	r = limit_key(&key, m->now, policy_incr(p, g, m->len_bytes), g->tolerance);
+	r = limit_key(&key, m->now, layer_incr(p, g, rt, fail, m->len_bytes), g->tolerance);
 	if (fail == SLUICE_FAIL_DEGRADED)
 		count_policy(id, SLUICE_PSTAT_DEGRADED, m->len_bytes);
 	if (r == LIMIT_DENY && p->mode == SLUICE_MODE_SHADOW) {
@@ -84,18 +86,20 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 /* Undo what limit_policy charged @id for this packet (see limit_refund). */
 __attribute__((noinline)) int refund_policy(const struct pkt_meta *m, __u32 gen, __u32 id)
 {
+	const struct sluice_fail_state *rt;
 	const struct sluice_policy *p;
-	const struct sluice_gcra *g;
 	struct sluice_key key;
+	int fail;
 
 	if (!m)
 		return 0;
 	p = policy_for(m, gen, id);
 	if (!p)
 		return 0;
-	g = layer_limit(p, policy_fail_mode(p, id, m));
+	rt = policy_runtime(id, m);
+	fail = policy_fail_mode(p, rt, m);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	limit_refund(&key, m->now, policy_incr(p, g, m->len_bytes));
+	limit_refund(&key, m->now, layer_incr(p, layer_limit(p, fail), rt, fail, m->len_bytes));
 	return 0;
 }
 

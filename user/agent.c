@@ -259,6 +259,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	}
 	a->generation = 1;
 	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
+	memset(a->share_written, 0, sizeof(a->share_written));
 	if (!err)
 		err = agent_stores_open(a);
 	if (!err && opts->metrics_listen) {
@@ -308,8 +309,9 @@ int agent__reload(struct agent *a)
 	policy_set__free(a->ps);
 	a->ps = ps;
 	a->generation++;
-	/* Ids and file indexes changed: write every store mode again, on fresh stores. */
+	/* Ids and file indexes changed: write every runtime state again, on fresh stores. */
 	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
+	memset(a->share_written, 0, sizeof(a->share_written));
 	agent_stores_close(a);
 	if (agent_stores_open(a))
 		pr_warn("the store of '%s' could not be opened; its policies fail over as "

@@ -45,6 +45,10 @@ struct agent {
 	/* By attachment and file index: each policy's id, and the store mode written. */
 	__u32 ids[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
 	__u8 fail_written[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
+	__u32 share_written[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
+	__u32 max_share[SLUICE_MAX_POLICIES];  /* by file index: see agent_store.c */
+	__u64 live_nodes[AGENT_STORE_MAX];     /* last known fleet size; 0 unknown */
+	char node_name[POLICY_NAME_MAX];       /* node.name, or the hostname */
 	struct store *stores[AGENT_STORE_MAX]; /* NULL: not configured */
 	struct store_health health[AGENT_STORE_MAX];
 	__u64 fail_transitions;	      /* policy fail-mode changes written */

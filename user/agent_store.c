@@ -12,13 +12,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "sluice/gcra.h"
 #include "agent.h"
+#include "compile.h"
 #include "log.h"
 #include "names.h"
 #include "store.h"
 
-#define PASSWORD_ENV "SLUICE_STORE_PASSWORD"
+#define PASSWORD_ENV	      "SLUICE_STORE_PASSWORD"
+#define AGENT_MIN_FRAME_BYTES 64    /* the smallest Ethernet frame, no FCS */
+#define AGENT_SHARE_MAX	      65535 /* more nodes than this share as if this many */
 
 /* The password: the first line of password_file, else $SLUICE_STORE_PASSWORD. */
 static int read_password(const struct policy_store *e, char *out, size_t len)
@@ -54,6 +59,8 @@ static int open_endpoint(struct agent *a, enum agent_store k, const struct polic
 	int err;
 
 	snprintf(cfg.url, sizeof(cfg.url), "%s", e->url);
+	snprintf(cfg.node, sizeof(cfg.node), "%s", a->node_name);
+	snprintf(cfg.fleet, sizeof(cfg.fleet), "%s:nodes", a->ps->fleet);
 	err = read_password(e, cfg.password, sizeof(cfg.password));
 	if (err)
 		return err;
@@ -74,9 +81,46 @@ static int open_endpoint(struct agent *a, enum agent_store k, const struct polic
 	return 0;
 }
 
+/*
+ * The largest share policy @p may be split into: increment × share must
+ * stay within SLUICE_GCRA_INCR_MAX (gcra.h), and within the tolerance for
+ * one packet (or minimum frame), or the key could never admit anything.
+ * Past that the fleet admits up to nodes / share times the limit (a cold
+ * key's known cost, docs/shared-budget.md).
+ */
+static __u32 max_share_of(const struct policy *p)
+{
+	__u64 cost_max = p->rate.cost == SLUICE_COST_BYTES ? SLUICE_COST_BYTES_MAX : 1;
+	__u64 cost_min = p->rate.cost == SLUICE_COST_BYTES ? AGENT_MIN_FRAME_BYTES : 1;
+	__u64 by_range, by_burst;
+	struct gcra_params g;
+	char err[DIAG_MSG_LEN];
+
+	if (compile_gcra(&p->rate, p->burst, &g, err, sizeof(err)))
+		return 1;
+	by_range = SLUICE_GCRA_INCR_MAX /
+		   sluice_gcra_incr(cost_max, g.interval_mant, g.interval_shift);
+	by_burst = g.tolerance / sluice_gcra_incr(cost_min, g.interval_mant, g.interval_shift);
+	by_range = by_range < by_burst ? by_range : by_burst;
+	return by_range < 1 ? 1 : by_range > AGENT_SHARE_MAX ? AGENT_SHARE_MAX : by_range;
+}
+
+static void name_node(struct agent *a)
+{
+	if (a->ps->node_name[0])
+		snprintf(a->node_name, sizeof(a->node_name), "%s", a->ps->node_name);
+	else if (gethostname(a->node_name, sizeof(a->node_name) - 1))
+		snprintf(a->node_name, sizeof(a->node_name), "node-%d", (int)getpid());
+}
+
 int agent_stores_open(struct agent *a)
 {
+	size_t j;
 	int err = 0;
+
+	name_node(a);
+	for (j = 0; j < a->ps->n_policies; j++)
+		a->max_share[j] = max_share_of(&a->ps->policies[j]);
 
 	if (a->ps->store.url[0])
 		err = open_endpoint(a, AGENT_STORE_MAIN, &a->ps->store);
@@ -103,6 +147,12 @@ static void observe(struct agent *a, enum agent_store k, __u64 now)
 	struct store_report r;
 
 	store__collect(a->stores[k], &r);
+	if (r.live_nodes && r.live_nodes != a->live_nodes[k])
+		log_event(LOG_INFO, "fleet", "store=%s node=%s live_nodes=%llu",
+			  k == AGENT_STORE_ABUSE ? a->ps->abuse_store.url : a->ps->store.url,
+			  a->node_name, (unsigned long long)r.live_nodes);
+	if (r.live_nodes) /* kept through faults: the degraded bound uses the last count */
+		a->live_nodes[k] = r.live_nodes;
 	if (r.failed)
 		store_health__observe(h, 0, now);
 	if (r.ok && r.last_ok)
@@ -130,34 +180,47 @@ static int store_of(const struct agent *a, const struct policy *p)
 	return a->stores[AGENT_STORE_MAIN] ? AGENT_STORE_MAIN : -1;
 }
 
-/* Write policy @j of attachment @i's store mode when it changed. */
-static void write_mode(struct agent *a, size_t i, size_t j, int k, __u64 now)
+/* Log and count one store fail-mode transition of policy @j on attachment @i. */
+static void note_transition(struct agent *a, size_t i, size_t j, __u8 was, int mode)
 {
-	const struct policy *p = &a->ps->policies[j];
-	struct sluice_fail_state st = { 0 };
-	__u64 since;
-	int mode = store_fail_mode(p, &a->health[k], now, &since), err;
-	__u8 was = a->fail_written[i][j];
-
-	if (mode == was || a->ids[i][j] == AGENT_POLICY_ABSENT)
-		return;
-	st.mode = mode;
-	st.since_ns = since;
-	err = maps__write_fail(&a->att[i].maps, a->ids[i][j], &st);
-	if (err) {
-		pr_warn("cannot set the fail mode of '%s' on '%s': %s", p->name, a->att[i].iface,
-			strerror(-err));
-		return;
-	}
-	a->fail_written[i][j] = mode;
 	if (was == AGENT_FAIL_UNKNOWN && mode == SLUICE_FAIL_NONE)
 		return; /* the initial write of a healthy state is no transition */
 	pthread_mutex_lock(&a->snap.lock);
 	a->snap.fail_transitions = ++a->fail_transitions;
 	pthread_mutex_unlock(&a->snap.lock);
 	log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=%s why=store_error",
-		  p->name, a->att[i].iface, sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, was),
-		  sluice_fail_names[mode]);
+		  a->ps->policies[j].name, a->att[i].iface,
+		  sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, was), sluice_fail_names[mode]);
+}
+
+/*
+ * Write policy @j of attachment @i's runtime state — its store fail mode and
+ * its share of the fleet — when either changed.
+ */
+static void write_runtime(struct agent *a, size_t i, size_t j, int k, __u64 now)
+{
+	const struct policy *p = &a->ps->policies[j];
+	struct sluice_fail_state st = { 0 };
+	__u64 since, nodes = a->live_nodes[k] ? a->live_nodes[k] : 1;
+	int mode = store_fail_mode(p, &a->health[k], now, &since), err;
+	__u32 share = nodes < a->max_share[j] ? nodes : a->max_share[j];
+	__u8 was = a->fail_written[i][j];
+
+	if ((mode == was && share == a->share_written[i][j]) || a->ids[i][j] == AGENT_POLICY_ABSENT)
+		return;
+	st.mode = mode;
+	st.since_ns = since;
+	st.share = share;
+	err = maps__write_fail(&a->att[i].maps, a->ids[i][j], &st);
+	if (err) {
+		pr_warn("cannot set the runtime state of '%s' on '%s': %s", p->name,
+			a->att[i].iface, strerror(-err));
+		return;
+	}
+	a->fail_written[i][j] = mode;
+	a->share_written[i][j] = share;
+	if (mode != was)
+		note_transition(a, i, j, was, mode);
 }
 
 void agent_stores_tick(struct agent *a, __u64 now_ns)
@@ -172,7 +235,7 @@ void agent_stores_tick(struct agent *a, __u64 now_ns)
 		for (j = 0; j < a->ps->n_policies; j++) {
 			k = store_of(a, &a->ps->policies[j]);
 			if (k >= 0)
-				write_mode(a, i, j, k, now_ns);
+				write_runtime(a, i, j, k, now_ns);
 		}
 	}
 }

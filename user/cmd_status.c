@@ -75,6 +75,8 @@ static void print_detail(const struct policy_status *ps)
 	       (unsigned long long)s->c[SLUICE_PSTAT_DROPPED].bytes,
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_agent_loss),
 	       p->scope ? sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_store_error) : "-");
+	if (p->scope)
+		printf("; shared by %u nodes", ps->fail.share > 1 ? ps->fail.share : 1);
 	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
 		if (s->c[i].pkts)
 			printf("\n    %s=%llu", sluice_pstat_names[i],
@@ -132,6 +134,7 @@ static void print_json_policy(const struct view *v, const struct policy_status *
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_store_error),
 	       ps->policy.scope ? "cluster" : "node", (unsigned long long)ps->keys);
+	printf(",\"share\":%u", ps->fail.share > 1 ? ps->fail.share : 1);
 	for (i = 0; i < SLUICE_PSTAT_MAX; i++)
 		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", sluice_pstat_names[i],
 		       (unsigned long long)ps->stats.c[i].pkts, sluice_pstat_names[i],

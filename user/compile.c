@@ -100,6 +100,8 @@ static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 
 	}
 	if (p->match.tcp_syn)
 		sp->flags |= SLUICE_POLICY_F_TCP_SYN;
+	if (p->has_local_limit)
+		sp->flags |= SLUICE_POLICY_F_LOCAL_LIMIT;
 	sp->mode = p->mode;
 	sp->on_agent_loss = p->on_agent_loss;
 	sp->on_store_error = p->on_store_error;

@@ -1893,7 +1893,13 @@ enum store_field {
 	STOREF_SYNC_INTERVAL,
 	STOREF_HOLD_DOWN,
 	STOREF_ABUSE,
+	STOREF_FLEET,
 	STOREF_MAX,
+};
+
+enum node_field {
+	NODEF_NAME = 0,
+	NODEF_MAX,
 };
 
 enum endpoint_field {
@@ -1907,6 +1913,7 @@ enum top_field {
 	TOPF_INTERFACES = 0,
 	TOPF_ALLOW,
 	TOPF_AGENT,
+	TOPF_NODE,
 	TOPF_STORE,    /* before TOPF_POLICIES: scope cluster needs it */
 	TOPF_POLICIES, /* after TOPF_INTERFACES: a policy's iface must be one of them */
 	TOPF_MAX,
@@ -2338,6 +2345,33 @@ static int parse_hold_down(struct pctx *c, struct walk *w, const yaml_node_t *va
 	return parse_store_interval(c, val, path, c->ps->sync_interval_ns, &c->ps->hold_down_ns);
 }
 
+/* A node or fleet name: printable, no spaces, shorter than POLICY_NAME_MAX. */
+static int parse_name_into(struct pctx *c, const yaml_node_t *val, const char *path, char *out)
+{
+	const char *s = scalar_of(c, val, path, "a name");
+	size_t i;
+
+	if (!s)
+		return -EINVAL;
+	for (i = 0; s[i]; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return REPORT(c, val, path,
+				      "'%.*s%s' is not a name (expected printable "
+				      "characters, no spaces)",
+				      SHOW(s));
+	if (!i || i >= POLICY_NAME_MAX)
+		return REPORT(c, val, path, "'%.*s%s' is not a name (expected 1 to %d characters)",
+			      SHOW(s), POLICY_NAME_MAX - 1);
+	snprintf(out, POLICY_NAME_MAX, "%s", s);
+	return 0;
+}
+
+static int parse_fleet(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	return parse_name_into(c, val, path, c->ps->fleet);
+}
+
 /* The store's own fields are the endpoint's plus the fleet-wide settings. */
 static const struct field store_fields[STOREF_MAX] = {
 	[STOREF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
@@ -2346,7 +2380,31 @@ static const struct field store_fields[STOREF_MAX] = {
 	[STOREF_SYNC_INTERVAL] = { "sync_interval", parse_sync_interval, NULL },
 	[STOREF_HOLD_DOWN] = { "hold_down", parse_hold_down, NULL },
 	[STOREF_ABUSE] = { "abuse", parse_abuse_store, NULL },
+	[STOREF_FLEET] = { "fleet", parse_fleet, NULL },
 };
+
+static int parse_node_name(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	return parse_name_into(c, val, path, c->ps->node_name);
+}
+
+static const struct field node_fields[NODEF_MAX] = {
+	[NODEF_NAME] = { "name", parse_node_name, NULL },
+};
+
+static int parse_node(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct walk nw = {
+		.obj = w->obj,
+		.map = val,
+		.path = path,
+		.fields = node_fields,
+		.n_fields = NODEF_MAX,
+	};
+
+	return walk_mapping(c, &nw);
+}
 
 static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
@@ -2367,6 +2425,7 @@ static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_INTERFACES] = { "interfaces", parse_interfaces, NULL },
 	[TOPF_ALLOW] = { "allow", parse_allow, NULL },
 	[TOPF_AGENT] = { "agent", parse_agent, NULL },
+	[TOPF_NODE] = { "node", parse_node, NULL },
 	[TOPF_STORE] = { "store", parse_store, NULL },
 	[TOPF_POLICIES] = { "policies", parse_policies,
 			    "a policy file needs a sequence of policies under 'policies'" },
@@ -2393,6 +2452,7 @@ static int parse_root(struct pctx *c, struct policy_set *ps)
 	ps->agent_timeout_ns = POLICY_AGENT_TIMEOUT_NS_DEFAULT;
 	ps->sync_interval_ns = POLICY_SYNC_INTERVAL_NS_DEFAULT;
 	ps->hold_down_ns = POLICY_HOLD_DOWN_NS_DEFAULT;
+	snprintf(ps->fleet, sizeof(ps->fleet), "%s", POLICY_FLEET_DEFAULT);
 	if (!root || is_null(root))
 		return report_empty(c);
 	return walk_mapping(c, &w);

@@ -58,8 +58,10 @@ enum policy_scope {
 	POLICY_SCOPE_CLUSTER = 1,
 };
 
-#define POLICY_URL_LEN	256
-#define POLICY_PATH_LEN 4096
+#define POLICY_URL_LEN	     256
+#define POLICY_NAME_MAX	     128 /* a node or fleet name, with its NUL */
+#define POLICY_FLEET_DEFAULT "sluice"
+#define POLICY_PATH_LEN	     4096
 
 /* One store endpoint (Redis). */
 struct policy_store {
@@ -113,6 +115,8 @@ struct policy_set {
 	struct policy_store store;	 /* store: the shared budget; url "" when absent */
 	struct policy_store abuse_store; /* store.abuse: abuse policies' own endpoint, or "" */
 	__u64 sync_interval_ns;		 /* store.sync_interval */
+	char fleet[POLICY_NAME_MAX];	 /* store.fleet: the membership key; default "sluice" */
+	char node_name[POLICY_NAME_MAX]; /* node.name: this node in the fleet; "" = hostname */
 	__u64 hold_down_ns;		 /* store.hold_down: healthy this long to leave a fault */
 	struct policy *policies;
 	size_t n_policies;

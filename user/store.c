@@ -30,6 +30,7 @@ struct store {
 	int stop;		     /* under lock */
 	struct store_report pending; /* under lock */
 	redisContext *ctx;	     /* the thread's own */
+	struct lease_scripts sc;     /* the thread's own: loaded script hashes */
 };
 
 static struct timeval tv_of(__u64 ns)
@@ -93,8 +94,15 @@ static int command(struct store *s, const char *want, char *err, size_t len, con
 	return ok ? 0 : -1;
 }
 
-static int probe(struct store *s, char *err, size_t len)
+/*
+ * One probe: with a node name, this node's membership beat (which answers
+ * the live node count), else PING. 0, or -1 with the cause in @err.
+ */
+static int probe(struct store *s, __u64 *live, char *err, size_t len)
 {
+	__u64 ttl_us = STORE_MEMBER_BEATS * s->cfg.interval_ns / SLUICE_NSEC_PER_USEC;
+
+	*live = 0;
 	if (!s->ctx) {
 		s->ctx = connect_url(&s->cfg, err, len);
 		if (!s->ctx)
@@ -102,7 +110,9 @@ static int probe(struct store *s, char *err, size_t len)
 		if (s->cfg.password[0] && command(s, "OK", err, len, "AUTH %s", s->cfg.password))
 			goto drop;
 	}
-	if (!command(s, "PONG", err, len, "PING", NULL))
+	if (s->cfg.node[0] ? !store_member_beat(s->ctx, &s->sc, s->cfg.fleet, s->cfg.node, ttl_us,
+						live, err, len)
+			   : !command(s, "PONG", err, len, "PING", NULL))
 		return 0;
 drop:
 	redisFree(s->ctx);
@@ -115,13 +125,16 @@ static void *run(void *arg)
 	struct store *s = arg;
 	char err[STORE_ERR_LEN];
 	struct timespec until;
+	__u64 live;
 	int ok;
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		pthread_mutex_unlock(&s->lock);
-		ok = !probe(s, err, sizeof(err));
+		ok = !probe(s, &live, err, sizeof(err));
 		pthread_mutex_lock(&s->lock);
+		if (live)
+			s->pending.live_nodes = live;
 		if (ok)
 			s->pending.ok++;
 		else

@@ -9,14 +9,18 @@
 
 #include <linux/types.h>
 
-#define STORE_URL_LEN 256
-#define STORE_ERR_LEN 640 /* a URL, a hiredis error and our words */
+#define STORE_URL_LEN	   256
+#define STORE_NAME_LEN	   160 /* a policy file name (< 128) and a suffix */
+#define STORE_MEMBER_BEATS 3   /* a node missing this many syncs leaves the fleet */
+#define STORE_ERR_LEN	   640 /* a URL, a hiredis error and our words */
 
 struct store_config {
 	char url[STORE_URL_LEN];      /* redis://host:port or unix:///path */
 	char password[STORE_URL_LEN]; /* empty: none; never from the command line */
 	__u64 timeout_ns;	      /* every connect and command */
 	__u64 interval_ns;	      /* between probes (the sync interval) */
+	char node[STORE_NAME_LEN];    /* this node in the fleet; "" probes with PING only */
+	char fleet[STORE_NAME_LEN];   /* the membership sorted set's key */
 };
 
 /* What happened since the last store__collect(). */
@@ -24,6 +28,7 @@ struct store_report {
 	__u64 ok;		 /* probes that succeeded */
 	__u64 failed;		 /* probes that failed */
 	int last_ok;		 /* the newest probe's result (valid when ok + failed > 0) */
+	__u64 live_nodes;	 /* the newest membership count (0: none since the last call) */
 	char err[STORE_ERR_LEN]; /* the newest failure's cause */
 };
 

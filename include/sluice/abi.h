@@ -92,7 +92,8 @@ SLUICE_ASSERT_SIZE(struct sluice_state, 8);
 
 /* Bits of struct sluice_policy.flags. */
 enum sluice_policy_flag {
-	SLUICE_POLICY_F_TCP_SYN = 1 << 0, /* only TCP segments with SYN set and ACK clear */
+	SLUICE_POLICY_F_TCP_SYN = 1 << 0,     /* only TCP segments with SYN set and ACK clear */
+	SLUICE_POLICY_F_LOCAL_LIMIT = 1 << 1, /* degraded is an explicit local_limit: not shared */
 };
 
 /*
@@ -206,12 +207,18 @@ struct sluice_ctl {
 SLUICE_ASSERT_SIZE(struct sluice_ctl, 56);
 
 /*
- * Value of sluice_fail, indexed by policy id: the fail mode the agent has
- * put a policy in because of a store fault. Written only by the agent.
+ * Value of sluice_fail, indexed by policy id: what the agent keeps per
+ * cluster-scoped policy — the fail mode a store fault put it in, and the
+ * fleet share. Each node enforces rate/share with burst/share, so the fleet
+ * admits the limit once, not share times: the increment is multiplied by
+ * share and the tolerance stays. Written only by the agent, which keeps
+ * increment × share within SLUICE_GCRA_INCR_MAX.
  */
 struct sluice_fail_state {
 	__u8 mode; /* enum sluice_fail; SLUICE_FAIL_NONE when the store is healthy */
-	__u8 reserved[7];
+	__u8 reserved[3];
+	__u32 share;	/* cluster scope: live nodes the limit is shared by (kept through
+			 * faults: the last known count); 0 or 1: not shared */
 	__u64 since_ns; /* bpf_ktime_get_ns() clock of the last transition */
 };
 SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);

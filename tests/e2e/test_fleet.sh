@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# One limit across a fleet, the cold-key share (#5, first step): k nodes,
+# each a network namespace with its own veth, XDP program and agent, and one
+# real redis-server. Nodes register in the fleet through Redis; each node
+# enforces a cluster-scoped limit at rate/k with burst/k, so a source
+# flooding every node at once gets the limit once fleet-wide, not k times.
+# A node-scoped control policy in the same run shows k times the limit:
+# proof that the harness can see over-admission. Counting is done by each
+# node's receiving stack (nftables), independently of the agents.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+e2e_start_redis
+
+NODES=4
+RATE=200
+BURST=48 # divisible by 2 and 4
+PPS=1000
+SECONDS_FLOOD=2
+
+ip netns add "$NS_TX"
+_netns+=("$NS_TX")
+in_ns "$NS_TX" ip link set lo up
+declare -a NODE_NS NODE_IF TX_IF NODE_MAC NODE_PID NODE_LOG
+for i in $(seq 1 $NODES); do
+	NODE_NS[i]=${E2E_ID}n$i
+	NODE_IF[i]=${E2E_ID}r$i
+	TX_IF[i]=${E2E_ID}t$i
+	ip netns add "${NODE_NS[i]}"
+	_netns+=("${NODE_NS[i]}")
+	ip link add "${TX_IF[i]}" netns "$NS_TX" type veth peer name "${NODE_IF[i]}" netns "${NODE_NS[i]}"
+	in_ns "$NS_TX" ip addr add "10.210.$i.1/24" dev "${TX_IF[i]}"
+	in_ns "${NODE_NS[i]}" ip addr add "10.210.$i.2/24" dev "${NODE_IF[i]}"
+	in_ns "$NS_TX" ip link set "${TX_IF[i]}" up
+	in_ns "${NODE_NS[i]}" ip link set "${NODE_IF[i]}" up
+	in_ns "${NODE_NS[i]}" ip link set lo up
+	NODE_MAC[i]=$(in_ns "${NODE_NS[i]}" ip -o link show "${NODE_IF[i]}" |
+		sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p')
+	cat >"$WORK/node$i.yaml" <<YAML
+node: { name: node-$i }
+store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: 100ms, hold_down: 1s }
+policies:
+  - name: shared
+    scope: cluster
+    match: { proto: udp, dst_port: 9100 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $RATE/s
+    burst: $BURST
+  - name: per-node          # the control: the multiplication trap
+    match: { proto: udp, dst_port: 9101 }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $RATE/s
+    burst: $BURST
+YAML
+	NS_RX=${NODE_NS[i]} e2e_count_setup shared "udp dport 9100" control "udp dport 9101"
+	NS_RX=${NODE_NS[i]} VETH_RX=${NODE_IF[i]} e2e_start_agent "$WORK/node$i.yaml"
+	NODE_PID[i]=$AGENT_PID
+	NODE_LOG[i]=$AGENT_LOG
+done
+
+share_of() { # node -> the share the agent wrote for 'shared'
+	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "${NODE_IF[$1]}" --json |
+		grep -o '{"name":"shared"[^}]*}' | grep -o '"share":[0-9]*' | cut -d: -f2
+}
+wait_share() { # want nodes...: every listed node shares by want, within 10 s
+	local want=$1 n deadline=$((SECONDS + 10))
+	shift
+	for n in "$@"; do
+		until [ "$(share_of "$n")" = "$want" ]; do
+			((SECONDS < deadline)) || e2e_fail "node $n shares by $(share_of "$n"), not $want"
+			sleep 0.05
+		done
+	done
+	echo "ok: nodes $* share the limit by $want"
+}
+count_of() { # node counter
+	NS_RX=${NODE_NS[$1]} e2e_count "$2"
+}
+
+# flood_all PORT SRC NODES...: the same source at $PPS to every listed node at
+# once; sets FLEET (what all of them let through) and MS (the longest flood).
+flood_all() {
+	local port=$1 src=$2 n pids=() before=0 after=0 counter=shared
+	shift 2
+	[ "$port" = 9101 ] && counter=control
+	for n in "$@"; do before=$((before + $(count_of "$n" $counter))); done
+	for n in "$@"; do
+		ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[n]}" --dst-mac "${NODE_MAC[n]}" --proto udp \
+			--dport "$port" --src "$src" --dst "10.210.$n.2" --pps "$PPS" \
+			--count $((PPS * SECONDS_FLOOD)) >"$WORK/flood$n.out"
+		pids+=("$SPAWNED_PID")
+	done
+	for n in "${pids[@]}"; do wait "$n" || e2e_fail "a flood failed"; done
+	MS=0
+	for n in "$@"; do
+		ms=$(sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p' "$WORK/flood$n.out")
+		((ms > MS)) && MS=$ms
+		after=$((after + $(count_of "$n" $counter)))
+	done
+	FLEET=$((after - before))
+}
+
+# The fleet-wide bound burst + rate·t, plus one packet per node for the
+# rounding of burst/k and of t to a millisecond.
+check_fleet() { # label k times
+	local label=$1 k=$2 times=$3
+	local hi=$(((BURST + RATE * MS / 1000) * times + k))
+	e2e_within "$label" "$FLEET" $((hi * 85 / 100)) "$hi"
+}
+
+all=$(seq 1 $NODES)
+wait_share $NODES $all
+flood_all 9100 10.1.0.1 $all
+check_fleet "$NODES nodes, one source on all of them: the fleet admits the limit once" $NODES 1
+flood_all 9101 10.1.0.2 $all
+check_fleet "$NODES nodes, node-scoped control: $NODES times the limit" $NODES $NODES
+
+# Two nodes leave (their agents stop); the others see the fleet shrink.
+for i in 3 4; do
+	kill -TERM "${NODE_PID[i]}"
+	wait "${NODE_PID[i]}" || e2e_fail "node $i's agent failed on SIGTERM"
+done
+wait_share 2 1 2
+flood_all 9100 10.1.0.3 1 2
+check_fleet "2 nodes: the fleet admits the limit once" 2 1
+flood_all 9101 10.1.0.4 1 2
+check_fleet "2 nodes, node-scoped control: 2 times the limit" 2 2
+grep -q "event=fleet .*live_nodes=2" "${NODE_LOG[1]}" || e2e_fail "node 1 did not log the fleet of 2"
+for i in 1 2; do
+	kill -TERM "${NODE_PID[i]}"
+	wait "${NODE_PID[i]}" || e2e_fail "node $i's agent failed on SIGTERM"
+done
+echo "test_fleet: all checks passed"
