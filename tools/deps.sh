@@ -10,7 +10,7 @@ PACKAGES=(
 	make gcc clang llvm clang-format pkg-config bpftool
 	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
 	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
-	redis-server redis-tools
+	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables valgrind
 )
 

@@ -2231,8 +2231,13 @@ static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 
 /* ---- store ---- */
 
-#define URL_REDIS	     "redis://"
-#define URL_UNIX	     "unix://"
+#define URL_REDIS    "redis://"
+#define URL_UNIX     "unix://"
+#define URL_SENTINEL "sentinel://"
+#define URL_EXPECTED                                                                               \
+	"expected redis://host:port, unix:///path/to/redis.sock or "                               \
+	"sentinel://host:port[,host:port...]/master-name"
+#define PORT_DIGITS_MAX	     5			 /* in PORT_MAX */
 #define STORE_TIMEOUT_NS_MAX SLUICE_NSEC_PER_SEC /* a slower store is a failed one */
 #define SYNC_INTERVAL_NS_MIN 10000000ULL	 /* 10 ms */
 
@@ -2242,6 +2247,54 @@ static struct policy_store *endpoint_of(struct walk *w)
 	return w->obj;
 }
 
+/* One sentinel address, host:port, of @n bytes at @a; 0 or -1. */
+static int check_sentinel_addr(const char *a, size_t n)
+{
+	size_t colon = n, digits;
+	unsigned long port = 0;
+
+	while (colon && a[colon - 1] != ':')
+		colon--;
+	digits = n - colon;
+	if (colon < 2 || !digits || digits > PORT_DIGITS_MAX)
+		return -1;
+	for (; colon < n; colon++) {
+		if (!isdigit((unsigned char)a[colon]))
+			return -1;
+		port = port * DECIMAL_BASE + (a[colon] - '0');
+	}
+	return port >= PORT_MIN && port <= PORT_MAX ? 0 : -1;
+}
+
+/*
+ * sentinel://host:port[,host:port...]/master-name: at least one address,
+ * each with a port, and a name. Reports the first problem.
+ */
+static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char *path,
+			      const char *s)
+{
+	const char *addrs = s + strlen(URL_SENTINEL), *slash = strchr(addrs, '/'), *a, *comma;
+
+	if (!slash || !slash[1])
+		return REPORT(c, val, path, "'%.*s%s' has no master name (%s)", SHOW(s),
+			      URL_EXPECTED);
+	if (slash == addrs)
+		return REPORT(c, val, path, "'%.*s%s' has no sentinel address (%s)", SHOW(s),
+			      URL_EXPECTED);
+	for (a = addrs;; a = comma + 1) {
+		comma = memchr(a, ',', slash - a);
+		if (!comma)
+			comma = slash;
+		if (check_sentinel_addr(a, comma - a))
+			return REPORT(c, val, path,
+				      "'%.*s' in '%.*s%s' is not a sentinel address (expected "
+				      "host:port with a port from %d to %d)",
+				      (int)(comma - a), a, SHOW(s), PORT_MIN, PORT_MAX);
+		if (comma == slash)
+			return 0;
+	}
+}
+
 static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	const char *s = scalar_of(c, val, path, "a URL such as redis://127.0.0.1:6379");
@@ -2249,12 +2302,14 @@ static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *va
 
 	if (!s)
 		return -EINVAL;
-	if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) || !s[strlen(URL_REDIS)]) &&
-	    (strncmp(s, URL_UNIX, strlen(URL_UNIX)) || s[strlen(URL_UNIX)] != '/'))
-		return REPORT(c, val, path,
-			      "'%.*s%s' is not a store URL (expected redis://host:port "
-			      "or unix:///path/to/redis.sock)",
-			      SHOW(s));
+	if (!strncmp(s, URL_SENTINEL, strlen(URL_SENTINEL))) {
+		if (check_sentinel_url(c, val, path, s))
+			return -EINVAL;
+	} else if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) || !s[strlen(URL_REDIS)]) &&
+		   (strncmp(s, URL_UNIX, strlen(URL_UNIX)) || s[strlen(URL_UNIX)] != '/')) {
+		return REPORT(c, val, path, "'%.*s%s' is not a store URL (%s)", SHOW(s),
+			      URL_EXPECTED);
+	}
 	if (strlen(s) >= sizeof(e->url))
 		return REPORT(c, val, path, "the URL is longer than %zu bytes", sizeof(e->url) - 1);
 	snprintf(e->url, sizeof(e->url), "%s", s);

@@ -6,6 +6,12 @@
  * answers anything but PONG is a failure, and drops the connection so the
  * next probe reconnects: a paused Redis (SIGSTOP) accepts connections but
  * never answers, which only the timeout catches.
+ *
+ * A sentinel:// URL names sentinels and a master: each (re)connect asks the
+ * sentinels in turn where the master is, connects there and checks with
+ * ROLE that it is one. So after a failover the first failed probe drops the
+ * old master and the next one finds the new master; no other code knows.
+ * Worst case a connect costs one timeout per sentinel plus the master's.
  */
 #include <errno.h>
 #include <hiredis.h>
@@ -20,6 +26,8 @@
 
 #define URL_REDIS	   "redis://"
 #define URL_UNIX	   "unix://"
+#define URL_SENTINEL	   "sentinel://"
+#define ROLE_MASTER	   "master" /* ROLE's first word on a master */
 #define REDIS_PORT_DEFAULT 6379
 
 struct store {
@@ -39,59 +47,193 @@ static struct timeval tv_of(__u64 ns)
 				 .tv_usec = ns % SLUICE_NSEC_PER_SEC / SLUICE_NSEC_PER_USEC };
 }
 
-/* Connect per the URL; NULL with a cause in @err. */
-static redisContext *connect_url(const struct store_config *cfg, char *err, size_t len)
+static int has_scheme(const char *url, const char *scheme)
 {
-	struct timeval tv = tv_of(cfg->timeout_ns);
-	char host[STORE_URL_LEN];
-	redisContext *c = NULL;
-	const char *colon;
-	int port = REDIS_PORT_DEFAULT;
+	return !strncmp(url, scheme, strlen(scheme));
+}
 
-	if (!strncmp(cfg->url, URL_UNIX, strlen(URL_UNIX))) {
-		c = redisConnectUnixWithTimeout(cfg->url + strlen(URL_UNIX), tv);
-	} else if (!strncmp(cfg->url, URL_REDIS, strlen(URL_REDIS))) {
-		snprintf(host, sizeof(host), "%s", cfg->url + strlen(URL_REDIS));
-		colon = strrchr(host, ':');
-		if (colon && !strchr(colon, ']')) {
-			port = atoi(colon + 1);
-			host[colon - host] = '\0';
-		}
-		c = redisConnectWithTimeout(host, port, tv);
-	} else {
-		snprintf(err, len, "unsupported store URL '%s'", cfg->url);
-		return NULL;
+/* host:port, [v6]:port, or either without a port for the default one. */
+static redisContext *connect_tcp(const char *addr, struct timeval tv)
+{
+	char buf[STORE_URL_LEN], *host = buf, *colon;
+	int port = REDIS_PORT_DEFAULT;
+	size_t n;
+
+	snprintf(buf, sizeof(buf), "%s", addr);
+	colon = strrchr(buf, ':');
+	if (colon && !strchr(colon, ']')) {
+		port = atoi(colon + 1);
+		*colon = '\0';
 	}
+	n = strlen(buf);
+	if (n > 1 && buf[0] == '[' && buf[n - 1] == ']') {
+		buf[n - 1] = '\0';
+		host++;
+	}
+	return redisConnectWithTimeout(host, port, tv);
+}
+
+/* @c, connected to @what, with the timeout set; else NULL with @err and @c freed. */
+static redisContext *ready(redisContext *c, const char *what, struct timeval tv, char *err,
+			   size_t len)
+{
 	if (!c || c->err) {
-		snprintf(err, len, "cannot connect to '%s': %s", cfg->url,
-			 c ? c->errstr : "no memory");
+		snprintf(err, len, "cannot connect to '%s': %s", what, c ? c->errstr : "no memory");
 		redisFree(c);
 		return NULL;
 	}
 	if (redisSetTimeout(c, tv) != REDIS_OK) {
-		snprintf(err, len, "cannot set a timeout on '%s'", cfg->url);
+		snprintf(err, len, "cannot set a timeout on '%s'", what);
 		redisFree(c);
 		return NULL;
 	}
 	return c;
 }
 
-/* One command that must answer @want (a status or string); 0 or -1 with @err. */
-static int command(struct store *s, const char *want, char *err, size_t len, const char *fmt,
-		   const char *arg)
+/* One command on @c (@what in errors) that must answer @want; 0 or -1 with @err. */
+static int command(redisContext *c, const char *what, const char *want, char *err, size_t len,
+		   const char *fmt, const char *arg)
 {
-	redisReply *r = arg ? redisCommand(s->ctx, fmt, arg) : redisCommand(s->ctx, fmt);
+	redisReply *r = arg ? redisCommand(c, fmt, arg) : redisCommand(c, fmt);
 	int ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) &&
 		 !strcmp(r->str, want);
 
 	if (!ok)
-		snprintf(err, len, "'%s' on '%s': %s", fmt, s->cfg.url,
-			 !r				? s->ctx->errstr
+		snprintf(err, len, "'%s' on '%s': %s", fmt, what,
+			 !r				? c->errstr
 			 : r->type == REDIS_REPLY_ERROR ? r->str
 							: "unexpected reply");
 	if (r)
 		freeReplyObject(r);
 	return ok ? 0 : -1;
+}
+
+/* Whether @r answers get-master-addr-by-name: [host, port]. */
+static int is_master_addr(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	       r->element[0]->type == REDIS_REPLY_STRING &&
+	       r->element[1]->type == REDIS_REPLY_STRING;
+}
+
+/*
+ * Ask the sentinel at @addr where master @name is, with the store's timeout
+ * and password (sentinels and Redis share it): "host:port" into @out.
+ * 0, or -1 with the cause in @err.
+ */
+static int ask_sentinel(const struct store_config *cfg, const char *addr, const char *name,
+			char *out, size_t out_len, char *err, size_t len)
+{
+	struct timeval tv = tv_of(cfg->timeout_ns);
+	redisContext *c = ready(connect_tcp(addr, tv), addr, tv, err, len);
+	redisReply *r = NULL;
+	int ret = -1;
+
+	if (!c)
+		return -1;
+	if (cfg->password[0] && command(c, addr, "OK", err, len, "AUTH %s", cfg->password))
+		goto out;
+	r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", name);
+	if (is_master_addr(r) &&
+	    snprintf(out, out_len, "%s:%s", r->element[0]->str, r->element[1]->str) < (int)out_len)
+		ret = 0;
+	else
+		snprintf(err, len, "sentinel '%s' on master '%s': %s", addr, name,
+			 !r				? c->errstr
+			 : r->type == REDIS_REPLY_ERROR ? r->str
+			 : r->type == REDIS_REPLY_NIL	? "unknown master"
+							: "unexpected reply");
+	if (r)
+		freeReplyObject(r);
+out:
+	redisFree(c);
+	return ret;
+}
+
+/*
+ * The master's "host:port" per the first of the URL's sentinels that knows
+ * it, asked in order; 0, or -1 with the last sentinel's cause in @err.
+ */
+static int find_master(const struct store_config *cfg, char *out, size_t out_len, char *err,
+		       size_t len)
+{
+	const char *addrs = cfg->url + strlen(URL_SENTINEL), *slash = strchr(addrs, '/'), *a,
+		   *comma;
+	char addr[STORE_URL_LEN];
+
+	snprintf(err, len, "no sentinel or master name in '%s'", cfg->url);
+	if (!slash)
+		return -1;
+	for (a = addrs; a < slash; a = comma + 1) {
+		comma = memchr(a, ',', slash - a);
+		if (!comma)
+			comma = slash;
+		snprintf(addr, sizeof(addr), "%.*s", (int)(comma - a), a);
+		if (!ask_sentinel(cfg, addr, slash + 1, out, out_len, err, len))
+			return 0;
+	}
+	return -1;
+}
+
+/* Connect per the URL (a sentinel URL: to the master it names); NULL with @err. */
+static redisContext *connect_url(const struct store_config *cfg, char *err, size_t len)
+{
+	struct timeval tv = tv_of(cfg->timeout_ns);
+	char master[STORE_URL_LEN];
+
+	if (has_scheme(cfg->url, URL_UNIX))
+		return ready(redisConnectUnixWithTimeout(cfg->url + strlen(URL_UNIX), tv), cfg->url,
+			     tv, err, len);
+	if (has_scheme(cfg->url, URL_REDIS))
+		return ready(connect_tcp(cfg->url + strlen(URL_REDIS), tv), cfg->url, tv, err, len);
+	if (has_scheme(cfg->url, URL_SENTINEL)) {
+		if (find_master(cfg, master, sizeof(master), err, len))
+			return NULL;
+		return ready(connect_tcp(master, tv), master, tv, err, len);
+	}
+	snprintf(err, len, "unsupported store URL '%s'", cfg->url);
+	return NULL;
+}
+
+/*
+ * Whether @c is a master (ROLE). A sentinel may still name a master that
+ * has been demoted, or one that came back as a replica before the sentinels
+ * noticed: writing there fails, so the probe fails and asks again.
+ */
+static int check_master(redisContext *c, const char *what, char *err, size_t len)
+{
+	redisReply *r = redisCommand(c, "ROLE");
+	const char *role = r && r->type == REDIS_REPLY_ARRAY && r->elements &&
+					   r->element[0]->type == REDIS_REPLY_STRING
+				   ? r->element[0]->str
+				   : NULL;
+	int ok = role && !strcmp(role, ROLE_MASTER);
+
+	if (role && !ok)
+		snprintf(err, len, "'ROLE' on '%s': '%s', not a master", what, role);
+	else if (!ok)
+		snprintf(err, len, "'ROLE' on '%s': %s", what,
+			 !r				? c->errstr
+			 : r->type == REDIS_REPLY_ERROR ? r->str
+							: "unexpected reply");
+	if (r)
+		freeReplyObject(r);
+	return ok ? 0 : -1;
+}
+
+/* A fresh connection, logged in (AUTH when configured) and, via sentinel, to a master. */
+static redisContext *open_ctx(const struct store_config *cfg, char *err, size_t len)
+{
+	redisContext *c = connect_url(cfg, err, len);
+
+	if (!c)
+		return NULL;
+	if ((cfg->password[0] && command(c, cfg->url, "OK", err, len, "AUTH %s", cfg->password)) ||
+	    (has_scheme(cfg->url, URL_SENTINEL) && check_master(c, cfg->url, err, len))) {
+		redisFree(c);
+		return NULL;
+	}
+	return c;
 }
 
 /*
@@ -104,17 +246,14 @@ static int probe(struct store *s, __u64 *live, char *err, size_t len)
 
 	*live = 0;
 	if (!s->ctx) {
-		s->ctx = connect_url(&s->cfg, err, len);
+		s->ctx = open_ctx(&s->cfg, err, len);
 		if (!s->ctx)
 			return -1;
-		if (s->cfg.password[0] && command(s, "OK", err, len, "AUTH %s", s->cfg.password))
-			goto drop;
 	}
 	if (s->cfg.node[0] ? !store_member_beat(s->ctx, &s->sc, s->cfg.fleet, s->cfg.node, ttl_us,
 						live, err, len)
-			   : !command(s, "PONG", err, len, "PING", NULL))
+			   : !command(s->ctx, s->cfg.url, "PONG", err, len, "PING", NULL))
 		return 0;
-drop:
 	redisFree(s->ctx);
 	s->ctx = NULL;
 	return -1;

@@ -15,8 +15,10 @@
 #define STORE_ERR_LEN	   640 /* a URL, a hiredis error and our words */
 
 struct store_config {
-	char url[STORE_URL_LEN];      /* redis://host:port or unix:///path */
-	char password[STORE_URL_LEN]; /* empty: none; never from the command line */
+	char url[STORE_URL_LEN];      /* redis://host:port, unix:///path or
+				       * sentinel://host:port[,host:port...]/master */
+	char password[STORE_URL_LEN]; /* empty: none; never from the command line; the
+				       * sentinels' too */
 	__u64 timeout_ns;	      /* every connect and command */
 	__u64 interval_ns;	      /* between probes (the sync interval) */
 	char node[STORE_NAME_LEN];    /* this node in the fleet; "" probes with PING only */
