@@ -64,25 +64,22 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ctl SEC(".maps");
 
+/* An address trie: (generation, address) → the prefix sets it is in. */
+#define SLUICE_ADDR_TRIE(name)                                                                     \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, SLUICE_ADDR_ENTRIES);                                          \
+		__type(key, struct sluice_addr_key);                                               \
+		__type(value, struct sluice_addr_val);                                             \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                                               \
+	} name SEC(".maps")
+
 /* Source prefixes: the allowlist and the source sets policies match on. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, SLUICE_ADDR_ENTRIES);
-	__type(key, struct sluice_addr_key);
-	__type(value, struct sluice_addr_val);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sluice_src SEC(".maps");
+SLUICE_ADDR_TRIE(sluice_src);
 
 /* Destination prefixes: the destination sets policies match on. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, SLUICE_ADDR_ENTRIES);
-	__type(key, struct sluice_addr_key);
-	__type(value, struct sluice_addr_val);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sluice_dst SEC(".maps");
+SLUICE_ADDR_TRIE(sluice_dst);
 
 /* Fail modes the agent sets per policy on store faults. */
 struct {
