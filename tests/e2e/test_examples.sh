@@ -85,4 +85,9 @@ expect_line examples/prefilter.yaml \
 check_file examples/host.yaml
 expect_line examples/host.yaml \
 	"allowlist: 2 prefixes never limited, in any mode: 192.0.2.0/28, 2001:db8:a::/64"
+# The policy the Kubernetes DaemonSet ships in its ConfigMap.
+awk '/policy.yaml: \|/ { on = 1; next } on && /^---/ { exit } on { sub(/^    /, ""); print }' \
+	deploy/daemonset.yaml >"$WORK/daemonset.yaml"
+grep -q '^policies:' "$WORK/daemonset.yaml" || e2e_fail "no policy in deploy/daemonset.yaml"
+check_file "$WORK/daemonset.yaml"
 echo "test_examples: all checks passed"
