@@ -60,6 +60,19 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 }
 
 /*
+ * Decide without writing: LIMIT_ADMIT or LIMIT_DENY for a packet of @incr
+ * on @key now. A key with no state would admit (a fresh key's full burst).
+ */
+static __always_inline enum limit_result limit_peek(const struct sluice_key *key, __u64 now,
+						    __u64 incr, __u64 tol)
+{
+	struct sluice_state *st = bpf_map_lookup_elem(&sluice_state, key);
+	__u64 tat = st ? *(volatile __u64 *)&st->tat : now, new_tat, retry;
+
+	return sluice_gcra_admit(tat, now, incr, tol, &new_tat, &retry) ? LIMIT_ADMIT : LIMIT_DENY;
+}
+
+/*
  * Give back @incr a packet was charged on @key, when a later layer dropped
  * it: as if it had never arrived. Packets admitted on the key since then
  * were judged against a higher TAT, so the bound still holds. Not below

@@ -25,6 +25,7 @@ enum layer_result {
 	LAYER_CAS_EXHAUSTED = LIMIT_CAS_EXHAUSTED, /* drop */
 	LAYER_PASS_UNCHARGED,			   /* shadow would-drop, or failed open: pass */
 	LAYER_CLOSED,				   /* failed closed: drop */
+	LAYER_WOULD_DROP,			   /* peek only: a shadow policy would drop */
 };
 
 /* The policy's limit for its fail mode, or NULL when it takes no decision. */
@@ -35,20 +36,23 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
 }
 
 /*
- * One policy for one packet. Counts the outcomes only this function sees
- * (shadow, fail-open, degraded); the caller counts passes and drops.
+ * One policy for one packet. With @peek, only decide: write no state and
+ * count nothing, except what a drop decided here needs (the caller drops at
+ * once); without, admit for real and count the outcomes only this function
+ * sees (shadow, fail-open, degraded); the caller counts passes and drops.
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
  * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
  * iterations made kernel 6.18 with clang 14 spend 0.65 s per load exploring
  * states (see apply_policies() for the rest of the story).
  */
-__attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id)
+__attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id, int peek)
 {
 	const struct sluice_fail_state *rt;
 	const struct sluice_policy *p;
 	const struct sluice_gcra *g;
 	struct sluice_key key;
+	__u64 incr;
 	int fail, r;
 
 	if (!m) /* a global function's pointer argument may be NULL for the verifier */
@@ -60,26 +64,32 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 	rt = policy_runtime(id, m);
 	fail = policy_fail_mode(p, rt, m);
 	if (fail == SLUICE_FAIL_OPEN) {
-		count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
+		if (!peek)
+			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
 		return LAYER_PASS_UNCHARGED;
 	}
-	if (fail == SLUICE_FAIL_CLOSED) {
-		/* A shadow policy never drops: closed, it would drop everything. */
-		if (p->mode == SLUICE_MODE_SHADOW) {
-			count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
-			return LAYER_PASS_UNCHARGED;
-		}
-		return LAYER_CLOSED;
-	}
-	g = layer_limit(p, fail);
-	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	r = limit_key(&key, m->now, layer_incr(p, g, rt, fail, m->len_bytes), g->tolerance);
-	if (fail == SLUICE_FAIL_DEGRADED)
-		count_policy(id, SLUICE_PSTAT_DEGRADED, m->len_bytes);
-	if (r == LIMIT_DENY && p->mode == SLUICE_MODE_SHADOW) {
+	if (fail == SLUICE_FAIL_CLOSED && p->mode == SLUICE_MODE_SHADOW) {
+		/* A shadow policy never drops, closed or not. */
+		if (peek)
+			return LAYER_WOULD_DROP;
 		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
 		return LAYER_PASS_UNCHARGED;
 	}
+	if (fail == SLUICE_FAIL_CLOSED)
+		return LAYER_CLOSED;
+	g = layer_limit(p, fail);
+	sluice_key_derive(&key, p, m->src, m->is_ipv4);
+	incr = layer_incr(p, g, rt, fail, m->len_bytes);
+	r = peek ? limit_peek(&key, m->now, incr, g->tolerance)
+		 : limit_key(&key, m->now, incr, g->tolerance);
+	if (r == LIMIT_DENY && p->mode == SLUICE_MODE_SHADOW) {
+		if (peek)
+			return LAYER_WOULD_DROP;
+		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
+		r = LAYER_PASS_UNCHARGED;
+	}
+	if (fail == SLUICE_FAIL_DEGRADED && (!peek || r == LIMIT_DENY))
+		count_policy(id, SLUICE_PSTAT_DEGRADED, m->len_bytes);
 	return r;
 }
 
@@ -111,11 +121,13 @@ static __always_inline int is_drop(int r)
 
 /*
  * Apply every matching policy, most specific first. The first drop decides
- * and is attributed to its policy; the layers that had admitted the packet
- * get their charge back, so a dropped packet consumes no budget anywhere
- * (docs/decisions.md). A passed packet is counted as passed by every
- * policy that admitted it. Returns the verdict; sets *@why to a total to
- * count besides it, or leaves it alone.
+ * and is attributed to its policy, and a dropped packet consumes no budget
+ * anywhere (docs/decisions.md): with several layers, a first pass only
+ * peeks, so a packet some layer drops writes nothing; the second admits for
+ * real, and if another CPU spent a layer in between, the layers that had
+ * admitted the packet get their charge back. A passed packet is counted as
+ * passed by every policy that admitted it. Returns the verdict; sets *@why
+ * to a total to count besides it, or leaves it alone.
  *
  * Verifier: a global function, verified once. Inlined, the layer loop was
  * verified again for every path through the header parser (VLANs, IPv6
@@ -133,9 +145,31 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 	if (!m || !match || !why)
 		return XDP_PASS;
 	count = match->count; /* read once: user space may rewrite the entry meanwhile */
+	/*
+	 * Layered: find a drop first, writing nothing. Under a flood that is
+	 * what nearly every packet meets, and it then costs reads only, with no
+	 * charges to refund.
+	 */
+	for (i = 0; count > 1 && i < SLUICE_MAX_LAYERS && i < count; i++) {
+		id = match->ids[i];
+		r = limit_policy(m, gen, id, 1);
+		if (r == LAYER_WOULD_DROP && n < SLUICE_MAX_LAYERS)
+			admitted[n++] = id; /* here: shadow layers to count if we drop */
+		if (is_drop(r)) {
+			count_policy(id,
+				     r == LAYER_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED
+						       : SLUICE_PSTAT_DROPPED,
+				     m->len_bytes);
+			for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
+				count_policy(admitted[i], SLUICE_PSTAT_SHADOW, m->len_bytes);
+			return XDP_DROP;
+		}
+	}
+	n = 0;
+	/* Admit for real; another CPU may have spent a layer meanwhile: refund. */
 	for (i = 0; i < SLUICE_MAX_LAYERS && i < count; i++) {
 		id = match->ids[i];
-		r = limit_policy(m, gen, id);
+		r = limit_policy(m, gen, id, 0);
 		applied |= r != LAYER_SKIP;
 		if (r == LAYER_ADMIT && n < SLUICE_MAX_LAYERS)
 			admitted[n++] = id;
