@@ -26,13 +26,14 @@
 
 #define BITS_PER_BYTE 8
 
-#define OUT_COLS       80     /* every output row fits */
-#define OUT_HANG       "    " /* indent of a wrapped line's continuation rows */
-#define LINE_LEN       2048   /* one logical line; LIST_SHOWN keeps lines far shorter */
-#define TEXT_LEN       64     /* one rate, size or duration */
-#define LIST_SHOWN     4      /* prefixes or interfaces named before "and N more" */
-#define UTF8_CONT_MASK 0xc0   /* a UTF-8 continuation byte is 10xxxxxx */
-#define UTF8_CONT      0x80
+#define ETH_FRAME_MAX_BYTES 1514   /* 1500 bytes of MTU and the Ethernet header, no FCS */
+#define OUT_COLS	    80	   /* every output row fits */
+#define OUT_HANG	    "    " /* indent of a wrapped line's continuation rows */
+#define LINE_LEN	    2048   /* one logical line; LIST_SHOWN keeps lines far shorter */
+#define TEXT_LEN	    64	   /* one rate, size or duration */
+#define LIST_SHOWN	    4	   /* prefixes or interfaces named before "and N more" */
+#define UTF8_CONT_MASK	    0xc0   /* a UTF-8 continuation byte is 10xxxxxx */
+#define UTF8_CONT	    0x80
 
 static const char usage_text[] = "usage: sluice check <file>\n\n"
 				 "  -h, --help   show this help\n";
@@ -417,6 +418,14 @@ static void print_burst_math(struct line *l, const struct policy *p)
 		  b, r, bytes ? "" : " packets", b, per_sec_text(per_s, &p->rate),
 		  duration_text(refill, (double)p->burst / rate * (double)SLUICE_NSEC_PER_SEC));
 	line__print(l);
+	/* A key's whole burst is the most one packet can cost: say when frames can't fit. */
+	if (bytes && p->burst < ETH_FRAME_MAX_BYTES) {
+		line__add(l,
+			  "  note: a burst of %s is smaller than a full-size Ethernet frame "
+			  "(%d B): frames larger than the burst are never admitted",
+			  b, ETH_FRAME_MAX_BYTES);
+		line__print(l);
+	}
 }
 
 static const char *per_key_text(const struct policy *p)

@@ -90,4 +90,9 @@ awk '/policy.yaml: \|/ { on = 1; next } on && /^---/ { exit } on { sub(/^    /, 
 	deploy/daemonset.yaml >"$WORK/daemonset.yaml"
 grep -q '^policies:' "$WORK/daemonset.yaml" || e2e_fail "no policy in deploy/daemonset.yaml"
 check_file "$WORK/daemonset.yaml"
+# A byte burst smaller than a full frame is allowed, and explained.
+printf 'policies:\n  - { name: tiny, rate: 10kB/s, burst: 1000 }\n' >"$WORK/tiny.yaml"
+check_file "$WORK/tiny.yaml"
+"$SLUICE" check "$WORK/tiny.yaml" | grep -q "frames larger than the burst are never admitted" ||
+	e2e_fail "check does not warn of a byte burst smaller than a frame"
 echo "test_examples: all checks passed"
