@@ -34,30 +34,33 @@ static void header(FILE *out, const char *name, const char *type, const char *he
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n)
+/* One counter per policy and outcome: packets, or with @bytes, bytes. */
+static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n, int bytes)
 {
-	const struct policy_status *p;
+	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
+	const struct sluice_counter *c;
 	size_t i, j;
 	int k;
 
-	header(out, "sluice_policy_packets_total", "counter", "Packets per policy and outcome.");
+	header(out, name, "counter",
+	       bytes ? "Bytes per policy and outcome." : "Packets per policy and outcome.");
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
-			for (k = 0, p = &ifs[i].st->policies[j]; k < SLUICE_PSTAT_MAX; k++)
-				fprintf(out,
-					"sluice_policy_packets_total{iface=\"%s\",policy=\"%s\","
-					"outcome=\"%s\"} %llu\n",
-					ifs[i].name, p->policy.name, sluice_pstat_names[k],
-					(unsigned long long)p->stats.c[k].pkts);
-	header(out, "sluice_policy_bytes_total", "counter", "Bytes per policy and outcome.");
-	for (i = 0; i < n; i++)
-		for (j = 0; j < ifs[i].st->n_policies; j++)
-			for (k = 0, p = &ifs[i].st->policies[j]; k < SLUICE_PSTAT_MAX; k++)
-				fprintf(out,
-					"sluice_policy_bytes_total{iface=\"%s\",policy=\"%s\","
-					"outcome=\"%s\"} %llu\n",
-					ifs[i].name, p->policy.name, sluice_pstat_names[k],
-					(unsigned long long)p->stats.c[k].bytes);
+			for (k = 0; k < SLUICE_PSTAT_MAX; k++) {
+				c = &ifs[i].st->policies[j].stats.c[k];
+				fprintf(out, "%s{iface=\"%s\",policy=\"%s\",outcome=\"%s\"} %llu\n",
+					name, ifs[i].name, ifs[i].st->policies[j].policy.name,
+					sluice_pstat_names[k],
+					(unsigned long long)(bytes ? c->bytes : c->pkts));
+			}
+}
+
+static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n)
+{
+	size_t i, j;
+
+	render_outcomes(out, ifs, n, 0);
+	render_outcomes(out, ifs, n, 1);
 	header(out, "sluice_policy_keys", "gauge", "Keys tracked per policy.");
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
