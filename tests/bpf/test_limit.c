@@ -172,18 +172,32 @@ static void *run_on_cpu(void *arg)
 	return NULL;
 }
 
+/* Run @p THREAD_REPEAT times on each of THREADS CPUs at once; every run must succeed. */
+static void run_on_all_cpus(struct harness *h, const struct pkt *p)
+{
+	struct runner r[THREADS];
+	pthread_t t[THREADS];
+	int i;
+
+	for (i = 0; i < THREADS; i++) {
+		r[i] = (struct runner){ .h = h, .p = p, .cpu = i };
+		assert_int_equal(pthread_create(&t[i], NULL, run_on_cpu, &r[i]), 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(r[i].err, 0);
+	}
+}
+
 /* Two CPUs on one key: the sum admitted is the burst, never more. */
 static void test_two_cpus_one_key(void **state)
 {
 	char yaml[256];
-	struct runner r[THREADS];
-	pthread_t t[THREADS];
 	struct harness h;
 	struct status st;
 	struct pkt p;
 	__u64 passed, dropped, exhausted, refill;
 	time_t start;
-	int i;
 
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
@@ -195,14 +209,7 @@ static void test_two_cpus_one_key(void **state)
 	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
 	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
 	start = time(NULL);
-	for (i = 0; i < THREADS; i++) {
-		r[i] = (struct runner){ .h = &h, .p = &p, .cpu = i };
-		assert_int_equal(pthread_create(&t[i], NULL, run_on_cpu, &r[i]), 0);
-	}
-	for (i = 0; i < THREADS; i++) {
-		pthread_join(t[i], NULL);
-		assert_int_equal(r[i].err, 0);
-	}
+	run_on_all_cpus(&h, &p);
 	refill = (time(NULL) - start) / SEC_PER_MIN + 1;
 	harness_status(&h, &st);
 	passed = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED);
@@ -237,14 +244,11 @@ static void test_two_cpus_one_key(void **state)
 static void test_two_cpus_layered(void **state)
 {
 	char yaml[512];
-	struct runner r[THREADS];
-	pthread_t t[THREADS];
 	struct harness h;
 	struct status st;
 	struct timespec ts;
 	struct pkt p;
 	__u64 passed, tat, now, charged, incr;
-	int i;
 
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
@@ -257,14 +261,7 @@ static void test_two_cpus_layered(void **state)
 		 LAYER_KEY_BURST, LAYER_ALL_BURST);
 	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
 	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
-	for (i = 0; i < THREADS; i++) {
-		r[i] = (struct runner){ .h = &h, .p = &p, .cpu = i };
-		assert_int_equal(pthread_create(&t[i], NULL, run_on_cpu, &r[i]), 0);
-	}
-	for (i = 0; i < THREADS; i++) {
-		pthread_join(t[i], NULL);
-		assert_int_equal(r[i].err, 0);
-	}
+	run_on_all_cpus(&h, &p);
 	harness_status(&h, &st);
 	passed = harness_policy_pkts(&st, "all", SLUICE_PSTAT_PASSED);
 	assert_int_equal(harness_policy_pkts(&st, "per-source", SLUICE_PSTAT_PASSED), passed);

@@ -59,4 +59,19 @@ static inline void suite_add(struct suite *s, const char *test, CMUnitTestFuncti
 
 #define SUITE_ADD(s, fn) suite_add(s, #fn, fn)
 
+/*
+ * The same for a main() that fills a fixed CMUnitTest array itself: append
+ * one test per row of @table, named by the row's name, to tests[n++].
+ */
+#define TABLE_TESTS(tests, n, table, fn)                                                           \
+	do {                                                                                       \
+		size_t i_;                                                                         \
+		for (i_ = 0; i_ < ARRAY_SIZE(table); i_++) {                                       \
+			assert_true(n < ARRAY_SIZE(tests));                                        \
+			tests[n++] = (struct CMUnitTest){ .name = table[i_].name,                  \
+							  .test_func = fn,                         \
+							  .initial_state = (void *)&table[i_] };   \
+		}                                                                                  \
+	} while (0)
+
 #endif /* SLUICE_TESTS_ROWS_H */

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "policy_test.h"
+#include "rows.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,8 +38,6 @@
 #include "sluice/gcra.h"
 #include "compile.h"
 #include "policy.h"
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #define FILE_NAME     "test.yaml" /* what diagnostics call the YAML text */
 #define YAML_LEN      4096
@@ -782,17 +781,6 @@ static void test_lpm(void **state)
 }
 
 /* ---- running -------------------------------------------------------------- */
-
-#define TABLE_TESTS(tests, n, table, fn)                                                           \
-	do {                                                                                       \
-		size_t i_;                                                                         \
-		for (i_ = 0; i_ < ARRAY_SIZE(table); i_++) {                                       \
-			assert_true(n < ARRAY_SIZE(tests));                                        \
-			tests[n++] = (struct CMUnitTest){ .name = table[i_].name,                  \
-							  .test_func = fn,                         \
-							  .initial_state = (void *)&table[i_] };   \
-		}                                                                                  \
-	} while (0)
 
 int main(void)
 {

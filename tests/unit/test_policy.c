@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "policy_test.h"
+#include "rows.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -44,8 +45,6 @@
 #include <unistd.h>
 
 #include "policy.h"
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #define FIXTURE_GOOD	"tests/fixtures/policy/good"
 #define FIXTURE_BAD	"tests/fixtures/policy/bad"
@@ -1339,17 +1338,6 @@ static void test_parse_buffer(void **state)
 }
 
 /* ---- running -------------------------------------------------------------- */
-
-#define TABLE_TESTS(tests, n, table, fn)                                                           \
-	do {                                                                                       \
-		size_t i_;                                                                         \
-		for (i_ = 0; i_ < ARRAY_SIZE(table); i_++) {                                       \
-			assert_true(n < ARRAY_SIZE(tests));                                        \
-			tests[n++] = (struct CMUnitTest){ .name = table[i_].name,                  \
-							  .test_func = fn,                         \
-							  .initial_state = (void *)&table[i_] };   \
-		}                                                                                  \
-	} while (0)
 
 static size_t fixture_tests(struct CMUnitTest *tests, size_t n, size_t max, char **paths,
 			    size_t n_paths, CMUnitTestFunction fn)
