@@ -29,8 +29,9 @@ enum limit_result {
 	LIMIT_CAS_EXHAUSTED, /* lost SLUICE_CAS_RETRIES races */
 };
 
+/* Charge @incr on @key under tolerance @tol; on LIMIT_ADMIT *@tat is the key's new TAT. */
 static __always_inline enum limit_result limit_key(const struct sluice_key *key, __u64 now,
-						   __u64 incr, __u64 tol)
+						   __u64 incr, __u64 tol, __u64 *tat)
 {
 	struct sluice_state fresh, *st;
 	__u64 old, new_tat, retry;
@@ -43,6 +44,7 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 			if (!sluice_gcra_admit(now, now, incr, tol, &new_tat, &retry))
 				return LIMIT_DENY;
 			fresh.tat = new_tat;
+			*tat = new_tat;
 			err = bpf_map_update_elem(&sluice_state, key, &fresh, BPF_NOEXIST);
 			if (!err)
 				return LIMIT_ADMIT;
@@ -53,10 +55,64 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 		old = *(volatile __u64 *)&st->tat;
 		if (!sluice_gcra_admit(old, now, incr, tol, &new_tat, &retry))
 			return LIMIT_DENY;
+		*tat = new_tat;
 		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
 			return LIMIT_ADMIT;
 	}
 	return LIMIT_CAS_EXHAUSTED;
+}
+
+/*
+ * The live lease of @key at @now (ticks), or NULL: none, expired (the agent
+ * or the store is late: the key is cold again), or being torn down.
+ */
+static __always_inline struct sluice_spend *lease_live(const struct sluice_key *key, __u64 now,
+						       __u64 *granted)
+{
+	const struct sluice_lease *l = bpf_map_lookup_elem(&sluice_lease, key);
+
+	if (!l || (__s64)(*(volatile __u64 *)&l->expires - now) <= 0)
+		return NULL;
+	*granted = *(volatile __u64 *)&l->granted;
+	return bpf_map_lookup_elem(&sluice_spend, key);
+}
+
+/*
+ * Spend @cost units of a live lease (@s, up to @granted), or only look
+ * when @peek. The compare-and-swap makes concurrent CPUs spend at most
+ * granted in total; a lost race re-reads and decides again. A denial adds
+ * @cost to the local demand the agent reads (denied).
+ */
+static __always_inline enum limit_result lease_spend(struct sluice_spend *s, __u64 granted,
+						     __u64 cost, int peek)
+{
+	__u64 old;
+	int i;
+
+	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
+		old = *(volatile __u64 *)&s->spent;
+		if (old + cost > granted) {
+			__sync_fetch_and_add(&s->denied, cost);
+			return LIMIT_DENY;
+		}
+		if (peek)
+			return LIMIT_ADMIT;
+		if (__sync_val_compare_and_swap(&s->spent, old, old + cost) == old)
+			return LIMIT_ADMIT;
+	}
+	return LIMIT_CAS_EXHAUSTED;
+}
+
+/*
+ * Ask the agent to make @key hot: one entry per key until the agent takes
+ * it, so a flood costs a lookup per packet, not an update.
+ */
+static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
+{
+	struct sluice_hot h = { .since_ns = now >> SLUICE_GCRA_TICK_SHIFT };
+
+	if (!bpf_map_lookup_elem(&sluice_hot, key))
+		bpf_map_update_elem(&sluice_hot, key, &h, BPF_NOEXIST);
 }
 
 /*
@@ -98,14 +154,19 @@ static __always_inline void limit_refund(const struct sluice_key *key, __u64 now
 	}
 }
 
-static __always_inline __u64 policy_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
-					 __u64 len_bytes)
+/* What one packet costs under policy @p, in its units. */
+static __always_inline __u64 policy_cost(const struct sluice_policy *p, __u64 len_bytes)
 {
 	__u64 cost = p->cost == SLUICE_COST_BYTES ? len_bytes : 1;
 
-	if (cost > SLUICE_COST_BYTES_MAX)
-		cost = SLUICE_COST_BYTES_MAX; /* keeps cost × mant < 2^63 (compile.c) */
-	return sluice_gcra_incr(cost, g->interval_mant, g->interval_shift);
+	return cost > SLUICE_COST_BYTES_MAX ? SLUICE_COST_BYTES_MAX
+					    : cost; /* keeps cost × mant < 2^63 (compile.c) */
+}
+
+static __always_inline __u64 policy_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
+					 __u64 len_bytes)
+{
+	return sluice_gcra_incr(policy_cost(p, len_bytes), g->interval_mant, g->interval_shift);
 }
 
 /*

@@ -90,4 +90,37 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_fail SEC(".maps");
 
+/*
+ * The shared budget (abi.h): leases the agent writes, what the program spent
+ * of them, and keys asking to become hot. Not preallocated: an entry that is
+ * replaced or deleted is freed only after every program that may hold a
+ * pointer to it has finished (RCU), so a reader never sees another key's
+ * values in a recycled element.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_LEASE_ENTRIES);
+	__type(key, struct sluice_key);
+	__type(value, struct sluice_lease);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_lease SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_LEASE_ENTRIES);
+	__type(key, struct sluice_key);
+	__type(value, struct sluice_spend);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_spend SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_HOT_ENTRIES);
+	__type(key, struct sluice_key);
+	__type(value, struct sluice_hot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_hot SEC(".maps");
+
 #endif /* SLUICE_MAPS_BPF_H */

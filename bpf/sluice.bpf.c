@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* What one policy made of one packet (limit_policy's return value). */
 enum layer_result {
+	LAYER_COLD = -2,			   /* layer_lease(): no live lease, decide cold */
 	LAYER_SKIP = -1,			   /* the policy does not apply */
 	LAYER_ADMIT = LIMIT_ADMIT,		   /* admitted and charged */
 	LAYER_DENY = LIMIT_DENY,		   /* over the limit: drop */
@@ -43,10 +44,73 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
 }
 
 /*
+ * A key of a cluster-scoped policy with a live lease: the lease decides,
+ * whatever the fail mode, since the agent set its expiry before the store's
+ * (docs/shared-budget.md). LAYER_COLD when the key has none. A refund gives
+ * nothing back to a lease: the unit stays spent, which can only
+ * under-admit, and the peek pass makes it rare.
+ */
+static __always_inline int layer_lease(struct pkt_meta *m, const struct sluice_policy *p,
+				       const struct sluice_key *key, int op)
+{
+	struct sluice_spend *s;
+	__u64 granted = 0;
+
+	s = lease_live(key, m->now, &granted);
+	if (!s)
+		return LAYER_COLD;
+	if (op == LAYER_OP_REFUND)
+		return LAYER_SKIP;
+	return lease_spend(s, granted, policy_cost(p, m->len_bytes), op == LAYER_OP_PEEK);
+}
+
+/*
+ * A key with no live lease: the policy's fail mode, then its limit (for a
+ * cluster-scoped policy, the share). A cluster key whose demand crosses the
+ * hot threshold — more than half its burst used, or a drop — asks the agent
+ * for a lease; in cold_mode strict any packet does, and is dropped until
+ * the lease comes (while the store is healthy).
+ */
+static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_policy *p,
+				      const struct sluice_fail_state *rt,
+				      const struct sluice_key *key, __u32 id, int op, int *fail)
+{
+	int cluster = rt && p->scope == SLUICE_SCOPE_CLUSTER, r;
+	const struct sluice_gcra *g;
+	__u64 incr, tat = 0;
+
+	*fail = policy_fail_mode(p, rt, m);
+	if (*fail == SLUICE_FAIL_OPEN) {
+		if (op == LAYER_OP_ADMIT)
+			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
+		return LAYER_PASS_UNCHARGED;
+	}
+	if (*fail == SLUICE_FAIL_CLOSED)
+		return LAYER_CLOSED;
+	g = layer_limit(p, *fail);
+	incr = layer_incr(p, g, rt, *fail, m->len_bytes);
+	if (op == LAYER_OP_REFUND) {
+		limit_refund(key, m->now, incr);
+		return LAYER_SKIP;
+	}
+	if (cluster && *fail == SLUICE_FAIL_NONE && (p->flags & SLUICE_POLICY_F_COLD_STRICT)) {
+		hot_request(key, m->now);
+		return LAYER_DENY;
+	}
+	r = op == LAYER_OP_PEEK ? limit_peek(key, m->now, incr, g->tolerance)
+				: limit_key(key, m->now, incr, g->tolerance, &tat);
+	if (cluster && (r == LIMIT_DENY || (r == LIMIT_ADMIT && op == LAYER_OP_ADMIT &&
+					    tat - m->now > g->tolerance / 2)))
+		hot_request(key, m->now);
+	return r;
+}
+
+/*
  * One policy for one packet, as @op says (enum layer_op): returns an enum
  * layer_result. Admitting counts the outcomes only this function sees
- * (shadow, fail-open, degraded); the caller counts passes and drops. A
- * refund undoes an admit's charge (see limit_refund) and returns LAYER_SKIP.
+ * (shadow, fail-open, degraded, leased); the caller counts passes and
+ * drops. A refund undoes an admit's charge (see limit_refund) and returns
+ * LAYER_SKIP.
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
  * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
@@ -55,12 +119,10 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
  */
 __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id, int op)
 {
+	int fail = SLUICE_FAIL_NONE, r, peek = op == LAYER_OP_PEEK, stat = SLUICE_PSTAT_DEGRADED;
 	const struct sluice_fail_state *rt;
 	const struct sluice_policy *p;
-	const struct sluice_gcra *g;
 	struct sluice_key key;
-	int fail, r, peek = op == LAYER_OP_PEEK;
-	__u64 incr;
 
 	if (!m) /* a global function's pointer argument may be NULL for the verifier */
 		return LAYER_SKIP;
@@ -69,38 +131,24 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 		return LAYER_SKIP;
 	clock_read(m);
 	rt = policy_runtime(id, m);
-	fail = policy_fail_mode(p, rt, m);
-	if (fail == SLUICE_FAIL_OPEN) {
-		if (op == LAYER_OP_ADMIT)
-			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
-		return LAYER_PASS_UNCHARGED;
-	}
-	if (fail == SLUICE_FAIL_CLOSED && p->mode == SLUICE_MODE_SHADOW) {
-		/* A shadow policy never drops, closed or not. */
-		if (peek)
-			return LAYER_WOULD_DROP;
-		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
-		return LAYER_PASS_UNCHARGED;
-	}
-	if (fail == SLUICE_FAIL_CLOSED)
-		return LAYER_CLOSED;
-	g = layer_limit(p, fail);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	incr = layer_incr(p, g, rt, fail, m->len_bytes);
-	if (op == LAYER_OP_REFUND) {
-		limit_refund(&key, m->now, incr);
-		return LAYER_SKIP;
-	}
-	r = peek ? limit_peek(&key, m->now, incr, g->tolerance)
-		 : limit_key(&key, m->now, incr, g->tolerance);
-	if (r == LIMIT_DENY && p->mode == SLUICE_MODE_SHADOW) {
+	r = rt && p->scope == SLUICE_SCOPE_CLUSTER ? layer_lease(m, p, &key, op) : LAYER_COLD;
+	if (r == LAYER_COLD)
+		r = layer_cold(m, p, rt, &key, id, op, &fail);
+	else
+		stat = SLUICE_PSTAT_LEASED;
+	if (op == LAYER_OP_REFUND || r == LAYER_PASS_UNCHARGED)
+		return r;
+	if ((r == LIMIT_DENY || r == LAYER_CLOSED) && p->mode == SLUICE_MODE_SHADOW) {
+		/* A shadow policy never drops, closed or not. */
 		if (peek)
 			return LAYER_WOULD_DROP;
 		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
 		r = LAYER_PASS_UNCHARGED;
 	}
-	if (fail == SLUICE_FAIL_DEGRADED && (!peek || r == LIMIT_DENY))
-		count_policy(id, SLUICE_PSTAT_DEGRADED, m->len_bytes);
+	if ((stat == SLUICE_PSTAT_LEASED || fail == SLUICE_FAIL_DEGRADED) &&
+	    (!peek || r == LIMIT_DENY))
+		count_policy(id, stat, m->len_bytes);
 	return r;
 }
 

@@ -102,6 +102,8 @@ static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 
 		sp->flags |= SLUICE_POLICY_F_TCP_SYN;
 	if (p->has_local_limit)
 		sp->flags |= SLUICE_POLICY_F_LOCAL_LIMIT;
+	if (p->cold_strict)
+		sp->flags |= SLUICE_POLICY_F_COLD_STRICT;
 	sp->mode = p->mode;
 	sp->on_agent_loss = p->on_agent_loss;
 	sp->on_store_error = p->on_store_error;

@@ -18,6 +18,7 @@ const char *const sluice_pstat_names[SLUICE_PSTAT_MAX] = {
 	[SLUICE_PSTAT_PASSED] = "passed",	    [SLUICE_PSTAT_DROPPED] = "dropped",
 	[SLUICE_PSTAT_SHADOW] = "would_drop",	    [SLUICE_PSTAT_FAIL_OPEN] = "fail_open",
 	[SLUICE_PSTAT_FAIL_CLOSED] = "fail_closed", [SLUICE_PSTAT_DEGRADED] = "degraded",
+	[SLUICE_PSTAT_LEASED] = "leased",
 };
 
 const char *const sluice_fail_names[SLUICE_FAIL_MAX] = {

@@ -1480,6 +1480,7 @@ enum policy_field {
 	POLF_LOCAL_LIMIT,  /* after POLF_RATE: no looser, same unit */
 	POLF_LOCAL_BURST,  /* after POLF_BURST and POLF_LOCAL_LIMIT */
 	POLF_SCOPE,
+	POLF_COLD_MODE, /* after POLF_SCOPE: only a cluster policy has cold keys */
 	POLF_MAX,
 };
 
@@ -1491,6 +1492,11 @@ static const struct enum_name mode_names[] = {
 static const struct enum_name scope_names[] = {
 	{ "node", POLICY_SCOPE_NODE },
 	{ "cluster", POLICY_SCOPE_CLUSTER },
+};
+
+static const struct enum_name cold_mode_names[] = {
+	{ "share", 0 },
+	{ "strict", 1 },
 };
 
 static const struct enum_name class_names[] = {
@@ -1705,6 +1711,21 @@ static int parse_scope(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	return 0;
 }
 
+/* How a key of a cluster policy without a lease is held (docs/shared-budget.md). */
+static int parse_cold_mode(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	int v;
+
+	if (parse_enum(c, val, path, "cold_mode", cold_mode_names, ARRAY_SIZE(cold_mode_names), &v))
+		return -EINVAL;
+	if (slot_policy(w)->scope != POLICY_SCOPE_CLUSTER)
+		return REPORT(c, val, path,
+			      "cold_mode applies to 'scope: cluster' policies only: a node "
+			      "policy has no cold keys");
+	slot_policy(w)->cold_strict = v;
+	return 0;
+}
+
 static int parse_class(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	int v;
@@ -1876,6 +1897,7 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_LOCAL_LIMIT] = { "local_limit", parse_local_limit, NULL },
 	[POLF_LOCAL_BURST] = { "local_burst", parse_local_burst, NULL },
 	[POLF_SCOPE] = { "scope", parse_scope, NULL },
+	[POLF_COLD_MODE] = { "cold_mode", parse_cold_mode, NULL },
 };
 
 /* ---- the file ------------------------------------------------------------ */

@@ -87,11 +87,12 @@ struct policy {
 	__u8 ipv4_prefix; /* 1..32 when keyed */
 	__u8 ipv6_prefix; /* 1..128 when keyed */
 	struct policy_rate rate;
-	__u64 burst;			 /* cost units, >= 1 */
-	enum sluice_mode mode;		 /* enforce (default) or shadow */
-	enum policy_scope scope;	 /* node (default) or cluster (needs a store) */
-	enum sluice_class class;	 /* shedding (default) or abuse */
-	enum sluice_fail on_agent_loss;	 /* default by class: degraded */
+	__u64 burst;			/* cost units, >= 1 */
+	enum sluice_mode mode;		/* enforce (default) or shadow */
+	enum policy_scope scope;	/* node (default) or cluster (needs a store) */
+	int cold_strict;		/* cluster: cold_mode strict, a key without a lease drops */
+	enum sluice_class class;	/* shedding (default) or abuse */
+	enum sluice_fail on_agent_loss; /* default by class: degraded */
 	enum sluice_fail on_store_error; /* default by class: degraded */
 	__u64 closed_after_ns;		 /* default by class: shedding 0 (never), abuse 30 s */
 	int has_local_limit;		 /* else the degraded bound is the policy's own limit */

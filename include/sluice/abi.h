@@ -15,7 +15,7 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 2
+#define SLUICE_ABI_VERSION 3
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES	     4096   /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
@@ -29,6 +29,8 @@
 #define SLUICE_CAS_RETRIES	     8 /* compare-and-swap attempts on one key per packet */
 #define SLUICE_MAX_SETS		     64 /* distinct source (and destination) prefix sets per generation */
 #define SLUICE_ADDR_ENTRIES	     262144 /* prefixes of both generations in sluice_src, sluice_dst */
+#define SLUICE_LEASE_ENTRIES	     65536 /* hot keys of cluster-scoped policies holding a lease */
+#define SLUICE_HOT_ENTRIES	     8192 /* cold keys asking to become hot, until the agent reads them */
 
 #define SLUICE_ADDR_LEN	     16
 #define SLUICE_ADDR_BITS     128
@@ -51,6 +53,12 @@ enum sluice_mode {
 	SLUICE_MODE_ENFORCE = 0, /* drop it */
 	SLUICE_MODE_SHADOW = 1,	 /* count it as would-drop, pass it, leave the key untouched */
 	SLUICE_MODE_MAX,
+};
+
+/* Where a policy's limit holds (struct sluice_policy.scope). */
+enum sluice_scope {
+	SLUICE_SCOPE_NODE = 0,	  /* this node's own limit */
+	SLUICE_SCOPE_CLUSTER = 1, /* one limit across the fleet, through the store */
 };
 
 /* What a limit is for; it sets the default fail modes (docs/fail-modes.md). */
@@ -94,6 +102,8 @@ SLUICE_ASSERT_SIZE(struct sluice_state, 8);
 enum sluice_policy_flag {
 	SLUICE_POLICY_F_TCP_SYN = 1 << 0,     /* only TCP segments with SYN set and ACK clear */
 	SLUICE_POLICY_F_LOCAL_LIMIT = 1 << 1, /* degraded is an explicit local_limit: not shared */
+	SLUICE_POLICY_F_COLD_STRICT = 1 << 2, /* cluster scope: a key without a lease is dropped
+					       * (cold_mode: strict), not held to the share */
 };
 
 /*
@@ -126,7 +136,7 @@ struct sluice_policy {
 	__u8 dst_set;		     /* likewise for the destination */
 	__u8 on_store_error;	     /* enum sluice_fail; the agent applies it (sluice_fail) */
 	__u8 class;		     /* enum sluice_class, for status */
-	__u8 scope;		     /* 0 node, 1 cluster (uses the store), for status */
+	__u8 scope;		     /* enum sluice_scope */
 	__u8 reserved[1];
 	char name[SLUICE_NAME_LEN]; /* NUL-terminated, for status without the agent */
 };
@@ -223,6 +233,49 @@ struct sluice_fail_state {
 };
 SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);
 
+/*
+ * The shared budget's kernel side (docs/shared-budget.md). A hot key of a
+ * cluster-scoped policy spends a lease of the fleet's budget that the agent
+ * got from the store. Every field has one writer: sluice_lease is written
+ * only by the agent, as whole values; sluice_spend only by the XDP program,
+ * by atomic operations (the agent creates entries zeroed and deletes them,
+ * never updates them). Both are keyed like sluice_state.
+ *
+ * The XDP program admits a packet of cost c while now < expires and
+ * spent + c <= granted, counting c into spent by compare-and-swap, so
+ * concurrent CPUs never spend more than granted in total; a packet it
+ * denies adds c to denied (local demand the lease did not cover). With no
+ * live lease the key is cold: the policy's share (sluice_fail_state.share)
+ * decides, or with SLUICE_POLICY_F_COLD_STRICT the packet is dropped.
+ */
+struct sluice_lease {
+	__u64 granted;	/* units: spend while spent + cost <= granted (both only grow) */
+	__u64 expires;	/* ticks (gcra.h): spend nothing from then on; set before the
+			 * store's own expiry of the lease */
+	__u64 reported; /* agent's: spent as last reported to the store */
+	__u64 seen;	/* agent's: spent + denied at the last sync, for the demand */
+	__u64 want;	/* agent's: units asked for at the last sync */
+	__u64 idle;	/* agent's: consecutive syncs without local demand */
+};
+SLUICE_ASSERT_SIZE(struct sluice_lease, 48);
+
+struct sluice_spend {
+	__u64 spent;  /* units admitted from the lease */
+	__u64 denied; /* units denied for want of lease */
+};
+SLUICE_ASSERT_SIZE(struct sluice_spend, 16);
+
+/*
+ * Value of sluice_hot: a key of a cluster-scoped policy without a live
+ * lease whose local demand crossed the hot threshold (half its share's
+ * burst used, or a drop; in strict mode, any packet). Written by the XDP
+ * program (create only), read and deleted by the agent.
+ */
+struct sluice_hot {
+	__u64 since_ns; /* bpf_ktime_get_ns() of the first such packet */
+};
+SLUICE_ASSERT_SIZE(struct sluice_hot, 8);
+
 struct sluice_counter {
 	__u64 pkts;
 	__u64 bytes; /* L2 frame bytes, no FCS */
@@ -236,6 +289,7 @@ enum sluice_pstat {
 	SLUICE_PSTAT_FAIL_OPEN = 3,   /* passed unlimited because the policy failed open */
 	SLUICE_PSTAT_FAIL_CLOSED = 4, /* dropped because the policy failed closed */
 	SLUICE_PSTAT_DEGRADED = 5,    /* decided by the local bound, passed or dropped */
+	SLUICE_PSTAT_LEASED = 6, /* decided by a lease of the shared budget, passed or dropped */
 	SLUICE_PSTAT_MAX,
 };
 
@@ -273,6 +327,9 @@ enum sluice_map {
 	SLUICE_MAP_SRC,
 	SLUICE_MAP_DST,
 	SLUICE_MAP_FAIL,
+	SLUICE_MAP_LEASE,
+	SLUICE_MAP_SPEND,
+	SLUICE_MAP_HOT,
 	SLUICE_MAP_MAX,
 };
 
@@ -283,7 +340,8 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 	[SLUICE_MAP_MATCH] = "sluice_match",   [SLUICE_MAP_STATS] = "sluice_stats",
 	[SLUICE_MAP_TOTALS] = "sluice_totals", [SLUICE_MAP_CTL] = "sluice_ctl",
 	[SLUICE_MAP_SRC] = "sluice_src",       [SLUICE_MAP_DST] = "sluice_dst",
-	[SLUICE_MAP_FAIL] = "sluice_fail",
+	[SLUICE_MAP_FAIL] = "sluice_fail",     [SLUICE_MAP_LEASE] = "sluice_lease",
+	[SLUICE_MAP_SPEND] = "sluice_spend",   [SLUICE_MAP_HOT] = "sluice_hot",
 };
 #endif
 

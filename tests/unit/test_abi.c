@@ -65,6 +65,13 @@ static const struct map_case map_cases[] = {
 		 struct sluice_addr_val, SLUICE_ADDR_ENTRIES, BPF_F_NO_PREALLOC),
 	MAP_CASE(SLUICE_MAP_FAIL, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_fail_state,
 		 SLUICE_MAX_POLICIES, 0),
+	/* Freed after RCU: a program never reads a recycled element. */
+	MAP_CASE(SLUICE_MAP_LEASE, BPF_MAP_TYPE_HASH, struct sluice_key, struct sluice_lease,
+		 SLUICE_LEASE_ENTRIES, BPF_F_NO_PREALLOC),
+	MAP_CASE(SLUICE_MAP_SPEND, BPF_MAP_TYPE_HASH, struct sluice_key, struct sluice_spend,
+		 SLUICE_LEASE_ENTRIES, BPF_F_NO_PREALLOC),
+	MAP_CASE(SLUICE_MAP_HOT, BPF_MAP_TYPE_LRU_HASH, struct sluice_key, struct sluice_hot,
+		 SLUICE_HOT_ENTRIES, 0),
 };
 /* clang-format on */
 
