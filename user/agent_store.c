@@ -17,6 +17,7 @@
 #include "sluice/gcra.h"
 #include "agent.h"
 #include "compile.h"
+#include "lease.h"
 #include "log.h"
 #include "names.h"
 #include "store.h"
@@ -50,6 +51,92 @@ static int read_password(const struct policy_store *e, char *out, size_t len)
 	return 0;
 }
 
+/* The endpoint the file gives a policy, or -1 when it depends on none. */
+static int endpoint_of(const struct policy_set *ps, const struct policy *p)
+{
+	if (p->scope != POLICY_SCOPE_CLUSTER)
+		return -1;
+	if (p->class == SLUICE_CLASS_ABUSE && ps->abuse_store.url[0])
+		return AGENT_STORE_ABUSE;
+	return ps->store.url[0] ? AGENT_STORE_MAIN : -1;
+}
+
+/* The open endpoint a policy depends on, or -1 when it depends on none. */
+static int store_of(const struct agent *a, const struct policy *p)
+{
+	int k = endpoint_of(a->ps, p);
+
+	return k >= 0 && a->stores[k] ? k : -1;
+}
+
+/*
+ * @p's limit as the lease script counts it: rate_units per rate_period_us.
+ * 0, or -ERANGE when the period is not a whole number of microseconds.
+ */
+static int lease_rate_of(const struct policy *p, struct lease_policy *out)
+{
+	if (p->rate.period_ns % SLUICE_NSEC_PER_USEC)
+		return -ERANGE;
+	out->rate_units = p->rate.amount;
+	out->rate_period_us = p->rate.period_ns / SLUICE_NSEC_PER_USEC;
+	out->burst = p->burst;
+	out->strict = p->cold_strict;
+	return 0;
+}
+
+/*
+ * What the store thread of endpoint @k needs for leases: per interface, its
+ * maps and the ids of the cluster-scoped policies that use @k. NULL with
+ * errno on failure.
+ */
+static struct lease_plan *plan_of(struct agent *a, enum agent_store k)
+{
+	struct lease_plan *plan = calloc(1, sizeof(*plan));
+	const struct sluice_maps *m;
+	struct lease_att *la;
+	size_t i, j;
+
+	if (!plan)
+		return NULL;
+	snprintf(plan->prefix, sizeof(plan->prefix), "%s", a->ps->fleet);
+	plan->interval_ns = a->ps->sync_interval_ns;
+	plan->att = calloc(a->n_att ? a->n_att : 1, sizeof(*plan->att));
+	if (!plan->att)
+		goto oom;
+	for (i = 0; i < a->n_att; i++) {
+		la = &plan->att[plan->n_att++];
+		m = &a->att[i].maps;
+		snprintf(la->holder, sizeof(la->holder), "%s/%s", a->node_name, a->att[i].iface);
+		la->fd_lease = m->fd[SLUICE_MAP_LEASE];
+		la->fd_spend = m->fd[SLUICE_MAP_SPEND];
+		la->fd_hot = m->fd[SLUICE_MAP_HOT];
+		la->pol = calloc(a->ps->n_policies + 1, sizeof(*la->pol));
+		if (!la->pol)
+			goto oom;
+		for (j = 0; j < a->ps->n_policies; j++) {
+			const struct policy *p = &a->ps->policies[j];
+			struct lease_policy *lp = &la->pol[la->n_pol];
+
+			if (endpoint_of(a->ps, p) != (int)k || a->ids[i][j] == AGENT_POLICY_ABSENT)
+				continue;
+			if (lease_rate_of(p, lp)) {
+				pr_warn("policy '%s': its rate period is not whole microseconds; "
+					"its keys stay at the share",
+					p->name);
+				continue;
+			}
+			lp->id = a->ids[i][j];
+			snprintf(lp->name, sizeof(lp->name), "%s", p->name);
+			la->n_pol++;
+		}
+	}
+	return plan;
+oom:
+	lease_plan__free(plan);
+	errno = ENOMEM;
+	return NULL;
+}
+
 static int open_endpoint(struct agent *a, enum agent_store k, const struct policy_store *e)
 {
 	struct store_config cfg = {
@@ -64,7 +151,10 @@ static int open_endpoint(struct agent *a, enum agent_store k, const struct polic
 	err = read_password(e, cfg.password, sizeof(cfg.password));
 	if (err)
 		return err;
-	a->stores[k] = store__open(&cfg);
+	cfg.plan = plan_of(a, k);
+	if (!cfg.plan)
+		return -errno;
+	a->stores[k] = store__open(&cfg); /* takes the plan, also when it fails */
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!a->stores[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -168,16 +258,6 @@ static void observe(struct agent *a, enum agent_store k, __u64 now)
 			  k == AGENT_STORE_ABUSE ? a->ps->abuse_store.url : a->ps->store.url,
 			  was == STORE_OK ? "ok" : "fault", h->state == STORE_OK ? "ok" : "fault",
 			  h->state == STORE_OK ? "" : r.err);
-}
-
-/* The endpoint a policy depends on, or -1 when it depends on none. */
-static int store_of(const struct agent *a, const struct policy *p)
-{
-	if (p->scope != POLICY_SCOPE_CLUSTER)
-		return -1;
-	if (p->class == SLUICE_CLASS_ABUSE && a->stores[AGENT_STORE_ABUSE])
-		return AGENT_STORE_ABUSE;
-	return a->stores[AGENT_STORE_MAIN] ? AGENT_STORE_MAIN : -1;
 }
 
 /* Log and count one store fail-mode transition of policy @j on attachment @i. */

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "sluice/compiler.h"
+#include "lease.h"
 #include "store.h"
 
 #define URL_REDIS	   "redis://"
@@ -39,6 +40,7 @@ struct store {
 	struct store_report pending; /* under lock */
 	redisContext *ctx;	     /* the thread's own */
 	struct lease_scripts sc;     /* the thread's own: loaded script hashes */
+	struct lease_state *lease;   /* the thread's own */
 };
 
 static struct timeval tv_of(__u64 ns)
@@ -237,55 +239,83 @@ static redisContext *open_ctx(const struct store_config *cfg, char *err, size_t 
 }
 
 /*
- * One probe: with a node name, this node's membership beat (which answers
- * the live node count), else PING. 0, or -1 with the cause in @err.
+ * One sync. Full, once per interval: with a node name, this node's
+ * membership beat (which answers the live node count), the hot sets and
+ * every lease, in one round trip; else PING. Between full syncs, early
+ * top-ups of leases running low (usually nothing to send). 0, or -1 with
+ * the cause in @err; a failure drops the connection, so the next sync
+ * reconnects.
  */
-static int probe(struct store *s, __u64 *live, char *err, size_t len)
+static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t len)
 {
 	__u64 ttl_us = STORE_MEMBER_BEATS * s->cfg.interval_ns / SLUICE_NSEC_PER_USEC;
+	struct lease_stats st;
+	int ret;
 
 	*live = 0;
 	if (!s->ctx) {
+		if (!full)
+			return 0; /* reconnecting is the full sync's job */
 		s->ctx = open_ctx(&s->cfg, err, len);
 		if (!s->ctx)
 			return -1;
 	}
-	if (s->cfg.node[0] ? !store_member_beat(s->ctx, &s->sc, s->cfg.fleet, s->cfg.node, ttl_us,
-						live, err, len)
-			   : !command(s->ctx, s->cfg.url, "PONG", err, len, "PING", NULL))
+	if (s->cfg.node[0])
+		ret = lease_round(s->lease, s->ctx, &s->sc, s->cfg.fleet, s->cfg.node, ttl_us, full,
+				  live, err, len);
+	else
+		ret = full ? command(s->ctx, s->cfg.url, "PONG", err, len, "PING", NULL) : 0;
+	lease_state__stats(s->lease, &st);
+	pthread_mutex_lock(&s->lock);
+	s->pending.rounds = st.rounds;
+	s->pending.leases = st.leases;
+	s->pending.hot_keys = st.hot_keys;
+	pthread_mutex_unlock(&s->lock);
+	if (!ret)
 		return 0;
 	redisFree(s->ctx);
 	s->ctx = NULL;
 	return -1;
 }
 
+static void add_ns(struct timespec *t, __u64 ns)
+{
+	t->tv_nsec += ns % SLUICE_NSEC_PER_SEC;
+	t->tv_sec += ns / SLUICE_NSEC_PER_SEC + t->tv_nsec / SLUICE_NSEC_PER_SEC;
+	t->tv_nsec %= SLUICE_NSEC_PER_SEC;
+}
+
+/*
+ * Full syncs every interval; between them, LEASE_EARLY_DIV - 1 chances for
+ * early top-ups. Only full syncs are probes of the store's health.
+ */
 static void *run(void *arg)
 {
 	struct store *s = arg;
 	char err[STORE_ERR_LEN];
 	struct timespec until;
+	unsigned int tick = 0;
 	__u64 live;
-	int ok;
+	int ok, full;
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
+		full = tick++ % LEASE_EARLY_DIV == 0;
 		pthread_mutex_unlock(&s->lock);
-		ok = !probe(s, &live, err, sizeof(err));
+		ok = !sync_once(s, full, &live, err, sizeof(err));
 		pthread_mutex_lock(&s->lock);
 		if (live)
 			s->pending.live_nodes = live;
-		if (ok)
+		if (full && ok)
 			s->pending.ok++;
-		else
+		else if (full)
 			s->pending.failed++;
-		s->pending.last_ok = ok;
-		if (!ok)
+		if (full)
+			s->pending.last_ok = ok;
+		if (full && !ok)
 			snprintf(s->pending.err, sizeof(s->pending.err), "%s", err);
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += s->cfg.interval_ns % SLUICE_NSEC_PER_SEC;
-		until.tv_sec += s->cfg.interval_ns / SLUICE_NSEC_PER_SEC +
-				until.tv_nsec / SLUICE_NSEC_PER_SEC;
-		until.tv_nsec %= SLUICE_NSEC_PER_SEC;
+		add_ns(&until, s->cfg.interval_ns / LEASE_EARLY_DIV);
 		while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
 			;
 	}
@@ -299,15 +329,23 @@ struct store *store__open(const struct store_config *cfg)
 	struct store *s = calloc(1, sizeof(*s));
 	int err;
 
-	if (!s)
+	if (!s) {
+		lease_plan__free(cfg->plan);
 		return NULL;
+	}
 	s->cfg = *cfg;
+	s->lease = lease_state__new(cfg->plan);
+	if (!s->lease) {
+		free(s);
+		return NULL;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
 	err = pthread_create(&s->thread, NULL, run, s);
 	if (err) {
 		pthread_cond_destroy(&s->wake);
 		pthread_mutex_destroy(&s->lock);
+		lease_state__free(s->lease);
 		free(s);
 		errno = err;
 		return NULL;
@@ -334,5 +372,6 @@ void store__close(struct store *s)
 	pthread_join(s->thread, NULL);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
+	lease_state__free(s->lease);
 	free(s);
 }

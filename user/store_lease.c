@@ -13,13 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/compiler.h"
 #include "store.h"
 
 #define NUM_LEN 24 /* a __u64 in decimal, NUL-terminated */
 
 /*
  * KEYS[1] the bucket hash. ARGV: node, ttl_us, rate_units, rate_period_us,
- * burst, cap, used, want. Returns {granted, expires_us, now_us}.
+ * burst, cap, used, want, empty. Returns {held, expires_us, now_us, granted}.
+ * A bucket that does not exist starts full, or empty when empty is 1.
  *
  * Invariant, after every call: tok + Σ live lease × P <= burst × P, where
  * P = rate_period_us and tok is scaled by P, so refill (elapsed_us × units)
@@ -27,27 +29,33 @@
  * (the C side checks burst × P and units against 2^52), so Lua's doubles
  * are exact. Values are written with %d: tostring() would print %.14g.
  *
- * The bound: a unit is spent only out of a lease, a lease only out of tok,
- * and tok gains at most units × elapsed / P by refill plus what is returned
- * unspent. So the fleet spends, over any interval Δ, at most what was held
- * at its start (tok + outstanding <= burst) plus units × Δ / P. A lease that
- * expires is deleted without crediting tok (written off): its unspent part
- * is lost to the fleet until refill covers it again, which can only
- * under-admit. A node gives back granted − min(used, granted): reporting
- * more than it was granted returns nothing, and it never holds more than
- * cap, so no node can drain more than cap at a time.
+ * A node's lease is topped up, never handed back: the caller reports what
+ * it spent since its last call (used, clamped to what it holds), keeps the
+ * rest, and is granted up to min(want, cap) held in all. So the units a
+ * node spends between reading its counter and installing the answer are
+ * part of what Redis still counts as held: nothing is lost in between.
+ *
+ * The bound: a unit is spent only out of a lease, and a lease grows only
+ * out of tok, which gains at most units × elapsed / P by refill. So the
+ * fleet spends, over any interval Δ, at most what was held at its start
+ * (tok + outstanding <= burst) plus units × Δ / P. A lease that expires is
+ * deleted without crediting tok (written off): its unspent part is lost to
+ * the fleet until refill covers it again, which can only under-admit.
+ * Reporting more than it holds gains a node nothing, and it never holds
+ * more than cap, so no node can drain more than cap.
  */
 static const char LEASE_LUA[] =
 	"local key, node = KEYS[1], ARGV[1]\n"
 	"local ttl, units, per = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])\n"
 	"local burst, cap = tonumber(ARGV[5]), tonumber(ARGV[6])\n"
 	"local used, want = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
+	"local first = tonumber(ARGV[9]) == 1 and 0 or burst * per\n"
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local h = redis.call('HGETALL', key)\n"
 	"local f = {}\n"
 	"for i = 1, #h, 2 do f[h[i]] = tonumber(h[i + 1]) end\n"
-	"local tok = f['tok'] or burst * per\n"
+	"local tok = f['tok'] or first\n"
 	"local ts = f['ts'] or now\n"
 	"local out, maxexp = 0, now + ttl\n"
 	"for name, v in pairs(f) do\n"
@@ -74,28 +82,44 @@ static const char LEASE_LUA[] =
 	"  ts = now\n"
 	"end\n"
 	"if tok > room then tok = room end\n"
-	/* The caller's live lease: its unspent part comes back, no more. */
-	"local mine = f['lease:' .. node]\n"
-	"if mine then\n"
-	"  if used > mine then used = mine end\n"
-	"  tok = tok + (mine - used) * per\n"
-	"end\n"
+	/* The caller's live lease: what it did not spend stays its own. */
+	"local keep = f['lease:' .. node] or 0\n"
+	"if used > keep then used = keep end\n"
+	"keep = keep - used\n"
 	"local g = math.floor(tok / per)\n"
 	"if g * per > tok then g = g - 1 end\n"
-	"if want < g then g = want end\n"
-	"if cap < g then g = cap end\n"
+	"if want - keep < g then g = want - keep end\n"
+	"if cap - keep < g then g = cap - keep end\n"
+	"if g < 0 then g = 0 end\n"
 	"tok = tok - g * per\n"
 	"local fmt = function(x) return string.format('%d', x) end\n"
 	"redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts))\n"
-	"if g > 0 then\n"
-	"  redis.call('HSET', key, 'lease:' .. node, fmt(g), 'exp:' .. node, fmt(now + ttl))\n"
+	"if keep + g > 0 then\n"
+	"  redis.call('HSET', key, 'lease:' .. node, fmt(keep + g), 'exp:' .. node, fmt(now + "
+	"ttl))\n"
 	"else\n"
 	"  redis.call('HDEL', key, 'lease:' .. node, 'exp:' .. node)\n"
 	"end\n"
 	/* Idle: gone once every lease has expired and the bucket is full again. */
 	"local idle_us = maxexp - now + math.ceil(burst * per / units)\n"
 	"redis.call('PEXPIRE', key, fmt(math.ceil(idle_us / 1000) + 1))\n"
-	"return {g, now + ttl, now}\n";
+	"return {keep + g, now + ttl, now, g}\n";
+
+/*
+ * KEYS[1] a policy's hot set (member: a key's address in hex, score: Redis
+ * TIME of the last time a node saw it hot, µs). ARGV: ttl_us, limit, then
+ * members this node saw hot. Drops members not seen for ttl_us and returns
+ * up to limit members, the most recently hot first.
+ */
+static const char HOT_LUA[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local ttl, limit = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+	"local fmt = function(x) return string.format('%d', x) end\n"
+	"for i = 3, #ARGV do redis.call('ZADD', KEYS[1], fmt(now), ARGV[i]) end\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now - ttl))\n"
+	"redis.call('PEXPIRE', KEYS[1], fmt(math.ceil(ttl / 1000) + 1))\n"
+	"return redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', 'LIMIT', 0, limit)\n";
 
 /*
  * KEYS[1] the fleet sorted set (member: node, score: Redis TIME of its last
@@ -119,12 +143,94 @@ enum lease_arg {
 	LEASE_ARG_CAP,
 	LEASE_ARG_USED,
 	LEASE_ARG_WANT,
+	LEASE_ARG_EMPTY,
 	LEASE_ARG_MAX,
 };
 
+enum hot_arg {
+	HOT_ARG_TTL,
+	HOT_ARG_LIMIT,
+	HOT_ARG_MEMBERS, /* then the members */
+};
+
+static const char *const script_src[STORE_SCRIPT_MAX] = {
+	[STORE_SCRIPT_LEASE] = LEASE_LUA,
+	[STORE_SCRIPT_BEAT] = BEAT_LUA,
+	[STORE_SCRIPT_HOT] = HOT_LUA,
+};
+
 /* EVALSHA|EVAL, script, numkeys, key, then the script's arguments. */
-#define CALL_HEAD 4
-#define CALL_ARGS (CALL_HEAD + LEASE_ARG_MAX)
+#define CALL_HEAD   4
+#define CALL_VERB   0
+#define CALL_SCRIPT 1
+
+/* One script call of a pipeline; argv[CALL_HEAD..] are owned copies. */
+struct call {
+	enum store_script script;
+	size_t argc;
+	char **argv;
+};
+
+/* Script calls sent in one round trip, and their replies in order. */
+struct pipe {
+	struct call *calls;
+	redisReply **replies;
+	size_t n, cap;
+};
+
+static void pipe_free(struct pipe *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->n; i++) {
+		for (j = CALL_HEAD - 2; j < p->calls[i].argc; j++)
+			free(p->calls[i].argv[j]);
+		free(p->calls[i].argv);
+		if (p->replies[i])
+			freeReplyObject(p->replies[i]);
+	}
+	free(p->calls);
+	free(p->replies);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Queue script @sc on @key with @nargs arguments; 0 or -ENOMEM. */
+static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_t nargs,
+		    const char *const *args)
+{
+	struct call *c;
+	size_t i;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		struct call *calls = realloc(p->calls, cap * sizeof(*calls));
+		redisReply **replies;
+
+		if (!calls)
+			return -ENOMEM;
+		p->calls = calls;
+		replies = realloc(p->replies, cap * sizeof(*replies));
+		if (!replies)
+			return -ENOMEM;
+		p->replies = replies;
+		p->cap = cap;
+	}
+	c = &p->calls[p->n];
+	c->script = sc;
+	c->argc = CALL_HEAD + nargs;
+	c->argv = calloc(c->argc, sizeof(*c->argv));
+	if (!c->argv)
+		return -ENOMEM;
+	p->replies[p->n++] = NULL;
+	c->argv[CALL_HEAD - 2] = strdup("1");
+	c->argv[CALL_HEAD - 1] = strdup(key);
+	for (i = 0; i < nargs; i++)
+		c->argv[CALL_HEAD + i] = strdup(args[i]);
+	for (i = CALL_HEAD - 2; i < c->argc; i++)
+		if (!c->argv[i])
+			return -ENOMEM;
+	return 0;
+}
 
 /* Load @src into Redis' script cache if @sha is "", keeping its SHA-1. */
 static int script_load(redisContext *c, const char *src, char *sha, char *err, size_t len)
@@ -150,6 +256,89 @@ static int script_load(redisContext *c, const char *src, char *sha, char *err, s
 	return ret;
 }
 
+/* A NOSCRIPT error: the script did not run, so sending it again is safe. */
+static int is_noscript(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", strlen("NOSCRIPT"));
+}
+
+/* Append call @i by SHA-1, or by source when @by_source. */
+static int append_call(redisContext *c, struct lease_scripts *sc, struct call *k, int by_source)
+{
+	k->argv[CALL_VERB] = by_source ? "EVAL" : "EVALSHA";
+	k->argv[CALL_SCRIPT] = by_source ? (char *)script_src[k->script] : sc->sha[k->script];
+	return redisAppendCommandArgv(c, k->argc, (const char **)k->argv, NULL) == REDIS_OK ? 0
+											    : -EIO;
+}
+
+/* Read the replies of the calls @again marks (all when NULL); counts NOSCRIPTs. */
+static int read_replies(redisContext *c, struct pipe *p, const unsigned char *again,
+			unsigned char *noscript, char *err, size_t len)
+{
+	int n_again = 0;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		if (again && !again[i])
+			continue;
+		if (p->replies[i])
+			freeReplyObject(p->replies[i]);
+		p->replies[i] = NULL;
+		if (redisGetReply(c, (void **)&p->replies[i]) != REDIS_OK || !p->replies[i]) {
+			p->replies[i] = NULL;
+			snprintf(err, len, "store sync: %s", c->errstr);
+			return -EIO;
+		}
+		noscript[i] = is_noscript(p->replies[i]);
+		n_again += noscript[i];
+	}
+	return n_again;
+}
+
+/*
+ * Send every call of @p in one round trip (the first use of a script on a
+ * connection loads it first) and read the replies into p->replies. Calls
+ * answered NOSCRIPT (Redis restarted or flushed its scripts) did not run:
+ * they are sent again by source, one more round trip. 0, or -EIO when the
+ * connection failed (the caller reconnects: a pipeline may be half read),
+ * -ENOMEM, or -EPROTO when a script could not be loaded; cause in @err.
+ */
+static int pipe_run(redisContext *c, struct lease_scripts *sc, struct pipe *p, char *err,
+		    size_t len)
+{
+	unsigned char *noscript = calloc(p->n ? p->n : 1, 1);
+	size_t i;
+	int ret = 0;
+
+	if (!noscript)
+		return -ENOMEM;
+	for (i = 0; i < p->n && !ret; i++)
+		ret = script_load(c, script_src[p->calls[i].script], sc->sha[p->calls[i].script],
+				  err, len);
+	for (i = 0; i < p->n && !ret; i++)
+		ret = append_call(c, sc, &p->calls[i], 0);
+	if (!ret)
+		ret = read_replies(c, p, NULL, noscript, err, len);
+	if (ret > 0) {
+		for (i = 0; i < p->n; i++) {
+			if (noscript[i])
+				sc->sha[p->calls[i].script][0] = '\0';
+			if (noscript[i] && append_call(c, sc, &p->calls[i], 1))
+				ret = -EIO;
+		}
+		if (ret > 0)
+			ret = read_replies(c, p, noscript, noscript, err, len);
+		if (ret > 0) {
+			snprintf(err, len, "store sync: NOSCRIPT after EVAL");
+			ret = -EPROTO;
+		}
+	}
+	if (ret == -EIO && !err[0])
+		snprintf(err, len, "store sync: cannot queue a command: %s", c->errstr);
+	free(noscript);
+	return ret;
+}
+
 static int key_is_valid(const struct lease_key *k)
 {
 	return k->rate_units >= 1 && k->rate_units <= LEASE_SCALED_MAX && k->rate_period_us >= 1 &&
@@ -157,14 +346,20 @@ static int key_is_valid(const struct lease_key *k)
 	       k->burst <= LEASE_SCALED_MAX / k->rate_period_us && k->key[0];
 }
 
+static int ttl_is_valid(__u64 ttl_us, const char *what, char *err, size_t len)
+{
+	if (ttl_us >= 1 && ttl_us <= LEASE_TTL_US_MAX)
+		return 1;
+	snprintf(err, len, "%s ttl %" PRIu64 " us is out of range", what, (uint64_t)ttl_us);
+	return 0;
+}
+
 static int reqs_are_valid(__u64 ttl_us, const struct lease_req *r, size_t n, char *err, size_t len)
 {
 	size_t i;
 
-	if (ttl_us < 1 || ttl_us > LEASE_TTL_US_MAX) {
-		snprintf(err, len, "lease ttl %" PRIu64 " us is out of range", (uint64_t)ttl_us);
+	if (n && !ttl_is_valid(ttl_us, "lease", err, len))
 		return 0;
-	}
 	for (i = 0; i < n; i++) {
 		if (!key_is_valid(r[i].k) || r[i].want > LEASE_SCALED_MAX) {
 			snprintf(err, len, "lease key '%s' is out of range", r[i].k->key);
@@ -174,11 +369,11 @@ static int reqs_are_valid(__u64 ttl_us, const struct lease_req *r, size_t n, cha
 	return 1;
 }
 
-/* Append one call of the lease script for @q, by SHA-1 or, when @sha is NULL, by source. */
-static int append_lease(redisContext *c, const char *sha, const char *node, __u64 ttl_us,
-			const struct lease_req *q)
+/* Queue one call of the lease script for @q. */
+static int add_lease(struct pipe *p, const char *node, __u64 ttl_us, const struct lease_req *q)
 {
 	char num[LEASE_ARG_MAX][NUM_LEN];
+	const char *args[LEASE_ARG_MAX];
 	const __u64 v[LEASE_ARG_MAX] = {
 		[LEASE_ARG_TTL] = ttl_us,
 		[LEASE_ARG_UNITS] = q->k->rate_units,
@@ -187,38 +382,38 @@ static int append_lease(redisContext *c, const char *sha, const char *node, __u6
 		[LEASE_ARG_CAP] = q->k->cap,
 		[LEASE_ARG_USED] = q->used,
 		[LEASE_ARG_WANT] = q->want,
+		[LEASE_ARG_EMPTY] = !!q->k->start_empty,
 	};
-	const char *argv[CALL_ARGS] = { sha ? "EVALSHA" : "EVAL", sha ? sha : LEASE_LUA, "1",
-					q->k->key };
 	int i;
 
-	argv[CALL_HEAD + LEASE_ARG_NODE] = node;
+	args[LEASE_ARG_NODE] = node;
 	for (i = LEASE_ARG_TTL; i < LEASE_ARG_MAX; i++) {
 		snprintf(num[i], sizeof(num[i]), "%" PRIu64, (uint64_t)v[i]);
-		argv[CALL_HEAD + i] = num[i];
+		args[i] = num[i];
 	}
-	return redisAppendCommandArgv(c, CALL_ARGS, argv, NULL) == REDIS_OK ? 0 : -EIO;
+	return pipe_add(p, STORE_SCRIPT_LEASE, q->k->key, LEASE_ARG_MAX, args);
 }
 
-/* A NOSCRIPT error: the script did not run, so sending it again is safe. */
-static int is_noscript(const redisReply *r)
-{
-	return r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", strlen("NOSCRIPT"));
-}
-
-/* Decode {granted, expires_us, now_us} into @g; 0 or -EPROTO with the cause in @err. */
+/* Decode {held, expires_us, now_us, granted} into @g; 0 or -EPROTO with the cause in @err. */
 static int grant_of(const redisReply *r, const char *key, struct lease_grant *g, char *err,
 		    size_t len)
 {
+	enum { HELD, EXPIRES, NOW, GRANTED, FIELDS };
+	size_t i;
+
 	memset(g, 0, sizeof(*g));
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER &&
-	    r->element[1]->type == REDIS_REPLY_INTEGER &&
-	    r->element[2]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0) {
-		g->granted = r->element[0]->integer;
-		g->expires_us = r->element[1]->integer;
-		g->now_us = r->element[2]->integer;
-		return 0;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == FIELDS) {
+		for (i = 0; i < FIELDS; i++)
+			if (r->element[i]->type != REDIS_REPLY_INTEGER ||
+			    r->element[i]->integer < 0)
+				break;
+		if (i == FIELDS) {
+			g->held = r->element[HELD]->integer;
+			g->expires_us = r->element[EXPIRES]->integer;
+			g->now_us = r->element[NOW]->integer;
+			g->granted = r->element[GRANTED]->integer;
+			return 0;
+		}
 	}
 	if (!err[0])
 		snprintf(err, len, "lease script failed on '%s': %s", key,
@@ -227,118 +422,129 @@ static int grant_of(const redisReply *r, const char *key, struct lease_grant *g,
 	return g->err;
 }
 
-/*
- * Read the @n replies of one pipeline into @out. Replies that were
- * NOSCRIPT are marked in @again (and counted in the return value).
- */
-static int read_grants(redisContext *c, const struct lease_req *r, size_t n,
-		       struct lease_grant *out, unsigned char *again, char *err, size_t len)
+/* Queue the membership beat of @node in @fleet. */
+static int add_beat(struct pipe *p, const char *fleet, const char *node, __u64 ttl_us)
 {
-	redisReply *rep;
-	int n_again = 0;
-	size_t i;
+	char ttl[NUM_LEN];
+	const char *args[] = { node, ttl };
 
-	for (i = 0; i < n; i++) {
-		if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep) {
-			snprintf(err, len, "lease sync: %s", c->errstr);
-			return -EIO;
-		}
-		again[i] = is_noscript(rep);
-		if (again[i])
-			n_again++;
-		else
-			grant_of(rep, r[i].k->key, &out[i], err, len);
-		freeReplyObject(rep);
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)ttl_us);
+	return pipe_add(p, STORE_SCRIPT_BEAT, fleet, ARRAY_SIZE(args), args);
+}
+
+static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *err, size_t len)
+{
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+		*live = r->integer;
+		return 0;
 	}
-	return n_again;
+	snprintf(err, len, "member beat on '%s': %s", fleet,
+		 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	return -EPROTO;
+}
+
+/* Queue hot set @h: its ttl, its limit, then the members this node saw. */
+static int add_hot(struct pipe *p, const struct hot_req *h)
+{
+	const char **args = calloc(HOT_ARG_MEMBERS + h->n_add, sizeof(*args));
+	char ttl[NUM_LEN], limit[NUM_LEN];
+	size_t i;
+	int err;
+
+	if (!args)
+		return -ENOMEM;
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)h->ttl_us);
+	snprintf(limit, sizeof(limit), "%" PRIu64, (uint64_t)h->limit);
+	args[HOT_ARG_TTL] = ttl;
+	args[HOT_ARG_LIMIT] = limit;
+	for (i = 0; i < h->n_add; i++)
+		args[HOT_ARG_MEMBERS + i] = h->add[i];
+	err = pipe_add(p, STORE_SCRIPT_HOT, h->key, HOT_ARG_MEMBERS + h->n_add, args);
+	free(args);
+	return err;
+}
+
+/* Hand every member of hot set @i's reply to the callback. */
+static int members_of(const redisReply *r, const struct budget_sync *b, size_t i, char *err,
+		      size_t len)
+{
+	size_t j;
+
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, len, "hot set '%s': %s", b->hot[i].key,
+			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		return -EPROTO;
+	}
+	for (j = 0; j < r->elements; j++)
+		if (r->element[j]->type == REDIS_REPLY_STRING && b->on_member)
+			b->on_member(b->arg, i, r->element[j]->str);
+	return 0;
+}
+
+int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct budget_sync *b,
+		      char *err, size_t len)
+{
+	struct pipe p = { 0 };
+	size_t i, at = 0;
+	int ret = 0;
+
+	err[0] = '\0';
+	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
+	    !reqs_are_valid(b->lease_ttl_us, b->leases, b->n_leases, err, len))
+		return -EINVAL;
+	for (i = 0; i < b->n_hot; i++)
+		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len))
+			return -EINVAL;
+	if (b->fleet)
+		ret = add_beat(&p, b->fleet, b->node, b->beat_ttl_us);
+	for (i = 0; i < b->n_hot && !ret; i++)
+		ret = add_hot(&p, &b->hot[i]);
+	for (i = 0; i < b->n_leases && !ret; i++)
+		ret = add_lease(&p, b->holder, b->lease_ttl_us, &b->leases[i]);
+	if (ret == -ENOMEM)
+		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
+	if (!ret)
+		ret = pipe_run(c, sc, &p, err, len);
+	if (ret)
+		goto out;
+	if (b->fleet && live_of(p.replies[at++], b->fleet, &b->live_nodes, err, len))
+		ret = -EPROTO;
+	for (i = 0; i < b->n_hot; i++)
+		if (members_of(p.replies[at++], b, i, err, len))
+			ret = -EPROTO;
+	for (i = 0; i < b->n_leases; i++)
+		grant_of(p.replies[at++], b->leases[i].k->key, &b->grants[i], err, len);
+out:
+	pipe_free(&p);
+	return ret;
 }
 
 int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const char *node,
 		     __u64 ttl_us, const struct lease_req *r, size_t n, struct lease_grant *out,
 		     char *err, size_t len)
 {
-	unsigned char *again;
-	size_t i;
-	int ret;
+	struct budget_sync b = {
+		.holder = node,
+		.lease_ttl_us = ttl_us,
+		.leases = r,
+		.n_leases = n,
+		.grants = out,
+	};
 
-	err[0] = '\0';
-	if (!reqs_are_valid(ttl_us, r, n, err, len))
-		return -EINVAL;
-	ret = script_load(c, LEASE_LUA, sc->lease, err, len);
-	if (ret)
-		return ret;
-	again = calloc(n ? n : 1, sizeof(*again));
-	if (!again) {
-		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++)
-		if (append_lease(c, sc->lease, node, ttl_us, &r[i]))
-			goto oom;
-	ret = read_grants(c, r, n, out, again, err, len);
-	if (ret <= 0)
-		goto out;
-	/* Redis restarted or flushed its scripts: send those again with the source. */
-	sc->lease[0] = '\0';
-	for (i = 0; i < n; i++)
-		if (again[i] && append_lease(c, NULL, node, ttl_us, &r[i]))
-			goto oom;
-	for (i = 0; i < n; i++) {
-		redisReply *rep;
-
-		if (!again[i])
-			continue;
-		if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep) {
-			snprintf(err, len, "lease sync: %s", c->errstr);
-			ret = -EIO;
-			goto out;
-		}
-		grant_of(rep, r[i].k->key, &out[i], err, len);
-		freeReplyObject(rep);
-	}
-	ret = 0;
-	goto out;
-oom:
-	snprintf(err, len, "lease sync: cannot queue a command: %s", c->errstr);
-	ret = -EIO;
-out:
-	free(again);
-	return ret;
+	return store_budget_sync(c, sc, &b, err, len);
 }
 
 int store_member_beat(struct redisContext *c, struct lease_scripts *sc, const char *fleet,
 		      const char *node, __u64 ttl_us, __u64 *live_nodes, char *err, size_t len)
 {
-	char ttl[NUM_LEN];
-	redisReply *r;
-	int ret;
+	struct budget_sync b = {
+		.fleet = fleet,
+		.node = node,
+		.beat_ttl_us = ttl_us,
+	};
+	int ret = store_budget_sync(c, sc, &b, err, len);
 
-	err[0] = '\0';
-	if (ttl_us < 1 || ttl_us > LEASE_TTL_US_MAX) {
-		snprintf(err, len, "member ttl %" PRIu64 " us is out of range", (uint64_t)ttl_us);
-		return -EINVAL;
-	}
-	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)ttl_us);
-	ret = script_load(c, BEAT_LUA, sc->beat, err, len);
-	if (ret)
-		return ret;
-	r = redisCommand(c, "EVALSHA %s 1 %s %s %s", sc->beat, fleet, node, ttl);
-	if (r && is_noscript(r)) {
-		freeReplyObject(r);
-		sc->beat[0] = '\0';
-		r = redisCommand(c, "EVAL %s 1 %s %s %s", BEAT_LUA, fleet, node, ttl);
-	}
-	if (!r) {
-		snprintf(err, len, "member beat on '%s': %s", fleet, c->errstr);
-		return -EIO;
-	}
-	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
-		*live_nodes = r->integer;
-	} else {
-		snprintf(err, len, "member beat on '%s': %s", fleet,
-			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-		ret = -EPROTO;
-	}
-	freeReplyObject(r);
+	if (!ret)
+		*live_nodes = b.live_nodes;
 	return ret;
 }

@@ -254,10 +254,15 @@ struct sluice_lease {
 			 * store's own expiry of the lease */
 	__u64 reported; /* agent's: spent as last reported to the store */
 	__u64 seen;	/* agent's: spent + denied at the last sync, for the demand */
-	__u64 want;	/* agent's: units asked for at the last sync */
-	__u64 idle;	/* agent's: consecutive syncs without local demand */
+	__u64 want;	/* agent's: units asked to hold at the last sync */
+	__u32 idle;	/* agent's: consecutive syncs without local demand */
+	__u32 flags;	/* agent's: enum sluice_lease_flag */
 };
 SLUICE_ASSERT_SIZE(struct sluice_lease, 48);
+
+enum sluice_lease_flag {
+	SLUICE_LEASE_F_SHORT = 1 << 0, /* the store granted less than wanted: no early top-up */
+};
 
 struct sluice_spend {
 	__u64 spent;  /* units admitted from the lease */

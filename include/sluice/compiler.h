@@ -13,6 +13,10 @@
 
 #define SLUICE_INLINE static inline __attribute__((always_inline))
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* Time units, in nanoseconds. */
 #define SLUICE_NSEC_PER_USEC 1000ULL
 #define SLUICE_NSEC_PER_MSEC 1000000ULL

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The agent's side of the shared budget; see lease.h and
+ * docs/shared-budget.md. Runs only on the store's thread.
+ *
+ * Accounting. The kernel's spent only grows; each lease entry remembers
+ * (reported) the spent it last told the store about. A sync reads spent S,
+ * reports used = S − reported, and the store answers what this node now
+ * holds, H: the part of its lease it did not use plus the top-up. The entry
+ * becomes granted = S + H, reported = S. Whatever the kernel spends after S
+ * is charged to H, so the units spent while the answer travels are neither
+ * lost nor counted twice. When a sync fails nothing is written, and the
+ * next one reports from the same reported: if the failed call did run in
+ * Redis, the node is charged twice for the same units — an under-admission,
+ * never an over-admission.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+
+#include "sluice/compiler.h"
+#include "sluice/gcra.h"
+#include "lease.h"
+
+#define HEX_ADDR_LEN (2 * SLUICE_ADDR_LEN + 1)
+
+/* One hot key as a round sees it. */
+struct entry {
+	struct sluice_key key;
+	struct sluice_lease l;
+	struct sluice_spend s;
+	const struct lease_policy *p;
+	int send; /* part of this round's pipeline */
+};
+
+/* The fleet's hot keys of one interface, from the last full sync, sorted. */
+struct key_set {
+	struct sluice_key *v;
+	size_t n, cap;
+};
+
+struct lease_state {
+	struct lease_plan *plan;
+	struct key_set *fleet; /* by attachment */
+	__u64 live;	       /* the fleet's size at the last beat; 0 unknown */
+	struct lease_stats stats;
+};
+
+/* Scratch of one attachment's round. */
+struct round {
+	struct lease_state *ls;
+	struct lease_att *att;
+	size_t att_i;
+	struct entry *e;
+	size_t n;
+	char **add;	     /* hex members this node saw hot, by policy */
+	size_t *n_add;	     /* by policy */
+	struct key_set seen; /* members the store returned */
+};
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct sluice_key));
+}
+
+static int set_add(struct key_set *s, const struct sluice_key *k)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct sluice_key *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = *k;
+	return 0;
+}
+
+static int set_has(const struct key_set *s, const struct sluice_key *k)
+{
+	return s->n && bsearch(k, s->v, s->n, sizeof(*k), key_cmp);
+}
+
+static void hex_of(const __u8 *addr, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		out[2 * i] = digits[addr[i] >> 4];
+		out[2 * i + 1] = digits[addr[i] & 0xf];
+	}
+	out[2 * SLUICE_ADDR_LEN] = '\0';
+}
+
+static int nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* 0, or -EINVAL for anything but 32 lowercase hex digits. */
+static int addr_of_hex(const char *hex, __u8 *addr)
+{
+	int i, hi, lo;
+
+	if (strlen(hex) != 2 * SLUICE_ADDR_LEN)
+		return -EINVAL;
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		hi = nibble(hex[2 * i]);
+		lo = nibble(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		addr[i] = hi << 4 | lo;
+	}
+	return 0;
+}
+
+static const struct lease_policy *policy_of(const struct lease_att *a, __u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_pol; i++)
+		if (a->pol[i].id == id)
+			return &a->pol[i];
+	return NULL;
+}
+
+static __u64 live_of(const struct lease_state *ls)
+{
+	return ls->live ? ls->live : 1;
+}
+
+/* What a key asks for when it turns hot here: its share of the burst. */
+static __u64 first_want(const struct lease_state *ls, const struct lease_policy *p)
+{
+	__u64 live = live_of(ls);
+
+	return (p->burst + live - 1) / live;
+}
+
+/*
+ * Give @k an entry, unless it has one: a spend counter the kernel will own
+ * from now on, and a lease that is expired until the store answers, so the
+ * key stays cold (or, strict, dropped) until then. A spend counter left from
+ * before (the agent restarted between the two) is taken as it is.
+ */
+static int entry_create(const struct lease_att *a, const struct sluice_key *k, __u64 want)
+{
+	struct sluice_spend s = { 0 };
+	struct sluice_lease l = { 0 };
+
+	if (!bpf_map_lookup_elem(a->fd_lease, k, &l))
+		return 0;
+	if (bpf_map_update_elem(a->fd_spend, k, &s, BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	if (bpf_map_lookup_elem(a->fd_spend, k, &s))
+		return -errno;
+	l.granted = l.reported = s.spent;
+	l.seen = s.spent + s.denied;
+	l.want = want;
+	if (bpf_map_update_elem(a->fd_lease, k, &l, BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Lease first: once it is gone the kernel no longer looks at the counter. */
+static void entry_delete(const struct lease_att *a, const struct sluice_key *k)
+{
+	bpf_map_delete_elem(a->fd_lease, k);
+	bpf_map_delete_elem(a->fd_spend, k);
+}
+
+/* Every key of map @fd, up to @max, into a fresh array (*@n of them). */
+static struct sluice_key *keys_of(int fd, size_t max, size_t *n)
+{
+	struct sluice_key *v = malloc(sizeof(*v) * (max ? max : 1)), k, *prev = NULL;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	while (*n < max && !bpf_map_get_next_key(fd, prev, &k)) {
+		v[*n] = k;
+		prev = &v[(*n)++];
+	}
+	return v;
+}
+
+static int note_hot(struct round *r, const struct lease_policy *p, const struct sluice_key *k)
+{
+	size_t j = p - r->att->pol;
+	char *hex;
+
+	if (r->n_add[j] >= LEASE_HOT_LIMIT)
+		return 0; /* the rest are announced by the next syncs */
+	hex = malloc(HEX_ADDR_LEN);
+	if (!hex)
+		return -ENOMEM;
+	hex_of(k->addr, hex);
+	r->add[j * LEASE_HOT_LIMIT + r->n_add[j]++] = hex;
+	return 0;
+}
+
+/* Keys the XDP program asked to make hot: give each an entry, tell the fleet. */
+static void drain_requests(struct round *r)
+{
+	const struct lease_policy *p;
+	struct sluice_key *keys;
+	size_t n, i;
+
+	keys = keys_of(r->att->fd_hot, SLUICE_HOT_ENTRIES, &n);
+	for (i = 0; keys && i < n; i++) {
+		p = policy_of(r->att, keys[i].policy_id);
+		if (p && !entry_create(r->att, &keys[i], first_want(r->ls, p)))
+			note_hot(r, p, &keys[i]);
+		bpf_map_delete_elem(r->att->fd_hot, &keys[i]);
+	}
+	free(keys);
+}
+
+/* Keys the fleet has hot and this node has no entry for: hold them too. */
+static void adopt_fleet(struct round *r)
+{
+	const struct key_set *f = &r->ls->fleet[r->att_i];
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		entry_create(r->att, &f->v[i], 0);
+}
+
+/* Read every entry with its counters; drop those of policies gone. */
+static int collect(struct round *r)
+{
+	struct sluice_key *keys;
+	size_t n, i;
+
+	keys = keys_of(r->att->fd_lease, SLUICE_LEASE_ENTRIES, &n);
+	if (!keys)
+		return -ENOMEM;
+	r->e = calloc(n ? n : 1, sizeof(*r->e));
+	if (!r->e) {
+		free(keys);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct entry *e = &r->e[r->n];
+
+		e->key = keys[i];
+		e->p = policy_of(r->att, keys[i].policy_id);
+		if (!e->p) {
+			entry_delete(r->att, &keys[i]);
+			continue;
+		}
+		if (bpf_map_lookup_elem(r->att->fd_lease, &e->key, &e->l) ||
+		    bpf_map_lookup_elem(r->att->fd_spend, &e->key, &e->s))
+			continue;
+		r->n++;
+	}
+	free(keys);
+	return 0;
+}
+
+static __u64 sat_sub(__u64 a, __u64 b)
+{
+	return a > b ? a - b : 0;
+}
+
+static __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+/* Demand per interval that keeps a key hot: half this node's share of the rate. */
+static __u64 hot_threshold(const struct round *r, const struct lease_policy *p)
+{
+	__u64 interval_us = r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+	__u64 per_interval = p->rate_units * interval_us / p->rate_period_us;
+
+	return per_interval / (2 * live_of(r->ls)) + 1;
+}
+
+/*
+ * Full round: decide each entry's want from the last interval's demand
+ * (spent and denied since the last full sync), keep it hot in the fleet
+ * while that demand is real, and give up a lease nobody needs any more.
+ */
+static void plan_full(struct round *r)
+{
+	size_t i;
+
+	r->ls->stats.hot_keys += r->n;
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
+		int fresh = !e->l.expires && e->l.granted == e->l.reported;
+
+		e->l.idle = d ? 0 : e->l.idle + 1;
+		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
+			entry_delete(r->att, &e->key);
+			continue;
+		}
+		if (!fresh || d)
+			e->l.want = min_u64(e->p->burst, LEASE_LOOKAHEAD * d);
+		if (d >= hot_threshold(r, e->p))
+			note_hot(r, e->p, &e->key);
+		e->l.seen = e->s.spent + e->s.denied;
+		e->send = 1;
+	}
+}
+
+/*
+ * Early round: a lease whose demand since the last sync reached half of
+ * what it held then, unless the store could not fill it last time (then
+ * asking again before the next interval only costs a call).
+ */
+static size_t plan_early(struct round *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
+		__u64 held = sat_sub(e->l.granted, e->l.reported);
+
+		if (!d || (e->l.flags & SLUICE_LEASE_F_SHORT) || 2 * d < held)
+			continue;
+		e->l.want = min_u64(e->p->burst, e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
+		e->send = 1;
+		n++;
+	}
+	return n;
+}
+
+static void on_member(void *arg, size_t hot, const char *member)
+{
+	struct round *r = arg;
+	struct sluice_key k = { .policy_id = r->att->pol[hot].id };
+
+	if (!addr_of_hex(member, k.addr))
+		set_add(&r->seen, &k);
+}
+
+/* Write each answer; an entry whose call failed is left as it was. */
+static void install(struct round *r, const struct lease_req *q, const struct lease_grant *g,
+		    __u64 sent_ns)
+{
+	__u64 expires = sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
+	size_t i, k = 0;
+
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+
+		if (!e->send)
+			continue;
+		if (!g[k].err) {
+			e->l.granted = e->s.spent + g[k].held;
+			e->l.reported = e->s.spent;
+			e->l.expires = expires;
+			e->l.flags = g[k].held < q[k].want ? SLUICE_LEASE_F_SHORT : 0;
+			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+		}
+		k++;
+	}
+}
+
+/* The Redis key of @p's bucket for @k, into @out. */
+static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
+		       const struct sluice_key *k, char *out)
+{
+	char hex[HEX_ADDR_LEN];
+
+	hex_of(k->addr, hex);
+	snprintf(out, LEASE_KEY_LEN, "%s:b:%s:%s", ls->plan->prefix, p->name, hex);
+}
+
+static void round_free(struct round *r)
+{
+	size_t j, i;
+
+	for (j = 0; r->add && j < r->att->n_pol; j++)
+		for (i = 0; i < r->n_add[j]; i++)
+			free(r->add[j * LEASE_HOT_LIMIT + i]);
+	free(r->add);
+	free(r->n_add);
+	free(r->e);
+	free(r->seen.v);
+}
+
+/* Build and send one attachment's pipeline, and install the answers. */
+static int send_round(struct round *r, struct redisContext *c, struct lease_scripts *sc,
+		      struct budget_sync *b, int full, char *err, size_t len)
+{
+	struct lease_key *keys = calloc(r->n ? r->n : 1, sizeof(*keys));
+	struct lease_req *q = calloc(r->n ? r->n : 1, sizeof(*q));
+	struct lease_grant *g = calloc(r->n ? r->n : 1, sizeof(*g));
+	struct hot_req *h = calloc(r->att->n_pol ? r->att->n_pol : 1, sizeof(*h));
+	size_t i, n = 0;
+	__u64 sent_ns;
+	int ret = -ENOMEM;
+
+	if (!keys || !q || !g || !h)
+		goto out;
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+
+		if (!e->send)
+			continue;
+		bucket_key(r->ls, e->p, &e->key, keys[n].key);
+		keys[n].rate_units = e->p->rate_units;
+		keys[n].rate_period_us = e->p->rate_period_us;
+		keys[n].burst = keys[n].cap = e->p->burst;
+		keys[n].start_empty = !e->p->strict;
+		q[n].k = &keys[n];
+		q[n].used = sat_sub(e->s.spent, e->l.reported);
+		q[n].want = e->l.want;
+		n++;
+	}
+	for (i = 0; full && i < r->att->n_pol; i++) {
+		snprintf(h[i].key, sizeof(h[i].key), "%s:hot:%s", r->ls->plan->prefix,
+			 r->att->pol[i].name);
+		h[i].add = (const char *const *)&r->add[i * LEASE_HOT_LIMIT];
+		h[i].n_add = r->n_add[i];
+		h[i].ttl_us = LEASE_HOT_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+		h[i].limit = LEASE_HOT_LIMIT;
+	}
+	b->hot = h;
+	b->n_hot = full ? r->att->n_pol : 0;
+	b->on_member = on_member;
+	b->arg = r;
+	b->holder = r->att->holder;
+	b->lease_ttl_us = LEASE_TTL_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+	b->leases = q;
+	b->n_leases = n;
+	b->grants = g;
+	sent_ns = mono_ns();
+	ret = store_budget_sync(c, sc, b, err, len);
+	r->ls->stats.rounds++;
+	r->ls->stats.leases += n;
+	if (ret)
+		goto out;
+	install(r, q, g, sent_ns);
+	if (full) {
+		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
+		free(r->ls->fleet[r->att_i].v);
+		r->ls->fleet[r->att_i] = r->seen;
+		memset(&r->seen, 0, sizeof(r->seen));
+	}
+out:
+	free(keys);
+	free(q);
+	free(g);
+	free(h);
+	return ret;
+}
+
+static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
+		     struct lease_scripts *sc, struct budget_sync *b, int full, char *err,
+		     size_t len)
+{
+	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai };
+	int ret = -ENOMEM;
+
+	r.add = calloc(r.att->n_pol * LEASE_HOT_LIMIT + 1, sizeof(*r.add));
+	r.n_add = calloc(r.att->n_pol + 1, sizeof(*r.n_add));
+	if (!r.add || !r.n_add)
+		goto out;
+	if (full) {
+		drain_requests(&r);
+		adopt_fleet(&r);
+	}
+	ret = collect(&r);
+	if (ret)
+		goto out;
+	if (full)
+		plan_full(&r);
+	else if (!plan_early(&r))
+		goto out; /* nothing running low: no call */
+	ret = send_round(&r, c, sc, b, full, err, len);
+out:
+	if (ret == -ENOMEM)
+		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
+	round_free(&r);
+	return ret;
+}
+
+int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scripts *sc,
+		const char *fleet, const char *node, __u64 beat_ttl_us, int full, __u64 *live,
+		char *err, size_t len)
+{
+	struct budget_sync b = { .fleet = full ? fleet : NULL,
+				 .node = node,
+				 .beat_ttl_us = beat_ttl_us };
+	size_t n_att = ls->plan ? ls->plan->n_att : 0, i;
+	int ret = 0;
+
+	*live = 0;
+	err[0] = '\0';
+	if (full)
+		ls->stats.hot_keys = 0;
+	if (!n_att && full)
+		ret = store_budget_sync(c, sc, &b, err, len);
+	for (i = 0; i < n_att && !ret; i++) {
+		ret = round_att(ls, i, c, sc, &b, full, err, len);
+		b.fleet = NULL; /* one beat per round */
+	}
+	if (!ret && full)
+		*live = ls->live = b.live_nodes;
+	return ret;
+}
+
+struct lease_state *lease_state__new(struct lease_plan *plan)
+{
+	struct lease_state *ls = calloc(1, sizeof(*ls));
+
+	if (ls)
+		ls->fleet = calloc(plan && plan->n_att ? plan->n_att : 1, sizeof(*ls->fleet));
+	if (!ls || !ls->fleet) {
+		free(ls);
+		lease_plan__free(plan);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ls->plan = plan;
+	return ls;
+}
+
+void lease_plan__free(struct lease_plan *plan)
+{
+	size_t i;
+
+	if (!plan)
+		return;
+	for (i = 0; i < plan->n_att; i++)
+		free(plan->att[i].pol);
+	free(plan->att);
+	free(plan);
+}
+
+void lease_state__free(struct lease_state *ls)
+{
+	size_t i;
+
+	if (!ls)
+		return;
+	for (i = 0; ls->plan && i < ls->plan->n_att; i++)
+		free(ls->fleet[i].v);
+	free(ls->fleet);
+	lease_plan__free(ls->plan);
+	free(ls);
+}
+
+void lease_state__stats(const struct lease_state *ls, struct lease_stats *out)
+{
+	*out = ls->stats;
+}
