@@ -51,6 +51,8 @@ struct agent {
 	char node_name[POLICY_NAME_MAX];       /* node.name, or the hostname */
 	struct store *stores[AGENT_STORE_MAX]; /* NULL: not configured */
 	struct store_health health[AGENT_STORE_MAX];
+	__u64 rounds_seen[AGENT_STORE_MAX]; /* the store thread's totals last added to snap */
+	__u64 leases_seen[AGENT_STORE_MAX];
 	__u64 fail_transitions;	      /* policy fail-mode changes written */
 	struct metrics_snapshot snap; /* what the metrics thread may read */
 	struct metrics *metrics;      /* NULL: not serving */

@@ -155,6 +155,7 @@ static int open_endpoint(struct agent *a, enum agent_store k, const struct polic
 	if (!cfg.plan)
 		return -errno;
 	a->stores[k] = store__open(&cfg); /* takes the plan, also when it fails */
+	a->rounds_seen[k] = a->leases_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!a->stores[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -251,6 +252,13 @@ static void observe(struct agent *a, enum agent_store k, __u64 now)
 	a->snap.stores[k].up = h->state == STORE_OK;
 	a->snap.stores[k].probes_ok += r.ok;
 	a->snap.stores[k].probes_failed += r.failed;
+	if (r.rounds) { /* the thread's own totals: add what is new */
+		a->snap.stores[k].syncs += r.rounds - a->rounds_seen[k];
+		a->snap.stores[k].lease_calls += r.leases - a->leases_seen[k];
+		a->snap.stores[k].hot_keys = r.hot_keys;
+		a->rounds_seen[k] = r.rounds;
+		a->leases_seen[k] = r.leases;
+	}
 	a->snap.stores[k].transitions = h->transitions;
 	pthread_mutex_unlock(&a->snap.lock);
 	if (h->state != was)

@@ -22,6 +22,7 @@
 
 #include "cmd.h"
 #include "compile.h"
+#include "lease.h"
 #include "policy.h"
 
 #define BITS_PER_BYTE 8
@@ -462,7 +463,35 @@ static void print_fail(struct line *l, const struct policy *p, const char *fault
 	line__print(l);
 }
 
-static void print_policy(const struct policy *p, const struct sluice_policy *sp)
+/*
+ * How a cluster-scoped limit is shared (docs/shared-budget.md): cold keys
+ * at the share, hot keys on leases; and when the burst is too small for
+ * leases topped up once per sync interval to carry the whole rate.
+ */
+static void print_cluster(struct line *l, const struct policy *p, __u64 interval_ns)
+{
+	double per_interval = rate_per_sec(&p->rate) * (double)interval_ns /
+			      (double)SLUICE_NSEC_PER_SEC * LEASE_LOOKAHEAD;
+	char iv[TEXT_LEN];
+
+	if (p->cold_strict)
+		line__add(l, "  cold_mode strict: a key's first packets are dropped until its "
+			     "lease arrives (about one round trip to the store)");
+	else
+		line__add(l, "  cold keys: each of k live nodes admits rate/k with burst/k; a key "
+			     "using half of that turns hot and shares the fleet's leases");
+	line__print(l);
+	if ((double)p->burst < per_interval) {
+		line__add(
+			l,
+			"  note: a burst below %d sync intervals of the rate (%.0f, sync_interval "
+			"%s) keeps a hot key below its rate when one node carries it",
+			LEASE_LOOKAHEAD, per_interval, duration_text(iv, (double)interval_ns));
+		line__print(l);
+	}
+}
+
+static void print_policy(const struct policy *p, const struct sluice_policy *sp, __u64 interval_ns)
 {
 	struct line l = { .len = 0 };
 
@@ -475,6 +504,8 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp)
 						       : ", on this node");
 	line__print(&l);
 	print_burst_math(&l, p);
+	if (p->scope == POLICY_SCOPE_CLUSTER)
+		print_cluster(&l, p, interval_ns);
 	line__add(&l, "  class: %s",
 		  p->class == SLUICE_CLASS_ABUSE ? "abuse (makes an attack uneconomical)"
 						 : "shedding (protects capacity)");
@@ -547,7 +578,7 @@ int cmd_check(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	for (i = 0; i < ps->n_policies; i++)
-		print_policy(&ps->policies[i], &c.policies[i]);
+		print_policy(&ps->policies[i], &c.policies[i], ps->sync_interval_ns);
 	print_file(ps);
 	printf("%zu policies, %zu classifier entries: ok\n", ps->n_policies, c.n_match);
 	compiled__free(&c);

@@ -146,6 +146,24 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 				"sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
 				s->stores[k].url, (unsigned long long)s->stores[k].probes_ok,
 				s->stores[k].url, (unsigned long long)s->stores[k].probes_failed);
+	header(out, "sluice_store_syncs_total", "counter",
+	       "Round trips to the store: full syncs and early lease top-ups.");
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out, "sluice_store_syncs_total{store=\"%s\"} %llu\n",
+				s->stores[k].url, (unsigned long long)s->stores[k].syncs);
+	header(out, "sluice_store_lease_calls_total", "counter",
+	       "Lease top-ups sent to the store (one per hot key per sync).");
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out, "sluice_store_lease_calls_total{store=\"%s\"} %llu\n",
+				s->stores[k].url, (unsigned long long)s->stores[k].lease_calls);
+	header(out, "sluice_store_hot_keys", "gauge",
+	       "Keys of cluster-scoped policies holding a lease, at the last sync.");
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out, "sluice_store_hot_keys{store=\"%s\"} %llu\n", s->stores[k].url,
+				(unsigned long long)s->stores[k].hot_keys);
 	header(out, "sluice_fail_mode_transitions_total", "counter",
 	       "Policy fail-mode changes the agent made for store faults.");
 	fprintf(out, "sluice_fail_mode_transitions_total %llu\n",

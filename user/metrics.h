@@ -25,6 +25,9 @@ struct metrics_snapshot {
 		__u64 probes_ok;
 		__u64 probes_failed;
 		__u64 transitions;
+		__u64 syncs;	   /* pipelined round trips: full syncs and early top-ups */
+		__u64 lease_calls; /* lease script calls in them */
+		__u64 hot_keys;	   /* keys holding a lease entry at the newest full sync */
 	} stores[METRICS_STORES];
 	__u64 fail_transitions; /* policy store fail-mode changes */
 	__u64 reloads_ok;
