@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #define DIAG_FIELD_LEN 128
-#define DIAG_MSG_LEN   256
+#define DIAG_MSG_LEN   512
 
 struct src_pos {
 	int line; /* 1-based; 0 = no position (a file-level problem) */

@@ -505,7 +505,8 @@ static void test_diag_cut_and_grow(void **state)
 		assert_int_equal(diag__add(&d, pos, "", "m%zu", i), 0);
 	}
 	assert_int_equal(d.n, n);
-	assert_string_equal(d.v[n - 1].msg, "m767");
+	snprintf(longmsg, sizeof(longmsg), "m%zu", n - 1);
+	assert_string_equal(d.v[n - 1].msg, longmsg);
 	diag__free(&d);
 	assert_null(d.v);
 	assert_int_equal(d.n, 0);
