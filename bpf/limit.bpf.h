@@ -62,18 +62,37 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 	return LIMIT_CAS_EXHAUSTED;
 }
 
+static __always_inline int key_equal(const struct sluice_key *a, const struct sluice_key *b)
+{
+	return a->policy_id == b->policy_id && a->addr32[0] == b->addr32[0] &&
+	       a->addr32[1] == b->addr32[1] && a->addr32[2] == b->addr32[2] &&
+	       a->addr32[3] == b->addr32[3];
+}
+
 /*
  * The live lease of @key at @now (ticks), or NULL: none, expired (the agent
  * or the store is late: the key is cold again), or being torn down.
+ *
+ * A hash map recycles a replaced or deleted element at once (kernel 6.1+,
+ * per-CPU free lists), so a pointer we hold may meanwhile carry another
+ * key's lease: the agent replacing one key's lease and then writing the
+ * next one does exactly that. The kernel writes a new element's key before
+ * its value, so reading the fields first and the entry's own key last
+ * tells: a key that is still ours means the fields we read were ours.
  */
 static __always_inline struct sluice_spend *lease_live(const struct sluice_key *key, __u64 now,
 						       __u64 *granted)
 {
 	const struct sluice_lease *l = bpf_map_lookup_elem(&sluice_lease, key);
+	__u64 expires;
 
-	if (!l || (__s64)(*(volatile __u64 *)&l->expires - now) <= 0)
+	if (!l)
 		return NULL;
+	expires = *(volatile __u64 *)&l->expires;
 	*granted = *(volatile __u64 *)&l->granted;
+	asm volatile("" ::: "memory"); /* the fields before the key */
+	if ((__s64)(expires - now) <= 0 || !key_equal(&l->key, key))
+		return NULL;
 	return bpf_map_lookup_elem(&sluice_spend, key);
 }
 
@@ -109,7 +128,7 @@ static __always_inline enum limit_result lease_spend(struct sluice_spend *s, __u
  */
 static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
 {
-	struct sluice_hot h = { .since_ns = now >> SLUICE_GCRA_TICK_SHIFT };
+	struct sluice_hot h = { .since = now };
 
 	if (!bpf_map_lookup_elem(&sluice_hot, key))
 		bpf_map_update_elem(&sluice_hot, key, &h, BPF_NOEXIST);

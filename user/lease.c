@@ -176,6 +176,7 @@ static int entry_create(const struct lease_att *a, const struct sluice_key *k, _
 	l.granted = l.reported = s.spent;
 	l.seen = s.spent + s.denied;
 	l.want = want;
+	l.key = *k;
 	if (bpf_map_update_elem(a->fd_lease, k, &l, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
 	return 0;

@@ -249,16 +249,18 @@ SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);
  * decides, or with SLUICE_POLICY_F_COLD_STRICT the packet is dropped.
  */
 struct sluice_lease {
-	__u64 granted;	/* units: spend while spent + cost <= granted (both only grow) */
-	__u64 expires;	/* ticks (gcra.h): spend nothing from then on; set before the
-			 * store's own expiry of the lease */
-	__u64 reported; /* agent's: spent as last reported to the store */
-	__u64 seen;	/* agent's: spent + denied at the last sync, for the demand */
-	__u64 want;	/* agent's: units asked to hold at the last sync */
-	__u32 idle;	/* agent's: consecutive syncs without local demand */
-	__u32 flags;	/* agent's: enum sluice_lease_flag */
+	__u64 granted;	       /* units: spend while spent + cost <= granted (both only grow) */
+	__u64 expires;	       /* ticks (gcra.h): spend nothing from then on; set before the
+				* store's own expiry of the lease */
+	__u64 reported;	       /* agent's: spent as last reported to the store */
+	__u64 seen;	       /* agent's: spent + denied at the last sync, for the demand */
+	__u64 want;	       /* agent's: units asked to hold at the last sync */
+	__u32 idle;	       /* agent's: consecutive syncs without local demand */
+	__u32 flags;	       /* agent's: enum sluice_lease_flag */
+	struct sluice_key key; /* the entry's own key: see lease_live() in the program */
+	__u32 reserved;
 };
-SLUICE_ASSERT_SIZE(struct sluice_lease, 48);
+SLUICE_ASSERT_SIZE(struct sluice_lease, 72);
 
 enum sluice_lease_flag {
 	SLUICE_LEASE_F_SHORT = 1 << 0, /* the store granted less than wanted: no early top-up */
@@ -277,7 +279,7 @@ SLUICE_ASSERT_SIZE(struct sluice_spend, 16);
  * program (create only), read and deleted by the agent.
  */
 struct sluice_hot {
-	__u64 since_ns; /* bpf_ktime_get_ns() of the first such packet */
+	__u64 since; /* ticks (gcra.h) of the first such packet */
 };
 SLUICE_ASSERT_SIZE(struct sluice_hot, 8);
 

@@ -3,9 +3,12 @@
  * The BPF test harness; see harness.h. Each harness gets its own pin root
  * under /sys/fs/bpf, named by PID and a counter, and removes it on close.
  */
+#define _GNU_SOURCE /* pthread_setaffinity_np */
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +121,54 @@ int harness_run(struct harness *h, const struct pkt *p)
 	if (bpf_prog_test_run_opts(h->att.prog_fd, &opts))
 		return -errno;
 	return opts.retval;
+}
+
+struct runner {
+	struct harness *h;
+	const struct pkt *p;
+	__u32 repeat;
+	int cpu;
+	int err;
+};
+
+static void *run_on_cpu(void *arg)
+{
+	struct runner *r = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(r->cpu, &set);
+	r->err = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!r->err)
+		r->err = harness_run_repeat(r->h, r->p, r->repeat);
+	return NULL;
+}
+
+int harness_run_on_cpus(struct harness *h, const struct pkt *p, int threads, __u32 repeat)
+{
+	struct runner *r = calloc(threads, sizeof(*r));
+	pthread_t *t = calloc(threads, sizeof(*t));
+	int i, started = 0, err = 0;
+
+	if (!r || !t) {
+		free(r);
+		free(t);
+		return -ENOMEM;
+	}
+	for (i = 0; i < threads; i++, started++) {
+		r[i] = (struct runner){ .h = h, .p = p, .repeat = repeat, .cpu = i };
+		err = -pthread_create(&t[i], NULL, run_on_cpu, &r[i]);
+		if (err)
+			break;
+	}
+	for (i = 0; i < started; i++) {
+		pthread_join(t[i], NULL);
+		if (!err)
+			err = r[i].err;
+	}
+	free(r);
+	free(t);
+	return err;
 }
 
 int harness_run_repeat(struct harness *h, const struct pkt *p, __u32 repeat)

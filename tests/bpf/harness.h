@@ -48,6 +48,12 @@ int harness_run(struct harness *h, const struct pkt *p);
 /* Run @p @repeat times (one syscall); returns 0 or -errno. */
 int harness_run_repeat(struct harness *h, const struct pkt *p, __u32 repeat);
 
+/*
+ * Run @p @repeat times on each of CPUs 0 .. @threads − 1 at once (one
+ * thread pinned to each). 0 when every run succeeded, else the first -errno.
+ */
+int harness_run_on_cpus(struct harness *h, const struct pkt *p, int threads, __u32 repeat);
+
 /* Counters now. The caller frees with status__free(). */
 void harness_status(struct harness *h, struct status *st);
 

@@ -6,11 +6,8 @@
  * and for each prefix length; two threads on two CPUs hammering one key
  * together admit no more than one thread would.
  */
-#define _GNU_SOURCE
 #include <linux/bpf.h>
 #include <linux/in.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,43 +149,6 @@ static void test_bytes(void **state)
 #define THREAD_REPEAT 200000
 #define SEC_PER_MIN   60
 
-struct runner {
-	struct harness *h;
-	const struct pkt *p;
-	int cpu;
-	int err;
-};
-
-static void *run_on_cpu(void *arg)
-{
-	struct runner *r = arg;
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(r->cpu, &set);
-	r->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	if (!r->err)
-		r->err = harness_run_repeat(r->h, r->p, THREAD_REPEAT);
-	return NULL;
-}
-
-/* Run @p THREAD_REPEAT times on each of THREADS CPUs at once; every run must succeed. */
-static void run_on_all_cpus(struct harness *h, const struct pkt *p)
-{
-	struct runner r[THREADS];
-	pthread_t t[THREADS];
-	int i;
-
-	for (i = 0; i < THREADS; i++) {
-		r[i] = (struct runner){ .h = h, .p = p, .cpu = i };
-		assert_int_equal(pthread_create(&t[i], NULL, run_on_cpu, &r[i]), 0);
-	}
-	for (i = 0; i < THREADS; i++) {
-		pthread_join(t[i], NULL);
-		assert_int_equal(r[i].err, 0);
-	}
-}
-
 /* Two CPUs on one key: the sum admitted is the burst, never more. */
 static void test_two_cpus_one_key(void **state)
 {
@@ -209,7 +169,7 @@ static void test_two_cpus_one_key(void **state)
 	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
 	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
 	start = time(NULL);
-	run_on_all_cpus(&h, &p);
+	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
 	refill = (time(NULL) - start) / SEC_PER_MIN + 1;
 	harness_status(&h, &st);
 	passed = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED);
@@ -261,7 +221,7 @@ static void test_two_cpus_layered(void **state)
 		 LAYER_KEY_BURST, LAYER_ALL_BURST);
 	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
 	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
-	run_on_all_cpus(&h, &p);
+	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
 	harness_status(&h, &st);
 	passed = harness_policy_pkts(&st, "all", SLUICE_PSTAT_PASSED);
 	assert_int_equal(harness_policy_pkts(&st, "per-source", SLUICE_PSTAT_PASSED), passed);

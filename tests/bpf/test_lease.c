@@ -1,0 +1,761 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * BPF_PROG_TEST_RUN on the real object: the kernel side of the shared
+ * budget (abi.h, struct sluice_lease; bpf/sluice.bpf.c, layer_lease and
+ * layer_cold). A key of a cluster-scoped policy with a live lease is
+ * decided by the lease alone: exactly `granted` units pass, spent counts
+ * them and denied the rest, whatever the store's fail mode, and two CPUs
+ * together spend no more than granted. Without a live lease the key is
+ * cold: the share's GCRA decides (with cold_mode: strict, nothing passes
+ * while the store is healthy), and a hot key asks for a lease in
+ * sluice_hot.
+ *
+ * No agent runs. The tests write what the agent would: the fail mode and
+ * share (sluice_fail), whole leases, zeroed spend entries; and read what
+ * the program writes. Every burst is checked packet by packet for its
+ * verdict, then for the exact delta of every policy counter and every
+ * total. Rates are 1/h, so nothing refills while a test runs. Every test
+ * but the two-CPU one runs once per address family (families[]).
+ *
+ * Not here: the store's side of leases (tests/store/test_lease.c), fail
+ * modes and layers without leases (test_policy.c).
+ */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <linux/bpf.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sluice/gcra.h"
+#include "sluice/key.h"
+#include "../unit/rows.h"
+#include "agent.h"
+#include "harness.h"
+#include "maps.h"
+
+/* Numbers that also appear in the policy text below, spelt once. */
+#define STR(x)	#x
+#define XSTR(x) STR(x)
+
+#define SHARED_PORT	  53
+#define STRICT_PORT	  54
+#define BYTES_PORT	  55
+#define NODE_PORT	  56
+#define SHARED_BURST	  10
+#define STRICT_BURST	  4
+#define NODE_BURST	  1
+#define LAYER_NODE_BURST  2
+#define FRAME_BYTES	  1000
+#define SMALL_FRAME_BYTES 64
+#define FRAMES_GRANTED	  3
+#define BYTES_BURST	  "24kbit" /* 3000 bytes: a bit rate's burst is in bits */
+
+#define LEASE_TTL_NS	 SLUICE_NSEC_PER_HOUR /* no live lease expires while a test runs */
+#define LEASE_EXPIRED_NS SLUICE_NSEC_PER_MSEC /* how long ago an expired lease ended */
+#define ONE_NODE	 1		      /* the share while this node is the fleet */
+#define ROW_TESTS	 8		      /* run once per address family */
+#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 1)
+
+/* Cluster scope needs a store; no test contacts it. */
+#define TEST_STORE "store: { redis: \"unix:///nonexistent/redis.sock\" }\n"
+
+/*
+ * A cluster policy per port with per-prefix keys: 'shared' (share or
+ * lease), 'strict' (lease or nothing), 'bytes' (byte costs); and 'node',
+ * node-scoped, which never has a lease. Unformatted: clang-format would
+ * break the text at every XSTR().
+ */
+/* clang-format off */
+static const char lease_yaml[] = TEST_STORE
+	"policies:\n"
+	"  - name: shared\n"
+	"    scope: cluster\n"
+	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 1/h\n"
+	"    burst: " XSTR(SHARED_BURST) "\n"
+	"  - name: strict\n"
+	"    scope: cluster\n"
+	"    cold_mode: strict\n"
+	"    match: { proto: udp, dst_port: " XSTR(STRICT_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 1/h\n"
+	"    burst: " XSTR(STRICT_BURST) "\n"
+	"  - name: bytes\n"
+	"    scope: cluster\n"
+	"    match: { proto: udp, dst_port: " XSTR(BYTES_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 8kbit/h\n"
+	"    burst: " BYTES_BURST "\n"
+	"  - name: node\n"
+	"    match: { proto: udp, dst_port: " XSTR(NODE_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 1/h\n"
+	"    burst: " XSTR(NODE_BURST) "\n";
+/* clang-format on */
+
+/*
+ * Two layers on one port. compile.c evaluates a keyed policy before a
+ * global one, so 'shared' (and its lease) is looked at first: a packet
+ * 'node' drops has already passed the lease's peek.
+ */
+/* clang-format off */
+static const char layers_yaml[] = TEST_STORE
+	"policies:\n"
+	"  - name: shared\n"
+	"    scope: cluster\n"
+	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 1/h\n"
+	"    burst: " XSTR(SHARED_BURST) "\n"
+	"  - name: node\n"
+	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
+	"    rate: 1/h\n"
+	"    burst: " XSTR(LAYER_NODE_BURST) "\n";
+/* clang-format on */
+
+struct family {
+	const char *name;
+	const char *src;       /* the source whose key a test leases */
+	const char *src_peer;  /* another address with src's key (same /24, /64) */
+	const char *src_other; /* a source with a key of its own */
+	const char *dst;
+};
+
+static const struct family families[] = {
+	{ "ipv4", "10.2.3.4", "10.2.3.200", "10.3.0.1", "198.51.100.53" },
+	{ "ipv6", "2001:db8:0:1::1", "2001:db8:0:1:ffff::9", "2001:db8:0:2::1",
+	  "2001:db8:ffff::53" },
+};
+
+/* ---- acting as the agent, reading what the program wrote ------------------ */
+
+static void load(struct harness *h, const char *yaml)
+{
+	if (harness_load(h, yaml, HARNESS_MAX_KEYS))
+		fail_msg("cannot load policy:\n%s", yaml);
+}
+
+/* Policy @name in @st; fails the test on an unknown name. */
+static const struct policy_status *find_policy(const struct status *st, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_policies; i++)
+		if (!strcmp(st->policies[i].policy.name, name))
+			return &st->policies[i];
+	fail_msg("no policy '%s' is active", name);
+	return NULL;
+}
+
+/* The active policy @name; fails the test on an unknown name. */
+static struct sluice_policy policy_of(struct harness *h, const char *name)
+{
+	struct sluice_policy p;
+	struct status st;
+
+	harness_status(h, &st);
+	p = find_policy(&st, name)->policy;
+	status__free(&st);
+	return p;
+}
+
+/* The key of sluice_state, _lease, _spend and _hot that policy @name derives for @src. */
+static struct sluice_key key_of(struct harness *h, const char *name, const char *src)
+{
+	struct sluice_policy p = policy_of(h, name);
+	__u32 addr[SLUICE_ADDR_WORDS];
+	struct sluice_key key;
+	int is_ipv4 = pkt_addr16(src, (__u8 *)addr);
+
+	memset(&key, 0, sizeof(key));
+	sluice_key_derive(&key, &p, addr, is_ipv4);
+	return key;
+}
+
+/* Put policy @name in store mode @mode with fleet share @share, as the agent does. */
+static void set_fail(struct harness *h, const char *name, __u8 mode, __u32 share)
+{
+	struct sluice_fail_state st = { .mode = mode, .share = share, .since_ns = agent_now_ns() };
+
+	assert_int_equal(maps__write_fail(&h->att.maps, harness_policy_id(h, name), &st), 0);
+}
+
+/* Write @key's lease whole, as the agent does: @granted units until @expires_ns (monotonic). */
+static void lease_write(struct harness *h, const struct sluice_key *key, __u64 granted,
+			__u64 expires_ns)
+{
+	struct sluice_lease l = { .granted = granted,
+				  .expires = sluice_gcra_ticks(expires_ns),
+				  .key = *key };
+
+	if (bpf_map_update_elem(h->att.maps.fd[SLUICE_MAP_LEASE], key, &l, BPF_ANY))
+		fail_msg("cannot write a lease: %s", strerror(errno));
+}
+
+static void lease_grant(struct harness *h, const struct sluice_key *key, __u64 granted)
+{
+	lease_write(h, key, granted, agent_now_ns() + LEASE_TTL_NS);
+}
+
+static void lease_expire(struct harness *h, const struct sluice_key *key, __u64 granted)
+{
+	lease_write(h, key, granted, agent_now_ns() - LEASE_EXPIRED_NS);
+}
+
+/* Create @key's spend entry zeroed; only the program changes it from then on. */
+static void spend_create(struct harness *h, const struct sluice_key *key)
+{
+	struct sluice_spend s = { 0 };
+
+	if (bpf_map_update_elem(h->att.maps.fd[SLUICE_MAP_SPEND], key, &s, BPF_NOEXIST))
+		fail_msg("cannot create a spend entry: %s", strerror(errno));
+}
+
+/* @key's spend entry into *@s: 0, or -errno (-ENOENT: none). */
+static int spend_read(struct harness *h, const struct sluice_key *key, struct sluice_spend *s)
+{
+	return bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_SPEND], key, s) ? -errno : 0;
+}
+
+/* A macro, so that a failure names the caller's line. */
+#define assert_spend(h, key, spent_units, denied_units)                                            \
+	do {                                                                                       \
+		struct sluice_spend s_;                                                            \
+		assert_int_equal(spend_read((h), (key), &s_), 0);                                  \
+		assert_int_equal(s_.spent, (spent_units));                                         \
+		assert_int_equal(s_.denied, (denied_units));                                       \
+	} while (0)
+
+/* @key's hot request, its since (ticks) into *@since: 0, or -errno (-ENOENT: none). */
+static int hot_read(struct harness *h, const struct sluice_key *key, __u64 *since)
+{
+	struct sluice_hot hot;
+
+	if (bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_HOT], key, &hot))
+		return -errno;
+	*since = hot.since;
+	return 0;
+}
+
+/* Whether policy @name holds GCRA state for @src's key (sluice_state). */
+static int has_state(struct harness *h, const char *name, const char *src)
+{
+	__u64 tat;
+	int err = harness_key_tat(h, name, src, &tat);
+
+	if (err && err != -ENOENT)
+		fail_msg("cannot read the state of '%s' for %s: %s", name, src, strerror(-err));
+	return !err;
+}
+
+/* ---- one burst: verdicts and every counter -------------------------------- */
+
+/* How far one policy's counters move in a burst; a counter not named stays. */
+struct moved {
+	const char *policy; /* NULL ends a list */
+	__u64 pkts[SLUICE_PSTAT_MAX];
+};
+
+/* clang-format off */
+#define MOVED(policy, ...) { (policy), { __VA_ARGS__ } }
+#define BY(what, n) [SLUICE_PSTAT_##what] = (n)
+/* clang-format on */
+
+/* Every counter of every policy moved exactly as @moved (ended by a NULL policy) says. */
+static void check_policies(const struct status *before, const struct status *after,
+			   const struct moved *moved, int line)
+{
+	const struct policy_status *a, *b;
+	const struct moved *m;
+	__u64 got, want;
+	size_t i;
+	int j;
+
+	for (m = moved; m->policy; m++)
+		find_policy(after, m->policy);
+	for (i = 0; i < after->n_policies; i++) {
+		a = &after->policies[i];
+		b = find_policy(before, a->policy.name);
+		for (j = 0; j < SLUICE_PSTAT_MAX; j++) {
+			got = a->stats.c[j].pkts - b->stats.c[j].pkts;
+			want = 0;
+			for (m = moved; m->policy; m++)
+				if (!strcmp(m->policy, a->policy.name))
+					want += m->pkts[j];
+			if (got != want)
+				fail_msg("line %d: '%s' counter %d moved by %llu, expected %llu",
+					 line, a->policy.name, j, (unsigned long long)got,
+					 (unsigned long long)want);
+		}
+	}
+}
+
+/* Totals: @passed, @dropped and @exhausted (lost CAS races) packets, nothing else. */
+static void check_totals(const struct status *before, const struct status *after, __u64 passed,
+			 __u64 dropped, __u64 exhausted, int line)
+{
+	__u64 got, want;
+	int j;
+
+	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
+		got = after->totals.c[j].pkts - before->totals.c[j].pkts;
+		want = j == SLUICE_TOTAL_PASSED		 ? passed
+		       : j == SLUICE_TOTAL_DROPPED	 ? dropped
+		       : j == SLUICE_TOTAL_CAS_EXHAUSTED ? exhausted
+							 : 0;
+		if (got != want)
+			fail_msg("line %d: total %d moved by %llu, expected %llu", line, j,
+				 (unsigned long long)got, (unsigned long long)want);
+	}
+}
+
+/*
+ * Send @p @n times: the first @n_pass must pass and the rest be dropped,
+ * and the counters move exactly as @moved (ended by a NULL policy) says.
+ * @line is the caller's, for the failure message.
+ */
+static void send_burst(struct harness *h, const struct pkt *p, __u32 n, __u32 n_pass,
+		       const struct moved *moved, int line)
+{
+	struct status before, after;
+	int verdict, want;
+	__u32 i;
+
+	harness_status(h, &before);
+	for (i = 0; i < n; i++) {
+		verdict = harness_run(h, p);
+		want = i < n_pass ? XDP_PASS : XDP_DROP;
+		if (verdict != want)
+			fail_msg("line %d: packet %u of %u: verdict %d, expected %d", line, i + 1,
+				 n, verdict, want);
+	}
+	harness_status(h, &after);
+	check_policies(&before, &after, moved, line);
+	check_totals(&before, &after, n_pass, n - n_pass, 0, line);
+	status__free(&before);
+	status__free(&after);
+}
+
+#define SEND(h, p, n, n_pass, ...)                                                                 \
+	send_burst((h), (p), (n), (n_pass), (const struct moved[]){ __VA_ARGS__, { NULL } },       \
+		   __LINE__)
+
+/* ---- 1, 2. spending a live lease ------------------------------------------ */
+
+#define GRANTED	     40
+#define SENT	     100
+#define GRANTED_MORE 55
+#define SENT_MORE    20
+
+/*
+ * Exactly granted packets pass; every packet the lease decided counts as
+ * leased; the GCRA is never consulted. The agent raising the grant (a new
+ * whole value) leaves spent alone, so exactly the difference passes, for
+ * any address of the key.
+ */
+static void test_lease_spend(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+	__u64 since;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "shared", f->src);
+	lease_grant(&h, &key, GRANTED);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	SEND(&h, &p, SENT, GRANTED,
+	     MOVED("shared", BY(PASSED, GRANTED), BY(DROPPED, SENT - GRANTED), BY(LEASED, SENT)));
+	assert_spend(&h, &key, GRANTED, SENT - GRANTED);
+	assert_false(has_state(&h, "shared", f->src));
+	/* A leased key is hot already: its drops ask for nothing. */
+	assert_int_equal(hot_read(&h, &key, &since), -ENOENT);
+
+	lease_grant(&h, &key, GRANTED_MORE);
+	assert_spend(&h, &key, GRANTED, SENT - GRANTED);
+	harness_udp(&p, f->src_peer, f->dst, SHARED_PORT);
+	SEND(&h, &p, SENT_MORE, GRANTED_MORE - GRANTED,
+	     MOVED("shared", BY(PASSED, GRANTED_MORE - GRANTED),
+		   BY(DROPPED, SENT_MORE - (GRANTED_MORE - GRANTED)), BY(LEASED, SENT_MORE)));
+	assert_spend(&h, &key, GRANTED_MORE, SENT + SENT_MORE - GRANTED_MORE);
+	assert_false(has_state(&h, "shared", f->src));
+	harness_close(&h);
+}
+
+/* ---- 3. no live lease: the share decides ---------------------------------- */
+
+#define COLD_SHARE	    2
+#define COLD_ADMITS	    (SHARED_BURST / COLD_SHARE) /* burst/k of a back-to-back burst */
+#define COLD_EXTRA	    3
+#define SPENT_BEFORE_EXPIRY 3
+
+/*
+ * What gcra.h admits of a back-to-back burst on a fresh key under policy
+ * @name's limit shared by @share, with the clock stopped. The real clock
+ * moves microseconds per packet against an increment of hours, so it
+ * admits the same number.
+ */
+static __u32 gcra_burst(struct harness *h, const char *name, __u32 share)
+{
+	struct sluice_policy p = policy_of(h, name);
+	__u64 incr = sluice_gcra_incr(1, p.limit.interval_mant, p.limit.interval_shift) * share;
+	__u64 tat = 0, retry;
+	__u32 n;
+
+	for (n = 0; n <= SHARED_BURST; n++)
+		if (!sluice_gcra_admit(tat, 0, incr, p.limit.tolerance, &tat, &retry))
+			break;
+	return n;
+}
+
+/*
+ * An expired lease, and a lease without a spend entry, are no lease: the
+ * key is cold and held to burst/share, and spent stays as it was.
+ */
+static void test_cold(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key, other;
+	struct sluice_spend s;
+	struct harness h;
+	struct pkt p;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, COLD_SHARE);
+	assert_int_equal(gcra_burst(&h, "shared", COLD_SHARE), COLD_ADMITS);
+
+	key = key_of(&h, "shared", f->src);
+	lease_grant(&h, &key, GRANTED);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	SEND(&h, &p, SPENT_BEFORE_EXPIRY, SPENT_BEFORE_EXPIRY,
+	     MOVED("shared", BY(PASSED, SPENT_BEFORE_EXPIRY), BY(LEASED, SPENT_BEFORE_EXPIRY)));
+	lease_expire(&h, &key, GRANTED);
+	SEND(&h, &p, COLD_ADMITS + COLD_EXTRA, COLD_ADMITS,
+	     MOVED("shared", BY(PASSED, COLD_ADMITS), BY(DROPPED, COLD_EXTRA)));
+	assert_spend(&h, &key, SPENT_BEFORE_EXPIRY, 0);
+	assert_true(has_state(&h, "shared", f->src));
+
+	/* The agent has written the lease but not yet created its spend entry. */
+	other = key_of(&h, "shared", f->src_other);
+	lease_grant(&h, &other, GRANTED);
+	harness_udp(&p, f->src_other, f->dst, SHARED_PORT);
+	SEND(&h, &p, COLD_ADMITS + COLD_EXTRA, COLD_ADMITS,
+	     MOVED("shared", BY(PASSED, COLD_ADMITS), BY(DROPPED, COLD_EXTRA)));
+	assert_int_equal(spend_read(&h, &other, &s), -ENOENT);
+	harness_close(&h);
+}
+
+/*
+ * An entry that carries another key's lease — a recycled hash element the
+ * program still holds a pointer to (see lease_live) — is no lease either.
+ */
+static void test_recycled(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key, other;
+	struct sluice_lease l;
+	struct harness h;
+	struct pkt p;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, COLD_SHARE);
+	key = key_of(&h, "shared", f->src);
+	other = key_of(&h, "shared", f->src_other);
+	lease_grant(&h, &key, GRANTED);
+	spend_create(&h, &key);
+	assert_int_equal(bpf_map_lookup_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &l), 0);
+	l.key = other;
+	assert_int_equal(bpf_map_update_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &l, BPF_EXIST),
+			 0);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	SEND(&h, &p, COLD_ADMITS + COLD_EXTRA, COLD_ADMITS,
+	     MOVED("shared", BY(PASSED, COLD_ADMITS), BY(DROPPED, COLD_EXTRA)));
+	assert_spend(&h, &key, 0, 0);
+	harness_close(&h);
+}
+
+/* ---- 4. two CPUs spend one lease ------------------------------------------ */
+
+#define THREADS	       2
+#define THREAD_REPEAT  200000
+#define THREAD_SENT    ((__u64)THREADS * THREAD_REPEAT)
+#define THREAD_GRANTED 100000
+
+/* Exhausted packets are dropped and leased too: these hold however many there are. */
+static const struct moved two_cpus_moved[] = {
+	MOVED("shared", BY(PASSED, THREAD_GRANTED), BY(DROPPED, THREAD_SENT - THREAD_GRANTED),
+	      BY(LEASED, THREAD_SENT)),
+	{ NULL },
+};
+
+/*
+ * Two CPUs spending one lease by compare-and-swap pass exactly granted in
+ * total. A packet that loses SLUICE_CAS_RETRIES races is dropped without
+ * being counted as denied; both CPUs send far past the grant, so such a
+ * drop leaves nothing unspent.
+ */
+static void test_two_cpus(void **state)
+{
+	const struct family *f = &families[0];
+	struct status before, after;
+	struct sluice_key key;
+	struct sluice_spend s;
+	struct harness h;
+	struct pkt p;
+	__u64 exhausted;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
+		skip();
+	load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "shared", f->src);
+	lease_grant(&h, &key, THREAD_GRANTED);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	harness_status(&h, &before);
+	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
+	harness_status(&h, &after);
+	exhausted = after.totals.c[SLUICE_TOTAL_CAS_EXHAUSTED].pkts -
+		    before.totals.c[SLUICE_TOTAL_CAS_EXHAUSTED].pkts;
+	assert_int_equal(spend_read(&h, &key, &s), 0);
+	print_message("two cpus, one lease of %d: spent %llu denied %llu cas_exhausted %llu\n",
+		      THREAD_GRANTED, (unsigned long long)s.spent, (unsigned long long)s.denied,
+		      (unsigned long long)exhausted);
+	check_policies(&before, &after, two_cpus_moved, __LINE__);
+	check_totals(&before, &after, THREAD_GRANTED, THREAD_SENT - THREAD_GRANTED, exhausted,
+		     __LINE__);
+	assert_int_equal(s.spent, THREAD_GRANTED);
+	assert_int_equal(s.spent + s.denied, THREAD_SENT - exhausted);
+	assert_false(has_state(&h, "shared", f->src));
+	status__free(&before);
+	status__free(&after);
+	harness_close(&h);
+}
+
+/* ---- 5. hot requests and cold_mode: strict -------------------------------- */
+
+#define HOT_HALF       (SHARED_BURST / 2) /* admitted packets that use exactly half the burst */
+#define NODE_SENT      3
+#define STRICT_SENT    3
+#define STRICT_GRANTED 2
+
+/*
+ * A cold cluster key asks for a lease once it has used more than half its
+ * burst. Its entry stays as first written until the agent takes it; then
+ * a drop asks again. A node-scoped key never asks, dropped or not.
+ */
+static void test_hot(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key, node;
+	__u64 since, first, start;
+	struct harness h;
+	struct pkt p;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "shared", f->src);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	start = agent_now_ns();
+	SEND(&h, &p, HOT_HALF, HOT_HALF, MOVED("shared", BY(PASSED, HOT_HALF)));
+	assert_int_equal(hot_read(&h, &key, &since), -ENOENT);
+	SEND(&h, &p, 1, 1, MOVED("shared", BY(PASSED, 1)));
+	assert_int_equal(hot_read(&h, &key, &first), 0);
+	assert_in_range(first, sluice_gcra_ticks(start), sluice_gcra_ticks(agent_now_ns()));
+	SEND(&h, &p, SHARED_BURST - HOT_HALF - 1, SHARED_BURST - HOT_HALF - 1,
+	     MOVED("shared", BY(PASSED, SHARED_BURST - HOT_HALF - 1)));
+	assert_int_equal(hot_read(&h, &key, &since), 0);
+	assert_int_equal(since, first);
+
+	/* The agent takes the request; the next packet, dropped, asks again. */
+	assert_int_equal(bpf_map_delete_elem(h.att.maps.fd[SLUICE_MAP_HOT], &key), 0);
+	start = agent_now_ns();
+	SEND(&h, &p, 1, 0, MOVED("shared", BY(DROPPED, 1)));
+	assert_int_equal(hot_read(&h, &key, &since), 0);
+	assert_in_range(since, sluice_gcra_ticks(start), sluice_gcra_ticks(agent_now_ns()));
+
+	node = key_of(&h, "node", f->src);
+	harness_udp(&p, f->src, f->dst, NODE_PORT);
+	SEND(&h, &p, NODE_SENT, NODE_BURST,
+	     MOVED("node", BY(PASSED, NODE_BURST), BY(DROPPED, NODE_SENT - NODE_BURST)));
+	assert_int_equal(hot_read(&h, &node, &since), -ENOENT);
+	harness_close(&h);
+}
+
+/*
+ * cold_mode: strict. Without a lease every packet drops and asks for one;
+ * with a lease the lease decides; with the store failed (degraded) a key
+ * without a lease is held to the degraded bound, not dropped.
+ */
+static void test_strict(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+	__u64 since;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "strict", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "strict", f->src);
+	harness_udp(&p, f->src, f->dst, STRICT_PORT);
+	SEND(&h, &p, STRICT_SENT, 0, MOVED("strict", BY(DROPPED, STRICT_SENT)));
+	assert_int_equal(hot_read(&h, &key, &since), 0);
+	assert_false(has_state(&h, "strict", f->src));
+
+	lease_grant(&h, &key, STRICT_GRANTED);
+	spend_create(&h, &key);
+	SEND(&h, &p, STRICT_GRANTED + 1, STRICT_GRANTED,
+	     MOVED("strict", BY(PASSED, STRICT_GRANTED), BY(DROPPED, 1),
+		   BY(LEASED, STRICT_GRANTED + 1)));
+	assert_spend(&h, &key, STRICT_GRANTED, 1);
+
+	set_fail(&h, "strict", SLUICE_FAIL_DEGRADED, ONE_NODE);
+	harness_udp(&p, f->src_other, f->dst, STRICT_PORT);
+	SEND(&h, &p, STRICT_BURST + 1, STRICT_BURST,
+	     MOVED("strict", BY(PASSED, STRICT_BURST), BY(DROPPED, 1),
+		   BY(DEGRADED, STRICT_BURST + 1)));
+	assert_true(has_state(&h, "strict", f->src_other));
+	harness_close(&h);
+}
+
+/* ---- 6. a live lease whatever the fail mode ------------------------------- */
+
+#define CLOSED_GRANTED 5
+#define CLOSED_EXTRA   2
+#define CLOSED_SENT    3
+
+/*
+ * Failed closed, a key's live lease is still spent exactly: the agent set
+ * its expiry before the store's. Once it has expired, closed drops all.
+ */
+static void test_closed(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_CLOSED, ONE_NODE);
+	key = key_of(&h, "shared", f->src);
+	lease_grant(&h, &key, CLOSED_GRANTED);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	SEND(&h, &p, CLOSED_GRANTED + CLOSED_EXTRA, CLOSED_GRANTED,
+	     MOVED("shared", BY(PASSED, CLOSED_GRANTED), BY(DROPPED, CLOSED_EXTRA),
+		   BY(LEASED, CLOSED_GRANTED + CLOSED_EXTRA)));
+	lease_expire(&h, &key, CLOSED_GRANTED);
+	SEND(&h, &p, CLOSED_SENT, 0, MOVED("shared", BY(FAIL_CLOSED, CLOSED_SENT)));
+	assert_spend(&h, &key, CLOSED_GRANTED, CLOSED_EXTRA);
+	assert_false(has_state(&h, "shared", f->src));
+	harness_close(&h);
+}
+
+/* ---- 7. byte costs -------------------------------------------------------- */
+
+static void frame_of(struct pkt *p, const struct family *f, size_t len_bytes)
+{
+	harness_udp(p, f->src, f->dst, BYTES_PORT);
+	pkt_pad_to(p, len_bytes);
+	pkt_finish(p);
+	assert_int_equal(p->len, len_bytes);
+}
+
+/* A lease of a byte policy is in bytes: exactly the frames it holds pass. */
+static void test_bytes(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+
+	load(&h, lease_yaml);
+	set_fail(&h, "bytes", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "bytes", f->src);
+	lease_grant(&h, &key, FRAMES_GRANTED * FRAME_BYTES);
+	spend_create(&h, &key);
+	frame_of(&p, f, FRAME_BYTES);
+	SEND(&h, &p, FRAMES_GRANTED + 1, FRAMES_GRANTED,
+	     MOVED("bytes", BY(PASSED, FRAMES_GRANTED), BY(DROPPED, 1),
+		   BY(LEASED, FRAMES_GRANTED + 1)));
+	assert_spend(&h, &key, FRAMES_GRANTED * FRAME_BYTES, FRAME_BYTES);
+	/* Nothing is left: not even a minimum-size frame. */
+	frame_of(&p, f, SMALL_FRAME_BYTES);
+	SEND(&h, &p, 1, 0, MOVED("bytes", BY(DROPPED, 1), BY(LEASED, 1)));
+	assert_spend(&h, &key, FRAMES_GRANTED * FRAME_BYTES, FRAME_BYTES + SMALL_FRAME_BYTES);
+	harness_close(&h);
+}
+
+/* ---- 8. layers: a dropped packet spends nothing --------------------------- */
+
+#define LAYER_GRANTED	   1
+#define LAYER_GRANTED_MORE 3
+#define LAYER_SENT	   2
+
+/*
+ * The lease ('shared', evaluated first) and 'node' (one global key) on the
+ * same packets. A packet the lease denies leaves 'node' uncharged: 'node'
+ * still admits its second packet later. A packet 'node' drops spends
+ * nothing of the lease: the peek pass found the drop before anything was
+ * spent, so a unit of the grant stays unspent.
+ */
+static void test_layers(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+
+	load(&h, layers_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "shared", f->src);
+	lease_grant(&h, &key, LAYER_GRANTED);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	SEND(&h, &p, 1, 1, MOVED("shared", BY(PASSED, 1), BY(LEASED, 1)),
+	     MOVED("node", BY(PASSED, 1)));
+	SEND(&h, &p, LAYER_SENT, 0,
+	     MOVED("shared", BY(DROPPED, LAYER_SENT), BY(LEASED, LAYER_SENT)));
+	assert_spend(&h, &key, LAYER_GRANTED, LAYER_SENT);
+
+	lease_grant(&h, &key, LAYER_GRANTED_MORE);
+	SEND(&h, &p, 1, 1, MOVED("shared", BY(PASSED, 1), BY(LEASED, 1)),
+	     MOVED("node", BY(PASSED, 1)));
+	SEND(&h, &p, LAYER_SENT, 0, MOVED("node", BY(DROPPED, LAYER_SENT)));
+	/* Two packets passed; the third unit of the grant is left. */
+	assert_spend(&h, &key, LAYER_GRANTED + 1, LAYER_SENT);
+	assert_false(has_state(&h, "shared", f->src));
+	harness_close(&h);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[N_TESTS];
+	char names[N_TESTS][TEST_NAME_LEN];
+	struct suite s = { tests, names, 0 };
+
+	harness_require_root();
+	SUITE_ADD_ROWS(&s, test_lease_spend, families);
+	SUITE_ADD_ROWS(&s, test_cold, families);
+	SUITE_ADD_ROWS(&s, test_recycled, families);
+	SUITE_ADD(&s, test_two_cpus);
+	SUITE_ADD_ROWS(&s, test_hot, families);
+	SUITE_ADD_ROWS(&s, test_strict, families);
+	SUITE_ADD_ROWS(&s, test_closed, families);
+	SUITE_ADD_ROWS(&s, test_bytes, families);
+	SUITE_ADD_ROWS(&s, test_layers, families);
+	assert_true(s.n == N_TESTS); /* every test has its slot */
+	return harness_cleanup(_cmocka_run_group_tests("bpf_lease", tests, s.n, NULL, NULL));
+}
