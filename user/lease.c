@@ -35,6 +35,7 @@ struct entry {
 	struct sluice_spend s;
 	const struct lease_policy *p;
 	int send; /* part of this round's pipeline */
+	int hold; /* kept without a call: nothing left to spend, expiry renewed */
 };
 
 /* The fleet's hot keys of one interface, from the last full sync, sorted. */
@@ -298,6 +299,24 @@ static __u64 hot_threshold(const struct round *r, const struct lease_policy *p)
 }
 
 /*
+ * A key this node has had no demand for since its store lease was last
+ * renewed, or a hot key the fleet knows and this node never saw: spend
+ * down nothing more (granted = spent, which only lowers what the kernel
+ * may spend, so it needs no store) and stop calling the store for it; the
+ * store writes the unspent rest off when it expires. The kernel entry stays
+ * live as long as syncs succeed, so the key stays hot here — its packets
+ * are denied, and that demand brings an early top-up — instead of falling
+ * back to the cold share.
+ */
+static void hold(struct entry *e)
+{
+	if (e->l.granted > e->s.spent)
+		e->l.granted = e->s.spent;
+	e->l.want = 0; /* reported stays: the store still has to hear of what was spent */
+	e->hold = 1;
+}
+
+/*
  * Full round: decide each entry's want from the last interval's demand
  * (spent and denied since the last full sync), keep it hot in the fleet
  * while that demand is real, and give up a lease nobody needs any more.
@@ -317,19 +336,24 @@ static void plan_full(struct round *r)
 			entry_delete(r->att, &e->key);
 			continue;
 		}
-		if (!fresh || d)
-			e->l.want = min_u64(e->p->burst, LEASE_LOOKAHEAD * d);
 		if (d >= hot_threshold(r, e->p))
 			note_hot(r, e->p, &e->key);
 		e->l.seen = e->s.spent + e->s.denied;
+		if (!d && (fresh ? !e->l.want : e->l.idle >= LEASE_TTL_SYNCS)) {
+			hold(e);
+			continue;
+		}
+		if (!fresh || d)
+			e->l.want = min_u64(e->p->burst, LEASE_LOOKAHEAD * d);
 		e->send = 1;
 	}
 }
 
 /*
- * Early round: a lease whose demand since the last sync reached half of
- * what it held then, unless the store could not fill it last time (then
- * asking again before the next interval only costs a call).
+ * Early round: a lease that would not cover the demand seen since the last
+ * sync once more (so about half used, or nothing left and packets
+ * denied), unless the store could not fill it last time (then asking again
+ * before the next interval only costs a call).
  */
 static size_t plan_early(struct round *r)
 {
@@ -338,9 +362,9 @@ static size_t plan_early(struct round *r)
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
-		__u64 held = sat_sub(e->l.granted, e->l.reported);
+		__u64 left = sat_sub(e->l.granted, e->s.spent);
 
-		if (!d || (e->l.flags & SLUICE_LEASE_F_SHORT) || 2 * d < held)
+		if (!d || (e->l.flags & SLUICE_LEASE_F_SHORT) || left > d)
 			continue;
 		e->l.want = min_u64(e->p->burst, e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
 		e->send = 1;
@@ -368,6 +392,10 @@ static void install(struct round *r, const struct lease_req *q, const struct lea
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 
+		if (e->hold) {
+			e->l.expires = expires;
+			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+		}
 		if (!e->send)
 			continue;
 		if (!g[k].err) {
