@@ -382,9 +382,13 @@ static void on_member(void *arg, size_t hot, const char *member)
 		set_add(&r->seen, &k);
 }
 
-/* Write each answer; an entry whose call failed is left as it was. */
+/*
+ * Write each answer; an entry whose call failed is left as it was. Held
+ * entries stay live only while the store answers (@ok): else they expire
+ * and their keys follow the policy's fail mode.
+ */
 static void install(struct round *r, const struct lease_req *q, const struct lease_grant *g,
-		    __u64 sent_ns)
+		    __u64 sent_ns, int ok)
 {
 	__u64 expires = sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 	size_t i, k = 0;
@@ -392,7 +396,7 @@ static void install(struct round *r, const struct lease_req *q, const struct lea
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 
-		if (e->hold) {
+		if (e->hold && ok) {
 			e->l.expires = expires;
 			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
 		}
@@ -482,10 +486,10 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 	ret = store_budget_sync(c, sc, b, err, len);
 	r->ls->stats.rounds++;
 	r->ls->stats.leases += n;
-	if (ret)
-		goto out;
-	install(r, q, g, sent_ns);
-	if (full) {
+	if (ret && ret != -EPROTO)
+		goto out; /* no answer read: nothing to install */
+	install(r, q, g, sent_ns, !ret);
+	if (full && !ret) {
 		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;

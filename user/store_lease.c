@@ -70,6 +70,14 @@ static const char LEASE_LUA[] =
 	"    end\n"
 	"  end\n"
 	"end\n"
+	/*
+	 * The caller's live lease: what it did not spend stays its own; what it
+	 * spent has left the fleet's budget, so it is not outstanding any more.
+	 */
+	"local keep = f['lease:' .. node] or 0\n"
+	"if used > keep then used = keep end\n"
+	"keep = keep - used\n"
+	"out = out - used\n"
 	/* Refill toward the room the live leases leave; never overflow 2^53. */
 	"local room = (burst - out) * per\n"
 	"if room < 0 then room = 0 end\n"
@@ -82,10 +90,6 @@ static const char LEASE_LUA[] =
 	"  ts = now\n"
 	"end\n"
 	"if tok > room then tok = room end\n"
-	/* The caller's live lease: what it did not spend stays its own. */
-	"local keep = f['lease:' .. node] or 0\n"
-	"if used > keep then used = keep end\n"
-	"keep = keep - used\n"
 	"local g = math.floor(tok / per)\n"
 	"if g * per > tok then g = g - 1 end\n"
 	"if want - keep < g then g = want - keep end\n"
@@ -438,8 +442,9 @@ static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *er
 		*live = r->integer;
 		return 0;
 	}
-	snprintf(err, len, "member beat on '%s': %s", fleet,
-		 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	if (!err[0])
+		snprintf(err, len, "member beat on '%s': %s", fleet,
+			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 	return -EPROTO;
 }
 
@@ -471,8 +476,9 @@ static int members_of(const redisReply *r, const struct budget_sync *b, size_t i
 	size_t j;
 
 	if (r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, len, "hot set '%s': %s", b->hot[i].key,
-			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		if (!err[0])
+			snprintf(err, len, "hot set '%s': %s", b->hot[i].key,
+				 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		return -EPROTO;
 	}
 	for (j = 0; j < r->elements; j++)
@@ -489,6 +495,8 @@ int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct b
 	int ret = 0;
 
 	err[0] = '\0';
+	for (i = 0; i < b->n_leases; i++)
+		b->grants[i].err = -EIO; /* until its reply arrives */
 	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
 	    !reqs_are_valid(b->lease_ttl_us, b->leases, b->n_leases, err, len))
 		return -EINVAL;

@@ -3,7 +3,8 @@
 #
 # The shared budget's Redis side (user/store_lease.c, #5) against a real
 # redis-server: runs build/tests/store/test_lease, which holds the cases.
-# No namespaces and no agent: the leases are not wired into the agent yet.
+# No namespaces and no agent: the scripts and the pipeline alone (the agent
+# and the kernel are tested by test_budget.sh and tests/bpf/test_lease.c).
 source "$(dirname "$0")/lib.sh"
 e2e_require
 TEST_LEASE=${TEST_LEASE:-$ROOT/build/tests/store/test_lease}

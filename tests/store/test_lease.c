@@ -4,8 +4,12 @@
  * redis-server, named by $SLUICE_TEST_REDIS (unix:///path); run by
  * tests/e2e/test_lease.sh, which starts one. Time is Redis' own clock: the
  * exact cases use a rate so slow (1 unit per hour) that refill never adds a
- * whole unit during the test; the fleet case runs ~3 s of real time and
- * checks the bound from the Redis timestamps each grant returns.
+ * whole unit during the test, a wait for a ttl polls Redis TIME, and the
+ * fleet case runs ~3 s of real time and checks its bounds from the Redis
+ * timestamps each grant returns. Round trips are counted by the server
+ * (INFO stats: total_reads_processed): a pipeline small enough for one
+ * socket read is one read event, so N calls sent one by one show N.
+ * Nothing here checks speed.
  */
 #include <errno.h>
 #include <hiredis.h>
@@ -21,23 +25,43 @@
 
 #include "sluice/compiler.h"
 #include "store.h"
+#include "../unit/rows.h"
 
 #define URL_UNIX     "unix://"
 #define US_PER_SEC   1000000ULL
 #define US_PER_MS    1000ULL
+#define NS_PER_US    1000ULL
 #define HOUR_US	     (3600 * US_PER_SEC)
 #define SLOW_BURST   100
 #define SLOW_CAP     30
 #define LONG_TTL_US  (60 * US_PER_SEC)
 #define SHORT_TTL_US (200 * US_PER_MS)
+#define POLL_US	     (20 * US_PER_MS)	 /* between two looks at something a ttl changes */
+#define DEADLINE_US  (10 * SHORT_TTL_US) /* a wait for a ttl that takes longer has failed */
 #define MAX_NODES    4
-#define NODE_LEN     16
+#define NAME_LEN     32
+#define INFO_SELF    1 /* the INFO that takes a reading is one command, one read */
 
-struct fix {
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* One node's connection: the scripts' SHA-1s belong to it. */
+struct conn {
 	redisContext *c;
 	struct lease_scripts sc;
-	char err[STORE_ERR_LEN];
 };
+
+/* Two nodes' connections (most cases use only a) and the table row, if any. */
+struct fix {
+	struct conn a, b;
+	char err[STORE_ERR_LEN];
+	const void *row;
+};
+
+static int conn_open(struct conn *n, const char *url)
+{
+	n->c = redisConnectUnix(url + strlen(URL_UNIX));
+	return n->c && !n->c->err ? 0 : -1;
+}
 
 static int setup(void **state)
 {
@@ -47,14 +71,14 @@ static int setup(void **state)
 
 	if (!f || !url || strncmp(url, URL_UNIX, strlen(URL_UNIX)))
 		return -1;
-	f->c = redisConnectUnix(url + strlen(URL_UNIX));
-	if (!f->c || f->c->err)
+	f->row = *state;
+	*state = f;
+	if (conn_open(&f->a, url) || conn_open(&f->b, url))
 		return -1;
-	r = redisCommand(f->c, "FLUSHALL");
+	r = redisCommand(f->a.c, "FLUSHALL");
 	if (!r)
 		return -1;
 	freeReplyObject(r);
-	*state = f;
 	return 0;
 }
 
@@ -62,7 +86,10 @@ static int teardown(void **state)
 {
 	struct fix *f = *state;
 
-	redisFree(f->c);
+	if (f->a.c)
+		redisFree(f->a.c);
+	if (f->b.c)
+		redisFree(f->b.c);
 	free(f);
 	return 0;
 }
@@ -85,407 +112,1184 @@ static struct lease_grant sync1(struct fix *f, const struct lease_key *k, const 
 	struct lease_grant g;
 
 	assert_int_equal(
-		store_lease_sync(f->c, &f->sc, node, ttl_us, &q, 1, &g, f->err, sizeof(f->err)), 0);
+		store_lease_sync(f->a.c, &f->a.sc, node, ttl_us, &q, 1, &g, f->err, sizeof(f->err)),
+		0);
 	assert_int_equal(g.err, 0);
 	return g;
 }
 
-static __u64 hget(struct fix *f, const char *key, const char *field, int *found)
+static redisReply *command(struct fix *f, const char *fmt, ...)
 {
-	redisReply *r = redisCommand(f->c, "HGET %s %s", key, field);
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = redisvCommand(f->a.c, fmt, ap);
+	va_end(ap);
+	assert_non_null(r);
+	assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+	return r;
+}
+
+/* An integer-valued reply (HGET, ZSCORE, DBSIZE); *found: whether there was one. */
+static __u64 command_u64(struct fix *f, int *found, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list ap;
 	__u64 v = 0;
 
+	va_start(ap, fmt);
+	r = redisvCommand(f->a.c, fmt, ap);
+	va_end(ap);
 	assert_non_null(r);
-	*found = r->type == REDIS_REPLY_STRING;
-	if (*found)
+	*found = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_INTEGER;
+	if (r->type == REDIS_REPLY_STRING)
 		v = strtoull(r->str, NULL, 10);
+	else if (r->type == REDIS_REPLY_INTEGER)
+		v = r->integer;
 	freeReplyObject(r);
 	return v;
 }
 
-/* Whole tokens in the bucket (tok is scaled by the period). */
-static __u64 tokens(struct fix *f, const struct lease_key *k)
+static __u64 dbsize(struct fix *f)
 {
 	int found;
-	__u64 tok = hget(f, k->key, "tok", &found);
 
-	assert_true(found);
-	return tok / k->rate_period_us;
+	return command_u64(f, &found, "DBSIZE");
 }
 
-/* Read the hash back: tok + Σ lease × P <= burst × P; returns Σ lease. */
-static __u64 check_invariant(struct fix *f, const struct lease_key *k)
+/* When @member was last added to sorted set @key: Redis TIME, µs. */
+static __u64 zscore(struct fix *f, const char *key, const char *member)
 {
-	redisReply *r = redisCommand(f->c, "HGETALL %s", k->key);
-	__u64 tok = 0, out = 0;
-	size_t i;
+	int found;
+	__u64 v = command_u64(f, &found, "ZSCORE %s %s", key, member);
 
-	assert_non_null(r);
+	assert_true(found);
+	return v;
+}
+
+/* Redis TIME in µs: the clock every script reads. */
+static __u64 redis_time_us(struct fix *f)
+{
+	enum { TIME_SEC, TIME_USEC, TIME_FIELDS };
+	redisReply *r = command(f, "TIME");
+	__u64 t;
+
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-	for (i = 0; i + 1 < r->elements; i += 2) {
-		if (!strcmp(r->element[i]->str, "tok"))
-			tok = strtoull(r->element[i + 1]->str, NULL, 10);
-		else if (!strncmp(r->element[i]->str, "lease:", strlen("lease:")))
-			out += strtoull(r->element[i + 1]->str, NULL, 10);
-	}
+	assert_int_equal(r->elements, TIME_FIELDS);
+	t = strtoull(r->element[TIME_SEC]->str, NULL, 10) * US_PER_SEC +
+	    strtoull(r->element[TIME_USEC]->str, NULL, 10);
 	freeReplyObject(r);
-	if (tok + out * k->rate_period_us > k->burst * k->rate_period_us)
-		fail_msg("'%s': tok %llu + outstanding %llu x %llu > burst %llu x period", k->key,
-			 (unsigned long long)tok, (unsigned long long)out,
-			 (unsigned long long)k->rate_period_us, (unsigned long long)k->burst);
-	return out;
+	return t;
 }
 
 static void sleep_us(__u64 us)
 {
-	struct timespec ts = { .tv_sec = us / US_PER_SEC, .tv_nsec = us % US_PER_SEC * 1000 };
+	struct timespec ts = { .tv_sec = us / US_PER_SEC, .tv_nsec = us % US_PER_SEC * NS_PER_US };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
 
-/* One node: exact grants, returns and clamps, the invariant after each call. */
+/* Poll Redis TIME until it reaches @t_us, with a deadline; returns the time read. */
+static __u64 wait_redis_until(struct fix *f, __u64 t_us)
+{
+	__u64 start = redis_time_us(f), now = start;
+
+	while (now < t_us) {
+		assert_true(now - start < DEADLINE_US);
+		sleep_us(MIN(t_us - now, POLL_US));
+		now = redis_time_us(f);
+	}
+	return now;
+}
+
+/* Server counters, from one INFO. */
+struct counts {
+	__u64 evalsha, eval, load; /* calls of EVALSHA, EVAL and SCRIPT LOAD */
+	__u64 reads;		   /* socket read events: round trips of small pipelines */
+	__u64 commands;		   /* including those the scripts run */
+};
+
+static __u64 info_field(const char *info, const char *name)
+{
+	const char *p = strstr(info, name);
+
+	return p ? strtoull(p + strlen(name), NULL, 10) : 0; /* absent: never called */
+}
+
+static struct counts read_counts(struct fix *f)
+{
+	redisReply *r = command(f, "INFO stats commandstats");
+	struct counts n;
+
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	n.evalsha = info_field(r->str, "\ncmdstat_evalsha:calls=");
+	n.eval = info_field(r->str, "\ncmdstat_eval:calls=");
+	n.load = info_field(r->str, "\ncmdstat_script|load:calls=");
+	n.reads = info_field(r->str, "\ntotal_reads_processed:");
+	n.commands = info_field(r->str, "\ntotal_commands_processed:");
+	assert_int_not_equal(n.reads, 0);
+	freeReplyObject(r);
+	return n;
+}
+
+/* What the server did since @before, not counting the INFO that measures it. */
+static struct counts counts_since(struct fix *f, const struct counts *before)
+{
+	struct counts now = read_counts(f);
+
+	return (struct counts){
+		.evalsha = now.evalsha - before->evalsha,
+		.eval = now.eval - before->eval,
+		.load = now.load - before->load,
+		.reads = now.reads - before->reads - INFO_SELF,
+		.commands = now.commands - before->commands - INFO_SELF,
+	};
+}
+
+/* A bucket hash read back: tok (scaled by the period) and Σ lease fields. */
+struct bucket {
+	__u64 tok;
+	__u64 out;
+};
+
+/* Read the hash back and assert tok + Σ lease × P <= burst × P. */
+static struct bucket check_bucket(struct fix *f, const struct lease_key *k)
+{
+	redisReply *r = command(f, "HGETALL %s", k->key);
+	struct bucket b = { 0 };
+	long long tok = -1;
+	size_t i;
+
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	for (i = 0; i + 1 < r->elements; i += 2) {
+		if (!strcmp(r->element[i]->str, "tok"))
+			tok = strtoll(r->element[i + 1]->str, NULL, 10);
+		else if (!strncmp(r->element[i]->str, "lease:", strlen("lease:")))
+			b.out += strtoull(r->element[i + 1]->str, NULL, 10);
+	}
+	freeReplyObject(r);
+	if (tok < 0)
+		fail_msg("'%s': tok is missing or negative (%lld)", k->key, tok);
+	b.tok = tok;
+	if (b.tok + b.out * k->rate_period_us > k->burst * k->rate_period_us)
+		fail_msg("'%s': tok %llu + outstanding %llu x %llu > burst %llu x period", k->key,
+			 (unsigned long long)b.tok, (unsigned long long)b.out,
+			 (unsigned long long)k->rate_period_us, (unsigned long long)k->burst);
+	return b;
+}
+
+/* @node's lease field in bucket @k: its value, or 0 and *found = 0 when absent. */
+static __u64 lease_field(struct fix *f, const struct lease_key *k, const char *node, int *found)
+{
+	return command_u64(f, found, "HGET %s lease:%s", k->key, node);
+}
+
+/*
+ * One node's calls on one key, in order: each row is a call and what it
+ * must return, and what the hash must hold after it.
+ */
+struct step {
+	const char *name;
+	const char *node;
+	__u64 used, want;
+	__u64 held, granted; /* the answer */
+	__u64 tokens, out;   /* whole tokens in the bucket, Σ leases */
+};
+
+static void check_step(struct fix *f, const struct lease_key *k, const struct step *s,
+		       const struct lease_grant *g)
+{
+	struct bucket b = check_bucket(f, k);
+	int found;
+	__u64 field = lease_field(f, k, s->node, &found);
+
+	if (g->held != s->held || g->granted != s->granted)
+		fail_msg("%s: held %llu granted %llu, expected %llu and %llu", s->name,
+			 (unsigned long long)g->held, (unsigned long long)g->granted,
+			 (unsigned long long)s->held, (unsigned long long)s->granted);
+	if (b.tok / k->rate_period_us != s->tokens || b.out != s->out)
+		fail_msg("%s: %llu tokens, %llu leased, expected %llu and %llu", s->name,
+			 (unsigned long long)(b.tok / k->rate_period_us), (unsigned long long)b.out,
+			 (unsigned long long)s->tokens, (unsigned long long)s->out);
+	if (found != (s->held > 0) || field != s->held)
+		fail_msg("%s: lease:%s is %llu (%s), expected %llu", s->name, s->node,
+			 (unsigned long long)field, found ? "present" : "absent",
+			 (unsigned long long)s->held);
+}
+
+/*
+ * Top-up on one key (burst 100, cap 30): a node keeps what it did not spend,
+ * is topped up to min(want, cap), and nothing ever goes back to the bucket.
+ */
+static const struct step single_steps[] = {
+	{ "first grant", "a", 0, 10, 10, 10, 90, 10 },
+	{ "spent 4: topped up by 4", "a", 4, 10, 10, 4, 86, 10 },
+	{ "want over cap: held stops at cap", "a", 0, 1000, SLOW_CAP, 20, 66, 30 },
+	{ "want below held: nothing handed back", "a", 0, 5, SLOW_CAP, 0, 66, 30 },
+	{ "used over held: clamped, nothing credited", "a", 1000, 10, 10, 10, 56, 10 },
+	{ "spent all, wants none: lease deleted", "a", 10, 0, 0, 0, 56, 0 },
+	{ "no lease yet: used gains nothing", "b", 50, 20, 20, 20, 36, 20 },
+	{ "c takes a whole cap", "c", 0, 1000, SLOW_CAP, SLOW_CAP, 6, 50 },
+	{ "d gets the whole tokens left", "d", 0, 1000, 6, 6, 0, 56 },
+	{ "d keeps its lease, bucket empty", "d", 0, 1000, 6, 0, 0, 56 },
+};
+
 static void test_single_node(void **state)
 {
 	struct fix *f = *state;
 	struct lease_key k = slow_key("single");
 	struct lease_grant g;
-
-	g = sync1(f, &k, "a", LONG_TTL_US, 0, 10); /* first: min(want, cap, burst) = want */
-	assert_int_equal(g.granted, 10);
-	assert_int_equal(g.expires_us - g.now_us, LONG_TTL_US);
-	assert_int_equal(tokens(f, &k), 90);
-	assert_int_equal(check_invariant(f, &k), 10);
-
-	g = sync1(f, &k, "a", LONG_TTL_US, 4, 1000); /* 6 back; the cap limits the grant */
-	assert_int_equal(g.granted, SLOW_CAP);
-	assert_int_equal(tokens(f, &k), 96 - SLOW_CAP);
-	assert_int_equal(check_invariant(f, &k), SLOW_CAP);
-
-	g = sync1(f, &k, "a", LONG_TTL_US, 1000, 0); /* used > granted: clamped, 0 back */
-	assert_int_equal(g.granted, 0);
-	assert_int_equal(tokens(f, &k), 96 - SLOW_CAP);
-	assert_int_equal(check_invariant(f, &k), 0);
-
-	g = sync1(f, &k, "b", LONG_TTL_US, 50, 20); /* no lease yet: its "used" returns nothing */
-	assert_int_equal(g.granted, 20);
-	assert_int_equal(tokens(f, &k), 96 - SLOW_CAP - 20);
-	assert_int_equal(check_invariant(f, &k), 20);
-}
-
-/* The first grant of a fresh key for each (want, cap, burst) ordering. */
-static void test_first_grant(void **state)
-{
-	static const struct {
-		const char *name;
-		__u64 want, cap, burst, granted;
-	} rows[] = {
-		{ "want_smallest", 5, 10, 20, 5 },
-		{ "cap_smallest", 50, 10, 20, 10 },
-		{ "cap_is_burst", 50, 20, 20, 20 },
-		{ "want_zero", 0, 10, 20, 0 },
-	};
-	struct fix *f = *state;
 	size_t i;
 
-	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct lease_key k = slow_key(rows[i].name);
-		struct lease_grant g;
+	for (i = 0; i < ARRAY_SIZE(single_steps); i++) {
+		const struct step *s = &single_steps[i];
 
-		k.cap = rows[i].cap;
-		k.burst = rows[i].burst;
-		g = sync1(f, &k, "a", LONG_TTL_US, 0, rows[i].want);
-		if (g.granted != rows[i].granted)
-			fail_msg("%s: granted %llu, expected %llu", rows[i].name,
-				 (unsigned long long)g.granted,
-				 (unsigned long long)rows[i].granted);
-		assert_int_equal(tokens(f, &k), rows[i].burst - rows[i].granted);
-		check_invariant(f, &k);
+		g = sync1(f, &k, s->node, LONG_TTL_US, s->used, s->want);
+		assert_int_equal(g.expires_us - g.now_us, LONG_TTL_US);
+		check_step(f, &k, s, &g);
 	}
 }
 
-/* Out-of-range input is refused before anything is sent. */
-static void test_invalid(void **state)
+/* The first grant of a fresh key for each ordering of want, cap and burst. */
+struct first_row {
+	const char *name;
+	__u64 want, cap, burst;
+	int start_empty;
+	__u64 granted;
+};
+
+static const struct first_row first_rows[] = {
+	{ "want < cap < burst", 5, 10, 20, 0, 5 },
+	{ "want = cap < burst", 10, 10, 20, 0, 10 },
+	{ "cap < want < burst", 15, 10, 20, 0, 10 },
+	{ "cap < burst < want", 50, 10, 20, 0, 10 },
+	{ "want < cap = burst", 5, 20, 20, 0, 5 },
+	{ "cap = burst < want", 50, 20, 20, 0, 20 },
+	{ "want 0", 0, 10, 20, 0, 0 },
+	{ "bucket starts empty", 10, 10, 20, 1, 0 },
+};
+
+static void test_first_grant(void **state)
 {
 	struct fix *f = *state;
-	struct lease_key k = slow_key("invalid");
+	const struct first_row *r = f->row;
+	struct lease_key k = slow_key("first");
+	struct step s = { .name = r->name, .node = "a", .want = r->want, .held = r->granted };
+	struct lease_grant g;
+
+	k.cap = r->cap;
+	k.burst = r->burst;
+	k.start_empty = r->start_empty;
+	s.granted = r->granted;
+	s.tokens = (r->start_empty ? 0 : r->burst) - r->granted;
+	s.out = r->granted;
+	g = sync1(f, &k, "a", LONG_TTL_US, 0, r->want);
+	assert_int_equal(g.expires_us - g.now_us, LONG_TTL_US);
+	check_step(f, &k, &s, &g);
+}
+
+/*
+ * Out-of-range input is refused before anything is sent. Each row breaks
+ * one field of a sync that is otherwise valid (the row "valid" shows it is).
+ */
+enum inv_field {
+	INV_NONE,
+	INV_UNITS,
+	INV_PERIOD,
+	INV_BURST,
+	INV_CAP,
+	INV_KEY,
+	INV_WANT,
+	INV_LEASE_TTL,
+	INV_BEAT_TTL,
+	INV_HOT_TTL,
+	INV_MAX,
+};
+
+struct invalid_row {
+	const char *name;
+	enum inv_field field;
+	__u64 value;
+};
+
+static const struct invalid_row invalid_rows[] = {
+	{ "valid", INV_NONE, 0 },
+	{ "rate units 0", INV_UNITS, 0 },
+	{ "rate units over 2^52", INV_UNITS, LEASE_SCALED_MAX + 1 },
+	{ "rate period 0", INV_PERIOD, 0 },
+	{ "burst 0", INV_BURST, 0 },
+	{ "burst x period over 2^52", INV_BURST, LEASE_SCALED_MAX / HOUR_US + 1 },
+	{ "cap 0", INV_CAP, 0 },
+	{ "cap over burst", INV_CAP, SLOW_BURST + 1 },
+	{ "empty key", INV_KEY, 0 },
+	{ "want over 2^52", INV_WANT, LEASE_SCALED_MAX + 1 },
+	{ "lease ttl 0", INV_LEASE_TTL, 0 },
+	{ "lease ttl over max", INV_LEASE_TTL, LEASE_TTL_US_MAX + 1 },
+	{ "member ttl 0", INV_BEAT_TTL, 0 },
+	{ "member ttl over max", INV_BEAT_TTL, LEASE_TTL_US_MAX + 1 },
+	{ "hot set ttl 0", INV_HOT_TTL, 0 },
+	{ "hot set ttl over max", INV_HOT_TTL, LEASE_TTL_US_MAX + 1 },
+};
+
+/* The sync's Redis keys: a fleet, a hot set, a bucket. */
+#define INVALID_KEYS 3
+
+static void invalid_apply(const struct invalid_row *r, struct lease_key *k, struct lease_req *q,
+			  struct hot_req *h, struct budget_sync *b)
+{
+	switch (r->field) {
+	case INV_UNITS: k->rate_units = r->value; break;
+	case INV_PERIOD: k->rate_period_us = r->value; break;
+	case INV_BURST: k->burst = r->value; break;
+	case INV_CAP: k->cap = r->value; break;
+	case INV_KEY: k->key[0] = '\0'; break;
+	case INV_WANT: q->want = r->value; break;
+	case INV_LEASE_TTL: b->lease_ttl_us = r->value; break;
+	case INV_BEAT_TTL: b->beat_ttl_us = r->value; break;
+	case INV_HOT_TTL: h->ttl_us = r->value; break;
+	default: break;
+	}
+}
+
+/* The cause store_budget_sync() must give for row @r. */
+static void invalid_err(const struct invalid_row *r, const struct lease_key *k, char *buf,
+			size_t len)
+{
+	static const char *const ttl_of[INV_MAX] = {
+		[INV_LEASE_TTL] = "lease",
+		[INV_BEAT_TTL] = "member",
+		[INV_HOT_TTL] = "hot set",
+	};
+
+	if (ttl_of[r->field])
+		snprintf(buf, len, "%s ttl %llu us is out of range", ttl_of[r->field],
+			 (unsigned long long)r->value);
+	else
+		snprintf(buf, len, "lease key '%s' is out of range", k->key);
+}
+
+static void test_invalid(void **state)
+{
+	static const char *const add[] = { "ff01" };
+	struct fix *f = *state;
+	const struct invalid_row *r = f->row;
+	struct lease_key k = slow_key("inv:lease");
+	struct lease_req q = { .k = &k, .want = 1 };
+	struct hot_req h = {
+		.key = "inv:hot", .add = add, .n_add = ARRAY_SIZE(add), .ttl_us = LONG_TTL_US
+	};
+	struct lease_grant g;
+	struct budget_sync b = { .fleet = "inv:fleet",
+				 .node = "a",
+				 .beat_ttl_us = LONG_TTL_US,
+				 .hot = &h,
+				 .n_hot = 1,
+				 .holder = "a",
+				 .lease_ttl_us = LONG_TTL_US,
+				 .leases = &q,
+				 .n_leases = 1,
+				 .grants = &g };
+	char want_err[STORE_ERR_LEN];
+	struct counts before, d;
+	int ret;
+
+	invalid_apply(r, &k, &q, &h, &b);
+	before = read_counts(f);
+	ret = store_budget_sync(f->a.c, &f->a.sc, &b, f->err, sizeof(f->err));
+	d = counts_since(f, &before);
+	if (r->field == INV_NONE) {
+		assert_int_equal(ret, 0);
+		assert_string_equal(f->err, "");
+		assert_int_equal(d.evalsha, INVALID_KEYS);
+		assert_int_equal(dbsize(f), INVALID_KEYS);
+		return;
+	}
+	invalid_err(r, &k, want_err, sizeof(want_err));
+	assert_int_equal(ret, -EINVAL);
+	assert_string_equal(f->err, want_err);
+	assert_int_equal(d.commands, 0);
+	assert_int_equal(d.reads, 0);
+	assert_int_equal(dbsize(f), 0);
+}
+
+/* The one-purpose wrappers refuse the same way. */
+static void test_invalid_wrappers(void **state)
+{
+	struct fix *f = *state;
+	struct lease_key k = slow_key("inv:lease");
 	struct lease_req q = { .k = &k, .want = 1 };
 	struct lease_grant g;
-	redisReply *r;
+	struct counts before = read_counts(f), d;
+	__u64 live = 0;
 
-	k.cap = k.burst + 1;
 	assert_int_equal(
-		store_lease_sync(f->c, &f->sc, "a", LONG_TTL_US, &q, 1, &g, f->err, sizeof(f->err)),
+		store_lease_sync(f->a.c, &f->a.sc, "a", 0, &q, 1, &g, f->err, sizeof(f->err)),
 		-EINVAL);
-	k = slow_key("invalid");
-	k.burst = LEASE_SCALED_MAX / k.rate_period_us + 1;
-	k.cap = 1;
-	assert_int_equal(
-		store_lease_sync(f->c, &f->sc, "a", LONG_TTL_US, &q, 1, &g, f->err, sizeof(f->err)),
-		-EINVAL);
-	assert_string_equal(f->err, "lease key 'invalid' is out of range");
-	r = redisCommand(f->c, "EXISTS invalid");
-	assert_int_equal(r->integer, 0);
-	freeReplyObject(r);
+	assert_string_equal(f->err, "lease ttl 0 us is out of range");
+	assert_int_equal(store_member_beat(f->a.c, &f->a.sc, "inv:fleet", "a", 0, &live, f->err,
+					   sizeof(f->err)),
+			 -EINVAL);
+	assert_string_equal(f->err, "member ttl 0 us is out of range");
+	d = counts_since(f, &before);
+	assert_int_equal(d.commands, 0);
+	assert_int_equal(d.reads, 0);
+	assert_int_equal(dbsize(f), 0);
 }
 
 /* A lease not renewed is written off at expiry: the bucket does not get it back. */
 static void test_expiry(void **state)
 {
+	static const struct step after[] = {
+		{ "b's call writes a's lease off", "b", 0, SLOW_CAP, SLOW_CAP, 0, 40, 30 },
+		{ "a starts again from nothing held", "a", 0, SLOW_CAP, SLOW_CAP, SLOW_CAP, 10,
+		  60 },
+	};
 	struct fix *f = *state;
 	struct lease_key k = slow_key("expiry");
-	struct lease_grant ga, gb;
+	struct lease_grant ga, gb, g;
 	int found;
 
 	ga = sync1(f, &k, "a", SHORT_TTL_US, 0, SLOW_CAP);
 	gb = sync1(f, &k, "b", LONG_TTL_US, 0, SLOW_CAP);
-	assert_int_equal(ga.granted + gb.granted, 2 * SLOW_CAP);
-	assert_int_equal(check_invariant(f, &k), 2 * SLOW_CAP);
-	sleep_us(SHORT_TTL_US + 50 * US_PER_MS);
-	gb = sync1(f, &k, "b", LONG_TTL_US, 0, 0); /* b returns all 30; a's 30 is written off */
-	assert_true(gb.now_us >= ga.expires_us);
-	assert_int_equal(tokens(f, &k), SLOW_BURST - SLOW_CAP);
-	assert_int_equal(check_invariant(f, &k), 0);
-	hget(f, k.key, "lease:a", &found);
+	assert_int_equal(ga.held + gb.held, 2 * SLOW_CAP);
+	assert_int_equal(check_bucket(f, &k).out, 2 * SLOW_CAP);
+	wait_redis_until(f, ga.expires_us);
+	g = sync1(f, &k, after[0].node, LONG_TTL_US, after[0].used, after[0].want);
+	assert_true(g.now_us >= ga.expires_us);
+	check_step(f, &k, &after[0], &g);
+	lease_field(f, &k, "a", &found);
 	assert_false(found);
-	/* a comes back and reports its old lease as unused: nothing to return. */
-	ga = sync1(f, &k, "a", SHORT_TTL_US, 0, 0);
-	assert_int_equal(tokens(f, &k), SLOW_BURST - SLOW_CAP);
+	/* a reports nothing spent: had its lease survived, it would get nothing. */
+	g = sync1(f, &k, after[1].node, SHORT_TTL_US, after[1].used, after[1].want);
+	check_step(f, &k, &after[1], &g);
 }
 
-/* n keys in one call: n EVALSHA, replies in order; NOSCRIPT falls back to EVAL. */
-static __u64 cmd_calls(struct fix *f, const char *cmd)
+/*
+ * n keys in one call: n EVALSHA in one round trip, replies in order;
+ * NOSCRIPT falls back to EVAL, and the next call loads the script again.
+ */
+#define PIPE_N		     8
+#define PIPE_READS_UNCHECKED 0 /* EVAL sends the script n times: more than one read */
+
+struct pipe_pass {
+	const char *name;
+	const char *node;
+	int flush; /* SCRIPT FLUSH first: every EVALSHA comes back NOSCRIPT */
+	__u64 evalsha, eval, load, reads;
+};
+
+static const struct pipe_pass pipe_passes[] = {
+	{ "first on the connection", "n0", 0, PIPE_N, 0, 1, 2 },
+	{ "script cached", "n1", 0, PIPE_N, 0, 0, 1 },
+	{ "after SCRIPT FLUSH", "n2", 1, PIPE_N, PIPE_N, 0, PIPE_READS_UNCHECKED },
+	{ "loaded again", "n3", 0, PIPE_N, 0, 1, 2 },
+};
+
+static void pipe_pass_run(struct fix *f, const struct pipe_pass *p, size_t n_pass,
+			  struct lease_key *k, const struct lease_req *q)
 {
-	redisReply *r = redisCommand(f->c, "INFO commandstats");
-	char pat[64];
-	const char *p;
-	__u64 v = 0;
+	struct lease_grant g[PIPE_N];
+	struct counts before, d;
+	size_t i;
+	int found;
 
-	assert_non_null(r);
-	snprintf(pat, sizeof(pat), "cmdstat_%s:calls=", cmd);
-	p = strstr(r->str, pat);
-	if (p)
-		v = strtoull(p + strlen(pat), NULL, 10);
-	freeReplyObject(r);
-	return v;
+	if (p->flush)
+		freeReplyObject(command(f, "SCRIPT FLUSH"));
+	before = read_counts(f);
+	assert_int_equal(store_lease_sync(f->a.c, &f->a.sc, p->node, LONG_TTL_US, q, PIPE_N, g,
+					  f->err, sizeof(f->err)),
+			 0);
+	d = counts_since(f, &before);
+	print_message("pipeline of %d (%s): evalsha %llu, eval %llu, script load %llu, "
+		      "server reads %llu\n",
+		      PIPE_N, p->name, (unsigned long long)d.evalsha, (unsigned long long)d.eval,
+		      (unsigned long long)d.load, (unsigned long long)d.reads);
+	assert_int_equal(d.evalsha, p->evalsha);
+	assert_int_equal(d.eval, p->eval);
+	assert_int_equal(d.load, p->load);
+	if (p->reads != PIPE_READS_UNCHECKED)
+		assert_int_equal(d.reads, p->reads);
+	for (i = 0; i < PIPE_N; i++) {
+		assert_int_equal(g[i].err, 0);
+		assert_int_equal(g[i].held, q[i].want);
+		assert_int_equal(g[i].granted, q[i].want);
+		assert_int_equal(lease_field(f, &k[i], p->node, &found), q[i].want);
+		assert_int_equal(check_bucket(f, &k[i]).out, n_pass * q[i].want);
+	}
 }
 
-#define PIPE_N 8
 static void test_pipeline(void **state)
 {
 	struct fix *f = *state;
 	struct lease_key k[PIPE_N];
 	struct lease_req q[PIPE_N];
-	struct lease_grant g[PIPE_N];
-	__u64 sha0, eval0;
 	size_t i;
-	int pass;
 
 	for (i = 0; i < PIPE_N; i++) {
-		char name[32];
+		char name[NAME_LEN];
 
 		snprintf(name, sizeof(name), "pipe%zu", i);
 		k[i] = slow_key(name);
 		q[i] = (struct lease_req){ .k = &k[i], .want = i + 1 };
 	}
-	sync1(f, &k[0], "warm", LONG_TTL_US, 0, 0); /* loads the script */
-	for (pass = 0; pass < 2; pass++) {
-		redisReply *r;
-
-		if (pass) {
-			r = redisCommand(f->c, "SCRIPT FLUSH");
-			freeReplyObject(r);
-		}
-		sha0 = cmd_calls(f, "evalsha");
-		eval0 = cmd_calls(f, "eval");
-		assert_int_equal(store_lease_sync(f->c, &f->sc, pass ? "n2" : "n1", LONG_TTL_US, q,
-						  PIPE_N, g, f->err, sizeof(f->err)),
-				 0);
-		assert_int_equal(cmd_calls(f, "evalsha") - sha0, PIPE_N);
-		assert_int_equal(cmd_calls(f, "eval") - eval0, pass ? PIPE_N : 0);
-		for (i = 0; i < PIPE_N; i++) {
-			assert_int_equal(g[i].err, 0);
-			assert_int_equal(g[i].granted, i + 1);
-		}
-	}
-}
-
-/* Membership: three beat, one stops, the count drops to two after the ttl. */
-static void test_membership(void **state)
-{
-	static const char *const nodes[] = { "a", "b", "c" };
-	struct fix *f = *state;
-	struct timespec t0, t;
-	__u64 live = 0, waited_us;
-	size_t i;
-
-	for (i = 0; i < 3; i++)
-		assert_int_equal(store_member_beat(f->c, &f->sc, "fleet", nodes[i], SHORT_TTL_US,
-						   &live, f->err, sizeof(f->err)),
-				 0);
-	assert_int_equal(live, 3);
-	assert_int_equal(store_member_beat(f->c, &f->sc, "fleet", "a", SHORT_TTL_US, &live, f->err,
-					   sizeof(f->err)),
-			 0);
-	assert_int_equal(live, 3); /* a re-registering counts once */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do { /* a and b keep beating, c has stopped: poll with a deadline */
-		sleep_us(20 * US_PER_MS);
-		for (i = 0; i < 2; i++)
-			assert_int_equal(store_member_beat(f->c, &f->sc, "fleet", nodes[i],
-							   SHORT_TTL_US, &live, f->err,
-							   sizeof(f->err)),
-					 0);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		waited_us = (t.tv_sec - t0.tv_sec) * US_PER_SEC + (t.tv_nsec - t0.tv_nsec) / 1000;
-		assert_true(waited_us < 10 * SHORT_TTL_US);
-	} while (live != 2);
-	assert_true(waited_us + 20 * US_PER_MS >= SHORT_TTL_US); /* not before c's ttl */
-	assert_int_equal(
-		store_member_beat(f->c, &f->sc, "fleet", "c", 0, &live, f->err, sizeof(f->err)),
-		-EINVAL);
+	for (i = 0; i < ARRAY_SIZE(pipe_passes); i++)
+		pipe_pass_run(f, &pipe_passes[i], i + 1, k, q);
 }
 
 /*
- * The fleet: 2 and 4 nodes, four demand shapes, one sync every 50 ms for
- * ~3 s of Redis time. After every call the invariant holds; over every run
- * of consecutive calls i..j the net grant (granted − returned) satisfies
- * net × P <= burst × P + units × (t_j − t_{i−1}) exactly, and no grant
- * exceeds the cap.
+ * Membership: three beat, one stops, the count drops to two no sooner than
+ * its ttl after its last beat, in Redis time: a beat that runs before then
+ * (the TIME read before it says so) counts it, one after (the TIME read
+ * after it says so) does not.
+ */
+#define MEMBER_FLEET "fleet"
+
+static __u64 beat(struct fix *f, const char *node)
+{
+	__u64 live = 0;
+
+	assert_int_equal(store_member_beat(f->a.c, &f->a.sc, MEMBER_FLEET, node, SHORT_TTL_US,
+					   &live, f->err, sizeof(f->err)),
+			 0);
+	return live;
+}
+
+static void test_membership(void **state)
+{
+	static const char *const nodes[] = { "a", "b", "c" };
+	enum { STAYING = 2 }; /* nodes[0..STAYING) keep beating */
+	struct fix *f = *state;
+	__u64 live = 0, c_us, t0, t1;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(nodes); i++)
+		assert_int_equal(beat(f, nodes[i]), i + 1);
+	assert_int_equal(beat(f, nodes[0]), ARRAY_SIZE(nodes)); /* counts once */
+	c_us = zscore(f, MEMBER_FLEET, nodes[STAYING]);
+	do {
+		sleep_us(POLL_US);
+		t0 = redis_time_us(f);
+		for (i = 0; i < STAYING; i++) {
+			live = beat(f, nodes[i]);
+			assert_true(live == STAYING || live == ARRAY_SIZE(nodes));
+		}
+		t1 = redis_time_us(f);
+		if (live == ARRAY_SIZE(nodes))
+			assert_true(t0 < c_us + SHORT_TTL_US); /* c must be gone by then */
+		assert_true(t1 - c_us < DEADLINE_US);
+	} while (live != STAYING);
+	assert_true(t1 >= c_us + SHORT_TTL_US); /* not before c's ttl */
+	print_message("membership: '%s' left %llu us after its last beat (ttl %llu us)\n",
+		      nodes[STAYING], (unsigned long long)(t1 - c_us),
+		      (unsigned long long)SHORT_TTL_US);
+}
+
+/* Members a hot set reply handed to on_member, per hot set, in order. */
+#define HOT_SETS   2
+#define SEEN_MAX   8
+#define MEMBER_LEN 32
+
+struct seen {
+	char m[HOT_SETS][SEEN_MAX][MEMBER_LEN];
+	size_t n[HOT_SETS];
+	size_t dropped; /* of an unknown set, past SEEN_MAX, or too long: a failure */
+};
+
+static void on_member(void *arg, size_t hot, const char *member)
+{
+	struct seen *s = arg;
+
+	if (hot >= HOT_SETS || s->n[hot] >= SEEN_MAX || strlen(member) >= MEMBER_LEN) {
+		s->dropped++;
+		return;
+	}
+	snprintf(s->m[hot][s->n[hot]++], MEMBER_LEN, "%s", member);
+}
+
+/* Hot set @hot returned exactly the members given, in order, then NULL. */
+__attribute__((sentinel)) static void assert_members(const struct seen *s, size_t hot, ...)
+{
+	const char *want;
+	size_t n = 0;
+	va_list ap;
+
+	assert_int_equal(s->dropped, 0);
+	va_start(ap, hot);
+	while ((want = va_arg(ap, const char *))) {
+		if (n >= s->n[hot])
+			fail_msg("hot set %zu: %zu members, expected '%s' next", hot, s->n[hot],
+				 want);
+		assert_string_equal(s->m[hot][n++], want);
+	}
+	va_end(ap);
+	if (s->n[hot] != n)
+		fail_msg("hot set %zu: %zu members, expected %zu", hot, s->n[hot], n);
+}
+
+/* One hot set, nothing else, on node @n's connection. */
+static void hot_sync(struct fix *f, struct conn *n, const struct hot_req *h, struct seen *s)
+{
+	struct budget_sync b = { .hot = h, .n_hot = 1, .on_member = on_member, .arg = s };
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(store_budget_sync(n->c, &n->sc, &b, f->err, sizeof(f->err)), 0);
+}
+
+/*
+ * Hot sets: two nodes add members to one set, and both read back the union,
+ * the most recently added first, at most limit of them. Member names are
+ * chosen so that neither lexical order gives the recency order. Each add
+ * waits until Redis TIME has passed the previous one's score, so no two
+ * share a score.
+ */
+#define HOT_KEY		"hot:p"
+#define HOT_TTL_US	SHORT_TTL_US
+#define HOT_LIMIT	SEEN_MAX
+#define HOT_LIMIT_SMALL 2
+
+static void hot_union(struct fix *f, struct hot_req *h)
+{
+	static const char *const a1[] = { "ff01" }, *const b1[] = { "0001" },
+				 *const a2[] = { "8001" };
+	struct seen s;
+	__u64 t0, t1, score;
+
+	h->add = a1;
+	h->n_add = ARRAY_SIZE(a1);
+	t0 = redis_time_us(f);
+	hot_sync(f, &f->a, h, &s);
+	t1 = redis_time_us(f);
+	assert_members(&s, 0, "ff01", NULL);
+	score = zscore(f, HOT_KEY, "ff01");
+	assert_true(t0 <= score && score <= t1); /* scored with Redis TIME */
+	wait_redis_until(f, score + 1);
+	h->add = b1;
+	hot_sync(f, &f->b, h, &s);
+	assert_members(&s, 0, "0001", "ff01", NULL);
+	wait_redis_until(f, zscore(f, HOT_KEY, "0001") + 1);
+	h->add = a2;
+	hot_sync(f, &f->a, h, &s);
+	assert_members(&s, 0, "8001", "0001", "ff01", NULL);
+	h->n_add = 0;
+	h->limit = HOT_LIMIT_SMALL;
+	hot_sync(f, &f->b, h, &s);
+	assert_members(&s, 0, "8001", "0001", NULL);
+	h->limit = HOT_LIMIT;
+	hot_sync(f, &f->a, h, &s);
+	assert_members(&s, 0, "8001", "0001", "ff01", NULL);
+}
+
+/* Whether @m is among hot set 0's members in @s. */
+static int has_member(const struct seen *s, const char *m)
+{
+	size_t i;
+
+	for (i = 0; i < s->n[0]; i++)
+		if (!strcmp(s->m[0][i], m))
+			return 1;
+	return 0;
+}
+
+/*
+ * b keeps re-adding 0001; a's two members, not re-added, must leave: each
+ * is present in a call that began before its score + ttl, absent from one
+ * that ended after it, and both go.
+ */
+static void hot_expiry(struct fix *f, struct hot_req *h)
+{
+	static const char *const stale[] = { "ff01", "8001" }, *const kept[] = { "0001" };
+	__u64 score[ARRAY_SIZE(stale)], gone_us[ARRAY_SIZE(stale)] = { 0 }, t0, t1;
+	size_t i, n_gone = 0;
+	struct seen s;
+
+	for (i = 0; i < ARRAY_SIZE(stale); i++)
+		score[i] = zscore(f, HOT_KEY, stale[i]);
+	h->add = kept;
+	h->n_add = ARRAY_SIZE(kept);
+	while (n_gone < ARRAY_SIZE(stale)) {
+		sleep_us(POLL_US);
+		t0 = redis_time_us(f);
+		hot_sync(f, &f->b, h, &s);
+		t1 = redis_time_us(f);
+		assert_string_equal(s.m[0][0], kept[0]);
+		for (i = 0, n_gone = 0; i < ARRAY_SIZE(stale); i++) {
+			if (has_member(&s, stale[i])) {
+				assert_true(t0 < score[i] + HOT_TTL_US);
+				continue;
+			}
+			assert_true(t1 >= score[i] + HOT_TTL_US);
+			gone_us[i] = gone_us[i] ? gone_us[i] : t1 - score[i];
+			n_gone++;
+		}
+		assert_true(t1 - score[0] < DEADLINE_US);
+	}
+	for (i = 0; i < ARRAY_SIZE(stale); i++)
+		print_message("hot set: '%s' left within %llu us of its last add (ttl %llu us)\n",
+			      stale[i], (unsigned long long)gone_us[i],
+			      (unsigned long long)HOT_TTL_US);
+}
+
+static void test_hot_sets(void **state)
+{
+	struct fix *f = *state;
+	struct hot_req h = { .key = HOT_KEY, .ttl_us = HOT_TTL_US, .limit = HOT_LIMIT };
+
+	hot_union(f, &h);
+	hot_expiry(f, &h);
+}
+
+/*
+ * A budget sync with a beat, two hot sets and three leases is one pipeline:
+ * 1 + 2 + 3 EVALSHA in one round trip (one server read), each reply landing
+ * in its own output. Node b first puts itself and a member in each set.
+ */
+#define SYNC_LEASES 3
+#define SYNC_FLEET  "sync:fleet"
+#define SYNC_CALLS  (1 + HOT_SETS + SYNC_LEASES)
+#define SYNC_NODES  2 /* a and b */
+
+struct sync_fix {
+	struct lease_key k[SYNC_LEASES];
+	struct lease_req q[SYNC_LEASES];
+	struct lease_grant g[SYNC_LEASES];
+	struct hot_req h[HOT_SETS];
+	struct seen s;
+	struct budget_sync b;
+};
+
+static void sync_fix_init(struct sync_fix *x, const char *node)
+{
+	static const __u64 want[SYNC_LEASES] = { 3, 5, 7 };
+	size_t i;
+
+	memset(x, 0, sizeof(*x));
+	for (i = 0; i < SYNC_LEASES; i++) {
+		char name[NAME_LEN];
+
+		snprintf(name, sizeof(name), "sync:lease%zu", i);
+		x->k[i] = slow_key(name);
+		x->q[i] = (struct lease_req){ .k = &x->k[i], .want = want[i] };
+	}
+	for (i = 0; i < HOT_SETS; i++) {
+		snprintf(x->h[i].key, sizeof(x->h[i].key), "sync:hot%zu", i);
+		x->h[i].ttl_us = LONG_TTL_US;
+		x->h[i].limit = HOT_LIMIT;
+	}
+	x->b = (struct budget_sync){ .fleet = SYNC_FLEET,
+				     .node = node,
+				     .beat_ttl_us = LONG_TTL_US,
+				     .hot = x->h,
+				     .n_hot = HOT_SETS,
+				     .on_member = on_member,
+				     .arg = &x->s,
+				     .holder = node,
+				     .lease_ttl_us = LONG_TTL_US,
+				     .leases = x->q,
+				     .n_leases = SYNC_LEASES,
+				     .grants = x->g };
+}
+
+static struct counts sync_run(struct fix *f, struct conn *n, struct sync_fix *x)
+{
+	struct counts before = read_counts(f);
+
+	memset(&x->s, 0, sizeof(x->s));
+	assert_int_equal(store_budget_sync(n->c, &n->sc, &x->b, f->err, sizeof(f->err)), 0);
+	return counts_since(f, &before);
+}
+
+/* Node b: in the fleet, one member in each hot set, no leases. */
+static void sync_peer(struct fix *f)
+{
+	static const char *const add[HOT_SETS][1] = { { "b0" }, { "b1" } };
+	struct sync_fix x;
+	size_t i;
+
+	sync_fix_init(&x, "b");
+	x.b.n_leases = 0;
+	for (i = 0; i < HOT_SETS; i++) {
+		x.h[i].add = add[i];
+		x.h[i].n_add = ARRAY_SIZE(add[i]);
+	}
+	sync_run(f, &f->b, &x);
+	assert_int_equal(x.b.live_nodes, 1);
+	assert_members(&x.s, 0, "b0", NULL);
+	assert_members(&x.s, 1, "b1", NULL);
+	wait_redis_until(f, zscore(f, "sync:hot1", "b1") + 1);
+}
+
+/* Each lease, in order, topped up to its want by @granted[i]. */
+static void assert_grants(const struct sync_fix *x, const __u64 *granted)
+{
+	size_t i;
+
+	for (i = 0; i < SYNC_LEASES; i++) {
+		assert_int_equal(x->g[i].err, 0);
+		assert_int_equal(x->g[i].held, x->q[i].want);
+		assert_int_equal(x->g[i].granted, granted[i]);
+	}
+}
+
+static void test_budget_sync(void **state)
+{
+	static const char *const a0[] = { "a0" }, *const a1[] = { "a1" };
+	static const __u64 used[SYNC_LEASES] = { 1, 2, 3 };
+	struct fix *f = *state;
+	__u64 first[SYNC_LEASES];
+	struct sync_fix x;
+	struct counts d;
+	size_t i;
+
+	sync_peer(f);
+	sync_fix_init(&x, "a");
+	x.h[0].add = a0;
+	x.h[0].n_add = ARRAY_SIZE(a0);
+	d = sync_run(f, &f->a, &x); /* first on the connection: each script loaded once */
+	print_message("budget sync, first on a connection: %llu calls, %llu script loads, "
+		      "%llu server reads\n",
+		      (unsigned long long)d.evalsha, (unsigned long long)d.load,
+		      (unsigned long long)d.reads);
+	assert_int_equal(d.load, STORE_SCRIPT_MAX);
+	assert_int_equal(d.evalsha, SYNC_CALLS);
+	assert_int_equal(x.b.live_nodes, SYNC_NODES);
+	assert_members(&x.s, 0, "a0", "b0", NULL);
+	assert_members(&x.s, 1, "b1", NULL);
+	for (i = 0; i < SYNC_LEASES; i++)
+		first[i] = x.q[i].want;
+	assert_grants(&x, first);
+	x.h[0].n_add = 0;
+	x.h[1].add = a1;
+	x.h[1].n_add = ARRAY_SIZE(a1);
+	for (i = 0; i < SYNC_LEASES; i++)
+		x.q[i].used = used[i];
+	d = sync_run(f, &f->a, &x);
+	print_message("budget sync, scripts cached: evalsha %llu, eval %llu, script load %llu, "
+		      "server reads %llu\n",
+		      (unsigned long long)d.evalsha, (unsigned long long)d.eval,
+		      (unsigned long long)d.load, (unsigned long long)d.reads);
+	assert_int_equal(d.evalsha, SYNC_CALLS);
+	assert_int_equal(d.eval, 0);
+	assert_int_equal(d.load, 0);
+	assert_int_equal(d.reads, 1);
+	assert_int_equal(x.b.live_nodes, SYNC_NODES);
+	assert_members(&x.s, 0, "a0", "b0", NULL);
+	assert_members(&x.s, 1, "a1", "b1", NULL);
+	assert_grants(&x, used);
+}
+
+/*
+ * A script that fails on one key (the key holds a string): that lease's
+ * err says so and the others are granted; a hot set that fails fails the
+ * sync (-EPROTO) with its cause.
+ */
+static void test_script_error(void **state)
+{
+	struct fix *f = *state;
+	char prefix[STORE_ERR_LEN];
+	struct sync_fix x;
+
+	sync_fix_init(&x, "a");
+	snprintf(prefix, sizeof(prefix), "lease script failed on '%s': ", x.k[1].key);
+	x.b.fleet = NULL;
+	x.b.n_hot = 0;
+	freeReplyObject(command(f, "SET %s x", x.k[1].key));
+	assert_int_equal(store_budget_sync(f->a.c, &f->a.sc, &x.b, f->err, sizeof(f->err)), 0);
+	assert_int_equal(x.g[0].err, 0);
+	assert_int_equal(x.g[0].held, x.q[0].want);
+	assert_int_equal(x.g[1].err, -EPROTO);
+	assert_int_equal(x.g[2].err, 0);
+	assert_int_equal(x.g[2].held, x.q[2].want);
+	assert_memory_equal(f->err, prefix, strlen(prefix));
+	assert_non_null(strstr(f->err, "WRONGTYPE"));
+	x.b.n_hot = 1;
+	freeReplyObject(command(f, "SET %s x", x.h[0].key));
+	assert_int_equal(store_budget_sync(f->a.c, &f->a.sc, &x.b, f->err, sizeof(f->err)),
+			 -EPROTO);
+	snprintf(prefix, sizeof(prefix), "hot set '%s': ", x.h[0].key);
+	assert_memory_equal(f->err, prefix, strlen(prefix));
+	assert_non_null(strstr(f->err, "WRONGTYPE"));
+}
+
+/*
+ * The fleet: fleets of 2 and 4 nodes, four demand shapes, each node syncing
+ * all its keys in one call every 50 ms for ~3 s of Redis time. The node
+ * side is simulated as the agent does it: what it may spend is what it held
+ * at its last call minus what it has spent since; it reads its counter (the
+ * used it reports), keeps spending while the call travels (a quarter of
+ * what it spends in the tick, reported next time), and spends nothing of a lease
+ * Redis TIME says has expired. After every call: the invariant, the exact
+ * top-up (held = kept + granted, kept = held − used unless expired), the
+ * cap, a short grant only from an empty bucket, and Σ held as simulated =
+ * Σ lease in Redis. Over every run of calls i..j of a key, with t the
+ * Redis TIME of each call: Σ granted × P and Σ spent × P are both
+ * <= burst × P + units × (t_j − t_{i−1}) exactly (spending of call i
+ * happens after call i−1: the test is sequential).
  */
 enum shape { SHAPE_UNIFORM, SHAPE_80_20, SHAPE_GREEDY, SHAPE_OVERREPORT, SHAPE_MAX };
 
-#define FLEET_UNITS  100 /* per second */
-#define FLEET_BURST  50
-#define FLEET_CAP    20
-#define FLEET_TICKS  60
-#define FLEET_TICK   (50 * US_PER_MS)
-#define FLEET_TTL_US (3 * FLEET_TICK)
-#define FLEET_KEYS   (2 * SHAPE_MAX)
-#define LOG_MAX	     (FLEET_TICKS * MAX_NODES)
+static const char *const shape_name[SHAPE_MAX] = {
+	[SHAPE_UNIFORM] = "uniform-half",
+	[SHAPE_80_20] = "80/20",
+	[SHAPE_GREEDY] = "greedy",
+	[SHAPE_OVERREPORT] = "over-reporting",
+};
+
+#define FLEET_UNITS	  100 /* per second */
+#define FLEET_BURST	  50
+#define FLEET_CAP	  20
+#define FLEET_WANT	  10 /* uniform and over-reporting nodes: want and demand */
+#define FLEET_WANT_SMALL  5  /* the others beside a greedy node */
+#define FLEET_WANT_80	  32 /* the 80 % node */
+#define FLEET_WANT_20	  8  /* shared by the others */
+#define UNIFORM_SPEND_DIV 2  /* uniform nodes spend half of what they may */
+#define IN_FLIGHT_DIV	  4  /* a quarter of what a node spends in a tick: after its counter read */
+#define OVERREPORT	  1000 /* units node 0 adds to what it reports */
+#define FLEET_TICKS	  60
+#define FLEET_TICK_US	  (50 * US_PER_MS)
+#define FLEET_TTL_US	  (3 * FLEET_TICK_US)
+#define SMALL_FLEET	  2 /* nodes; the large fleet has MAX_NODES */
+#define FLEET_SIZES	  2 /* the small and the large fleet */
+#define FLEET_KEYS	  (FLEET_SIZES * SHAPE_MAX)
+#define LOG_MAX		  (FLEET_TICKS * MAX_NODES)
+
+enum log_col { LOG_GRANTED, LOG_SPENT, LOG_COLS };
+
+static const char *const log_col_name[LOG_COLS] = {
+	[LOG_GRANTED] = "granted",
+	[LOG_SPENT] = "spent",
+};
 
 struct log_row {
-	__u64 t_us;
-	__u64 net; /* units granted by this call */
-	__u64 ret; /* units this call gave back from the node's previous lease */
+	__u64 t_us;	   /* Redis TIME of the call */
+	__u64 v[LOG_COLS]; /* units this call granted; units spent just before it */
+};
+
+struct node_sim {
+	__u64 held;	       /* what Redis counts as this node's lease (0 once written off) */
+	__u64 exp_us;	       /* Redis TIME: nothing of the lease may be spent from then on */
+	__u64 spendable;       /* held at the last call minus what was spent since */
+	__u64 unreported;      /* spent, not yet reported as used */
+	__u64 spent;	       /* spent before the current call */
+	__u64 total[LOG_COLS]; /* granted to and spent by this node so far */
 };
 
 struct fleet_key {
 	struct lease_key k;
 	int k_nodes;
 	enum shape shape;
-	__u64 lease[MAX_NODES], exp_us[MAX_NODES];
+	struct node_sim node[MAX_NODES];
 	struct log_row log[LOG_MAX];
 	size_t n_log;
-	__u64 granted_total;
-	__u64 returned_total;
+	__u64 total[LOG_COLS]; /* granted to and spent by the fleet so far */
 };
 
 static __u64 shape_want(enum shape s, int node, int k_nodes)
 {
 	switch (s) {
-	case SHAPE_80_20: return node ? 8 / (k_nodes - 1) : 32;
-	case SHAPE_GREEDY: return node ? 5 : LEASE_SCALED_MAX;
-	default: return 10;
+	case SHAPE_80_20: return node ? FLEET_WANT_20 / (k_nodes - 1) : FLEET_WANT_80;
+	case SHAPE_GREEDY: return node ? FLEET_WANT_SMALL : LEASE_SCALED_MAX;
+	default: return FLEET_WANT;
 	}
 }
 
-static void check_window_bound(const struct fleet_key *fk)
+/* Units node @node would spend this tick, given @spendable. */
+static __u64 shape_demand(enum shape s, int node, int k_nodes, __u64 spendable)
 {
-	const __u64 per = fk->k.rate_period_us;
+	return s == SHAPE_UNIFORM ? spendable / UNIFORM_SPEND_DIV : shape_want(s, node, k_nodes);
+}
+
+static void spend(struct node_sim *ns, __u64 units)
+{
+	ns->spendable -= units;
+	ns->unreported += units;
+	ns->spent += units;
+}
+
+/*
+ * The node's side of a tick, before its call: it spends min(demand,
+ * spendable), nothing once Redis TIME (@now_us, read just before) reaches
+ * its lease's expiry; the last quarter of that after it read its counter.
+ */
+static struct lease_req node_before(struct fleet_key *fk, int node, __u64 now_us)
+{
+	struct node_sim *ns = &fk->node[node];
+	__u64 demand = shape_demand(fk->shape, node, fk->k_nodes, ns->spendable);
+	__u64 x = now_us < ns->exp_us ? MIN(demand, ns->spendable) : 0;
+	struct lease_req q = { .k = &fk->k, .want = shape_want(fk->shape, node, fk->k_nodes) };
+
+	ns->spent = 0;
+	spend(ns, x - x / IN_FLIGHT_DIV);
+	q.used = ns->unreported;
+	if (fk->shape == SHAPE_OVERREPORT && node == 0)
+		q.used += OVERREPORT; /* clamped: gains nothing */
+	ns->unreported = 0;
+	spend(ns, x / IN_FLIGHT_DIV); /* in flight: Redis still counts it as held */
+	ns->total[LOG_SPENT] += ns->spent;
+	if (ns->total[LOG_SPENT] > ns->total[LOG_GRANTED])
+		fail_msg("'%s' n%d: spent %llu, more than the %llu it was granted", fk->k.key, node,
+			 (unsigned long long)ns->total[LOG_SPENT],
+			 (unsigned long long)ns->total[LOG_GRANTED]);
+	return q;
+}
+
+/* Check grant @g of @node's call @q against the simulation, then install it. */
+static void node_after(struct fix *f, struct fleet_key *fk, int node, const struct lease_req *q,
+		       const struct lease_grant *g)
+{
+	struct node_sim *ns = &fk->node[node];
+	__u64 kept = ns->exp_us > g->now_us ? ns->held - MIN(q->used, ns->held) : 0;
+	__u64 target = MIN(q->want, fk->k.cap), asked = kept < target ? target - kept : 0, sum = 0;
+	struct bucket b = check_bucket(f, &fk->k);
+	int m;
+
+	assert_int_equal(g->err, 0);
+	assert_int_equal(g->expires_us - g->now_us, FLEET_TTL_US);
+	if (g->held != kept + g->granted || g->held > fk->k.cap)
+		fail_msg("'%s' n%d: held %llu = kept %llu + granted %llu? cap %llu", fk->k.key,
+			 node, (unsigned long long)g->held, (unsigned long long)kept,
+			 (unsigned long long)g->granted, (unsigned long long)fk->k.cap);
+	if (g->granted > asked || (g->granted < asked && b.tok >= fk->k.rate_period_us))
+		fail_msg("'%s' n%d: granted %llu of %llu, %llu whole tokens left", fk->k.key, node,
+			 (unsigned long long)g->granted, (unsigned long long)asked,
+			 (unsigned long long)(b.tok / fk->k.rate_period_us));
+	for (m = 0; m < fk->k_nodes; m++) /* the call wrote off every expired lease */
+		if (fk->node[m].exp_us <= g->now_us)
+			fk->node[m].held = 0;
+	ns->held = g->held;
+	ns->exp_us = g->expires_us;
+	ns->total[LOG_GRANTED] += g->granted;
+	ns->spendable = g->held > ns->unreported ? g->held - ns->unreported : 0;
+	for (m = 0; m < fk->k_nodes; m++)
+		sum += fk->node[m].held;
+	assert_int_equal(sum, b.out);
+	fk->log[fk->n_log++] =
+		(struct log_row){ .t_us = g->now_us,
+				  .v = { [LOG_GRANTED] = g->granted, [LOG_SPENT] = ns->spent } };
+	fk->total[LOG_GRANTED] += g->granted;
+	fk->total[LOG_SPENT] += ns->spent;
+}
+
+/* One node's tick: one call for every key it shares. */
+static void node_tick(struct fix *f, struct fleet_key *fk, int node)
+{
+	struct lease_req q[FLEET_KEYS];
+	struct lease_grant g[FLEET_KEYS];
+	struct fleet_key *of[FLEET_KEYS];
+	char name[NAME_LEN];
+	__u64 now_us = redis_time_us(f);
+	size_t i, n = 0;
+
+	for (i = 0; i < FLEET_KEYS; i++) {
+		if (node >= fk[i].k_nodes)
+			continue;
+		of[n] = &fk[i];
+		q[n++] = node_before(&fk[i], node, now_us);
+	}
+	snprintf(name, sizeof(name), "n%d", node);
+	assert_int_equal(store_lease_sync(f->a.c, &f->a.sc, name, FLEET_TTL_US, q, n, g, f->err,
+					  sizeof(f->err)),
+			 0);
+	for (i = 0; i < n; i++)
+		node_after(f, of[i], node, &q[i], &g[i]);
+}
+
+/*
+ * Over every run of calls i..j: Σ col × P <= burst × P + units × (t_j − t_{i−1}),
+ * with t_{−1} = t_0 (the bucket is made, full, by call 0). Returns the
+ * least slack over all runs, in units.
+ */
+static long long check_runs(const struct fleet_key *fk, enum log_col col)
+{
+	const long long per = fk->k.rate_period_us, burst = fk->k.burst * per;
+	long long least = fk->k.burst, sum, bound;
 	size_t i, j;
 
 	for (i = 0; i < fk->n_log; i++) {
-		__u64 t_prev = i ? fk->log[i - 1].t_us : fk->log[0].t_us;
-		long long net = 0;
+		__u64 t_prev = fk->log[i ? i - 1 : 0].t_us;
 
-		for (j = i; j < fk->n_log; j++) {
-			net += (long long)fk->log[j].net - (long long)fk->log[j].ret;
-			if (net > 0 &&
-			    (__u64)net * per >
-				    fk->k.burst * per +
-					    fk->k.rate_units * (fk->log[j].t_us - t_prev))
-				fail_msg("'%s': net grant %lld in calls %zu..%zu over %llu us",
-					 fk->k.key, net, i, j,
+		for (j = i, sum = 0; j < fk->n_log; j++) {
+			sum += fk->log[j].v[col] * per;
+			bound = burst + (long long)fk->k.rate_units * (fk->log[j].t_us - t_prev);
+			if (sum > bound)
+				fail_msg("'%s': %s %lld units in calls %zu..%zu over %llu us",
+					 fk->k.key, log_col_name[col], sum / per, i, j,
 					 (unsigned long long)(fk->log[j].t_us - t_prev));
+			least = MIN(least, (bound - sum) / per);
 		}
 	}
+	return least;
 }
 
-static void fleet_call(struct fix *f, struct fleet_key *fk, int node)
+static void fleet_report(const struct fleet_key *fk)
 {
-	char name[NODE_LEN];
-	__u64 used = fk->lease[node];
-	struct lease_grant g;
-	struct log_row *row = &fk->log[fk->n_log++];
+	__u64 span_us = fk->log[fk->n_log - 1].t_us - fk->log[0].t_us;
+	long long slack[LOG_COLS];
+	int col;
 
-	snprintf(name, sizeof(name), "n%d", node);
-	if (fk->shape == SHAPE_UNIFORM)
-		used /= 2; /* spends half: the other half comes back */
-	if (fk->shape == SHAPE_OVERREPORT && node == 0)
-		used += 1000; /* clamped: returns nothing, as if all spent */
-	g = sync1(f, &fk->k, name, FLEET_TTL_US, used, shape_want(fk->shape, node, fk->k_nodes));
-	assert_true(g.granted <= FLEET_CAP);
-	row->t_us = g.now_us;
-	row->net = g.granted;
-	/* What the script gives back: only from a live lease, never below zero. */
-	row->ret =
-		fk->exp_us[node] > g.now_us && used < fk->lease[node] ? fk->lease[node] - used : 0;
-	fk->lease[node] = g.granted;
-	fk->exp_us[node] = g.expires_us;
-	fk->granted_total += g.granted;
-	fk->returned_total += row->ret;
-	check_invariant(f, &fk->k);
+	for (col = 0; col < LOG_COLS; col++)
+		slack[col] = check_runs(fk, col);
+	print_message("%s: %zu calls over %llu us, bound burst + rate x span = %llu units: "
+		      "granted %llu, spent %llu; least slack over any run of calls: "
+		      "granted %lld, spent %lld\n",
+		      fk->k.key, fk->n_log, (unsigned long long)span_us,
+		      (unsigned long long)(fk->k.burst + fk->k.rate_units * span_us / US_PER_SEC),
+		      (unsigned long long)fk->total[LOG_GRANTED],
+		      (unsigned long long)fk->total[LOG_SPENT], slack[LOG_GRANTED],
+		      slack[LOG_SPENT]);
 }
 
 static void test_fleet(void **state)
 {
+	static const int sizes[FLEET_SIZES] = { SMALL_FLEET, MAX_NODES };
 	struct fix *f = *state;
 	struct fleet_key *fk = calloc(FLEET_KEYS, sizeof(*fk));
 	int i, tick, node;
-	__u64 span_us;
 
 	assert_non_null(fk);
 	for (i = 0; i < FLEET_KEYS; i++) {
 		fk[i].shape = i % SHAPE_MAX;
-		fk[i].k_nodes = i < SHAPE_MAX ? 2 : 4;
+		fk[i].k_nodes = sizes[i / SHAPE_MAX];
 		fk[i].k = (struct lease_key){ .rate_units = FLEET_UNITS,
 					      .rate_period_us = US_PER_SEC,
 					      .burst = FLEET_BURST,
 					      .cap = FLEET_CAP };
-		snprintf(fk[i].k.key, sizeof(fk[i].k.key), "fleet%d:shape%d", fk[i].k_nodes,
-			 fk[i].shape);
+		snprintf(fk[i].k.key, sizeof(fk[i].k.key), "fleet%d:%s", fk[i].k_nodes,
+			 shape_name[fk[i].shape]);
 	}
 	for (tick = 0; tick < FLEET_TICKS; tick++) {
-		for (i = 0; i < FLEET_KEYS; i++)
-			for (node = 0; node < fk[i].k_nodes; node++)
-				fleet_call(f, &fk[i], node);
-		sleep_us(FLEET_TICK);
+		for (node = 0; node < MAX_NODES; node++)
+			node_tick(f, fk, node);
+		sleep_us(FLEET_TICK_US);
 	}
-	for (i = 0; i < FLEET_KEYS; i++) {
-		check_window_bound(&fk[i]);
-		span_us = fk[i].log[fk[i].n_log - 1].t_us - fk[i].log[0].t_us;
-		print_message(
-			"%s: %zu calls, granted %llu, returned %llu, over %llu us; "
-			"bound on granted - returned: %llu\n",
-			fk[i].k.key, fk[i].n_log, (unsigned long long)fk[i].granted_total,
-			(unsigned long long)fk[i].returned_total, (unsigned long long)span_us,
-			(unsigned long long)(FLEET_BURST + FLEET_UNITS * span_us / US_PER_SEC));
-	}
+	for (i = 0; i < FLEET_KEYS; i++)
+		fleet_report(&fk[i]);
 	free(fk);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_single_node, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_first_grant, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pipeline, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_membership, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet, setup, teardown),
+	static const struct CMUnitTest fixed[] = {
+		cmocka_unit_test(test_single_node), cmocka_unit_test(test_invalid_wrappers),
+		cmocka_unit_test(test_expiry),	    cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_membership),  cmocka_unit_test(test_hot_sets),
+		cmocka_unit_test(test_budget_sync), cmocka_unit_test(test_script_error),
+		cmocka_unit_test(test_fleet),
 	};
+	enum { N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) + ARRAY_SIZE(fixed) };
+	struct CMUnitTest tests[N_TESTS];
+	char names[N_TESTS][TEST_NAME_LEN];
+	struct suite s = { tests, names, 0 };
+	size_t i;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	SUITE_ADD_ROWS(&s, test_first_grant, first_rows);
+	SUITE_ADD_ROWS(&s, test_invalid, invalid_rows);
+	for (i = 0; i < ARRAY_SIZE(fixed); i++)
+		tests[s.n++] = fixed[i];
+	for (i = 0; i < s.n; i++) {
+		tests[i].setup_func = setup;
+		tests[i].teardown_func = teardown;
+	}
+	return _cmocka_run_group_tests("store_lease", tests, s.n, NULL, NULL);
 }
