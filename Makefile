@@ -48,6 +48,7 @@ BIN := $(O)/sluice
 # Tools and tests.
 PKT_OBJ := $(O)/tests/bpf/pkt.o
 FLOOD := $(O)/sluice-flood
+SINK := $(O)/sluice-sink
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
 BPFT_SRC := $(wildcard tests/bpf/test_*.c)
@@ -61,7 +62,7 @@ BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: all deps test test-unit test-bpf test-e2e bench bench-path bench-agent demo format check-format clean install vmlinux
 
-all: $(BIN) $(FLOOD)
+all: $(BIN) $(FLOOD) $(SINK)
 
 deps:
 	$(Q)tools/deps.sh
@@ -107,6 +108,10 @@ $(FLOOD): $(O)/tools/flood.o $(PKT_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(SINK): $(O)/tools/sink.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+
 $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
@@ -149,7 +154,7 @@ test-unit: $(UNIT_BIN) $(BPF_OBJ)
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
-test-e2e: $(BIN) $(FLOOD) $(STORE_T_BIN)
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 # bench: per-packet cost (BPF_PROG_TEST_RUN) and map memory, then the whole

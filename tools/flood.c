@@ -38,6 +38,7 @@
 #define FLOOD_COUNT_MAX		  10000000ULL
 #define FLOOD_DURATION_MS_DEFAULT 10000ULL
 #define FLOOD_DURATION_MS_MAX	  120000ULL
+#define FLOOD_PERIOD_MS_MAX	  FLOOD_DURATION_MS_MAX
 #define FLOOD_SOURCES_MAX	  65536ULL /* addresses after --src-count expansion */
 #define FLOOD_PPS_MAX		  100000000ULL
 #define FLOOD_BATCH_MAX		  64   /* frames per sendmmsg() */
@@ -84,6 +85,9 @@ struct flood_opts {
 	__u64 count_pkts;
 	__u64 rate_pps; /* 0: as fast as possible */
 	__u64 duration_ms;
+	__u64 start_at_ns; /* CLOCK_MONOTONIC; 0: now */
+	__u64 on_ms;	   /* with period_ms: send only in the first on_ms of every period */
+	__u64 period_ms;
 	size_t size_bytes; /* frame without FCS, padded up to this; 0: ETH_ZLEN or headers */
 	int vlan_id;	   /* FLOOD_NO_VLAN or 0..4095 */
 	int is_quiet;
@@ -109,20 +113,22 @@ struct flood {
 	__u64 sent_pkts;
 	__u64 enobufs;
 	__u64 start_ns;
+	__u64 start_late_ns; /* how much later than --start-at-ns sending began */
 };
 
 static const char synopsis[] =
 	"usage: sluice-flood --iface <if> --dst-mac <mac> --src <addr>[,<addr>...] --dst <addr>\n"
 	"                    --count <n> [--src-count <n>] [--proto udp|tcp-syn|icmp]\n"
 	"                    [--dport <port>] [--sport <port>] [--pps <rate>]\n"
-	"                    [--duration-ms <ms>] [--size <bytes>] [--vlan <vid>]\n"
+	"                    [--duration-ms <ms>] [--start-at-ns <ns>]\n"
+	"                    [--on-ms <ms> --period-ms <ms>] [--size <bytes>] [--vlan <vid>]\n"
 	"                    [--src-mac <mac>] [-q | --quiet] [-h | --help]\n";
 
 static const char options_help[] =
 	"\n"
 	"Send --count crafted frames round-robin over the sources, out of <if> only,\n"
 	"and stop after --duration-ms at the latest. Prints 'sent=N elapsed_ms=M\n"
-	"enobufs=K' on exit.\n"
+	"enobufs=K' on exit, and ' start_late_ms=L' with --start-at-ns.\n"
 	"\n"
 	"  --iface <if>          interface to send on (AF_PACKET, needs CAP_NET_RAW)\n"
 	"  --dst-mac <mac>       destination MAC, aa:bb:cc:dd:ee:ff\n"
@@ -136,7 +142,13 @@ static const char options_help[] =
 	"                        per packet (udp, tcp-syn)\n"
 	"  --count <n>           total frames, 1..10000000 (required)\n"
 	"  --pps <rate>          frames per second; 0 (default) is as fast as possible\n"
-	"  --duration-ms <ms>    hard time cap, 1..120000 (default 10000)\n"
+	"  --duration-ms <ms>    hard time cap, 1..120000 (default 10000), from the start\n"
+	"  --start-at-ns <ns>    start at this CLOCK_MONOTONIC time, at most 120 s ahead\n"
+	"                        (several floods start together); if it has passed,\n"
+	"                        start now and report how late in start_late_ms\n"
+	"  --on-ms <ms>          with --period-ms and --pps: send only during the first\n"
+	"  --period-ms <ms>      <on> ms of every <period> ms from the start, at --pps\n"
+	"                        while on (1 <= on <= period <= 120000)\n"
 	"  --size <bytes>        frame length without FCS, padded with payload\n"
 	"                        (default 60, or the headers when longer)\n"
 	"  --vlan <vid>          add an 802.1Q tag, 0..4095\n"
@@ -252,6 +264,9 @@ enum flood_opt {
 	OPT_COUNT,
 	OPT_PPS,
 	OPT_DURATION_MS,
+	OPT_START_AT_NS,
+	OPT_ON_MS,
+	OPT_PERIOD_MS,
 	OPT_SIZE,
 	OPT_VLAN,
 };
@@ -269,6 +284,9 @@ static const struct option long_opts[] = {
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "pps", required_argument, NULL, OPT_PPS },
 	{ "duration-ms", required_argument, NULL, OPT_DURATION_MS },
+	{ "start-at-ns", required_argument, NULL, OPT_START_AT_NS },
+	{ "on-ms", required_argument, NULL, OPT_ON_MS },
+	{ "period-ms", required_argument, NULL, OPT_PERIOD_MS },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "vlan", required_argument, NULL, OPT_VLAN },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -289,6 +307,13 @@ static int parse_number_opt(struct flood_opts *o, int c, const char *arg)
 	case OPT_PPS: o->rate_pps = parse_u64("pps", arg, 0, FLOOD_PPS_MAX); return 1;
 	case OPT_DURATION_MS:
 		o->duration_ms = parse_u64("duration-ms", arg, 1, FLOOD_DURATION_MS_MAX);
+		return 1;
+	case OPT_START_AT_NS:
+		o->start_at_ns = parse_u64("start-at-ns", arg, 1, UINT64_MAX);
+		return 1;
+	case OPT_ON_MS: o->on_ms = parse_u64("on-ms", arg, 1, FLOOD_PERIOD_MS_MAX); return 1;
+	case OPT_PERIOD_MS:
+		o->period_ms = parse_u64("period-ms", arg, 1, FLOOD_PERIOD_MS_MAX);
 		return 1;
 	case OPT_SIZE: o->size_bytes = parse_u64("size", arg, 0, PKT_MAX_BYTES); return 1;
 	case OPT_VLAN: o->vlan_id = parse_u64("vlan", arg, 0, FLOOD_VID_MAX); return 1;
@@ -339,6 +364,15 @@ static void check_opts(const struct flood_opts *o)
 	if (o->n_srcs * o->src_count > FLOOD_SOURCES_MAX)
 		usage_error("--src, --src-count: %zu x %llu sources is more than %llu", o->n_srcs,
 			    (unsigned long long)o->src_count, FLOOD_SOURCES_MAX);
+	if (!o->on_ms != !o->period_ms)
+		usage_error("--on-ms and --period-ms go together");
+	if (o->on_ms && (o->on_ms > o->period_ms || !o->rate_pps))
+		usage_error("--on-ms: needs --pps and at most --period-ms (%llu)",
+			    (unsigned long long)o->period_ms);
+	/* a start far ahead is a typo or another clock, and would hang the caller */
+	if (o->start_at_ns > now_ns() + FLOOD_DURATION_MS_MAX * SLUICE_NSEC_PER_MSEC)
+		usage_error("--start-at-ns: more than %llu ms ahead of CLOCK_MONOTONIC",
+			    FLOOD_DURATION_MS_MAX);
 }
 
 static void parse_opts(struct flood_opts *o, int argc, char **argv)
@@ -516,6 +550,42 @@ static void sleep_until(__u64 t_ns)
 }
 
 /*
+ * When packet number f->sent_pkts is due. Paced at rate_pps over the "on" time
+ * only: on-time t falls in period t / on at offset t % on. The period number is
+ * capped at the last one the duration cap can reach, so the product stays below
+ * 2 x FLOOD_DURATION_MS_MAX ms in ns.
+ */
+static __u64 flood__due_ns(const struct flood *f)
+{
+	const struct flood_opts *o = &f->opts;
+	/* sent_pkts <= 1e7 and SLUICE_NSEC_PER_SEC = 1e9: the product fits in 64 bits */
+	__u64 on_time_ns = f->sent_pkts * SLUICE_NSEC_PER_SEC / o->rate_pps;
+	__u64 on_ns, period_ns, periods;
+
+	if (!o->on_ms)
+		return f->start_ns + on_time_ns;
+	on_ns = o->on_ms * SLUICE_NSEC_PER_MSEC;
+	period_ns = o->period_ms * SLUICE_NSEC_PER_MSEC;
+	periods = on_time_ns / on_ns;
+	if (periods > o->duration_ms / o->period_ms + 1)
+		periods = o->duration_ms / o->period_ms + 1;
+	return f->start_ns + periods * period_ns + on_time_ns % on_ns;
+}
+
+/* Wait for --start-at-ns (early on a signal); set start_ns and start_late_ns. */
+static void flood__wait_start(struct flood *f)
+{
+	__u64 at_ns = f->opts.start_at_ns;
+
+	while (at_ns && !stop_requested && now_ns() < at_ns)
+		sleep_until(at_ns);
+	f->start_ns = now_ns();
+	/* started late: pace from now, so a late start does not become a catch-up burst */
+	if (at_ns && f->start_ns > at_ns)
+		f->start_late_ns = f->start_ns - at_ns;
+}
+
+/*
  * Send @n prepared messages, retrying after ENOBUFS until @deadline_ns.
  * Returns 0 (f->sent_pkts counts what the kernel took) or a negative errno.
  */
@@ -568,16 +638,15 @@ static int flood__run(struct flood *f)
 	unsigned int i, n;
 	int err;
 
-	f->start_ns = now_ns();
+	flood__wait_start(f);
 	deadline_ns = f->start_ns + o->duration_ms * SLUICE_NSEC_PER_MSEC;
 	while (f->sent_pkts < o->count_pkts && !stop_requested) {
 		now = now_ns();
 		if (now >= deadline_ns)
 			break;
-		/* sent_pkts <= 1e7 and SLUICE_NSEC_PER_SEC = 1e9: the product fits in 64 bits */
 		due_ns = now;
 		if (o->rate_pps)
-			due_ns = f->start_ns + f->sent_pkts * SLUICE_NSEC_PER_SEC / o->rate_pps;
+			due_ns = flood__due_ns(f);
 		if (due_ns > now) {
 			sleep_until(due_ns < deadline_ns ? due_ns : deadline_ns);
 			continue;
@@ -630,6 +699,22 @@ static int flood__init(struct flood *f)
 	return 0;
 }
 
+/* The one stdout line; returns printf()'s result. */
+static int flood__print_summary(const struct flood *f)
+{
+	int ret;
+
+	ret = printf("sent=%llu elapsed_ms=%llu enobufs=%llu", (unsigned long long)f->sent_pkts,
+		     (unsigned long long)((now_ns() - f->start_ns) / SLUICE_NSEC_PER_MSEC),
+		     (unsigned long long)f->enobufs);
+	if (ret >= 0 && f->opts.start_at_ns)
+		ret = printf(" start_late_ms=%llu",
+			     (unsigned long long)(f->start_late_ns / SLUICE_NSEC_PER_MSEC));
+	if (ret >= 0)
+		ret = printf("\n");
+	return ret;
+}
+
 static void flood__free(struct flood *f)
 {
 	size_t i;
@@ -657,10 +742,7 @@ int main(int argc, char **argv)
 	err = flood__init(f);
 	if (!err)
 		err = flood__run(f);
-	if (!err && !f->opts.is_quiet &&
-	    printf("sent=%llu elapsed_ms=%llu enobufs=%llu\n", (unsigned long long)f->sent_pkts,
-		   (unsigned long long)((now_ns() - f->start_ns) / SLUICE_NSEC_PER_MSEC),
-		   (unsigned long long)f->enobufs) < 0)
+	if (!err && !f->opts.is_quiet && flood__print_summary(f) < 0)
 		err = -EIO;
 	if (fflush(stdout) == EOF)
 		err = -EIO;

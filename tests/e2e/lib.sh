@@ -7,7 +7,8 @@
 #
 # Topology (e2e_topology): namespace $NS_TX with veth $VETH_TX, namespace
 # $NS_RX with veth $VETH_RX, addresses $TX4/$RX4 (a /24) and $TX6/$RX6 (a
-# /64). Traffic never leaves these namespaces.
+# /64). Traffic never leaves these namespaces. A fleet of nodes, each with
+# its own veth from $NS_TX and its own agent, comes from e2e_fleet_* below.
 
 set -euo pipefail
 
@@ -221,4 +222,82 @@ e2e_equal() {
 	local label=$1 value=$2 want=$3
 	[ "$value" = "$want" ] || e2e_fail "$label: got $value, expected $want"
 	echo "ok: $label: $value"
+}
+
+# A fleet, for scope: cluster tests. e2e_fleet_tx creates the sender
+# namespace $NS_TX; e2e_fleet_node I adds node I (1..250): namespace
+# ${NODE_NS[I]} with veth ${NODE_IF[I]} at ${NODE_ADDR[I]} (10.210.I.2/24),
+# whose peer ${TX_IF[I]} (10.210.I.1/24) is in $NS_TX, and ${NODE_MAC[I]}
+# its MAC (a flood's --dst-mac). e2e_fleet_agent starts the node's own agent.
+NODE_NS=()
+NODE_IF=()
+NODE_ADDR=()
+NODE_MAC=()
+NODE_PID=()
+NODE_LOG=()
+TX_IF=()
+
+e2e_fleet_tx() {
+	ip netns add "$NS_TX"
+	_netns+=("$NS_TX")
+	in_ns "$NS_TX" ip link set lo up
+}
+
+# shellcheck disable=SC2034 # the NODE_* arrays are for the tests that source this
+e2e_fleet_node() {
+	local i=$1
+	NODE_NS[i]=${E2E_ID}n$i
+	NODE_IF[i]=${E2E_ID}r$i
+	NODE_ADDR[i]=10.210.$i.2
+	TX_IF[i]=${E2E_ID}t$i
+	ip netns add "${NODE_NS[i]}"
+	_netns+=("${NODE_NS[i]}")
+	ip link add "${TX_IF[i]}" netns "$NS_TX" type veth peer name "${NODE_IF[i]}" netns "${NODE_NS[i]}"
+	in_ns "$NS_TX" ip addr add "10.210.$i.1/24" dev "${TX_IF[i]}"
+	in_ns "${NODE_NS[i]}" ip addr add "${NODE_ADDR[i]}/24" dev "${NODE_IF[i]}"
+	in_ns "$NS_TX" ip link set "${TX_IF[i]}" up
+	in_ns "${NODE_NS[i]}" ip link set "${NODE_IF[i]}" up
+	in_ns "${NODE_NS[i]}" ip link set lo up
+	NODE_MAC[i]=$(in_ns "${NODE_NS[i]}" ip -o link show "${NODE_IF[i]}" |
+		sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p')
+}
+
+# e2e_fleet_agent I POLICY [ARGS...]: start node I's agent on its veth;
+# returns when it has attached. Sets NODE_PID[I] and NODE_LOG[I].
+# shellcheck disable=SC2034 # NODE_LOG is for the tests that source this
+e2e_fleet_agent() {
+	local i=$1
+	shift
+	NS_RX=${NODE_NS[i]} VETH_RX=${NODE_IF[i]} e2e_start_agent "$@"
+	NODE_PID[i]=$AGENT_PID
+	NODE_LOG[i]=$AGENT_LOG
+}
+
+# e2e_fleet_stop_agent I: SIGTERM node I's agent and wait for it (its XDP
+# program and maps stay pinned, with the last share it wrote).
+e2e_fleet_stop_agent() {
+	kill -TERM "${NODE_PID[$1]}"
+	wait "${NODE_PID[$1]}" || e2e_fail "node $1's agent exited with status $? on SIGTERM"
+}
+
+# e2e_fleet_share I POLICY: the share node I's agent wrote for POLICY (the
+# live node count it divides a cold key's rate and burst by).
+e2e_fleet_share() {
+	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "${NODE_IF[$1]}" --json |
+		grep -o "{\"name\":\"$2\"[^}]*}" | grep -o '"share":[0-9]*' | cut -d: -f2
+}
+
+# e2e_fleet_wait_share POLICY WANT I...: poll until every listed node shares
+# POLICY by WANT, at most 10 s in all.
+e2e_fleet_wait_share() {
+	local policy=$1 want=$2 n deadline=$((SECONDS + 10))
+	shift 2
+	for n in "$@"; do
+		until [ "$(e2e_fleet_share "$n" "$policy")" = "$want" ]; do
+			((SECONDS < deadline)) ||
+				e2e_fail "node $n shares '$policy' by $(e2e_fleet_share "$n" "$policy"), not $want"
+			sleep 0.05
+		done
+	done
+	echo "ok: nodes $* share the limit by $want"
 }

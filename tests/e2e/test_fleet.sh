@@ -19,24 +19,9 @@ BURST=48 # divisible by 2 and 4
 PPS=1000
 SECONDS_FLOOD=2
 
-ip netns add "$NS_TX"
-_netns+=("$NS_TX")
-in_ns "$NS_TX" ip link set lo up
-declare -a NODE_NS NODE_IF TX_IF NODE_MAC NODE_PID NODE_LOG
+e2e_fleet_tx
 for i in $(seq 1 $NODES); do
-	NODE_NS[i]=${E2E_ID}n$i
-	NODE_IF[i]=${E2E_ID}r$i
-	TX_IF[i]=${E2E_ID}t$i
-	ip netns add "${NODE_NS[i]}"
-	_netns+=("${NODE_NS[i]}")
-	ip link add "${TX_IF[i]}" netns "$NS_TX" type veth peer name "${NODE_IF[i]}" netns "${NODE_NS[i]}"
-	in_ns "$NS_TX" ip addr add "10.210.$i.1/24" dev "${TX_IF[i]}"
-	in_ns "${NODE_NS[i]}" ip addr add "10.210.$i.2/24" dev "${NODE_IF[i]}"
-	in_ns "$NS_TX" ip link set "${TX_IF[i]}" up
-	in_ns "${NODE_NS[i]}" ip link set "${NODE_IF[i]}" up
-	in_ns "${NODE_NS[i]}" ip link set lo up
-	NODE_MAC[i]=$(in_ns "${NODE_NS[i]}" ip -o link show "${NODE_IF[i]}" |
-		sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p')
+	e2e_fleet_node "$i"
 	cat >"$WORK/node$i.yaml" <<YAML
 node: { name: node-$i }
 store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: 100ms, hold_down: 1s }
@@ -54,26 +39,9 @@ policies:
     burst: $BURST
 YAML
 	NS_RX=${NODE_NS[i]} e2e_count_setup shared "udp dport 9100" control "udp dport 9101"
-	NS_RX=${NODE_NS[i]} VETH_RX=${NODE_IF[i]} e2e_start_agent "$WORK/node$i.yaml"
-	NODE_PID[i]=$AGENT_PID
-	NODE_LOG[i]=$AGENT_LOG
+	e2e_fleet_agent "$i" "$WORK/node$i.yaml"
 done
 
-share_of() { # node -> the share the agent wrote for 'shared'
-	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "${NODE_IF[$1]}" --json |
-		grep -o '{"name":"shared"[^}]*}' | grep -o '"share":[0-9]*' | cut -d: -f2
-}
-wait_share() { # want nodes...: every listed node shares by want, within 10 s
-	local want=$1 n deadline=$((SECONDS + 10))
-	shift
-	for n in "$@"; do
-		until [ "$(share_of "$n")" = "$want" ]; do
-			((SECONDS < deadline)) || e2e_fail "node $n shares by $(share_of "$n"), not $want"
-			sleep 0.05
-		done
-	done
-	echo "ok: nodes $* share the limit by $want"
-}
 count_of() { # node counter
 	NS_RX=${NODE_NS[$1]} e2e_count "$2"
 }
@@ -87,7 +55,7 @@ flood_all() {
 	for n in "$@"; do before=$((before + $(count_of "$n" $counter))); done
 	for n in "$@"; do
 		ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[n]}" --dst-mac "${NODE_MAC[n]}" --proto udp \
-			--dport "$port" --src "$src" --dst "10.210.$n.2" --pps "$PPS" \
+			--dport "$port" --src "$src" --dst "${NODE_ADDR[n]}" --pps "$PPS" \
 			--count $((PPS * SECONDS_FLOOD)) >"$WORK/flood$n.out"
 		pids+=("$SPAWNED_PID")
 	done
@@ -110,25 +78,19 @@ check_fleet() { # label k times
 }
 
 all=$(seq 1 $NODES)
-wait_share $NODES $all
+e2e_fleet_wait_share shared $NODES $all
 flood_all 9100 10.1.0.1 $all
 check_fleet "$NODES nodes, one source on all of them: the fleet admits the limit once" $NODES 1
 flood_all 9101 10.1.0.2 $all
 check_fleet "$NODES nodes, node-scoped control: $NODES times the limit" $NODES $NODES
 
 # Two nodes leave (their agents stop); the others see the fleet shrink.
-for i in 3 4; do
-	kill -TERM "${NODE_PID[i]}"
-	wait "${NODE_PID[i]}" || e2e_fail "node $i's agent failed on SIGTERM"
-done
-wait_share 2 1 2
+for i in 3 4; do e2e_fleet_stop_agent "$i"; done
+e2e_fleet_wait_share shared 2 1 2
 flood_all 9100 10.1.0.3 1 2
 check_fleet "2 nodes: the fleet admits the limit once" 2 1
 flood_all 9101 10.1.0.4 1 2
 check_fleet "2 nodes, node-scoped control: 2 times the limit" 2 2
 grep -q "event=fleet .*live_nodes=2" "${NODE_LOG[1]}" || e2e_fail "node 1 did not log the fleet of 2"
-for i in 1 2; do
-	kill -TERM "${NODE_PID[i]}"
-	wait "${NODE_PID[i]}" || e2e_fail "node $i's agent failed on SIGTERM"
-done
+for i in 1 2; do e2e_fleet_stop_agent "$i"; done
 echo "test_fleet: all checks passed"
