@@ -34,8 +34,9 @@ struct entry {
 	struct sluice_lease l;
 	struct sluice_spend s;
 	const struct lease_policy *p;
-	int send; /* part of this round's pipeline */
-	int hold; /* kept without a call: nothing left to spend, expiry renewed */
+	int send;    /* part of this round's pipeline */
+	int release; /* that call hands what is left back to the bucket */
+	int hold;    /* kept without a call: nothing left to spend, expiry renewed */
 };
 
 /* The fleet's hot keys of one interface, from the last full sync, sorted. */
@@ -298,28 +299,52 @@ static __u64 hot_threshold(const struct round *r, const struct lease_policy *p)
 	return per_interval / (2 * live_of(r->ls)) + 1;
 }
 
+/* A locally requested key waiting for its first lease: it stays cold until then. */
+static int is_pending(const struct entry *e)
+{
+	return !e->l.expires && e->l.want;
+}
+
 /*
- * A key this node has had no demand for since its store lease was last
- * renewed, or a hot key the fleet knows and this node never saw: spend
- * down nothing more (granted = spent, which only lowers what the kernel
- * may spend, so it needs no store) and stop calling the store for it; the
- * store writes the unspent rest off when it expires. The kernel entry stays
- * live as long as syncs succeed, so the key stays hot here — its packets
- * are denied, and that demand brings an early top-up — instead of falling
- * back to the cold share.
+ * Lower what the kernel may spend to what it has spent. That only lowers
+ * it, so it needs no store: the kernel entry stays live (its expiry is
+ * renewed while syncs succeed), the key stays hot here, and its packets are
+ * denied until a top-up — rather than falling back to the cold share.
  */
-static void hold(struct entry *e)
+static void freeze(struct entry *e)
 {
 	if (e->l.granted > e->s.spent)
 		e->l.granted = e->s.spent;
+	e->l.flags |= SLUICE_LEASE_F_FROZEN;
 	e->l.want = 0; /* reported stays: the store still has to hear of what was spent */
 	e->hold = 1;
 }
 
+/* Frozen a round ago and nothing spent or denied since: hand the rest back. */
+static int can_release(const struct entry *e, __u64 d)
+{
+	return !d && (e->l.flags & SLUICE_LEASE_F_FROZEN) &&
+	       !(e->l.flags & SLUICE_LEASE_F_RELEASED);
+}
+
 /*
  * Full round: decide each entry's want from the last interval's demand
- * (spent and denied since the last full sync), keep it hot in the fleet
- * while that demand is real, and give up a lease nobody needs any more.
+ * (spent and denied since the last full sync), keep the key hot in the
+ * fleet while that demand is real, and give back what an idle node holds,
+ * so that it cannot sit unspent while other nodes need it:
+ *
+ *   a whole interval without demand   freeze, no call;
+ *   the next round (interval / 5)     one call that reports what was spent
+ *                                     and hands the rest back to the bucket:
+ *                                     frozen a round earlier, nothing of it
+ *                                     can still be spent (a program holds a
+ *                                     lease for microseconds), and the
+ *                                     store's lease has not expired;
+ *   then                              hold, no calls, until demand returns
+ *                                     (its first packet waits for an early
+ *                                     top-up) or the key leaves the hot set.
+ *
+ * A hot key the fleet knows and this node never saw is held from the start.
  */
 static void plan_full(struct round *r)
 {
@@ -329,7 +354,6 @@ static void plan_full(struct round *r)
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
-		int fresh = !e->l.expires && e->l.granted == e->l.reported;
 
 		e->l.idle = d ? 0 : e->l.idle + 1;
 		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
@@ -339,21 +363,26 @@ static void plan_full(struct round *r)
 		if (d >= hot_threshold(r, e->p))
 			note_hot(r, e->p, &e->key);
 		e->l.seen = e->s.spent + e->s.denied;
-		if (!d && (fresh ? !e->l.want : e->l.idle >= LEASE_TTL_SYNCS)) {
-			hold(e);
-			continue;
-		}
-		if (!fresh || d)
+		if (is_pending(e)) {
+			e->send = 1; /* its first want stands */
+		} else if (d) {
 			e->l.want = min_u64(e->p->burst, LEASE_LOOKAHEAD * d);
-		e->send = 1;
+			e->send = 1;
+		} else if (can_release(e, d)) {
+			e->l.want = 0;
+			e->release = e->send = 1;
+		} else {
+			freeze(e);
+		}
 	}
 }
 
 /*
  * Early round: a lease that would not cover the demand seen since the last
- * sync once more (so about half used, or nothing left and packets
- * denied), unless the store could not fill it last time (then asking again
- * before the next interval only costs a call).
+ * sync once more (about half used, or nothing left and packets denied),
+ * unless the store could not fill it last time (then asking again before
+ * the next interval only costs a call); keys still waiting for their first
+ * lease; and frozen leases to hand back.
  */
 static size_t plan_early(struct round *r)
 {
@@ -364,9 +393,15 @@ static size_t plan_early(struct round *r)
 		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
 		__u64 left = sat_sub(e->l.granted, e->s.spent);
 
-		if (!d || (e->l.flags & SLUICE_LEASE_F_SHORT) || left > d)
-			continue;
-		e->l.want = min_u64(e->p->burst, e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
+		if (can_release(e, d)) {
+			e->l.want = 0;
+			e->release = 1;
+		} else if (!is_pending(e)) {
+			if (!d || left > d)
+				continue;
+			e->l.want = min_u64(e->p->burst,
+					    e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
+		}
 		e->send = 1;
 		n++;
 	}
@@ -402,11 +437,17 @@ static void install(struct round *r, const struct lease_req *q, const struct lea
 		}
 		if (!e->send)
 			continue;
-		if (!g[k].err) {
+		if (!g[k].err && !(is_pending(e) && !g[k].held)) {
 			e->l.granted = e->s.spent + g[k].held;
 			e->l.reported = e->s.spent;
 			e->l.expires = expires;
 			e->l.flags = g[k].held < q[k].want ? SLUICE_LEASE_F_SHORT : 0;
+			if (e->release)
+				e->l.flags |= SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED;
+			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+		} else if (!g[k].err) {
+			/* Pending and nothing yet: stays cold; what was spent is reported. */
+			e->l.granted = e->l.reported = e->s.spent;
 			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
 		}
 		k++;
@@ -463,6 +504,7 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 		q[n].k = &keys[n];
 		q[n].used = sat_sub(e->s.spent, e->l.reported);
 		q[n].want = e->l.want;
+		q[n].release = e->release;
 		n++;
 	}
 	for (i = 0; full && i < r->att->n_pol; i++) {

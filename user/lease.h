@@ -20,8 +20,8 @@
 #define LEASE_TTL_SYNCS	   3	/* the store's lease lives this many intervals */
 #define LEASE_KERNEL_SYNCS 2	/* the kernel's, fewer: it stops before the store reclaims */
 #define LEASE_EARLY_DIV	   5	/* early top-ups at most every interval / this */
-#define LEASE_LOOKAHEAD	   2	/* hold this many intervals of the last interval's demand */
-#define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its lease up */
+#define LEASE_LOOKAHEAD	   1	/* hold this many intervals of the last interval's demand */
+#define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
 #define LEASE_HOT_SYNCS	   30	/* a key nobody saw hot this long leaves the hot set */
 #define LEASE_HOT_LIMIT	   4096 /* hot keys read back per policy and sync */
 #define LEASE_HOLDER_LEN   (STORE_NAME_LEN + POLICY_IFNAME_LEN + 1)

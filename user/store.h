@@ -98,8 +98,9 @@ struct lease_key {
 
 struct lease_req {
 	const struct lease_key *k;
-	__u64 used; /* units this node spent since its last call; clamped to what it holds */
-	__u64 want; /* units to hold after the call; <= LEASE_SCALED_MAX */
+	__u64 used;  /* units this node spent since its last call; clamped to what it holds */
+	__u64 want;  /* units to hold after the call; <= LEASE_SCALED_MAX */
+	int release; /* hand back what is held beyond want: the node can no longer spend it */
 };
 
 struct lease_grant {

@@ -20,8 +20,11 @@
 
 /*
  * KEYS[1] the bucket hash. ARGV: node, ttl_us, rate_units, rate_period_us,
- * burst, cap, used, want, empty. Returns {held, expires_us, now_us, granted}.
- * A bucket that does not exist starts full, or empty when empty is 1.
+ * burst, cap, used, want, empty, release. Returns {held, expires_us, now_us,
+ * granted}. A bucket that does not exist starts full, or empty when empty
+ * is 1. With release 1 the caller hands back what it holds beyond want: it
+ * promises it can no longer spend that (it stopped spending a whole sync
+ * interval before asking).
  *
  * Invariant, after every call: tok + Σ live lease × P <= burst × P, where
  * P = rate_period_us and tok is scaled by P, so refill (elapsed_us × units)
@@ -29,16 +32,20 @@
  * (the C side checks burst × P and units against 2^52), so Lua's doubles
  * are exact. Values are written with %d: tostring() would print %.14g.
  *
- * A node's lease is topped up, never handed back: the caller reports what
- * it spent since its last call (used, clamped to what it holds), keeps the
- * rest, and is granted up to min(want, cap) held in all. So the units a
- * node spends between reading its counter and installing the answer are
- * part of what Redis still counts as held: nothing is lost in between.
+ * A node's lease is topped up, and handed back only by release: the caller
+ * reports what it spent since its last call (used, clamped to what it
+ * holds), keeps the rest, and is granted up to min(want, cap) held in all.
+ * So the units a node spends between reading its counter and installing
+ * the answer are part of what Redis still counts as held: nothing is lost
+ * in between. A release moves held units back into tok, which leaves
+ * tok + Σ lease unchanged.
  *
  * The bound: a unit is spent only out of a lease, and a lease grows only
- * out of tok, which gains at most units × elapsed / P by refill. So the
- * fleet spends, over any interval Δ, at most what was held at its start
- * (tok + outstanding <= burst) plus units × Δ / P. A lease that expires is
+ * out of tok, which gains at most units × elapsed / P by refill, besides
+ * released units, which their node can no longer spend (so each unit is
+ * spendable by one node at a time). So the fleet spends, over any interval
+ * Δ, at most what was held at its start (tok + outstanding <= burst) plus
+ * units × Δ / P. A lease that expires is
  * deleted without crediting tok (written off): its unspent part is lost to
  * the fleet until refill covers it again, which can only under-admit.
  * Reporting more than it holds gains a node nothing, and it never holds
@@ -50,6 +57,7 @@ static const char LEASE_LUA[] =
 	"local burst, cap = tonumber(ARGV[5]), tonumber(ARGV[6])\n"
 	"local used, want = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
 	"local first = tonumber(ARGV[9]) == 1 and 0 or burst * per\n"
+	"local release = tonumber(ARGV[10]) == 1\n"
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local h = redis.call('HGETALL', key)\n"
@@ -90,6 +98,10 @@ static const char LEASE_LUA[] =
 	"  ts = now\n"
 	"end\n"
 	"if tok > room then tok = room end\n"
+	"if release and keep > want then\n"
+	"  tok = tok + (keep - want) * per\n"
+	"  keep = want\n"
+	"end\n"
 	"local g = math.floor(tok / per)\n"
 	"if g * per > tok then g = g - 1 end\n"
 	"if want - keep < g then g = want - keep end\n"
@@ -148,6 +160,7 @@ enum lease_arg {
 	LEASE_ARG_USED,
 	LEASE_ARG_WANT,
 	LEASE_ARG_EMPTY,
+	LEASE_ARG_RELEASE,
 	LEASE_ARG_MAX,
 };
 
@@ -387,6 +400,7 @@ static int add_lease(struct pipe *p, const char *node, __u64 ttl_us, const struc
 		[LEASE_ARG_USED] = q->used,
 		[LEASE_ARG_WANT] = q->want,
 		[LEASE_ARG_EMPTY] = !!q->k->start_empty,
+		[LEASE_ARG_RELEASE] = !!q->release,
 	};
 	int i;
 

@@ -263,7 +263,9 @@ struct sluice_lease {
 SLUICE_ASSERT_SIZE(struct sluice_lease, 72);
 
 enum sluice_lease_flag {
-	SLUICE_LEASE_F_SHORT = 1 << 0, /* the store granted less than wanted: no early top-up */
+	SLUICE_LEASE_F_SHORT = 1 << 0,	  /* the store granted less than wanted: no early top-up */
+	SLUICE_LEASE_F_FROZEN = 1 << 1,	  /* idle: granted lowered to spent, no call */
+	SLUICE_LEASE_F_RELEASED = 1 << 2, /* frozen, and what was left handed back */
 };
 
 struct sluice_spend {
