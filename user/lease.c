@@ -354,6 +354,7 @@ static void plan_full(struct round *r)
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
+		__u64 dr = sat_sub(e->s.spent + e->s.denied, e->l.topup_seen);
 
 		e->l.idle = d ? 0 : e->l.idle + 1;
 		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
@@ -366,7 +367,8 @@ static void plan_full(struct round *r)
 		if (is_pending(e)) {
 			e->send = 1; /* its first want stands */
 		} else if (d) {
-			e->l.want = min_u64(e->p->burst, LEASE_LOOKAHEAD * d);
+			/* No demand since the last top-up: the traffic stopped; ask for no more. */
+			e->l.want = dr ? min_u64(e->p->burst, LEASE_LOOKAHEAD * d) : 0;
 			e->send = 1;
 		} else if (can_release(e, d)) {
 			e->l.want = 0;
@@ -378,11 +380,11 @@ static void plan_full(struct round *r)
 }
 
 /*
- * Early round: a lease that would not cover the demand seen since the last
- * sync once more (about half used, or nothing left and packets denied),
- * unless the store could not fill it last time (then asking again before
- * the next interval only costs a call); keys still waiting for their first
- * lease; and frozen leases to hand back.
+ * Early round: a lease that would not cover the demand seen since its last
+ * top-up once more (about half used, or used up: a saturated key is topped
+ * up every round, at any packet rate, and a node whose traffic stopped
+ * stops asking at once); keys still waiting for their first lease; and
+ * frozen leases to hand back.
  */
 static size_t plan_early(struct round *r)
 {
@@ -391,13 +393,14 @@ static size_t plan_early(struct round *r)
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
+		__u64 dr = sat_sub(e->s.spent + e->s.denied, e->l.topup_seen);
 		__u64 left = sat_sub(e->l.granted, e->s.spent);
 
 		if (can_release(e, d)) {
 			e->l.want = 0;
 			e->release = 1;
 		} else if (!is_pending(e)) {
-			if (!d || left > d)
+			if (!dr || left > dr)
 				continue;
 			e->l.want = min_u64(e->p->burst,
 					    e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
@@ -422,8 +425,7 @@ static void on_member(void *arg, size_t hot, const char *member)
  * entries stay live only while the store answers (@ok): else they expire
  * and their keys follow the policy's fail mode.
  */
-static void install(struct round *r, const struct lease_req *q, const struct lease_grant *g,
-		    __u64 sent_ns, int ok)
+static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns, int ok)
 {
 	__u64 expires = sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 	size_t i, k = 0;
@@ -440,10 +442,10 @@ static void install(struct round *r, const struct lease_req *q, const struct lea
 		if (!g[k].err && !(is_pending(e) && !g[k].held)) {
 			e->l.granted = e->s.spent + g[k].held;
 			e->l.reported = e->s.spent;
+			e->l.topup_seen = e->s.spent + e->s.denied;
 			e->l.expires = expires;
-			e->l.flags = g[k].held < q[k].want ? SLUICE_LEASE_F_SHORT : 0;
-			if (e->release)
-				e->l.flags |= SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED;
+			e->l.flags =
+				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
 			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
 		} else if (!g[k].err) {
 			/* Pending and nothing yet: stays cold; what was spent is reported. */
@@ -530,7 +532,7 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 	r->ls->stats.leases += n;
 	if (ret && ret != -EPROTO)
 		goto out; /* no answer read: nothing to install */
-	install(r, q, g, sent_ns, !ret);
+	install(r, g, sent_ns, !ret);
 	if (full && !ret) {
 		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);

@@ -19,7 +19,7 @@
 
 #define LEASE_TTL_SYNCS	   3	/* the store's lease lives this many intervals */
 #define LEASE_KERNEL_SYNCS 2	/* the kernel's, fewer: it stops before the store reclaims */
-#define LEASE_EARLY_DIV	   5	/* early top-ups at most every interval / this */
+#define LEASE_EARLY_DIV	   10	/* early top-ups at most every interval / this */
 #define LEASE_LOOKAHEAD	   1	/* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
 #define LEASE_HOT_SYNCS	   30	/* a key nobody saw hot this long leaves the hot set */

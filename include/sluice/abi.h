@@ -255,17 +255,17 @@ struct sluice_lease {
 	__u64 reported;	       /* agent's: spent as last reported to the store */
 	__u64 seen;	       /* agent's: spent + denied at the last sync, for the demand */
 	__u64 want;	       /* agent's: units asked to hold at the last sync */
+	__u64 topup_seen;      /* agent's: spent + denied at the last top-up */
 	__u32 idle;	       /* agent's: consecutive syncs without local demand */
 	__u32 flags;	       /* agent's: enum sluice_lease_flag */
 	struct sluice_key key; /* the entry's own key: see lease_live() in the program */
 	__u32 reserved;
 };
-SLUICE_ASSERT_SIZE(struct sluice_lease, 72);
+SLUICE_ASSERT_SIZE(struct sluice_lease, 80);
 
 enum sluice_lease_flag {
-	SLUICE_LEASE_F_SHORT = 1 << 0,	  /* the store granted less than wanted: no early top-up */
-	SLUICE_LEASE_F_FROZEN = 1 << 1,	  /* idle: granted lowered to spent, no call */
-	SLUICE_LEASE_F_RELEASED = 1 << 2, /* frozen, and what was left handed back */
+	SLUICE_LEASE_F_FROZEN = 1 << 0,	  /* idle: granted lowered to spent, no call */
+	SLUICE_LEASE_F_RELEASED = 1 << 1, /* frozen, and what was left handed back */
 };
 
 struct sluice_spend {

@@ -1,0 +1,359 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# One limit across a fleet, measured the way a client sees it (#5): k = 2
+# and k = 4 nodes, each a network namespace with its own veth, XDP program
+# and agent, one real redis-server, and floods whose source address is the
+# key, spread over the nodes in four shapes. In every node a receiver
+# (build/sluice-sink) records each datagram that got through with its
+# arrival time on CLOCK_MONOTONIC, independently of the agents; merging the
+# nodes' records gives, per key, the fullest 1-second window (exact, over the
+# arrival times) and the range of 1-second windows after a warm-up. With
+# rate L and burst B it checks:
+#
+#   - no 1-second window admits more than L + B fleet-wide, except windows
+#     holding the first second of a shape: L + 2B there, because the cold
+#     shares' bursts can be spent before the key turns hot (strict: L + B);
+#   - from 2 s after the start to the end, every 1-second window admits
+#     0.95 L .. 1.1 L;
+#   - the node-scoped control admits at least 0.8 k·L in every such window:
+#     proof that the harness sees over-admission;
+#   - a key offered 0.5 L (80/20) passes at least 99 % of what was sent;
+#   - the agents' Redis commands per node per second do not grow with the
+#     offered load: 2 L and 4 L differ by less than 5 %.
+#
+# Every figure is printed whether its check passes or not, and failed checks
+# are collected: the test fails at the end, so one run shows every shape.
+# Harness errors (a flood, sink or agent failing) stop it at once.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+SINK=${SINK:-$ROOT/build/sluice-sink}
+[ -x "$SINK" ] || e2e_fail "build first: $SINK"
+command -v redis-cli >/dev/null || e2e_fail "no redis-cli (tools/deps.sh installs redis-tools)"
+e2e_start_redis
+
+RATE=${RATE:-400}   # L, packets per second per key
+BURST=${BURST:-100} # B; divisible by every k, so each node's cold share is exact
+K_LIST=${K_LIST:-"2 4"}
+SHAPE_MS=5400       # a multiple of ROTATE_MS
+ROTATE_MS=300       # rotating: the busy node changes every 3 sync intervals
+OFFERED=$((3 * RATE)) # every shape's total offered rate, pps
+CONTROL_PPS=$((3 * RATE / 2)) # per node, so each node's own limit binds
+UNDER_MS=4000
+REDIS_MS=6000       # each Redis flood; calls are counted from +0.5 s to -0.5 s
+LEAD_MS=300         # floods start together this long after they are spawned
+LATE_MS=20          # a flood starting later than that distorts its shape
+SINK_MS=60000       # a sink's own stop, should the test not stop it
+PORT_SHARED=9100
+PORT_CONTROL=9101
+PORT_STRICT=9102
+NODES_MAX=4
+# the checks, in integer arithmetic
+STEADY_LO=$((RATE * 95 / 100))
+STEADY_HI=$((RATE * 110 / 100))
+UNDER_PCT=99
+CONTROL_PCT=80
+REDIS_DIFF_PCT=5
+
+FAILS=()
+# check LABEL OK: print the figure as ok: or FAIL:, and collect a failure.
+check() {
+	if (($2)); then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1"
+		FAILS+=("$1")
+	fi
+}
+
+# ratio A B: A/B with two decimals.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
+}
+
+now_ns() {
+	"$SINK" now
+}
+
+# sleep_until NS: until CLOCK_MONOTONIC reaches NS (a moment, not a condition).
+sleep_until() {
+	local now
+	now=$(now_ns)
+	if (($1 > now)); then
+		sleep "$(awk -v d=$(($1 - now)) 'BEGIN { printf "%.3f", d / 1e9 }')"
+	fi
+}
+
+e2e_fleet_tx
+for i in $(seq 1 $NODES_MAX); do
+	e2e_fleet_node "$i"
+	cat >"$WORK/node$i.yaml" <<YAML
+node: { name: node-$i }
+store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: 100ms, hold_down: 1s }
+policies:
+  - name: shared
+    scope: cluster
+    match: { proto: udp, dst_port: $PORT_SHARED }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $RATE/s
+    burst: $BURST
+  - name: per-node          # the control: node scope, k·L expected
+    match: { proto: udp, dst_port: $PORT_CONTROL }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $RATE/s
+    burst: $BURST
+  - name: strict            # a cold key drops until this node holds a lease
+    scope: cluster
+    cold_mode: strict
+    match: { proto: udp, dst_port: $PORT_STRICT }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $RATE/s
+    burst: $BURST
+YAML
+done
+
+# ---- one phase: a sink per node, bounded floods that start together at T0 ----
+
+# phase_begin NAME: start a sink in each of the first $K nodes and wait until
+# all are bound; sets PHASE, T0 (the floods' common start) and a new SRC.
+SRC_N=0
+SINK_PID=()
+phase_begin() {
+	local i deadline=$((SECONDS + 10))
+	PHASE=$1
+	SRC_N=$((SRC_N + 1))
+	SRC=10.1.$K.$SRC_N # a new source, so a new, cold key
+	FLOOD_PIDS=()
+	FLOOD_OUTS=()
+	for i in $(seq 1 "$K"); do
+		ns_spawn "${NODE_NS[i]}" "$SINK" record --port "$PORT_SHARED,$PORT_CONTROL,$PORT_STRICT" \
+			--out "$WORK/$PHASE.rec.$i" --duration-ms $SINK_MS >"$WORK/$PHASE.sink.$i"
+		SINK_PID[i]=$SPAWNED_PID
+	done
+	for i in $(seq 1 "$K"); do
+		until grep -q '^ready' "$WORK/$PHASE.sink.$i"; do
+			kill -0 "${SINK_PID[i]}" 2>/dev/null || e2e_fail "$PHASE: node $i's sink exited"
+			((SECONDS < deadline)) || e2e_fail "$PHASE: node $i's sink not ready within 10 s"
+			sleep 0.02
+		done
+	done
+	T0=$(($(now_ns) + LEAD_MS * 1000000))
+}
+
+# flood I PORT PPS COUNT SPAN_MS [OFFSET_MS [FLOOD-OPTIONS...]]: COUNT packets
+# from $SRC to node I at PPS, starting at T0 + OFFSET_MS, stopped at SPAN_MS.
+flood() {
+	local i=$1 port=$2 pps=$3 count=$4 span_ms=$5 offset_ms=${6:-0}
+	shift $(($# < 6 ? $# : 6))
+	((count > 0)) || return 0
+	FLOOD_OUTS+=("$WORK/$PHASE.flood.${#FLOOD_OUTS[@]}")
+	ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[i]}" --dst-mac "${NODE_MAC[i]}" --proto udp \
+		--dport "$port" --src "$SRC" --dst "${NODE_ADDR[i]}" --pps "$pps" --count "$count" \
+		--duration-ms "$span_ms" --start-at-ns $((T0 + offset_ms * 1000000)) "$@" \
+		>"${FLOOD_OUTS[-1]}"
+	FLOOD_PIDS+=("$SPAWNED_PID")
+}
+
+# flood_for I PORT PPS MS [OFFSET_MS]: a steady flood of MS milliseconds.
+flood_for() {
+	flood "$1" "$2" "$3" $(($3 * $4 / 1000)) $(($4 + 100)) "${5:-0}"
+}
+
+# phase_end: wait for the floods and stop the sinks; sets SENT (frames the
+# floods sent). A flood or sink failing, or starting late, is a harness error.
+phase_end() {
+	local pid out late i
+	for pid in "${FLOOD_PIDS[@]}"; do
+		wait "$pid" || e2e_fail "$PHASE: a flood failed (status $?)"
+	done
+	SENT=0
+	for out in "${FLOOD_OUTS[@]}"; do
+		SENT=$((SENT + $(sed -n 's/.*sent=\([0-9]*\) .*/\1/p' "$out")))
+		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$out")
+		((late <= LATE_MS)) || e2e_fail "$PHASE: a flood started $late ms late: the machine is too busy"
+	done
+	for i in $(seq 1 "$K"); do
+		kill -TERM "${SINK_PID[i]}"
+		wait "${SINK_PID[i]}" || e2e_fail "$PHASE: node $i's sink failed (status $?)"
+	done
+}
+
+# analyze PORT MS: merge the phase's records for $SRC and PORT over [T0,
+# T0 + MS); sets A_passed, A_by_file, A_max, A_max_first, ... (sluice-sink
+# analyze --help), listed here for the reader and shellcheck.
+A_passed='' A_by_file='' A_before_start='' A_max='' A_max_at_ms='' A_max_first=''
+A_max_after='' A_steady_windows='' A_steady_min='' A_steady_max=''
+A_FIELDS=(passed by_file before_start max max_at_ms max_first max_after steady_windows
+	steady_min steady_max)
+analyze() {
+	local line kv i f files=()
+	for f in "${A_FIELDS[@]}"; do printf -v "A_$f" '%s' ''; done
+	for i in $(seq 1 "$K"); do files+=("$WORK/$PHASE.rec.$i"); done
+	line=$("$SINK" analyze --key "$SRC" --port "$1" --start-ns "$T0" \
+		--end-ns $((T0 + $2 * 1000000)) "${files[@]}") || e2e_fail "$PHASE: analysis failed"
+	for kv in $line; do
+		printf -v "A_${kv%%=*}" '%s' "${kv#*=}"
+	done
+	for f in "${A_FIELDS[@]}"; do
+		f=A_$f
+		[ -n "${!f}" ] || e2e_fail "$PHASE: the analysis printed no ${f#A_}: $line"
+	done
+	((A_before_start == 0)) || e2e_fail "$PHASE: $A_before_start packets of $SRC before the start"
+}
+
+# The figures of one cluster-policy run, and its bounds. ALLOWANCE is what
+# windows holding the first second may admit beyond L + B.
+check_cluster() {
+	local label=$1 allowance=$2
+	local hi=$((RATE + BURST)) hi_first=$((RATE + BURST + allowance)) first_bound=L+2B
+	((allowance)) || first_bound=L+B
+	echo "  $label: sent $SENT, passed $A_passed (by node $A_by_file);" \
+		"fullest 1 s window $A_max at +$A_max_at_ms ms"
+	((A_steady_windows > 0)) || e2e_fail "$label: no steady window (SHAPE_MS too short)"
+	check "$label: windows holding the first second: max $A_max_first <= $first_bound=$hi_first" \
+		$((A_max_first <= hi_first))
+	check "$label: later windows: max $A_max_after <= L+B=$hi" $((A_max_after <= hi))
+	check "$label: steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) within $STEADY_LO..$STEADY_HI" \
+		$((A_steady_min >= STEADY_LO && A_steady_max <= STEADY_HI))
+}
+
+# ---- the shapes: OFFERED pps in all, over the first $K nodes ----
+
+shape_uniform() { # port total_pps ms
+	local i
+	for i in $(seq 1 "$K"); do flood_for "$i" "$1" $(($2 / K)) "$3"; done
+}
+
+shape_80_20() { # port total_pps ms: node 1 gets 80 %, the others share 20 %
+	local i
+	flood_for 1 "$1" $(($2 * 8 / 10)) "$3"
+	for i in $(seq 2 "$K"); do flood_for "$i" "$1" $(($2 * 2 / 10 / (K - 1))) "$3"; done
+}
+
+shape_rotating() { # port total_pps ms: everything on one node, the next every ROTATE_MS
+	local i span periods on period=$((K * ROTATE_MS))
+	for i in $(seq 1 "$K"); do
+		span=$(($3 - (i - 1) * ROTATE_MS))
+		periods=$((span / period)) # whole ones, then the part of the last
+		on=$((periods * ROTATE_MS + (span % period < ROTATE_MS ? span % period : ROTATE_MS)))
+		flood "$i" "$1" "$2" $(($2 * on / 1000)) $((span + 100)) $(((i - 1) * ROTATE_MS)) \
+			--on-ms $ROTATE_MS --period-ms $period
+	done
+}
+
+shape_shift() { # port total_pps ms: everything on node 1, then on node 2
+	flood_for 1 "$1" "$2" $(($3 / 2))
+	flood_for 2 "$1" "$2" $(($3 / 2)) $(($3 / 2))
+}
+
+run_shape() { # shape
+	phase_begin "k$K-${1//\//_}"
+	"shape_${1//\//_}" $PORT_SHARED $OFFERED $SHAPE_MS
+	phase_end
+	analyze $PORT_SHARED $SHAPE_MS
+	check_cluster "k=$K $1" "$BURST"
+}
+
+run_strict() {
+	phase_begin "k$K-strict"
+	shape_uniform $PORT_STRICT $OFFERED $SHAPE_MS
+	phase_end
+	analyze $PORT_STRICT $SHAPE_MS
+	check_cluster "k=$K strict uniform" 0
+}
+
+run_control() {
+	local lo=$((K * RATE * CONTROL_PCT / 100))
+	phase_begin "k$K-control"
+	shape_uniform $PORT_CONTROL $((CONTROL_PPS * K)) $SHAPE_MS
+	phase_end
+	analyze $PORT_CONTROL $SHAPE_MS
+	echo "  k=$K control: sent $SENT, passed $A_passed (by node $A_by_file);" \
+		"fullest 1 s window $A_max"
+	check "k=$K control (node scope): steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) >= $lo (0.8 k L)" \
+		$((A_steady_min >= lo))
+}
+
+run_under() {
+	phase_begin "k$K-under"
+	shape_80_20 $PORT_SHARED $((RATE / 2)) $UNDER_MS
+	phase_end
+	analyze $PORT_SHARED $UNDER_MS
+	check "k=$K under the limit (0.5 L, 80/20): passed $A_passed of $SENT sent (by node $A_by_file) >= $UNDER_PCT %" \
+		$((A_passed * 100 >= SENT * UNDER_PCT))
+}
+
+# "ALL EVALSHA": the commands Redis has run (those inside scripts included;
+# INFO, ours, left out), and the EVALSHA/EVAL calls among them.
+redis_calls() {
+	redis-cli -s "$REDIS_SOCK" info commandstats | awk -F'[:,=]' '
+		/^cmdstat_/ && $1 != "cmdstat_info" { n += $3 }
+		$1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" { e += $3 }
+		END { print n + 0, e + 0 }'
+}
+
+# redis_rate TOTAL_PPS: Redis commands per node per second during a uniform
+# flood; sets REDIS_RATE.
+redis_rate() {
+	local c0 c1 e0 e1 t0 t1
+	phase_begin "k$K-redis-$1"
+	shape_uniform $PORT_SHARED "$1" $REDIS_MS
+	sleep_until $((T0 + 500000000))
+	t0=$(now_ns)
+	read -r c0 e0 < <(redis_calls)
+	sleep_until $((T0 + (REDIS_MS - 500) * 1000000))
+	read -r c1 e1 < <(redis_calls)
+	t1=$(now_ns)
+	phase_end
+	analyze $PORT_SHARED $REDIS_MS
+	REDIS_RATE=$(awk -v c=$((c1 - c0)) -v k="$K" -v ns=$((t1 - t0)) \
+		'BEGIN { printf "%.2f", c / k / (ns / 1e9) }')
+	echo "  k=$K redis at $1 pps offered: $((c1 - c0)) commands ($((e1 - e0)) scripts) in $(ratio $((t1 - t0)) 1000000000) s," \
+		"$REDIS_RATE per node per second; passed $A_passed of $SENT, steady windows" \
+		"$A_steady_min..$A_steady_max"
+}
+
+run_redis() {
+	local low high
+	redis_rate $((2 * RATE))
+	low=$REDIS_RATE
+	redis_rate $((4 * RATE))
+	high=$REDIS_RATE
+	check "k=$K redis commands per node per second: $low at 2 L, $high at 4 L, differ by < $REDIS_DIFF_PCT %" \
+		"$(awk -v a="$low" -v b="$high" -v p=$REDIS_DIFF_PCT \
+			'BEGIN { m = a > b ? a : b; d = a > b ? a - b : b - a; print (m > 0 && d * 100 < p * m) }')"
+}
+
+agents=0
+for K in $K_LIST; do
+	((K <= NODES_MAX)) || e2e_fail "K_LIST: $K is more than $NODES_MAX nodes"
+	while ((agents < K)); do
+		agents=$((agents + 1))
+		e2e_fleet_agent $agents "$WORK/node$agents.yaml"
+	done
+	e2e_fleet_wait_share shared "$K" $(seq 1 "$K")
+	e2e_fleet_wait_share strict "$K" $(seq 1 "$K")
+	start=$SECONDS
+	# SHAPES="rotating shift" runs only those (for tuning); CI runs them all.
+	for shape in ${SHAPES:-uniform 80/20 rotating shift}; do run_shape "$shape"; done
+	if [ -z "${SHAPES:-}" ]; then
+		run_control
+		run_strict
+		run_under
+		run_redis
+	fi
+	echo "k=$K: $((SECONDS - start)) s"
+done
+for i in $(seq 1 $agents); do
+	kill -0 "${NODE_PID[i]}" 2>/dev/null || e2e_fail "node $i's agent died during the run"
+	e2e_fleet_stop_agent "$i"
+done
+echo "redis commands over the whole run:"
+redis-cli -s "$REDIS_SOCK" info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/  \1 \2/p'
+
+if ((${#FAILS[@]})); then
+	echo "test_budget: ${#FAILS[@]} checks failed:" >&2
+	printf '  %s\n' "${FAILS[@]}" >&2
+	exit 1
+fi
+echo "test_budget: all checks passed"
