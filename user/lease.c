@@ -164,7 +164,8 @@ static __u64 first_want(const struct lease_state *ls, const struct lease_policy 
  * key stays cold (or, strict, dropped) until then. A spend counter left from
  * before (the agent restarted between the two) is taken as it is.
  */
-static int entry_create(const struct lease_att *a, const struct sluice_key *k, __u64 want)
+static int entry_create(const struct lease_att *a, const struct sluice_key *k, __u64 want,
+			__u64 expires)
 {
 	struct sluice_spend s = { 0 };
 	struct sluice_lease l = { 0 };
@@ -179,6 +180,9 @@ static int entry_create(const struct lease_att *a, const struct sluice_key *k, _
 	l.seen = s.spent + s.denied;
 	l.want = want;
 	l.key = *k;
+	l.expires = expires;
+	if (expires) /* live at once, with nothing to spend: held, nothing in the store */
+		l.flags = SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED;
 	if (bpf_map_update_elem(a->fd_lease, k, &l, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
 	return 0;
@@ -231,21 +235,26 @@ static void drain_requests(struct round *r)
 	keys = keys_of(r->att->fd_hot, SLUICE_HOT_ENTRIES, &n);
 	for (i = 0; keys && i < n; i++) {
 		p = policy_of(r->att, keys[i].policy_id);
-		if (p && !entry_create(r->att, &keys[i], first_want(r->ls, p)))
+		if (p && !entry_create(r->att, &keys[i], first_want(r->ls, p), 0))
 			note_hot(r, p, &keys[i]);
 		bpf_map_delete_elem(r->att->fd_hot, &keys[i]);
 	}
 	free(keys);
 }
 
-/* Keys the fleet has hot and this node has no entry for: hold them too. */
-static void adopt_fleet(struct round *r)
+/*
+ * Keys the fleet has hot and this node has no entry for, right after a
+ * sync read them: hold them too, live at once with nothing to spend, so
+ * this node stops spending its cold share on them; a packet of theirs
+ * here is denied and asks for a top-up.
+ */
+static void adopt_fleet(struct round *r, __u64 expires)
 {
 	const struct key_set *f = &r->ls->fleet[r->att_i];
 	size_t i;
 
 	for (i = 0; i < f->n; i++)
-		entry_create(r->att, &f->v[i], 0);
+		entry_create(r->att, &f->v[i], 0, expires);
 }
 
 /* Read every entry with its counters; drop those of policies gone. */
@@ -420,6 +429,12 @@ static void on_member(void *arg, size_t hot, const char *member)
 		set_add(&r->seen, &k);
 }
 
+/* The kernel's expiry of what a sync sent at @sent_ns brings: before the store's. */
+static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
+{
+	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
+}
+
 /*
  * Write each answer; an entry whose call failed is left as it was. Held
  * entries stay live only while the store answers (@ok): else they expire
@@ -427,7 +442,7 @@ static void on_member(void *arg, size_t hot, const char *member)
  */
 static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns, int ok)
 {
-	__u64 expires = sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
+	__u64 expires = kernel_expiry(r, sent_ns);
 	size_t i, k = 0;
 
 	for (i = 0; i < r->n; i++) {
@@ -538,6 +553,7 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;
 		memset(&r->seen, 0, sizeof(r->seen));
+		adopt_fleet(r, kernel_expiry(r, sent_ns));
 	}
 out:
 	free(keys);
@@ -558,10 +574,8 @@ static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
 	r.n_add = calloc(r.att->n_pol + 1, sizeof(*r.n_add));
 	if (!r.add || !r.n_add)
 		goto out;
-	if (full) {
+	if (full)
 		drain_requests(&r);
-		adopt_fleet(&r);
-	}
 	ret = collect(&r);
 	if (ret)
 		goto out;
