@@ -102,10 +102,18 @@ store_log() { # store_log FROM TO: whether the agent logged that store transitio
 	grep -q "event=store_state store=$STORE_URL from=$1 to=$2" "$AGENT_LOG"
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+leased() { # packets of 'lenient' that a lease (the shared budget) decided
+	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
+		grep -o '{"name":"lenient"[^}]*}' | grep -o '"leased_pkts":[0-9]*' | cut -d: -f2
+}
 
 e2e_start_agent "$WORK/policy.yaml"
 e2e_wait_state lenient normal
 e2e_send lenient 8103; e2e_admitted "primary healthy: lenient enforces" 5 10
+e2e_send lenient 8103; e2e_admitted "primary healthy, again: the key is hot" 5 10
+LEASED=$(leased)
+((LEASED > 0)) || e2e_fail "no packet of the hot key was decided by a lease"
+echo "ok: the hot key runs on leases ($LEASED packets decided by them)"
 store_log ok fault && e2e_fail "the store faulted before the primary was killed"
 
 KILLED_MS=$(now_ms)
@@ -121,7 +129,10 @@ e2e_equal "the new master is the former replica" \
 	"$(cli "$REPLICA_PORT" role | head -1)" master
 e2e_wait_state lenient normal
 NORMAL_MS=$(now_ms)
+LEASED=$(leased)
 e2e_send lenient 8103; e2e_admitted "failed over to the replica: lenient enforces" 5 10
+(($(leased) > LEASED)) || e2e_fail "after the failover no lease decided a packet"
+echo "ok: after the failover, leases from the new master decide again"
 store_log ok fault || e2e_fail "the agent did not log the store fault"
 store_log fault ok || e2e_fail "the agent did not log the store's recovery"
 echo "figure: kill -> lenient open: $((OPEN_MS - KILLED_MS)) ms"
