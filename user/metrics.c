@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -129,6 +130,19 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 			(unsigned long long)ifs[i].st->ctl.generation);
 }
 
+/* One value per configured store: the __u64 at offset @off of its struct metrics_store. */
+static void store_counter(FILE *out, const struct metrics_snapshot *s, const char *name,
+			  const char *type, const char *help, size_t off)
+{
+	int k;
+
+	header(out, name, type, help);
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out, "%s{store=\"%s\"} %llu\n", name, s->stores[k].url,
+				*(const unsigned long long *)((const char *)&s->stores[k] + off));
+}
+
 static void render_agent(FILE *out, const struct metrics_snapshot *s)
 {
 	int k;
@@ -146,24 +160,15 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 				"sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
 				s->stores[k].url, (unsigned long long)s->stores[k].probes_ok,
 				s->stores[k].url, (unsigned long long)s->stores[k].probes_failed);
-	header(out, "sluice_store_syncs_total", "counter",
-	       "Round trips to the store: full syncs and early lease top-ups.");
-	for (k = 0; k < METRICS_STORES; k++)
-		if (s->stores[k].url[0])
-			fprintf(out, "sluice_store_syncs_total{store=\"%s\"} %llu\n",
-				s->stores[k].url, (unsigned long long)s->stores[k].syncs);
-	header(out, "sluice_store_lease_calls_total", "counter",
-	       "Lease top-ups sent to the store (one per hot key per sync).");
-	for (k = 0; k < METRICS_STORES; k++)
-		if (s->stores[k].url[0])
-			fprintf(out, "sluice_store_lease_calls_total{store=\"%s\"} %llu\n",
-				s->stores[k].url, (unsigned long long)s->stores[k].lease_calls);
-	header(out, "sluice_store_hot_keys", "gauge",
-	       "Keys of cluster-scoped policies holding a lease, at the last sync.");
-	for (k = 0; k < METRICS_STORES; k++)
-		if (s->stores[k].url[0])
-			fprintf(out, "sluice_store_hot_keys{store=\"%s\"} %llu\n", s->stores[k].url,
-				(unsigned long long)s->stores[k].hot_keys);
+	store_counter(out, s, "sluice_store_syncs_total", "counter",
+		      "Round trips to the store: full syncs and early lease top-ups.",
+		      offsetof(struct metrics_store, syncs));
+	store_counter(out, s, "sluice_store_lease_calls_total", "counter",
+		      "Lease top-ups sent to the store (one per hot key per sync).",
+		      offsetof(struct metrics_store, lease_calls));
+	store_counter(out, s, "sluice_store_hot_keys", "gauge",
+		      "Keys of cluster-scoped policies holding a lease, at the last sync.",
+		      offsetof(struct metrics_store, hot_keys));
 	header(out, "sluice_fail_mode_transitions_total", "counter",
 	       "Policy fail-mode changes the agent made for store faults.");
 	fprintf(out, "sluice_fail_mode_transitions_total %llu\n",

@@ -19,7 +19,7 @@
 /* What the agent publishes for the metrics thread; guarded by @lock. */
 struct metrics_snapshot {
 	pthread_mutex_t lock;
-	struct {
+	struct metrics_store {
 		char url[256]; /* "" when not configured */
 		int up;
 		__u64 probes_ok;

@@ -217,6 +217,23 @@ static void spend_create(struct harness *h, const struct sluice_key *key)
 		fail_msg("cannot create a spend entry: %s", strerror(errno));
 }
 
+/*
+ * Load @yaml with 'shared' in fail mode @mode shared by @share nodes, and
+ * give @f's source a live lease of @granted with its spend entry: the key.
+ */
+static struct sluice_key leased_key(struct harness *h, const char *yaml, const struct family *f,
+				    int mode, __u32 share, __u64 granted)
+{
+	struct sluice_key key;
+
+	load(h, yaml);
+	set_fail(h, "shared", mode, share);
+	key = key_of(h, "shared", f->src);
+	lease_grant(h, &key, granted);
+	spend_create(h, &key);
+	return key;
+}
+
 /* @key's spend entry into *@s: 0, or -errno (-ENOENT: none). */
 static int spend_read(struct harness *h, const struct sluice_key *key, struct sluice_spend *s)
 {
@@ -367,11 +384,7 @@ static void test_lease_spend(void **state)
 	struct pkt p;
 	__u64 since;
 
-	load(&h, lease_yaml);
-	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
-	key = key_of(&h, "shared", f->src);
-	lease_grant(&h, &key, GRANTED);
-	spend_create(&h, &key);
+	key = leased_key(&h, lease_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, GRANTED);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
 	SEND(&h, &p, SENT, GRANTED,
 	     MOVED("shared", BY(PASSED, GRANTED), BY(DROPPED, SENT - GRANTED), BY(LEASED, SENT)));
@@ -517,11 +530,7 @@ static void test_two_cpus(void **state)
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
 		skip();
-	load(&h, lease_yaml);
-	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
-	key = key_of(&h, "shared", f->src);
-	lease_grant(&h, &key, THREAD_GRANTED);
-	spend_create(&h, &key);
+	key = leased_key(&h, lease_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, THREAD_GRANTED);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
 	harness_status(&h, &before);
 	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
@@ -647,11 +656,7 @@ static void test_closed(void **state)
 	struct harness h;
 	struct pkt p;
 
-	load(&h, lease_yaml);
-	set_fail(&h, "shared", SLUICE_FAIL_CLOSED, ONE_NODE);
-	key = key_of(&h, "shared", f->src);
-	lease_grant(&h, &key, CLOSED_GRANTED);
-	spend_create(&h, &key);
+	key = leased_key(&h, lease_yaml, f, SLUICE_FAIL_CLOSED, ONE_NODE, CLOSED_GRANTED);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
 	SEND(&h, &p, CLOSED_GRANTED + CLOSED_EXTRA, CLOSED_GRANTED,
 	     MOVED("shared", BY(PASSED, CLOSED_GRANTED), BY(DROPPED, CLOSED_EXTRA),
@@ -718,11 +723,7 @@ static void test_layers(void **state)
 	struct harness h;
 	struct pkt p;
 
-	load(&h, layers_yaml);
-	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
-	key = key_of(&h, "shared", f->src);
-	lease_grant(&h, &key, LAYER_GRANTED);
-	spend_create(&h, &key);
+	key = leased_key(&h, layers_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, LAYER_GRANTED);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
 	SEND(&h, &p, 1, 1, MOVED("shared", BY(PASSED, 1), BY(LEASED, 1)),
 	     MOVED("node", BY(PASSED, 1)));

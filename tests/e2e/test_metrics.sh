@@ -55,6 +55,14 @@ e2e_equal "dropped packets in metrics" \
 	"$(metric "sluice_policy_packets_total{$L,outcome=\"dropped\"}")" $((100 - passed))
 wait_metric "sluice_store_up{store=\"unix://$REDIS_SOCK\"}" 1
 wait_metric "sluice_policy_fail_mode{$L,mode=\"normal\"}" 1
+# The flooded key turned hot: it holds a lease entry, and the agent syncs it.
+S="store=\"unix://$REDIS_SOCK\""
+wait_metric "sluice_store_hot_keys{$S}" 1
+for m in sluice_store_syncs_total sluice_store_lease_calls_total; do
+	v=$(metric "$m{$S}")
+	((v > 0)) || e2e_fail "$m is '$v', expected more than 0"
+	echo "ok: $m = $v"
+done
 
 kill -STOP "$REDIS_PID"
 wait_metric "sluice_store_up{store=\"unix://$REDIS_SOCK\"}" 0
