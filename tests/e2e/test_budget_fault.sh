@@ -150,5 +150,30 @@ fault "Redis paused" 10.3.0.2 10.3.0.3 'kill -STOP "$REDIS_PID"' 'kill -CONT "$R
 fault "Redis killed, restarted empty" 10.3.0.4 10.3.0.5 \
 	'kill -KILL "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true' 'e2e_start_redis'
 
+# Node 1's agent restarts in the middle of a flood: its leases and their
+# accounting are in the pinned maps, so the new agent carries on from them.
+# While it is gone its leases run out and the key is cold there: that node
+# holds it to its share while the others keep spending leases, so the fleet
+# admits at most burst + rate·t plus the share over the gap,
+# (burst + rate·gap)/k, plus the transition back (rate·interval).
+restart_bound() {
+	echo $((BURST + RATE * FLOOD_MS / 1000 + (BURST + RATE * FAULT_MS / 1000) / NODES +
+		RATE * INTERVAL_MS / 1000 + NODES))
+}
+s0=$(counted shared)
+start_floods 9100 10.3.0.6
+sleep "$(awk "BEGIN { print $FAULT_AT_MS / 1000 }")"
+e2e_fleet_stop_agent 1
+sleep "$(awk "BEGIN { print $FAULT_MS / 1000 }")"
+e2e_fleet_agent 1 "$WORK/node1.yaml"
+ms=$(resume_ms)
+wait_floods
+s1=$(($(counted shared) - s0))
+echo "figure: agent restarted: shared admitted $s1 (bound $(restart_bound)), node 1's leases back ${ms} ms after it started"
+((s1 <= $(restart_bound))) || e2e_fail "agent restarted: shared admitted $s1 > bound $(restart_bound)"
+((ms <= RESUME_MAX_MS)) || e2e_fail "agent restarted: leases not back within $RESUME_MAX_MS ms ($ms)"
+grep -q "key_state=kept" "${NODE_LOG[1]}" || e2e_fail "the restarted agent did not keep the key state"
+echo "ok: agent restarted: kept its state and came back to leases"
+
 for n in $all; do e2e_fleet_stop_agent "$n"; done
 echo "test_budget_fault: all checks passed"
