@@ -60,7 +60,7 @@ BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
 BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
-.PHONY: all deps test test-unit test-bpf test-e2e bench bench-path bench-agent demo format check-format clean install vmlinux
+.PHONY: all deps test test-unit test-bpf test-e2e soak bench bench-path bench-agent demo format check-format clean install vmlinux
 
 all: $(BIN) $(FLOOD) $(SINK)
 
@@ -156,6 +156,11 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 
 test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
+
+# soak: the shared-budget harness longer and wider than the test suite runs
+# it (30 s per shape, 2, 4 and 6 nodes; about 12 minutes). Root.
+soak: $(BIN) $(FLOOD) $(SINK)
+	$(Q)SHAPE_MS=30000 K_LIST="2 4 6" BURST=120 tests/e2e/test_budget.sh
 
 # bench: per-packet cost (BPF_PROG_TEST_RUN) and map memory, then the whole
 # receive path beside nftables and iptables, then the agent (docs/performance.md).

@@ -227,8 +227,13 @@ static __always_inline __u64 layer_incr(const struct sluice_policy *p, const str
 
 /*
  * Read the clock once per packet, and only for a packet some policy applies
- * to: on this VM bpf_ktime_get_ns() alone costs ~36 ns (make bench). Also
- * decides whether the agent is lost: its heartbeat older than the timeout.
+ * to. On this VM bpf_ktime_get_ns() alone costs ~36 ns (make bench); the
+ * coarse clock (the same CLOCK_MONOTONIC, advanced once per scheduler tick)
+ * costs a few, and lags the precise one by at most a tick, which loosens a
+ * key's bound by rate × tick (docs/decisions.md, "The clock"). A generation
+ * with a policy that asked for `clock: precise` reads the precise clock for
+ * every packet. Also decides whether the agent is lost: its heartbeat older
+ * than the timeout.
  */
 static __always_inline void clock_read(struct pkt_meta *m)
 {
@@ -236,7 +241,8 @@ static __always_inline void clock_read(struct pkt_meta *m)
 
 	if (m->now)
 		return;
-	now_ns = bpf_ktime_get_ns();
+	now_ns = m->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns()
+						     : bpf_ktime_get_coarse_ns();
 	m->now = sluice_gcra_ticks(now_ns);
 	m->agent_lost_ns = sluice_agent_lost_ns(m->heartbeat_ns, m->agent_timeout_ns, now_ns);
 }

@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd.h"
 #include "compile.h"
@@ -419,6 +420,23 @@ static void print_burst_math(struct line *l, const struct policy *p)
 		  b, r, bytes ? "" : " packets", b, per_sec_text(per_s, &p->rate),
 		  duration_text(refill, (double)p->burst / rate * (double)SLUICE_NSEC_PER_SEC));
 	line__print(l);
+	if (!p->clock_precise) {
+		struct timespec res = { 0 };
+		char tick[TEXT_LEN], extra[TEXT_LEN];
+		double tick_ns;
+
+		clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+		tick_ns = (double)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec;
+		if (bytes)
+			si_approx(extra, rate * tick_ns / SLUICE_NSEC_PER_SEC, "B");
+		else
+			count_text(extra, rate * tick_ns / SLUICE_NSEC_PER_SEC, "");
+		line__add(l,
+			  "  clock: coarse (tick %s here): up to %s%s more in any window; "
+			  "clock: precise removes that",
+			  duration_text(tick, tick_ns), extra, bytes ? "" : " packets");
+		line__print(l);
+	}
 	/* A key's whole burst is the most one packet can cost: say when frames can't fit. */
 	if (bytes && p->burst < ETH_FRAME_MAX_BYTES) {
 		line__add(l,

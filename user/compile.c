@@ -408,9 +408,12 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 	out->n_policies = ps->n_policies;
 	for (i = 0; i < ps->n_policies; i++) {
 		compile_one(&ps->policies[i], i, iface, &out->policies[i], diags);
-		if (ps->policies[i].scope == POLICY_SCOPE_CLUSTER &&
-		    policy_on_iface(&ps->policies[i], iface))
+		if (!policy_on_iface(&ps->policies[i], iface))
+			continue;
+		if (ps->policies[i].scope == POLICY_SCOPE_CLUSTER)
 			out->gen_flags |= SLUICE_GEN_F_STORE;
+		if (ps->policies[i].clock_precise)
+			out->gen_flags |= SLUICE_GEN_F_PRECISE;
 	}
 	if (build_match(&b) == -ENOMEM || compile_addrs(ps, iface, out, diags) == -ENOMEM) {
 		compiled__free(out);

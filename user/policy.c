@@ -1481,6 +1481,7 @@ enum policy_field {
 	POLF_LOCAL_BURST,  /* after POLF_BURST and POLF_LOCAL_LIMIT */
 	POLF_SCOPE,
 	POLF_COLD_MODE, /* after POLF_SCOPE: only a cluster policy has cold keys */
+	POLF_CLOCK,
 	POLF_MAX,
 };
 
@@ -1497,6 +1498,11 @@ static const struct enum_name scope_names[] = {
 static const struct enum_name cold_mode_names[] = {
 	{ "share", 0 },
 	{ "strict", 1 },
+};
+
+static const struct enum_name clock_names[] = {
+	{ "coarse", 0 },
+	{ "precise", 1 },
 };
 
 static const struct enum_name class_names[] = {
@@ -1726,6 +1732,17 @@ static int parse_cold_mode(struct pctx *c, struct walk *w, const yaml_node_t *va
 	return 0;
 }
 
+/* Which clock decides (docs/decisions.md, "The clock"). */
+static int parse_clock(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	int v;
+
+	if (parse_enum(c, val, path, "clock", clock_names, ARRAY_SIZE(clock_names), &v))
+		return -EINVAL;
+	slot_policy(w)->clock_precise = v;
+	return 0;
+}
+
 static int parse_class(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	int v;
@@ -1898,6 +1915,7 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_LOCAL_BURST] = { "local_burst", parse_local_burst, NULL },
 	[POLF_SCOPE] = { "scope", parse_scope, NULL },
 	[POLF_COLD_MODE] = { "cold_mode", parse_cold_mode, NULL },
+	[POLF_CLOCK] = { "clock", parse_clock, NULL },
 };
 
 /* ---- the file ------------------------------------------------------------ */

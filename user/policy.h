@@ -91,6 +91,7 @@ struct policy {
 	enum sluice_mode mode;		/* enforce (default) or shadow */
 	enum policy_scope scope;	/* node (default) or cluster (needs a store) */
 	int cold_strict;		/* cluster: cold_mode strict, a key without a lease drops */
+	int clock_precise;		/* clock: precise (bpf_ktime_get_ns), not coarse */
 	enum sluice_class class;	/* shedding (default) or abuse */
 	enum sluice_fail on_agent_loss; /* default by class: degraded */
 	enum sluice_fail on_store_error; /* default by class: degraded */

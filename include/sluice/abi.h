@@ -196,9 +196,10 @@ SLUICE_ASSERT_SIZE(struct sluice_match, 36);
 
 /* Bits of struct sluice_ctl.gen_flags[]: which lookups a generation needs. */
 enum sluice_gen_flag {
-	SLUICE_GEN_F_SRC = 1 << 0,   /* an allowlist or source prefix sets: look up sluice_src */
-	SLUICE_GEN_F_DST = 1 << 1,   /* destination prefix sets: look up sluice_dst */
-	SLUICE_GEN_F_STORE = 1 << 2, /* cluster-scoped policies: look up sluice_fail */
+	SLUICE_GEN_F_SRC = 1 << 0,     /* an allowlist or source prefix sets: look up sluice_src */
+	SLUICE_GEN_F_DST = 1 << 1,     /* destination prefix sets: look up sluice_dst */
+	SLUICE_GEN_F_STORE = 1 << 2,   /* cluster-scoped policies: look up sluice_fail */
+	SLUICE_GEN_F_PRECISE = 1 << 3, /* a policy asked for the precise clock: read it for all */
 };
 
 /* Value of sluice_ctl, a one-element array written only by the agent. */

@@ -75,6 +75,7 @@ static const char lease_yaml[] = TEST_STORE
 	"policies:\n"
 	"  - name: shared\n"
 	"    scope: cluster\n"
+	"    clock: precise\n" /* expiries to the nanosecond: one precise policy, every packet */
 	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
 	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
 	"    rate: 1/h\n"
@@ -109,6 +110,7 @@ static const char layers_yaml[] = TEST_STORE
 	"policies:\n"
 	"  - name: shared\n"
 	"    scope: cluster\n"
+	"    clock: precise\n"
 	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
 	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
 	"    rate: 1/h\n"

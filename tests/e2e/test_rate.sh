@@ -78,10 +78,11 @@ flood() {
 	SENT_TOTAL=$((SENT_TOTAL + sent))
 }
 
-# At most burst + rate·t + 1 (the +1: rounding t to ms); at least 90 % of it.
+# At most burst + rate·(t + tick) (e2e_bound); at least 90 % of it.
 check_key() {
 	local label=$1 got=$2 burst=$3 rate=$4
-	local hi=$((burst + rate * FLOOD_MS / 1000 + 1))
+	local hi
+	hi=$(e2e_bound "$burst" "$rate" "$FLOOD_MS")
 	e2e_within "$label: admitted over ${FLOOD_MS} ms" "$got" $((hi * 9 / 10)) "$hi"
 }
 

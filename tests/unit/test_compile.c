@@ -269,6 +269,34 @@ static const struct diag_case diag_cases[] = {
 };
 /* clang-format on */
 
+/*
+ * The clock is per generation: coarse unless a policy on the interface asks
+ * for the precise one (decisions.md, "The clock").
+ */
+static void test_clock(void **state)
+{
+	static const char *const yaml[] = {
+		"policies:\n  - name: a\n    rate: 1/s\n    burst: 1\n",
+		"policies:\n  - name: a\n    rate: 1/s\n    burst: 1\n"
+		"  - name: b\n    clock: precise\n    match: { proto: tcp }\n    rate: 1/s\n    "
+		"burst: 1\n",
+		"policies:\n  - name: a\n    clock: coarse\n    rate: 1/s\n    burst: 1\n",
+	};
+	static const __u32 want[] = { 0, SLUICE_GEN_F_PRECISE, 0 };
+	struct policy_set *ps;
+	struct compiled c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(yaml); i++) {
+		ps = parse_good(yaml[i]);
+		compile_good(ps, 0, &c);
+		assert_int_equal(c.gen_flags & SLUICE_GEN_F_PRECISE, want[i]);
+		compiled__free(&c);
+		policy_set__free(ps);
+	}
+}
+
 static void test_diag(void **state)
 {
 	const struct diag_case *t = *state;
@@ -792,6 +820,7 @@ int main(void)
 	};
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_policy_values),
+		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_eight_layers),
 	};
 	static struct CMUnitTest tests[128];
