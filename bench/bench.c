@@ -137,6 +137,7 @@ enum bench_scen {
 	SCEN_MANY,	    /* udp-drop and 999 more, each on its own port */
 	SCEN_ALLOW_ONE,	    /* SCEN_ONE with BENCH_ALLOW_PREFIXES allowlisted */
 	SCEN_ALLOW_LAYERED, /* SCEN_LAYERED with BENCH_ALLOW_PREFIXES allowlisted */
+	SCEN_ONE_PRECISE,   /* SCEN_ONE with clock: precise */
 	SCEN_MAX,
 };
 
@@ -170,6 +171,7 @@ enum bench_row_id {
 	ROW_MT_PASS_SAME,
 	ROW_MT_PASS_DISTINCT,
 	ROW_POL_ONE,
+	ROW_POL_PRECISE,
 	ROW_POL_MANY,
 	ROW_POL_LAYERED_DROP,
 	ROW_POL_LAYERED_PASS,
@@ -343,6 +345,8 @@ static const struct bench_row rows[ROW_MAX] = {
 	POL_ROW(ROW_POL_ONE, "IPv4 UDP under other policy files (floor: empty; xref: vs 1 policy)",
 		"1 policy, drop", SCEN_ONE, FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop",
 		SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_POL_PRECISE, NULL, "1 policy, clock: precise, drop", SCEN_ONE_PRECISE,
+		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_POL_MANY, NULL, "1000 policies (own ports), drop", SCEN_MANY, FLOW_V4_UDP,
 		DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_POL_LAYERED_DROP, NULL, "8 layered, the 8th drops", SCEN_LAYERED, FLOW_V4_UDP,
@@ -751,8 +755,10 @@ static int scen_yaml(enum bench_scen sc, struct yaml_buf *y)
 	if (sc == SCEN_BASE)
 		for (i = 0; i < POLICY_MAX; i++)
 			yaml_policy(y, &policies[i], SLUICE_IPV4_BITS);
-	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE)
+	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE || sc == SCEN_ONE_PRECISE)
 		yaml_policy(y, &policies[POLICY_UDP_DROP], SLUICE_IPV4_BITS);
+	if (sc == SCEN_ONE_PRECISE)
+		yaml_add(y, "    clock: precise\n");
 	else if (sc == SCEN_LAYERED || sc == SCEN_ALLOW_LAYERED)
 		yaml_layered(y);
 	else if (sc == SCEN_MANY)
