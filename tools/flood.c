@@ -50,7 +50,6 @@
 #define FLOOD_DPORT_DEFAULT	  9 /* discard */
 #define FLOOD_VID_MAX		  4095
 #define FLOOD_NO_VLAN		  (-1)
-#define EXIT_USAGE		  2
 
 enum flood_proto {
 	FLOOD_PROTO_UDP = 0,
@@ -116,7 +115,8 @@ struct flood {
 	__u64 start_late_ns; /* how much later than --start-at-ns sending began */
 };
 
-static const char synopsis[] =
+static const char *const cli_tool = "sluice-flood";
+static const char cli_synopsis[] =
 	"usage: sluice-flood --iface <if> --dst-mac <mac> --src <addr>[,<addr>...] --dst <addr>\n"
 	"                    --count <n> [--src-count <n>] [--proto udp|tcp-syn|icmp]\n"
 	"                    [--dport <port>] [--sport <port>] [--pps <rate>]\n"
@@ -155,41 +155,7 @@ static const char options_help[] =
 	"  -q, --quiet           print no summary\n"
 	"  -h, --help            print this help\n";
 
-static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sluice-flood: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", synopsis);
-	exit(EXIT_USAGE);
-}
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid pointer */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
-}
-
-static __u64 parse_u64(const char *opt, const char *s, __u64 min, __u64 max)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (!*s || *s == '-' || *s == '+' || *end || errno || v < min || v > max)
-		usage_error("--%s: '%s' is not a number in %llu..%llu", opt, s,
-			    (unsigned long long)min, (unsigned long long)max);
-	return v;
-}
+#include "cli.h"
 
 static void parse_mac(const char *opt, const char *s, __u8 *mac)
 {
@@ -343,9 +309,9 @@ static void parse_one(struct flood_opts *o, int c, const char *arg)
 		break;
 	case OPT_PROTO: o->proto = parse_proto(arg); break;
 	case 'q': o->is_quiet = 1; break;
-	case 'h': printf("%s%s", synopsis, options_help); exit(EXIT_SUCCESS);
+	case 'h': printf("%s%s", cli_synopsis, options_help); exit(EXIT_SUCCESS);
 	default: /* getopt_long() has said what was wrong */
-		fputs(synopsis, stderr);
+		fputs(cli_synopsis, stderr);
 		exit(EXIT_USAGE);
 	}
 }
@@ -370,7 +336,8 @@ static void check_opts(const struct flood_opts *o)
 		usage_error("--on-ms: needs --pps and at most --period-ms (%llu)",
 			    (unsigned long long)o->period_ms);
 	/* a start far ahead is a typo or another clock, and would hang the caller */
-	if (o->start_at_ns > now_ns() + FLOOD_DURATION_MS_MAX * SLUICE_NSEC_PER_MSEC)
+	if (o->start_at_ns >
+	    clock_ns(CLOCK_MONOTONIC) + FLOOD_DURATION_MS_MAX * SLUICE_NSEC_PER_MSEC)
 		usage_error("--start-at-ns: more than %llu ms ahead of CLOCK_MONOTONIC",
 			    FLOOD_DURATION_MS_MAX);
 }
@@ -448,7 +415,7 @@ static int flood__build_frames(struct flood *f)
 	const struct flood_opts *o = &f->opts;
 	__u8 addr[SLUICE_ADDR_LEN];
 	struct pkt *p = calloc(1, sizeof(*p));
-	__u32 seed = (__u32)now_ns() ^ (__u32)getpid();
+	__u32 seed = (__u32)clock_ns(CLOCK_MONOTONIC) ^ (__u32)getpid();
 	size_t i = 0;
 	int err = -ENOMEM;
 
@@ -577,9 +544,9 @@ static void flood__wait_start(struct flood *f)
 {
 	__u64 at_ns = f->opts.start_at_ns;
 
-	while (at_ns && !stop_requested && now_ns() < at_ns)
+	while (at_ns && !stop_requested && clock_ns(CLOCK_MONOTONIC) < at_ns)
 		sleep_until(at_ns);
-	f->start_ns = now_ns();
+	f->start_ns = clock_ns(CLOCK_MONOTONIC);
 	/* started late: pace from now, so a late start does not become a catch-up burst */
 	if (at_ns && f->start_ns > at_ns)
 		f->start_late_ns = f->start_ns - at_ns;
@@ -610,9 +577,9 @@ static int flood__send(struct flood *f, unsigned int n, __u64 deadline_ns)
 		}
 		if (ret == -ENOBUFS) {
 			f->enobufs++;
-			if (now_ns() + FLOOD_ENOBUFS_SLEEP_NS >= deadline_ns)
+			if (clock_ns(CLOCK_MONOTONIC) + FLOOD_ENOBUFS_SLEEP_NS >= deadline_ns)
 				break;
-			sleep_until(now_ns() + FLOOD_ENOBUFS_SLEEP_NS);
+			sleep_until(clock_ns(CLOCK_MONOTONIC) + FLOOD_ENOBUFS_SLEEP_NS);
 		}
 	}
 	return 0;
@@ -641,7 +608,7 @@ static int flood__run(struct flood *f)
 	flood__wait_start(f);
 	deadline_ns = f->start_ns + o->duration_ms * SLUICE_NSEC_PER_MSEC;
 	while (f->sent_pkts < o->count_pkts && !stop_requested) {
-		now = now_ns();
+		now = clock_ns(CLOCK_MONOTONIC);
 		if (now >= deadline_ns)
 			break;
 		due_ns = now;
@@ -705,7 +672,8 @@ static int flood__print_summary(const struct flood *f)
 	int ret;
 
 	ret = printf("sent=%llu elapsed_ms=%llu enobufs=%llu", (unsigned long long)f->sent_pkts,
-		     (unsigned long long)((now_ns() - f->start_ns) / SLUICE_NSEC_PER_MSEC),
+		     (unsigned long long)((clock_ns(CLOCK_MONOTONIC) - f->start_ns) /
+					  SLUICE_NSEC_PER_MSEC),
 		     (unsigned long long)f->enobufs);
 	if (ret >= 0 && f->opts.start_at_ns)
 		ret = printf(" start_late_ms=%llu",

@@ -56,12 +56,12 @@
 #define SINK_MS_MAX		 3600000ULL
 #define SINK_PORT_MAX		 65535
 #define SINK_CMSG_BYTES		 128 /* a timespec and a u32, with headers */
-#define EXIT_USAGE		 2
 
 /* Set by SIGINT/SIGTERM; the handler does nothing else. */
 static volatile sig_atomic_t stop_requested;
 
-static const char synopsis[] =
+static const char *const cli_tool = "sluice-sink";
+static const char cli_synopsis[] =
 	"usage: sluice-sink record --port <port>[,<port>...] --out <file> --duration-ms <ms>\n"
 	"                          [--max-records <n>]\n"
 	"       sluice-sink analyze --key <addr> --port <port> --start-ns <ns> --end-ns <ns>\n"
@@ -91,41 +91,7 @@ static const char options_help[] =
 	"\n"
 	"now: print CLOCK_MONOTONIC in ns.\n";
 
-static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sluice-sink: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", synopsis);
-	exit(EXIT_USAGE);
-}
-
-static __u64 clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC and CLOCK_REALTIME cannot fail with a valid pointer */
-	clock_gettime(id, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
-}
-
-static __u64 parse_u64(const char *opt, const char *s, __u64 min, __u64 max)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (!*s || *s == '-' || *s == '+' || *end || errno || v < min || v > max)
-		usage_error("--%s: '%s' is not a number in %llu..%llu", opt, s,
-			    (unsigned long long)min, (unsigned long long)max);
-	return v;
-}
+#include "cli.h"
 
 /* An IPv4 or IPv6 address as 16 bytes, IPv4 mapped (::ffff:a.b.c.d); 0 or -EINVAL. */
 static int parse_addr(const char *s, struct in6_addr *out)
@@ -214,7 +180,7 @@ static void help_exit(void) __attribute__((noreturn));
 
 static void help_exit(void)
 {
-	printf("%s%s", synopsis, options_help);
+	printf("%s%s", cli_synopsis, options_help);
 	exit(EXIT_SUCCESS);
 }
 
@@ -235,7 +201,7 @@ static void recorder__parse(struct recorder *r, int argc, char **argv)
 			break;
 		case 'h': help_exit();
 		default: /* getopt_long() has said what was wrong */
-			fputs(synopsis, stderr);
+			fputs(cli_synopsis, stderr);
 			exit(EXIT_USAGE);
 		}
 	}
@@ -617,7 +583,7 @@ static void analysis__parse_one(struct analysis *a, int c, const char *arg)
 		break;
 	case 'h': help_exit();
 	default: /* getopt_long() has said what was wrong */
-		fputs(synopsis, stderr);
+		fputs(cli_synopsis, stderr);
 		exit(EXIT_USAGE);
 	}
 }

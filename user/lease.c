@@ -329,6 +329,21 @@ static void freeze(struct entry *e)
 	e->hold = 1;
 }
 
+/*
+ * A live, unfrozen lease of a key seen within the store's lease time,
+ * holding less than the demand that makes a key hot in an interval: too
+ * little to be worth handing back, and what lets a sparse key (a few
+ * packets a second on this node) pass its next packet at once instead of
+ * waiting for a top-up after every quiet interval. Quiet for longer, it is
+ * frozen like any other, and costs no calls.
+ */
+static int is_small(const struct round *r, const struct entry *e)
+{
+	return e->l.expires && !(e->l.flags & SLUICE_LEASE_F_FROZEN) &&
+	       e->l.idle < LEASE_TTL_SYNCS &&
+	       sat_sub(e->l.granted, e->s.spent) < hot_threshold(r, e->p);
+}
+
 /* Frozen a round ago and nothing spent or denied since: hand the rest back. */
 static int can_release(const struct entry *e, __u64 d)
 {
@@ -342,7 +357,8 @@ static int can_release(const struct entry *e, __u64 d)
  * fleet while that demand is real, and give back what an idle node holds,
  * so that it cannot sit unspent while other nodes need it:
  *
- *   a whole interval without demand   freeze, no call;
+ *   a whole interval without demand   freeze, no call — unless what is
+ *                                     left is small (is_small): renew it;
  *   the next round (interval / 5)     one call that reports what was spent
  *                                     and hands the rest back to the bucket:
  *                                     frozen a round earlier, nothing of it
@@ -382,6 +398,9 @@ static void plan_full(struct round *r)
 		} else if (can_release(e, d)) {
 			e->l.want = 0;
 			e->release = e->send = 1;
+		} else if (is_small(r, e)) {
+			e->l.want = 0; /* keep it: renew what is held, ask for no more */
+			e->send = 1;
 		} else {
 			freeze(e);
 		}
