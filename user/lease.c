@@ -27,6 +27,7 @@
 #include "lease.h"
 
 #define HEX_ADDR_LEN (2 * SLUICE_ADDR_LEN + 1)
+#define LEASE_BATCH  4096 /* map entries per bpf_map_lookup_batch() */
 
 /* One hot key as a round sees it. */
 struct entry {
@@ -257,36 +258,92 @@ static void adopt_fleet(struct round *r, __u64 expires)
 		entry_create(r->att, &f->v[i], 0, expires);
 }
 
+/*
+ * Every entry of hash map @fd, LEASE_BATCH at a time (one syscall each, not
+ * three per key): keys into *@keys, values of @vsize bytes into *@vals, *@n
+ * of them. The caller frees both, also on failure. 0 or -errno.
+ */
+static int read_map(int fd, size_t vsize, struct sluice_key **keys, void **vals, size_t *n)
+{
+	size_t cap = 0;
+	__u32 batch, count;
+	void *in = NULL, *v;
+	int done = 0;
+
+	*n = 0;
+	while (!done) {
+		if (*n + LEASE_BATCH > cap) {
+			cap = *n + LEASE_BATCH;
+			v = realloc(*keys, cap * sizeof(**keys));
+			if (v)
+				*keys = v;
+			v = v ? realloc(*vals, cap * vsize) : NULL;
+			if (!v)
+				return -ENOMEM;
+			*vals = v;
+		}
+		count = LEASE_BATCH;
+		if (bpf_map_lookup_batch(fd, in, &batch, *keys + *n, (char *)*vals + *n * vsize,
+					 &count, NULL)) {
+			if (errno != ENOENT)
+				return -errno;
+			done = 1; /* ENOENT: that was the last batch */
+		}
+		*n += count;
+		in = &batch;
+	}
+	return 0;
+}
+
+/* A spend counter with its key first, so key_cmp() sorts and finds it. */
+struct spend_of {
+	struct sluice_key key;
+	struct sluice_spend s;
+};
+
 /* Read every entry with its counters; drop those of policies gone. */
 static int collect(struct round *r)
 {
-	struct sluice_key *keys;
-	size_t n, i;
+	struct sluice_key *lk = NULL, *sk = NULL;
+	struct sluice_lease *lv = NULL;
+	struct sluice_spend *sv = NULL;
+	struct spend_of *so = NULL, *found;
+	size_t nl = 0, ns = 0, i;
+	int err;
 
-	keys = keys_of(r->att->fd_lease, SLUICE_LEASE_ENTRIES, &n);
-	if (!keys)
-		return -ENOMEM;
-	r->e = calloc(n ? n : 1, sizeof(*r->e));
-	if (!r->e) {
-		free(keys);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++) {
+	err = read_map(r->att->fd_lease, sizeof(*lv), &lk, (void **)&lv, &nl);
+	if (!err)
+		err = read_map(r->att->fd_spend, sizeof(*sv), &sk, (void **)&sv, &ns);
+	so = err ? NULL : calloc(ns ? ns : 1, sizeof(*so));
+	r->e = so ? calloc(nl ? nl : 1, sizeof(*r->e)) : NULL;
+	if (!err && !r->e)
+		err = -ENOMEM;
+	for (i = 0; !err && i < ns; i++)
+		so[i] = (struct spend_of){ .key = sk[i], .s = sv[i] };
+	if (!err)
+		qsort(so, ns, sizeof(*so), key_cmp);
+	for (i = 0; !err && i < nl; i++) {
 		struct entry *e = &r->e[r->n];
 
-		e->key = keys[i];
-		e->p = policy_of(r->att, keys[i].policy_id);
+		e->key = lk[i];
+		e->p = policy_of(r->att, lk[i].policy_id);
 		if (!e->p) {
-			entry_delete(r->att, &keys[i]);
+			entry_delete(r->att, &lk[i]);
 			continue;
 		}
-		if (bpf_map_lookup_elem(r->att->fd_lease, &e->key, &e->l) ||
-		    bpf_map_lookup_elem(r->att->fd_spend, &e->key, &e->s))
-			continue;
+		found = ns ? bsearch(&lk[i], so, ns, sizeof(*so), key_cmp) : NULL;
+		if (!found)
+			continue; /* being created or torn down */
+		e->l = lv[i];
+		e->s = found->s;
 		r->n++;
 	}
-	free(keys);
-	return 0;
+	free(lk);
+	free(lv);
+	free(sk);
+	free(sv);
+	free(so);
+	return err;
 }
 
 static __u64 sat_sub(__u64 a, __u64 b)
