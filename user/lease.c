@@ -416,7 +416,7 @@ static int can_release(const struct entry *e, __u64 d)
  *
  *   a whole interval without demand   freeze, no call — unless what is
  *                                     left is small (is_small): renew it;
- *   the next round (interval / 5)     one call that reports what was spent
+ *   the next round (interval / 10)    one call that reports what was spent
  *                                     and hands the rest back to the bucket:
  *                                     frozen a round earlier, nothing of it
  *                                     can still be spent (a program holds a
