@@ -747,7 +747,7 @@ int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
-	struct suite s = { tests, names, 0 };
+	struct suite s = SUITE_INIT(tests, names);
 
 	harness_require_root();
 	SUITE_ADD_ROWS(&s, test_lease_spend, families);
@@ -759,6 +759,5 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_closed, families);
 	SUITE_ADD_ROWS(&s, test_bytes, families);
 	SUITE_ADD_ROWS(&s, test_layers, families);
-	assert_true(s.n == N_TESTS); /* every test has its slot */
 	return harness_cleanup(_cmocka_run_group_tests("bpf_lease", tests, s.n, NULL, NULL));
 }

@@ -762,7 +762,7 @@ int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
-	struct suite s = { tests, names, 0 };
+	struct suite s = SUITE_INIT(tests, names);
 
 	harness_require_root();
 	SUITE_ADD_ROWS(&s, test_allowlist, families);

@@ -1280,7 +1280,7 @@ int main(void)
 	enum { N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) + ARRAY_SIZE(fixed) };
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
-	struct suite s = { tests, names, 0 };
+	struct suite s = SUITE_INIT(tests, names);
 	size_t i;
 
 	SUITE_ADD_ROWS(&s, test_first_grant, first_rows);

@@ -19,7 +19,23 @@ struct suite {
 	struct CMUnitTest *tests;
 	char (*names)[TEST_NAME_LEN];
 	size_t n;
+	size_t cap; /* entries of tests[] and names[] */
 };
+
+/* A suite over the arrays @tests and @names (of the same length). */
+#define SUITE_INIT(tests, names)                                                                   \
+	{                                                                                          \
+		tests, names, 0, ARRAY_SIZE(tests)                                                 \
+	}
+
+/* Room for one more test, or exit: a test without a slot would overrun the arrays. */
+static inline void suite_room(const struct suite *s, const char *test)
+{
+	if (s->n < s->cap)
+		return;
+	fprintf(stderr, "no room for test '%s': the suite holds %zu\n", test, s->cap);
+	exit(EXIT_FAILURE);
+}
 
 /*
  * One test per row, named "<test>: <row>". Every row struct starts with
@@ -33,7 +49,10 @@ static inline void suite_add_rows(struct suite *s, const char *test, CMUnitTestF
 	for (i = 0; i < n_rows; i++) {
 		const void *row = (const char *)rows + i * row_size;
 		const char *row_name = *(const char *const *)row;
-		int len = snprintf(s->names[s->n], TEST_NAME_LEN, "%s: %s", test, row_name);
+		int len;
+
+		suite_room(s, test);
+		len = snprintf(s->names[s->n], TEST_NAME_LEN, "%s: %s", test, row_name);
 
 		if (len < 0 || len >= TEST_NAME_LEN) {
 			fprintf(stderr, "test name '%s: %s' is too long\n", test, row_name);
@@ -53,6 +72,7 @@ static inline void suite_add_rows(struct suite *s, const char *test, CMUnitTestF
 
 static inline void suite_add(struct suite *s, const char *test, CMUnitTestFunction fn)
 {
+	suite_room(s, test);
 	s->tests[s->n] = (struct CMUnitTest){ .name = test, .test_func = fn };
 	s->n++;
 }

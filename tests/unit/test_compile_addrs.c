@@ -751,7 +751,7 @@ int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
-	struct suite s = { tests, names, 0 };
+	struct suite s = SUITE_INIT(tests, names);
 	__u64 seeds = RANDOM_SEED;
 	size_t i;
 

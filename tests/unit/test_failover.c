@@ -116,7 +116,7 @@ int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
-	struct suite s = { tests, names, 0 };
+	struct suite s = SUITE_INIT(tests, names);
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(flapping); i++)

@@ -173,7 +173,7 @@ int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
-	struct suite s = { tests, names, 0 };
+	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD_ROWS(&s, test_derive, derive_rows);
 	SUITE_ADD_ROWS(&s, test_pair, pair_rows);
