@@ -196,19 +196,46 @@ static void entry_delete(const struct lease_att *a, const struct sluice_key *k)
 	bpf_map_delete_elem(a->fd_spend, k);
 }
 
-/* Every key of map @fd, up to @max, into a fresh array (*@n of them). */
-static struct sluice_key *keys_of(int fd, size_t max, size_t *n)
+/*
+ * Every entry of hash map @fd, LEASE_BATCH at a time (one syscall each, not
+ * three per key), deleting them as it reads when @drain: keys into *@keys,
+ * values of @vsize bytes into *@vals, *@n of them. The caller frees both,
+ * also on failure. 0 or -errno.
+ */
+static int read_map(int fd, size_t vsize, int drain, struct sluice_key **keys, void **vals,
+		    size_t *n)
 {
-	struct sluice_key *v = malloc(sizeof(*v) * (max ? max : 1)), k, *prev = NULL;
+	int (*batch_fn)(int, void *, void *, void *, void *, __u32 *,
+			const struct bpf_map_batch_opts *) =
+		drain ? bpf_map_lookup_and_delete_batch : bpf_map_lookup_batch;
+	size_t cap = 0;
+	__u32 batch, count;
+	void *in = NULL, *v;
+	int done = 0;
 
 	*n = 0;
-	if (!v)
-		return NULL;
-	while (*n < max && !bpf_map_get_next_key(fd, prev, &k)) {
-		v[*n] = k;
-		prev = &v[(*n)++];
+	while (!done) {
+		if (*n + LEASE_BATCH > cap) {
+			cap = *n + LEASE_BATCH;
+			v = realloc(*keys, cap * sizeof(**keys));
+			if (v)
+				*keys = v;
+			v = v ? realloc(*vals, cap * vsize) : NULL;
+			if (!v)
+				return -ENOMEM;
+			*vals = v;
+		}
+		count = LEASE_BATCH;
+		if (batch_fn(fd, in, &batch, *keys + *n, (char *)*vals + *n * vsize, &count,
+			     NULL)) {
+			if (errno != ENOENT)
+				return -errno;
+			done = 1; /* ENOENT: that was the last batch */
+		}
+		*n += count;
+		in = &batch;
 	}
-	return v;
+	return 0;
 }
 
 static int note_hot(struct round *r, const struct lease_policy *p, const struct sluice_key *k)
@@ -230,17 +257,18 @@ static int note_hot(struct round *r, const struct lease_policy *p, const struct 
 static void drain_requests(struct round *r)
 {
 	const struct lease_policy *p;
-	struct sluice_key *keys;
-	size_t n, i;
+	struct sluice_key *keys = NULL;
+	struct sluice_hot *vals = NULL;
+	size_t n = 0, i;
 
-	keys = keys_of(r->att->fd_hot, SLUICE_HOT_ENTRIES, &n);
-	for (i = 0; keys && i < n; i++) {
+	read_map(r->att->fd_hot, sizeof(*vals), 1, &keys, (void **)&vals, &n);
+	for (i = 0; i < n; i++) {
 		p = policy_of(r->att, keys[i].policy_id);
 		if (p && !entry_create(r->att, &keys[i], first_want(r->ls, p), 0))
 			note_hot(r, p, &keys[i]);
-		bpf_map_delete_elem(r->att->fd_hot, &keys[i]);
 	}
 	free(keys);
+	free(vals);
 }
 
 /*
@@ -256,43 +284,6 @@ static void adopt_fleet(struct round *r, __u64 expires)
 
 	for (i = 0; i < f->n; i++)
 		entry_create(r->att, &f->v[i], 0, expires);
-}
-
-/*
- * Every entry of hash map @fd, LEASE_BATCH at a time (one syscall each, not
- * three per key): keys into *@keys, values of @vsize bytes into *@vals, *@n
- * of them. The caller frees both, also on failure. 0 or -errno.
- */
-static int read_map(int fd, size_t vsize, struct sluice_key **keys, void **vals, size_t *n)
-{
-	size_t cap = 0;
-	__u32 batch, count;
-	void *in = NULL, *v;
-	int done = 0;
-
-	*n = 0;
-	while (!done) {
-		if (*n + LEASE_BATCH > cap) {
-			cap = *n + LEASE_BATCH;
-			v = realloc(*keys, cap * sizeof(**keys));
-			if (v)
-				*keys = v;
-			v = v ? realloc(*vals, cap * vsize) : NULL;
-			if (!v)
-				return -ENOMEM;
-			*vals = v;
-		}
-		count = LEASE_BATCH;
-		if (bpf_map_lookup_batch(fd, in, &batch, *keys + *n, (char *)*vals + *n * vsize,
-					 &count, NULL)) {
-			if (errno != ENOENT)
-				return -errno;
-			done = 1; /* ENOENT: that was the last batch */
-		}
-		*n += count;
-		in = &batch;
-	}
-	return 0;
 }
 
 /* A spend counter with its key first, so key_cmp() sorts and finds it. */
@@ -311,9 +302,9 @@ static int collect(struct round *r)
 	size_t nl = 0, ns = 0, i;
 	int err;
 
-	err = read_map(r->att->fd_lease, sizeof(*lv), &lk, (void **)&lv, &nl);
+	err = read_map(r->att->fd_lease, sizeof(*lv), 0, &lk, (void **)&lv, &nl);
 	if (!err)
-		err = read_map(r->att->fd_spend, sizeof(*sv), &sk, (void **)&sv, &ns);
+		err = read_map(r->att->fd_spend, sizeof(*sv), 0, &sk, (void **)&sv, &ns);
 	so = err ? NULL : calloc(ns ? ns : 1, sizeof(*so));
 	r->e = so ? calloc(nl ? nl : 1, sizeof(*r->e)) : NULL;
 	if (!err && !r->e)
