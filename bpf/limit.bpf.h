@@ -226,14 +226,43 @@ static __always_inline __u64 layer_incr(const struct sluice_policy *p, const str
 }
 
 /*
+ * The coarse clock (CLOCK_MONOTONIC as of the last scheduler tick) for the
+ * price of two loads. bpf_ktime_get_coarse_ns() is a helper call, and a
+ * call costs ~23 ns here (make bench: the kernel's return thunks);
+ * bpf_jiffies64() is inlined by the verifier into one load. The tick that
+ * advances jiffies also advances the coarse clock, so while jiffies stay
+ * what they were at this CPU's last read, that read is the coarse clock's
+ * value still. The kernel advances jiffies a moment before the clock: a
+ * read in between returns the old value, which is not cached when it is
+ * the one cached already (the next packet reads again); but a CPU whose
+ * cache is older than the last tick (it idled) keeps it for this tick,
+ * one tick behind. So the lag of this clock varies by up to
+ * SLUICE_COARSE_LAG_TICKS ticks, where the coarse clock's own varies by one
+ * (docs/decisions.md, "The clock").
+ */
+static __always_inline __u64 coarse_ns(void)
+{
+	__u32 zero = 0;
+	struct sluice_clock *c = bpf_map_lookup_elem(&sluice_clock, &zero);
+	__u64 jiffies = bpf_jiffies64(), ns;
+
+	if (c && c->jiffies == jiffies)
+		return c->ns;
+	ns = bpf_ktime_get_coarse_ns();
+	if (c && ns != c->ns) {
+		c->jiffies = jiffies;
+		c->ns = ns;
+	}
+	return ns;
+}
+
+/*
  * Read the clock once per packet, and only for a packet some policy applies
- * to. On this VM bpf_ktime_get_ns() alone costs ~36 ns (make bench); the
- * coarse clock (the same CLOCK_MONOTONIC, advanced once per scheduler tick)
- * costs a few, and lags the precise one by at most a tick, which loosens a
- * key's bound by rate × tick (docs/decisions.md, "The clock"). A generation
- * with a policy that asked for `clock: precise` reads the precise clock for
- * every packet. Also decides whether the agent is lost: its heartbeat older
- * than the timeout.
+ * to: the coarse clock, whose varying lag loosens a key's bound by rate ×
+ * SLUICE_COARSE_LAG_TICKS ticks at worst (docs/decisions.md, "The clock").
+ * bpf_ktime_get_ns() costs ~36 ns here (make bench); a generation with a
+ * policy that asked for `clock: precise` reads it for every packet. Also
+ * decides whether the agent is lost: its heartbeat older than the timeout.
  */
 static __always_inline void clock_read(struct pkt_meta *m)
 {
@@ -241,8 +270,7 @@ static __always_inline void clock_read(struct pkt_meta *m)
 
 	if (m->now)
 		return;
-	now_ns = m->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns()
-						     : bpf_ktime_get_coarse_ns();
+	now_ns = m->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns() : coarse_ns();
 	m->now = sluice_gcra_ticks(now_ns);
 	m->agent_lost_ns = sluice_agent_lost_ns(m->heartbeat_ns, m->agent_timeout_ns, now_ns);
 }

@@ -64,6 +64,23 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ctl SEC(".maps");
 
+/*
+ * The coarse clock as this CPU last read it, and the jiffy it read it in
+ * (limit.bpf.h, clock_read). A cache, so not pinned: a new program starts
+ * it empty.
+ */
+struct sluice_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_clock);
+} sluice_clock SEC(".maps");
+
 /* An address trie: (generation, address) → the prefix sets it is in. */
 #define SLUICE_ADDR_TRIE(name)                                                                     \
 	struct {                                                                                   \

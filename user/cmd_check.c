@@ -422,19 +422,23 @@ static void print_burst_math(struct line *l, const struct policy *p)
 	line__print(l);
 	if (!p->clock_precise) {
 		struct timespec res = { 0 };
-		char tick[TEXT_LEN], extra[TEXT_LEN];
-		double tick_ns;
+		char tick[TEXT_LEN], extra[TEXT_LEN], worst[TEXT_LEN];
+		double tick_ns, per_tick;
 
 		clock_getres(CLOCK_MONOTONIC_COARSE, &res);
 		tick_ns = (double)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec;
-		if (bytes)
-			si_approx(extra, rate * tick_ns / SLUICE_NSEC_PER_SEC, "B");
-		else
-			count_text(extra, rate * tick_ns / SLUICE_NSEC_PER_SEC, "");
+		per_tick = rate * tick_ns / SLUICE_NSEC_PER_SEC;
+		if (bytes) {
+			si_approx(extra, per_tick, "B");
+			si_approx(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "B");
+		} else {
+			count_text(extra, per_tick, "");
+			count_text(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "");
+		}
 		line__add(l,
-			  "  clock: coarse (tick %s here): up to %s%s more in any window; "
-			  "clock: precise removes that",
-			  duration_text(tick, tick_ns), extra, bytes ? "" : " packets");
+			  "  clock: coarse (tick %s here): up to %s%s more in any window (%s at "
+			  "worst); clock: precise removes that",
+			  duration_text(tick, tick_ns), extra, bytes ? "" : " packets", worst);
 		line__print(l);
 	}
 	/* A key's whole burst is the most one packet can cost: say when frames can't fit. */

@@ -31,6 +31,7 @@
 #define SLUICE_ADDR_ENTRIES	     262144 /* prefixes of both generations in sluice_src, sluice_dst */
 #define SLUICE_LEASE_ENTRIES	     65536 /* hot keys of cluster-scoped policies holding a lease */
 #define SLUICE_HOT_ENTRIES	     8192 /* cold keys asking to become hot, until the agent reads them */
+#define SLUICE_COARSE_LAG_TICKS	     2 /* the coarse clock's lag varies by this many ticks */
 
 #define SLUICE_ADDR_LEN	     16
 #define SLUICE_ADDR_BITS     128
@@ -352,6 +353,21 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 	[SLUICE_MAP_SRC] = "sluice_src",       [SLUICE_MAP_DST] = "sluice_dst",
 	[SLUICE_MAP_FAIL] = "sluice_fail",     [SLUICE_MAP_LEASE] = "sluice_lease",
 	[SLUICE_MAP_SPEND] = "sluice_spend",   [SLUICE_MAP_HOT] = "sluice_hot",
+};
+#endif
+
+/*
+ * The program's own per-CPU caches (bpf/maps.bpf.h): not pinned, so a new
+ * program starts them empty, and nothing but the program reads them.
+ */
+enum sluice_cache {
+	SLUICE_CACHE_CLOCK = 0,
+	SLUICE_CACHE_MAX,
+};
+
+#ifndef __bpf__
+static const char *const sluice_cache_names[SLUICE_CACHE_MAX] = {
+	[SLUICE_CACHE_CLOCK] = "sluice_clock",
 };
 #endif
 

@@ -78,7 +78,7 @@ flood() {
 	SENT_TOTAL=$((SENT_TOTAL + sent))
 }
 
-# At most burst + rate·(t + tick) (e2e_bound); at least 90 % of it.
+# At most burst + rate·(t + 2 ticks) (e2e_bound); at least 90 % of it.
 check_key() {
 	local label=$1 got=$2 burst=$3 rate=$4
 	local hi

@@ -138,26 +138,53 @@ static void test_map(void **state)
 	assert_string_equal(pin + strlen(pin) - len, name);
 }
 
-/* Every map of the object, but libbpf's own (.rodata, .bss), is in the table. */
+/* The caches are per-CPU arrays that nobody pins: a new program starts them empty. */
+static void test_caches(void **state)
+{
+	const struct bpf_map *m;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < SLUICE_CACHE_MAX; i++) {
+		m = bpf_object__find_map_by_name(obj, sluice_cache_names[i]);
+		if (!m)
+			fail_msg("map '%s' of sluice_cache_names[] is not in %s",
+				 sluice_cache_names[i], obj_path());
+		assert_int_equal(bpf_map__type(m), BPF_MAP_TYPE_PERCPU_ARRAY);
+		if (bpf_map__pin_path(m))
+			fail_msg("cache '%s' is pinned", sluice_cache_names[i]);
+	}
+}
+
+static int is_named(const char *name, const char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* Every map of the object, but libbpf's own (.rodata, .bss), is in a table. */
 static void test_no_other_maps(void **state)
 {
 	const struct bpf_map *m;
-	size_t i, n = 0;
-	int found;
+	size_t n = 0;
 
 	(void)state;
 	bpf_object__for_each_map(m, obj)
 	{
 		if (bpf_map__is_internal(m))
 			continue;
-		for (found = 0, i = 0; i < SLUICE_MAP_MAX && !found; i++)
-			found = !strcmp(bpf_map__name(m), sluice_map_names[i]);
-		if (!found)
-			fail_msg("map '%s' of %s is not in sluice_map_names[]", bpf_map__name(m),
-				 obj_path());
+		if (!is_named(bpf_map__name(m), sluice_map_names, SLUICE_MAP_MAX) &&
+		    !is_named(bpf_map__name(m), sluice_cache_names, SLUICE_CACHE_MAX))
+			fail_msg("map '%s' of %s is in neither sluice_map_names[] nor "
+				 "sluice_cache_names[]",
+				 bpf_map__name(m), obj_path());
 		n++;
 	}
-	assert_int_equal(n, SLUICE_MAP_MAX);
+	assert_int_equal(n, SLUICE_MAP_MAX + SLUICE_CACHE_MAX);
 }
 
 static void test_program(void **state)
@@ -173,13 +200,15 @@ static void test_program(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[SLUICE_MAP_MAX + 2];
+	struct CMUnitTest tests[SLUICE_MAP_MAX + 3];
 	size_t i, n = 0;
 
 	for (i = 0; i < ARRAY_SIZE(map_cases); i++)
 		tests[n++] = (struct CMUnitTest){ .name = map_cases[i].name,
 						  .test_func = test_map,
 						  .initial_state = (void *)&map_cases[i] };
+	tests[n++] = (struct CMUnitTest){ .name = "object/caches are per-CPU, unpinned",
+					  .test_func = test_caches };
 	tests[n++] = (struct CMUnitTest){ .name = "object/no other maps",
 					  .test_func = test_no_other_maps };
 	tests[n++] = (struct CMUnitTest){ .name = "object/" PROG_NAME " is XDP",
