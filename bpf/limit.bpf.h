@@ -29,19 +29,22 @@ enum limit_result {
 	LIMIT_CAS_EXHAUSTED, /* lost SLUICE_CAS_RETRIES races */
 };
 
-/* Charge @incr on @key under tolerance @tol; on LIMIT_ADMIT *@tat is the key's new TAT. */
+/*
+ * Charge @incr on @key under tolerance @tol; on LIMIT_ADMIT *@tat is the
+ * key's new TAT, on LIMIT_DENY *@retry how long until it would admit.
+ */
 static __always_inline enum limit_result limit_key(const struct sluice_key *key, __u64 now,
-						   __u64 incr, __u64 tol, __u64 *tat)
+						   __u64 incr, __u64 tol, __u64 *tat, __u64 *retry)
 {
 	struct sluice_state fresh, *st;
-	__u64 old, new_tat, retry;
+	__u64 old, new_tat;
 	long err;
 	int i;
 
 	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
 		st = bpf_map_lookup_elem(&sluice_state, key);
 		if (!st) {
-			if (!sluice_gcra_admit(now, now, incr, tol, &new_tat, &retry))
+			if (!sluice_gcra_admit(now, now, incr, tol, &new_tat, retry))
 				return LIMIT_DENY;
 			fresh.tat = new_tat;
 			*tat = new_tat;
@@ -53,7 +56,7 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 			continue; /* another CPU created it first: decide on its value */
 		}
 		old = *(volatile __u64 *)&st->tat;
-		if (!sluice_gcra_admit(old, now, incr, tol, &new_tat, &retry))
+		if (!sluice_gcra_admit(old, now, incr, tol, &new_tat, retry))
 			return LIMIT_DENY;
 		*tat = new_tat;
 		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
@@ -136,15 +139,31 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
 
 /*
  * Decide without writing: LIMIT_ADMIT or LIMIT_DENY for a packet of @incr
- * on @key now. A key with no state would admit (a fresh key's full burst).
+ * on @key now, and on LIMIT_DENY *@retry as limit_key() does. A key with
+ * no state would admit (a fresh key's full burst).
  */
 static __always_inline enum limit_result limit_peek(const struct sluice_key *key, __u64 now,
-						    __u64 incr, __u64 tol)
+						    __u64 incr, __u64 tol, __u64 *retry)
 {
 	struct sluice_state *st = bpf_map_lookup_elem(&sluice_state, key);
-	__u64 tat = st ? *(volatile __u64 *)&st->tat : now, new_tat, retry;
+	__u64 tat = st ? *(volatile __u64 *)&st->tat : now, new_tat;
 
-	return sluice_gcra_admit(tat, now, incr, tol, &new_tat, &retry) ? LIMIT_ADMIT : LIMIT_DENY;
+	return sluice_gcra_admit(tat, now, incr, tol, &new_tat, retry) ? LIMIT_ADMIT : LIMIT_DENY;
+}
+
+/*
+ * How long every packet of a key that just denied one of @incr will be
+ * denied, from its @retry: for a byte cost, until even a one-byte packet
+ * would fit (bpf/deny.bpf.h). 0: not even one tick.
+ */
+static __always_inline __u64 limit_denied_for(const struct sluice_policy *p,
+					      const struct sluice_gcra *g, __u64 incr, __u64 retry)
+{
+	__u64 least = p->cost == SLUICE_COST_BYTES
+			      ? sluice_gcra_incr(1, g->interval_mant, g->interval_shift)
+			      : incr;
+
+	return retry > incr - least ? retry - (incr - least) : 0;
 }
 
 /*
@@ -257,12 +276,13 @@ static __always_inline __u64 coarse_ns(void)
 }
 
 /*
- * Read the clock once per packet, and only for a packet some policy applies
- * to: the coarse clock, whose varying lag loosens a key's bound by rate ×
- * SLUICE_COARSE_LAG_TICKS ticks at worst (docs/decisions.md, "The clock").
- * bpf_ktime_get_ns() costs ~36 ns here (make bench); a generation with a
- * policy that asked for `clock: precise` reads it for every packet. Also
- * decides whether the agent is lost: its heartbeat older than the timeout.
+ * Read the clock once per packet, and only for a packet some policy (or a
+ * deny cache entry) needs it for: the coarse clock, whose varying lag
+ * loosens a key's bound by rate × SLUICE_COARSE_LAG_TICKS ticks at worst
+ * (docs/decisions.md, "The clock"). bpf_ktime_get_ns() costs ~36 ns here
+ * (make bench); a generation with a policy that asked for `clock: precise`
+ * reads it for every packet. Also decides whether the agent is lost: its
+ * heartbeat older than the timeout.
  */
 static __always_inline void clock_read(struct pkt_meta *m)
 {

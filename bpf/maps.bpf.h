@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "sluice/abi.h"
+#include "sluice/deny.h"
 
 /* Shared, not per-CPU: per-CPU limit state would admit ncpu times the limit. */
 struct {
@@ -80,6 +81,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sluice_clock);
 } sluice_clock SEC(".maps");
+
+/* A cache, per CPU so that a slot has one writer; not pinned. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_DENY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_deny);
+} sluice_deny SEC(".maps");
+
+/* Which slots of this CPU's sluice_deny may hold a live drop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_deny_bits);
+} sluice_deny_bits SEC(".maps");
 
 /* An address trie: (generation, address) → the prefix sets it is in. */
 #define SLUICE_ADDR_TRIE(name)                                                                     \

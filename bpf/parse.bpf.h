@@ -55,6 +55,9 @@ struct pkt_meta {
 	__u64 agent_timeout_ns;
 	__u64 now;	     /* GCRA ticks; 0 until a policy applies (limit) */
 	__u64 agent_lost_ns; /* how long the agent has been lost; 0: it is not */
+	__u64 deny_ticks;    /* a drop the deny cache may keep this long (limit); 0: not */
+	__u32 deny_id;	     /* the policy that dropped the packet (limit) */
+	__u8 no_cache;	     /* a layer that needs every packet was evaluated (limit) */
 	__be16 dst_port;     /* when has_ports */
 	__u8 proto;	     /* IPPROTO_* of the transport header */
 	__u8 is_ipv4;

@@ -9,6 +9,7 @@
 
 #include "sluice/key.h"
 #include "classify.bpf.h"
+#include "deny.bpf.h"
 #include "limit.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
@@ -77,8 +78,9 @@ static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_po
 {
 	int cluster = rt && p->scope == SLUICE_SCOPE_CLUSTER, r;
 	const struct sluice_gcra *g;
-	__u64 incr, tat = 0;
+	__u64 incr, tat = 0, retry = 0;
 
+	m->deny_ticks = 0;
 	*fail = policy_fail_mode(p, rt, m);
 	if (*fail == SLUICE_FAIL_OPEN) {
 		if (op == LAYER_OP_ADMIT)
@@ -97,11 +99,14 @@ static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_po
 		hot_request(key, m->now);
 		return LAYER_DENY;
 	}
-	r = op == LAYER_OP_PEEK ? limit_peek(key, m->now, incr, g->tolerance)
-				: limit_key(key, m->now, incr, g->tolerance, &tat);
+	r = op == LAYER_OP_PEEK ? limit_peek(key, m->now, incr, g->tolerance, &retry)
+				: limit_key(key, m->now, incr, g->tolerance, &tat, &retry);
 	if (cluster && (r == LIMIT_DENY || (r == LIMIT_ADMIT && op == LAYER_OP_ADMIT &&
 					    tat - m->now > g->tolerance / 2)))
 		hot_request(key, m->now);
+	/* Only a node's own limit, as it is, stays a denial until retry (deny.bpf.h). */
+	if (r == LIMIT_DENY && p->scope != SLUICE_SCOPE_CLUSTER && *fail == SLUICE_FAIL_NONE)
+		m->deny_ticks = limit_denied_for(p, g, incr, retry);
 	return r;
 }
 
@@ -130,6 +135,12 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 	if (!p)
 		return LAYER_SKIP;
 	clock_read(m);
+	/*
+	 * A shadow layer counts its would-drops, a cluster layer its leases'
+	 * demand: skipped by a cached drop, they would miss packets.
+	 */
+	if (p->mode == SLUICE_MODE_SHADOW || p->scope == SLUICE_SCOPE_CLUSTER)
+		m->no_cache = 1;
 	rt = policy_runtime(id, m);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
 	r = rt && p->scope == SLUICE_SCOPE_CLUSTER ? layer_lease(m, p, &key, op) : LAYER_COLD;
@@ -203,6 +214,10 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 		if (r == LAYER_WOULD_DROP && n < SLUICE_MAX_LAYERS)
 			shadowed[n++] = id; /* counted as would-drops if the packet drops */
 		if (is_drop(r)) {
+			/* Past plain node layers only: bpf/deny.bpf.h says why. */
+			if (m->no_cache || r != LAYER_DENY)
+				m->deny_ticks = 0;
+			m->deny_id = id;
 			count_drop(id, r, m->len_bytes);
 			for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
 				count_policy(shadowed[i], SLUICE_PSTAT_SHADOW, m->len_bytes);
@@ -223,6 +238,10 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 			break;
 	}
 	if (is_drop(r)) {
+		/* Layered, a drop here lost a race with the peek: not worth caching. */
+		if (count > 1 || m->no_cache || r != LAYER_DENY)
+			m->deny_ticks = 0;
+		m->deny_id = id;
 		if (r == LAYER_CAS_EXHAUSTED)
 			*why = SLUICE_TOTAL_CAS_EXHAUSTED;
 		count_drop(id, r, m->len_bytes);
@@ -283,11 +302,14 @@ int sluice_xdp(struct xdp_md *ctx)
 	enum sluice_total why = SLUICE_TOTAL_MAX;
 	struct sluice_totals *totals;
 	struct sluice_match *match;
+	struct sluice_flow flow;
 	struct sluice_ctl *ctl;
 	struct pkt_meta m = {};
-	int verdict = XDP_PASS;
+	int verdict = XDP_PASS, cache;
 	int no_ports = 0;
 	__u32 zero = 0, gen;
+	__u64 generation;
+	long denied_by;
 
 	no_ports = parse_frame(ctx, &m);
 	if (no_ports < 0) {
@@ -298,8 +320,27 @@ int sluice_xdp(struct xdp_md *ctx)
 	ctl = ctl_get();
 	if (!ctl)
 		goto out;
+	/*
+	 * The generation before the half it names: the agent writes ctl in
+	 * one copy, in field order, so a new generation means a new half.
+	 */
+	generation = *(volatile __u64 *)&ctl->generation;
+	asm volatile("" ::: "memory");
 	gen = ctl->active_gen % SLUICE_POLICY_GENS;
-	if (classify_addrs(&m, gen, ctl->gen_flags[gen])) {
+	m.gen_flags = ctl->gen_flags[gen];
+	m.heartbeat_ns = ctl->heartbeat_ns;
+	m.agent_timeout_ns = ctl->agent_timeout_ns;
+	cache = !(m.gen_flags & SLUICE_GEN_F_DST);
+	if (cache) {
+		flow_of(&m, &flow);
+		denied_by = deny_cached(&m, &flow, generation);
+		if (denied_by >= 0) {
+			count_policy(denied_by, SLUICE_PSTAT_DROPPED, m.len_bytes);
+			verdict = XDP_DROP;
+			goto out;
+		}
+	}
+	if (classify_addrs(&m, gen, m.gen_flags)) {
 		why = SLUICE_TOTAL_ALLOWED;
 		goto out;
 	}
@@ -308,10 +349,9 @@ int sluice_xdp(struct xdp_md *ctx)
 		why = SLUICE_TOTAL_NO_MATCH;
 		goto out;
 	}
-	m.gen_flags = ctl->gen_flags[gen];
-	m.heartbeat_ns = ctl->heartbeat_ns;
-	m.agent_timeout_ns = ctl->agent_timeout_ns;
 	verdict = apply_policies(&m, match, gen, &why);
+	if (verdict == XDP_DROP && cache && m.deny_ticks)
+		deny_store(&m, &flow, m.deny_id, generation);
 out:
 	totals = bpf_map_lookup_elem(&sluice_totals, &zero);
 	count_total(totals, verdict == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,

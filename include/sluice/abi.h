@@ -362,12 +362,16 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
  */
 enum sluice_cache {
 	SLUICE_CACHE_CLOCK = 0,
+	SLUICE_CACHE_DENY,
+	SLUICE_CACHE_DENY_BITS,
 	SLUICE_CACHE_MAX,
 };
 
 #ifndef __bpf__
 static const char *const sluice_cache_names[SLUICE_CACHE_MAX] = {
 	[SLUICE_CACHE_CLOCK] = "sluice_clock",
+	[SLUICE_CACHE_DENY] = "sluice_deny",
+	[SLUICE_CACHE_DENY_BITS] = "sluice_deny_bits",
 };
 #endif
 

@@ -27,6 +27,7 @@
 #define PIN_ROOT_PREFIX "sluice-test-"
 #define HARNESS_IFACE	"test"
 #define UDP_SPORT	40000
+#define TCP_SPORT	40001
 
 static const __u8 mac_dst[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const __u8 mac_src[6] = { 0x02, 0, 0, 0, 0, 0x01 };
@@ -207,8 +208,15 @@ struct pkt *harness_udp(struct pkt *p, const char *src, const char *dst, __u16 d
 	return p;
 }
 
-/* The active policy @name, from a status read now; aborts on an unknown name. */
-static struct sluice_policy policy_named(struct harness *h, const char *name)
+struct pkt *harness_tcp(struct pkt *p, const char *src, const char *dst, __u16 dport, __be32 flags)
+{
+	pkt_tcp(pkt_ip(pkt_eth(p, mac_dst, mac_src), src, dst), TCP_SPORT, dport, flags);
+	pkt_finish(p);
+	return p;
+}
+
+/* Read from a status taken now. */
+struct sluice_policy harness_policy(struct harness *h, const char *name)
 {
 	struct sluice_policy p;
 	struct status st;
@@ -228,21 +236,36 @@ static struct sluice_policy policy_named(struct harness *h, const char *name)
 
 __u32 harness_policy_id(struct harness *h, const char *name)
 {
-	return policy_named(h, name).id;
+	return harness_policy(h, name).id;
 }
 
-int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat)
+/* The key policy @name derives for source @src (IPv4 or IPv6 text). */
+static struct sluice_key key_of(struct harness *h, const char *name, const char *src)
 {
-	struct sluice_policy p = policy_named(h, name);
+	struct sluice_policy p = harness_policy(h, name);
 	__u32 addr[SLUICE_ADDR_LEN / sizeof(__u32)];
-	struct sluice_state st;
 	struct sluice_key key;
 	int is_ipv4 = pkt_addr16(src, (__u8 *)addr);
 
 	memset(&key, 0, sizeof(key));
 	sluice_key_derive(&key, &p, addr, is_ipv4);
+	return key;
+}
+
+int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat)
+{
+	struct sluice_key key = key_of(h, name, src);
+	struct sluice_state st;
+
 	if (bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key, &st))
 		return -errno;
 	*tat = st.tat;
 	return 0;
+}
+
+int harness_key_delete(struct harness *h, const char *name, const char *src)
+{
+	struct sluice_key key = key_of(h, name, src);
+
+	return bpf_map_delete_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key) ? -errno : 0;
 }

@@ -60,6 +60,9 @@ void harness_status(struct harness *h, struct status *st);
 /* Packets a policy (by name) counted as @what; aborts on an unknown name. */
 __u64 harness_policy_pkts(const struct status *st, const char *name, enum sluice_pstat what);
 
+/* The active policy @name as compiled (its id, limits, flags); aborts on an unknown name. */
+struct sluice_policy harness_policy(struct harness *h, const char *name);
+
 /* The stable id of the active policy @name; aborts on an unknown name. */
 __u32 harness_policy_id(struct harness *h, const char *name);
 
@@ -70,7 +73,20 @@ __u32 harness_policy_id(struct harness *h, const char *name);
  */
 int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat);
 
+/*
+ * Delete the key of policy @name for source @src from sluice_state, as the
+ * LRU evicts a key when the map is full. 0, or -ENOENT when it held no
+ * state. Aborts on an unknown name.
+ */
+int harness_key_delete(struct harness *h, const char *name, const char *src);
+
 /* A frame with fixed MACs: eth → ip(@src, @dst) → udp(sport, @dport). */
 struct pkt *harness_udp(struct pkt *p, const char *src, const char *dst, __u16 dport);
+
+/*
+ * The same MACs: eth → ip(@src, @dst) → tcp(sport, @dport) with @flags, an
+ * OR of <linux/tcp.h> TCP_FLAG_* words.
+ */
+struct pkt *harness_tcp(struct pkt *p, const char *src, const char *dst, __u16 dport, __be32 flags);
 
 #endif /* SLUICE_TESTS_HARNESS_H */

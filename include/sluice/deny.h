@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The deny cache's entries and slot hash, shared by the XDP program
+ * (bpf/deny.bpf.h, which explains the cache) and the tests that read it.
+ * Not ABI: the cache is per program and never pinned, so only one build
+ * ever reads what it wrote.
+ */
+#ifndef SLUICE_DENY_H
+#define SLUICE_DENY_H
+
+#include "abi.h"
+#include "gcra.h"
+
+#define SLUICE_DENY_SLOT_BITS  13 /* 2^13 flows per CPU */
+#define SLUICE_DENY_SLOTS      (1U << SLUICE_DENY_SLOT_BITS)
+#define SLUICE_DENY_TTL_NS     (100 * SLUICE_NSEC_PER_MSEC) /* longest a cached drop stands */
+#define SLUICE_DENY_TTL_TICKS  (SLUICE_DENY_TTL_NS << SLUICE_GCRA_TICK_SHIFT)
+#define SLUICE_DENY_HASH_MUL   0x9e3779b1U /* 2^32 / golden ratio: Fibonacci hashing */
+#define SLUICE_DENY_WORD_SLOTS 64	   /* slots per word of the bitmap */
+
+enum sluice_flow_flag {
+	SLUICE_FLOW_F_IPV4 = 1 << 0,
+	SLUICE_FLOW_F_PORTS = 1 << 1,
+	SLUICE_FLOW_F_SYN = 1 << 2,
+};
+
+/* What decides a packet's policies: its flow. */
+struct sluice_flow {
+	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
+	__be16 dst_port;		/* 0 without ports */
+	__u8 proto;			/* IPPROTO_* */
+	__u8 flags;			/* enum sluice_flow_flag */
+};
+SLUICE_ASSERT_SIZE(struct sluice_flow, 20);
+
+#define SLUICE_FLOW_WORDS (sizeof(struct sluice_flow) / sizeof(__u32))
+
+/* Value of sluice_deny: a flow some policy denied, and until when. */
+struct sluice_deny {
+	struct sluice_flow flow;
+	__u32 policy_id;  /* the policy that dropped it, for its counters */
+	__u64 generation; /* sluice_ctl.generation it was decided in */
+	__u64 until;	  /* GCRA ticks: drop without looking before then */
+};
+SLUICE_ASSERT_SIZE(struct sluice_deny, 40);
+
+/* Value of sluice_deny_bits: which slots may hold a live drop, a bit each. */
+struct sluice_deny_bits {
+	__u64 w[SLUICE_DENY_SLOTS / SLUICE_DENY_WORD_SLOTS];
+};
+
+/* @f's slot: the top bits of a multiplicative hash, which mix best. */
+SLUICE_INLINE __u32 sluice_deny_slot(const struct sluice_flow *f)
+{
+	const __u32 *w = (const __u32 *)f;
+	__u32 h = 0, i;
+
+#ifdef __clang__
+#pragma unroll
+#endif
+	for (i = 0; i < SLUICE_FLOW_WORDS; i++)
+		h = (h ^ w[i]) * SLUICE_DENY_HASH_MUL;
+	return h >> (32 - SLUICE_DENY_SLOT_BITS);
+}
+
+#endif /* SLUICE_DENY_H */

@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * BPF_PROG_TEST_RUN on the real object: the deny cache (bpf/deny.bpf.h).
+ * When a node-scoped, enforcing policy drops a packet with its own limit,
+ * the flow (source, protocol, destination port, SYN, family) is kept in
+ * this CPU's slot until the key would admit again, at most
+ * SLUICE_DENY_TTL_NS; the flow's next packets are dropped from there and
+ * must be counted exactly as the full path counts them. Every step is
+ * checked for its verdict, the exact delta of every policy counter and
+ * every total, and, where it says so, for what this CPU's slot holds: the
+ * flow, the dropping policy's id and the policy generation. `until` is
+ * checked to the tick against the key's TAT. The test pins itself to one
+ * CPU, since the cache is per CPU. Rates are 1/h wherever `until` is not
+ * measured, so nothing refills while a test runs. Every test runs once per
+ * address family (families[]).
+ *
+ * Not here: what the full path decides (test_policy.c, test_limit.c), and
+ * cluster-scoped policies, which are never cached and need a store.
+ */
+#define _GNU_SOURCE /* sched_getcpu, sched_setaffinity */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/bpf.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "sluice.skel.h"
+#include "sluice/deny.h"
+#include "sluice/gcra.h"
+#include "../unit/rows.h"
+#include "agent.h"
+#include "harness.h"
+#include "maps.h"
+
+#define STR(x)	#x
+#define XSTR(x) STR(x)
+
+#define SSH_PORT	 22
+#define DNS_PORT	 53
+#define DNS2_PORT	 54
+#define EARLY_PORT	 55
+#define EARLY2_PORT	 56
+#define WEB_PORT	 80
+#define UNUSED_PORT	 99   /* no packet here goes to it */
+#define FLOOD		 1000 /* packets of one flow in one BPF_PROG_TEST_RUN */
+#define ROUNDS		 5    /* turns two flows take in one slot */
+#define MOVED_MAX	 2    /* policy counters one packet moves */
+#define BYTE_VALUES	 256
+#define COLLIDE_TRIES	 (BYTE_VALUES * BYTE_VALUES)  /* none in one slot: e^-8 likely */
+#define FRESH_TIMEOUT_NS (3600 * SLUICE_NSEC_PER_SEC) /* a beat stamped now stays fresh */
+#define LOSS_TIMEOUT_NS	 SLUICE_NSEC_PER_SEC
+#define LOST_BEAT_NS	 1 /* a heartbeat at boot: lost for the whole uptime */
+#define ROW_TESTS	 6 /* tests run once per address family */
+
+/* Addresses a step names; each family row gives their text. */
+enum addr {
+	DST = 0,
+	SRC_A,
+	SRC_B,
+	SRC_C,
+	ADDR_MAX,
+};
+
+struct family {
+	const char *name;
+	const char *addr[ADDR_MAX];
+	const char *candidate; /* printf format of sources to search for a shared slot */
+};
+
+static const struct family families[] = {
+	{ "ipv4",
+	  { [DST] = "198.51.100.53",
+	    [SRC_A] = "10.2.3.4",
+	    [SRC_B] = "10.3.0.1",
+	    [SRC_C] = "10.4.0.1" },
+	  "10.9.%u.%u" },
+	{ "ipv6",
+	  { [DST] = "2001:db8:ffff::53",
+	    [SRC_A] = "2001:db8:2::4",
+	    [SRC_B] = "2001:db8:3::1",
+	    [SRC_C] = "2001:db8:4::1" },
+	  "2001:db8:9::%x:%x" },
+};
+
+/* What this CPU's cache must hold for a step's flow after it. */
+enum cache_check {
+	CACHE_ANY = 0, /* not checked */
+	CACHE_HIT,     /* the flow, for the step's first policy, in this generation */
+	CACHE_MISS,    /* no entry of this generation for the flow */
+};
+
+struct moved {
+	const char *policy;
+	enum sluice_pstat what;
+};
+
+/*
+ * @n packets of one flow, each with this outcome: the verdict, the totals
+ * besides passed/dropped (bits of enum sluice_total), and the policy
+ * counters moved; every other counter stays.
+ */
+struct step {
+	__u32 n;
+	enum addr src;
+	__u8 proto;
+	__u16 port;
+	__be32 tcp_flags;
+	int verdict;
+	unsigned int totals;
+	enum cache_check cache;
+	struct moved moved[MOVED_MAX];
+};
+
+/* clang-format off */
+#define T(t) (1U << SLUICE_TOTAL_##t)
+#define M(policy, what) { (policy), SLUICE_PSTAT_##what }
+#define UDP(port) IPPROTO_UDP, (port), 0
+#define TCP(port, flags) IPPROTO_TCP, (port), (flags)
+#define STEP(n, src, l4, verdict, totals, cache, ...)                                              \
+	{ (n), (src), l4, (verdict), (totals), (cache), { __VA_ARGS__ } }
+#define PASS XDP_PASS
+#define DROP XDP_DROP
+#define HIT  CACHE_HIT
+#define MISS CACHE_MISS
+#define ANY  CACHE_ANY
+#define SYN  TCP_FLAG_SYN
+#define ACK  TCP_FLAG_ACK
+/* clang-format on */
+
+/* ---- the cache as this CPU holds it --------------------------------------- */
+
+static struct sluice_flow flow_of(const char *src, __u8 proto, __u16 port, __be32 tcp_flags)
+{
+	struct sluice_flow f;
+
+	memset(&f, 0, sizeof(f));
+	f.flags = SLUICE_FLOW_F_PORTS | (pkt_addr16(src, (__u8 *)f.src) ? SLUICE_FLOW_F_IPV4 : 0);
+	f.dst_port = htons(port);
+	f.proto = proto;
+	if (proto == IPPROTO_TCP && (tcp_flags & SYN) && !(tcp_flags & ACK))
+		f.flags |= SLUICE_FLOW_F_SYN;
+	return f;
+}
+
+/* This CPU's entry in @f's slot into *@e; returns whether the slot's bit is set. */
+static int read_slot(struct harness *h, const struct sluice_flow *f, struct sluice_deny *e)
+{
+	int ncpu = libbpf_num_possible_cpus(), cpu = sched_getcpu(), err, is_set = 0;
+	struct sluice_deny *entries = calloc(ncpu > 0 ? ncpu : 1, sizeof(*entries));
+	__u64(*bits)[SLUICE_DENY_SLOTS / SLUICE_DENY_WORD_SLOTS] =
+		calloc(ncpu > 0 ? ncpu : 1, sizeof(*bits));
+	__u32 slot = sluice_deny_slot(f), zero = 0;
+
+	err = ncpu < 0 || cpu < 0 || !entries || !bits;
+	if (!err)
+		err = bpf_map_lookup_elem(bpf_map__fd(h->att.skel->maps.sluice_deny), &slot,
+					  entries) ||
+		      bpf_map_lookup_elem(bpf_map__fd(h->att.skel->maps.sluice_deny_bits), &zero,
+					  bits);
+	if (!err) {
+		*e = entries[cpu];
+		is_set = bits[cpu][slot / SLUICE_DENY_WORD_SLOTS] >>
+				 (slot % SLUICE_DENY_WORD_SLOTS) &
+			 1;
+	}
+	free(entries);
+	free(bits);
+	if (err)
+		fail_msg("cannot read deny cache slot %u of cpu %d", slot, cpu);
+	return is_set;
+}
+
+static void check_cache(struct harness *h, const struct sluice_flow *f, enum cache_check check,
+			const char *policy, const char *where)
+{
+	struct sluice_ctl ctl;
+	struct sluice_deny e;
+	int is_current;
+
+	if (check == CACHE_ANY)
+		return;
+	assert_int_equal(maps__read_ctl(&h->att.maps, &ctl), 0);
+	/* A generation with destination sets caches nothing (the flow has no destination). */
+	if (ctl.gen_flags[ctl.active_gen % SLUICE_POLICY_GENS] & SLUICE_GEN_F_DST)
+		check = CACHE_MISS;
+	is_current = read_slot(h, f, &e) && !memcmp(&e.flow, f, sizeof(*f)) &&
+		     e.generation == ctl.generation;
+	if (check == CACHE_MISS && is_current)
+		fail_msg("%s: the flow is cached, for policy id %u", where, e.policy_id);
+	if (check == CACHE_HIT && !is_current)
+		fail_msg("%s: the flow is not cached in slot %u (generation %llu, now %llu)", where,
+			 sluice_deny_slot(f), (unsigned long long)e.generation,
+			 (unsigned long long)ctl.generation);
+	if (check == CACHE_HIT && e.policy_id != harness_policy_id(h, policy))
+		fail_msg("%s: cached for policy id %u, not '%s' (%u)", where, e.policy_id, policy,
+			 harness_policy_id(h, policy));
+}
+
+/* ---- running steps ------------------------------------------------------- */
+
+static const struct policy_status *find_policy(const struct status *st, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_policies; i++)
+		if (!strcmp(st->policies[i].policy.name, name))
+			return &st->policies[i];
+	return NULL;
+}
+
+static __u64 want_moved(const struct step *s, const char *policy, int what)
+{
+	__u64 n = 0;
+	int i;
+
+	for (i = 0; i < MOVED_MAX && s->moved[i].policy; i++)
+		n += !strcmp(s->moved[i].policy, policy) && s->moved[i].what == (unsigned int)what;
+	return n * s->n;
+}
+
+static void check_deltas(const struct status *before, const struct status *after,
+			 const struct step *s, const char *where)
+{
+	const struct policy_status *b, *a;
+	__u64 got, want;
+	size_t i;
+	int j;
+
+	for (j = 0; j < MOVED_MAX && s->moved[j].policy; j++)
+		if (!find_policy(after, s->moved[j].policy))
+			fail_msg("%s: no policy '%s' is active", where, s->moved[j].policy);
+	for (i = 0; i < after->n_policies; i++) {
+		a = &after->policies[i];
+		b = find_policy(before, a->policy.name);
+		if (!b)
+			fail_msg("%s: policy '%s' appeared", where, a->policy.name);
+		for (j = 0; j < SLUICE_PSTAT_MAX; j++) {
+			got = a->stats.c[j].pkts - b->stats.c[j].pkts;
+			want = want_moved(s, a->policy.name, j);
+			if (got != want)
+				fail_msg("%s: policy '%s' counter %d moved by %llu, expected %llu",
+					 where, a->policy.name, j, (unsigned long long)got,
+					 (unsigned long long)want);
+		}
+	}
+	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
+		got = after->totals.c[j].pkts - before->totals.c[j].pkts;
+		want = s->n * ((j == SLUICE_TOTAL_PASSED && s->verdict == XDP_PASS) ||
+			       (j == SLUICE_TOTAL_DROPPED && s->verdict == XDP_DROP) ||
+			       (s->totals >> j & 1));
+		if (got != want)
+			fail_msg("%s: total %d moved by %llu, expected %llu", where, j,
+				 (unsigned long long)got, (unsigned long long)want);
+	}
+}
+
+/*
+ * Run @steps in order; @phase names them in failure messages. A step of
+ * more than one packet is one BPF_PROG_TEST_RUN: its totals prove every
+ * verdict.
+ */
+static void run_steps(struct harness *h, const struct family *f, const char *phase,
+		      const struct step *steps, size_t n_steps)
+{
+	struct status before, after;
+	const struct step *s;
+	char where[160];
+	struct sluice_flow flow;
+	struct pkt p;
+	size_t i;
+	int verdict;
+
+	for (i = 0; i < n_steps; i++) {
+		s = &steps[i];
+		snprintf(where, sizeof(where), "%s: %s: step %zu (%u from %s, proto %u port %u)",
+			 f->name, phase, i, s->n, f->addr[s->src], s->proto, s->port);
+		if (s->proto == IPPROTO_TCP)
+			harness_tcp(&p, f->addr[s->src], f->addr[DST], s->port, s->tcp_flags);
+		else
+			harness_udp(&p, f->addr[s->src], f->addr[DST], s->port);
+		harness_status(h, &before);
+		verdict = s->n == 1 ? harness_run(h, &p) : harness_run_repeat(h, &p, s->n);
+		harness_status(h, &after);
+		if (s->n == 1 && verdict != s->verdict)
+			fail_msg("%s: verdict %d, expected %d", where, verdict, s->verdict);
+		if (s->n > 1 && verdict)
+			fail_msg("%s: cannot run: %s", where, strerror(-verdict));
+		check_deltas(&before, &after, s, where);
+		status__free(&before);
+		status__free(&after);
+		flow = flow_of(f->addr[s->src], s->proto, s->port, s->tcp_flags);
+		check_cache(h, &flow, s->cache, s->moved[0].policy, where);
+	}
+}
+
+#define RUN(h, f, phase, steps) run_steps((h), (f), (phase), (steps), ARRAY_SIZE(steps))
+
+static void load(struct harness *h, const char *yaml)
+{
+	if (harness_load(h, yaml, HARNESS_MAX_KEYS))
+		fail_msg("cannot load policy:\n%s", yaml);
+}
+
+static void apply(struct harness *h, const char *yaml)
+{
+	if (harness_apply(h, yaml))
+		fail_msg("cannot apply policy:\n%s", yaml);
+}
+
+/* Write the agent's heartbeat into sluice_ctl, as the agent does. */
+static void set_heartbeat(struct harness *h, __u64 beat_ns, __u64 timeout_ns)
+{
+	struct sluice_ctl ctl;
+
+	assert_int_equal(maps__read_ctl(&h->att.maps, &ctl), 0);
+	ctl.heartbeat_ns = beat_ns;
+	ctl.agent_timeout_ns = timeout_ns;
+	assert_int_equal(maps__write_ctl(&h->att.maps, &ctl), 0);
+}
+
+/* ---- policies --------------------------------------------------------------- */
+
+/* clang-format off */
+#define KEY_HOST "    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
+#define KEY_NET	 "    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+#define UDP_PORT(port) "{ proto: udp, dst_port: " XSTR(port) " }"
+#define UDP_RANGE(lo, hi) "{ proto: udp, dst_port: \"" XSTR(lo) "-" XSTR(hi) "\" }"
+#define POLICY_AT(name, match, key, rate, burst, extra)                                            \
+	"  - name: " name "\n    match: " match "\n" key                                           \
+	"    rate: " rate "\n    burst: " burst "\n" extra
+#define POLICY(name, match, key, burst, extra) POLICY_AT(name, match, key, "1/h", burst, extra)
+
+#define DNS_POLICY POLICY("dns", UDP_PORT(DNS_PORT), KEY_HOST, "1", "")
+#define WEB_POLICY POLICY("web", UDP_PORT(WEB_PORT), KEY_HOST, "100", "")
+
+static const char dns_yaml[] = "policies:\n" DNS_POLICY;
+/* SRC_A of both families allowlisted */
+static const char dns_allowed_yaml[] = "allow: [10.2.3.4, \"2001:db8:2::4\"]\n"
+	"policies:\n" DNS_POLICY;
+static const char dns_raised_yaml[] = "policies:\n"
+	POLICY("dns", UDP_PORT(DNS_PORT), KEY_HOST, "3", "");
+static const char web_yaml[] = "policies:\n" WEB_POLICY;
+static const char dns_web_yaml[] = "policies:\n" DNS_POLICY WEB_POLICY;
+static const char ports_yaml[] = "policies:\n" DNS_POLICY WEB_POLICY
+	POLICY("syn", "{ proto: tcp, dst_port: " XSTR(SSH_PORT) ", tcp_syn: true }", KEY_HOST,
+	       "1", "");
+static const char loss_yaml[] = "policies:\n"
+	POLICY("open", UDP_PORT(DNS_PORT), KEY_HOST, "1", "    on_agent_loss: open\n")
+	POLICY("degraded", UDP_PORT(DNS2_PORT), KEY_HOST, "2",
+	       "    on_agent_loss: degraded\n    local_limit: 1/h\n    local_burst: 1\n");
+static const char shadow_yaml[] = "policies:\n"
+	POLICY("watch", UDP_PORT(DNS_PORT), KEY_HOST, "1", "    mode: shadow\n");
+/* watch, keyed per host, is evaluated before guard, one key for all. */
+static const char shadow_layered_yaml[] = "policies:\n"
+	POLICY("watch", UDP_PORT(DNS_PORT), KEY_HOST, "1", "    mode: shadow\n")
+	POLICY("guard", UDP_PORT(DNS_PORT), "", "1", "");
+/*
+ * Two layers on DNS_PORT and on EARLY_PORT, the per-host one evaluated
+ * first; it also covers the next port, where it is alone, so another flow
+ * of the same source can spend it. The same with a destination set
+ * elsewhere: a generation the cache stays out of.
+ */
+#define LAYERS \
+	POLICY("watch", UDP_RANGE(DNS_PORT, DNS2_PORT), KEY_HOST, "2", "    mode: shadow\n") \
+	POLICY("guard", UDP_PORT(DNS_PORT), KEY_NET, "1", "") \
+	POLICY("early", UDP_RANGE(EARLY_PORT, EARLY2_PORT), KEY_HOST, "2", "") \
+	POLICY("late", UDP_PORT(EARLY_PORT), KEY_NET, "1", "")
+static const char layers_yaml[] = "policies:\n" LAYERS;
+static const char layers_uncached_yaml[] = "policies:\n" LAYERS
+	POLICY("elsewhere", "{ proto: udp, dst_port: " XSTR(UNUSED_PORT)
+	       ", dst: [192.0.2.1, \"2001:db8::1\"] }", KEY_HOST, "1", "");
+/* clang-format on */
+
+/* ---- 1. a flood is counted exactly --------------------------------------- */
+
+static const struct step counts_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(FLOOD, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+};
+
+/*
+ * SRC_A's key evicted: the full path would admit a fresh burst, so a drop
+ * proves the cache answered. bpf/deny.bpf.h accepts that over-drop for at
+ * most SLUICE_DENY_TTL_NS (100 ms); from the flood to this packet takes
+ * about 10 ms here (two status reads). The same policy applied again is a
+ * new generation: the entry no longer counts, and the fresh key admits.
+ */
+static const struct step evicted_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+};
+
+static const struct step reapplied_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(1, SRC_B, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+};
+
+static void test_counts(void **state)
+{
+	const struct family *f = *state;
+	struct harness h;
+
+	load(&h, dns_yaml);
+	RUN(&h, f, "flood", counts_steps);
+	assert_int_equal(harness_key_delete(&h, "dns", f->addr[SRC_A]), 0);
+	RUN(&h, f, "key evicted", evicted_steps);
+	apply(&h, dns_yaml);
+	RUN(&h, f, "reapplied", reapplied_steps);
+	harness_close(&h);
+}
+
+/* ---- 2. until, to the tick ------------------------------------------------- */
+
+struct until_case {
+	const char *name;
+	const struct family *family;
+	const char *yaml;
+	size_t frame_bytes; /* 0: as harness_udp() builds it */
+	__u32 admitted;	    /* the burst, in frames; the next one is denied */
+	int is_capped;	    /* the retry is longer than SLUICE_DENY_TTL_NS */
+};
+
+/* clang-format off */
+#define LIMIT_YAML(rate, burst)                                                                    \
+	"policies:\n" POLICY_AT("limit", UDP_PORT(DNS_PORT), KEY_HOST, rate, burst, "")
+/* 50 ms per packet, tolerance 100 ms: a retry under the TTL. */
+#define PKTS_YAML LIMIT_YAML("20/s", "2")
+/* 50 ms per byte: two 100-byte frames fill the burst; one byte is earned in 50 ms. */
+#define BYTES_YAML LIMIT_YAML("20B/s", "200")
+#define CAPPED_YAML LIMIT_YAML("1/h", "1")
+/* clang-format on */
+#define BYTES_FRAME 100
+
+static const struct until_case until_cases[] = {
+	{ "ipv4 packets", &families[0], PKTS_YAML, 0, 2, 0 },
+	{ "ipv6 packets", &families[1], PKTS_YAML, 0, 2, 0 },
+	{ "ipv4 bytes", &families[0], BYTES_YAML, BYTES_FRAME, 2, 0 },
+	{ "ipv6 bytes", &families[1], BYTES_YAML, BYTES_FRAME, 2, 0 },
+	{ "ipv4 capped", &families[0], CAPPED_YAML, 0, 1, 1 },
+	{ "ipv6 capped", &families[1], CAPPED_YAML, 0, 1, 1 },
+};
+
+/* CLOCK_MONOTONIC_COARSE (the XDP program's clock) now, in GCRA ticks. */
+static __u64 coarse_ticks(void)
+{
+	struct timespec ts;
+
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC_COARSE, &ts), 0);
+	return sluice_gcra_ticks((__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec);
+}
+
+/*
+ * The denial is cached until the key admits even the cheapest packet (one
+ * unit: a packet, or one byte): tat + incr(1) - tol, where tat is the key's
+ * TAT, which a denial leaves alone. A longer retry is capped at the TTL.
+ */
+static void test_until_exact(void **state)
+{
+	const struct until_case *c = *state;
+	const char *src = c->family->addr[SRC_A];
+	struct sluice_policy pol;
+	struct sluice_deny e;
+	struct timespec res;
+	struct harness h;
+	struct status st;
+	struct sluice_flow flow;
+	struct pkt p;
+	__u64 tat, denied_until, before, after, tick;
+
+	load(&h, c->yaml);
+	harness_udp(&p, src, c->family->addr[DST], DNS_PORT);
+	if (c->frame_bytes) {
+		pkt_pad_to(&p, c->frame_bytes);
+		pkt_finish(&p);
+	}
+	/* One syscall: the denied packet comes microseconds after the burst, not 50 ms. */
+	before = coarse_ticks();
+	assert_int_equal(harness_run_repeat(&h, &p, c->admitted + 1), 0);
+	after = coarse_ticks();
+	harness_status(&h, &st);
+	assert_int_equal(harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED), c->admitted);
+	assert_int_equal(harness_policy_pkts(&st, "limit", SLUICE_PSTAT_DROPPED), 1);
+	status__free(&st);
+	flow = flow_of(src, IPPROTO_UDP, DNS_PORT, 0);
+	assert_true(read_slot(&h, &flow, &e));
+	assert_memory_equal(&e.flow, &flow, sizeof(flow));
+	pol = harness_policy(&h, "limit");
+	assert_int_equal(harness_key_tat(&h, "limit", src, &tat), 0);
+	denied_until = tat +
+		       sluice_gcra_incr(1, pol.limit.interval_mant, pol.limit.interval_shift) -
+		       pol.limit.tolerance;
+	if (!c->is_capped) {
+		assert_int_equal(e.until, denied_until);
+		harness_close(&h);
+		return;
+	}
+	assert_true((__s64)(e.until - denied_until) < 0);
+	/*
+	 * until = the drop's now + TTL. The program's clock is the coarse clock
+	 * as this CPU cached it for the current jiffy (limit.bpf.h, coarse_ns),
+	 * which can be the previous tick's value: up to one tick before
+	 * `before`.
+	 */
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	tick = sluice_gcra_ticks((__u64)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec);
+	assert_in_range(e.until - SLUICE_DENY_TTL_TICKS, before - tick, after);
+	harness_close(&h);
+}
+
+/* ---- 3. a reload ends every cached drop ---------------------------------- */
+
+static const struct step denied_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+};
+
+static const struct step allowed_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, T(ALLOWED), MISS),
+};
+
+/* The same policy again keeps SRC_A's key: the full path drops and caches anew. */
+static const struct step redenied_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+};
+
+/* A raised burst is a new limit with a fresh key. */
+static const struct step raised_steps[] = {
+	STEP(3, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+};
+
+static const struct step removed_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, T(NO_MATCH), MISS),
+};
+
+static void test_reload(void **state)
+{
+	const struct family *f = *state;
+	struct harness h;
+
+	load(&h, dns_yaml);
+	RUN(&h, f, "denied", denied_steps);
+	apply(&h, dns_allowed_yaml);
+	RUN(&h, f, "allowlisted", allowed_steps);
+	apply(&h, dns_yaml);
+	RUN(&h, f, "denied again", redenied_steps);
+	apply(&h, dns_raised_yaml);
+	RUN(&h, f, "burst raised", raised_steps);
+	apply(&h, web_yaml);
+	RUN(&h, f, "policy removed", removed_steps);
+	harness_close(&h);
+}
+
+/* ---- 4. the flow is the whole match: port, protocol, SYN ------------------ */
+
+static const struct step ports_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+	STEP(3, SRC_A, UDP(WEB_PORT), PASS, 0, MISS, M("web", PASSED)),
+	STEP(3, SRC_A, TCP(DNS_PORT, ACK), PASS, T(NO_MATCH), MISS),
+	STEP(1, SRC_A, TCP(SSH_PORT, SYN), PASS, 0, MISS, M("syn", PASSED)),
+	STEP(1, SRC_A, TCP(SSH_PORT, SYN), DROP, 0, HIT, M("syn", DROPPED)),
+	/* the port matches; tcp_syn rules the policy out */
+	STEP(3, SRC_A, TCP(SSH_PORT, ACK), PASS, T(NO_MATCH), MISS),
+	STEP(3, SRC_A, TCP(SSH_PORT, SYN | ACK), PASS, T(NO_MATCH), MISS),
+	STEP(1, SRC_A, TCP(SSH_PORT, SYN), DROP, 0, HIT, M("syn", DROPPED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+	STEP(1, SRC_B, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+};
+
+static void test_port_and_proto(void **state)
+{
+	const struct family *f = *state;
+	struct harness h;
+
+	load(&h, ports_yaml);
+	RUN(&h, f, "ports", ports_steps);
+	harness_close(&h);
+}
+
+/* ---- 5. a lost agent: fail modes apply at once --------------------------- */
+
+static const struct step alive_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("open", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("open", DROPPED)),
+};
+
+/* The entry for SRC_A is still there; open passes uncharged, degraded drops uncached. */
+static const struct step lost_steps[] = {
+	STEP(3, SRC_A, UDP(DNS_PORT), PASS, T(AGENT_LOST), ANY, M("open", FAIL_OPEN)),
+	STEP(1, SRC_A, UDP(DNS2_PORT), PASS, T(AGENT_LOST), MISS, M("degraded", DEGRADED),
+	     M("degraded", PASSED)),
+	STEP(1, SRC_A, UDP(DNS2_PORT), DROP, T(AGENT_LOST), MISS, M("degraded", DEGRADED),
+	     M("degraded", DROPPED)),
+};
+
+/* The normal limit (burst 2) has room for what the degraded one (burst 1) dropped. */
+static const struct step back_steps[] = {
+	STEP(1, SRC_A, UDP(DNS2_PORT), PASS, 0, MISS, M("degraded", PASSED)),
+	STEP(1, SRC_A, UDP(DNS2_PORT), DROP, 0, HIT, M("degraded", DROPPED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("open", DROPPED)),
+};
+
+static void test_agent_lost(void **state)
+{
+	const struct family *f = *state;
+	struct harness h;
+
+	load(&h, loss_yaml);
+	set_heartbeat(&h, agent_now_ns(), FRESH_TIMEOUT_NS);
+	RUN(&h, f, "agent alive", alive_steps);
+	set_heartbeat(&h, LOST_BEAT_NS, LOSS_TIMEOUT_NS);
+	RUN(&h, f, "agent lost", lost_steps);
+	set_heartbeat(&h, agent_now_ns(), FRESH_TIMEOUT_NS);
+	RUN(&h, f, "agent back", back_steps);
+	harness_close(&h);
+}
+
+/* ---- 6. shadow counts are never skipped ---------------------------------- */
+
+static const struct step shadow_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("watch", PASSED)),
+	STEP(FLOOD, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("watch", SHADOW)),
+};
+
+/*
+ * guard drops; watch would have. For SRC_B it would not, but what watch
+ * says may change with any packet: nothing past a shadow layer is cached.
+ */
+static const struct step shadow_layered_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("watch", PASSED), M("guard", PASSED)),
+	STEP(FLOOD, SRC_A, UDP(DNS_PORT), DROP, 0, MISS, M("guard", DROPPED), M("watch", SHADOW)),
+	STEP(1, SRC_B, UDP(DNS_PORT), DROP, 0, MISS, M("guard", DROPPED)),
+	STEP(FLOOD, SRC_B, UDP(DNS_PORT), DROP, 0, MISS, M("guard", DROPPED)),
+};
+
+static void test_not_cached(void **state)
+{
+	const struct family *f = *state;
+	struct harness h;
+
+	load(&h, shadow_yaml);
+	RUN(&h, f, "shadow", shadow_steps);
+	harness_close(&h);
+	load(&h, shadow_layered_yaml);
+	RUN(&h, f, "shadow over enforce", shadow_layered_steps);
+	harness_close(&h);
+}
+
+/* ---- 7. an earlier layer changes under a cached drop ---------------------- */
+
+/*
+ * Another flow of the same source spends the earlier layer's key after the
+ * later layer's drop. The full path (the uncached rows, same steps) then
+ * counts the shadow layer's would-drop, or attributes the drop to the
+ * earlier layer. Past a shadow layer nothing is cached, so that count is
+ * never missed; past an enforcing one the cached drop keeps its policy
+ * until the entry ends (bpf/deny.bpf.h: the verdict and totals are the
+ * same, the split between the two lags), and then moves to the earlier one.
+ */
+#define TURNS_STEPS 4
+
+static const struct step shadow_turns_steps[TURNS_STEPS] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("watch", PASSED), M("guard", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, MISS, M("guard", DROPPED)),
+	STEP(1, SRC_A, UDP(DNS2_PORT), PASS, 0, MISS, M("watch", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, MISS, M("guard", DROPPED), M("watch", SHADOW)),
+};
+
+static const struct step early_turns_steps[TURNS_STEPS] = {
+	STEP(1, SRC_A, UDP(EARLY_PORT), PASS, 0, MISS, M("early", PASSED), M("late", PASSED)),
+	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, ANY, M("late", DROPPED)),
+	STEP(1, SRC_A, UDP(EARLY2_PORT), PASS, 0, MISS, M("early", PASSED)),
+	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, ANY, M("early", DROPPED)),
+};
+
+static const struct step early_turns_cached_steps[TURNS_STEPS] = {
+	STEP(1, SRC_A, UDP(EARLY_PORT), PASS, 0, MISS, M("early", PASSED), M("late", PASSED)),
+	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("late", DROPPED)),
+	STEP(1, SRC_A, UDP(EARLY2_PORT), PASS, 0, MISS, M("early", PASSED)),
+	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("late", DROPPED)),
+};
+
+/* After the entry ended: the full path's attribution, cached from then on. */
+static const struct step early_after_steps[] = {
+	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("early", DROPPED)),
+	STEP(FLOOD, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("early", DROPPED)),
+};
+
+struct turns_case {
+	const char *name;
+	const struct family *family;
+	const char *yaml;
+	const struct step *steps; /* TURNS_STEPS */
+	const struct step *after; /* run once the cached entry ended, or NULL */
+	size_t n_after;
+};
+
+#define AFTER(steps) (steps), ARRAY_SIZE(steps)
+
+static const struct turns_case turns_cases[] = {
+	{ "ipv4 shadow layer", &families[0], layers_yaml, shadow_turns_steps, NULL, 0 },
+	{ "ipv6 shadow layer", &families[1], layers_yaml, shadow_turns_steps, NULL, 0 },
+	{ "ipv4 enforcing layer", &families[0], layers_yaml, early_turns_cached_steps,
+	  AFTER(early_after_steps) },
+	{ "ipv6 enforcing layer", &families[1], layers_yaml, early_turns_cached_steps,
+	  AFTER(early_after_steps) },
+	{ "ipv4 shadow layer, uncached", &families[0], layers_uncached_yaml, shadow_turns_steps,
+	  NULL, 0 },
+	{ "ipv6 shadow layer, uncached", &families[1], layers_uncached_yaml, shadow_turns_steps,
+	  NULL, 0 },
+	{ "ipv4 enforcing layer, uncached", &families[0], layers_uncached_yaml, early_turns_steps,
+	  NULL, 0 },
+	{ "ipv6 enforcing layer, uncached", &families[1], layers_uncached_yaml, early_turns_steps,
+	  NULL, 0 },
+};
+
+/* Sleep past any cached entry: its longest life and two ticks of clock lag. */
+static void outlive_entries(void)
+{
+	struct timespec res, t;
+	__u64 ns;
+
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	ns = SLUICE_DENY_TTL_NS +
+	     SLUICE_COARSE_LAG_TICKS * ((__u64)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec);
+	t.tv_sec = ns / SLUICE_NSEC_PER_SEC;
+	t.tv_nsec = ns % SLUICE_NSEC_PER_SEC;
+	assert_int_equal(nanosleep(&t, NULL), 0);
+}
+
+static void test_layer_changes(void **state)
+{
+	const struct turns_case *c = *state;
+	struct harness h;
+
+	load(&h, c->yaml);
+	run_steps(&h, c->family, c->name, c->steps, TURNS_STEPS);
+	if (c->after) {
+		outlive_entries();
+		run_steps(&h, c->family, c->name, c->after, c->n_after);
+	}
+	harness_close(&h);
+}
+
+/* ---- 8. two flows, one slot ---------------------------------------------- */
+
+static const struct step collide_first_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(1, SRC_B, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+};
+
+/*
+ * A and B take turns in one slot: each misses (the slot holds the other),
+ * is dropped by the full path and takes the slot. C, in the same slot on a
+ * port that admits it, passes whoever holds it.
+ */
+static const struct step collide_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+	STEP(1, SRC_C, UDP(WEB_PORT), PASS, 0, MISS, M("web", PASSED)),
+	STEP(1, SRC_B, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+	STEP(1, SRC_C, UDP(WEB_PORT), PASS, 0, MISS, M("web", PASSED)),
+};
+
+/* The first of @fmt's candidate sources whose flow to @port lands in @slot, into @buf. */
+static void colliding_src(char *buf, size_t len, const char *fmt, __u16 port, __u32 slot)
+{
+	struct sluice_flow flow;
+	unsigned int i;
+
+	for (i = 1; i < COLLIDE_TRIES; i++) {
+		snprintf(buf, len, fmt, i / BYTE_VALUES, i % BYTE_VALUES);
+		flow = flow_of(buf, IPPROTO_UDP, port, 0);
+		if (sluice_deny_slot(&flow) == slot)
+			return;
+	}
+	fail_msg("no source of '%s' lands in slot %u", fmt, slot);
+}
+
+static void test_two_flows_one_slot(void **state)
+{
+	struct family f = *(const struct family *)*state;
+	char src_b[INET6_ADDRSTRLEN], src_c[INET6_ADDRSTRLEN];
+	struct sluice_flow a = flow_of(f.addr[SRC_A], IPPROTO_UDP, DNS_PORT, 0);
+	struct harness h;
+	int i;
+
+	colliding_src(src_b, sizeof(src_b), f.candidate, DNS_PORT, sluice_deny_slot(&a));
+	colliding_src(src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
+	f.addr[SRC_B] = src_b;
+	f.addr[SRC_C] = src_c;
+	load(&h, dns_web_yaml);
+	RUN(&h, &f, "first packets", collide_first_steps);
+	for (i = 0; i < ROUNDS; i++)
+		RUN(&h, &f, "taking turns", collide_steps);
+	harness_close(&h);
+}
+
+/* Pin to the CPU this runs on: the cache is per CPU, and read_slot() reads this one's. */
+static int pin_cpu(void)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return -errno;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+int main(void)
+{
+	enum {
+		N_TESTS = ROW_TESTS * ARRAY_SIZE(families) + ARRAY_SIZE(until_cases) +
+			  ARRAY_SIZE(turns_cases)
+	};
+	struct CMUnitTest tests[N_TESTS];
+	char names[N_TESTS][TEST_NAME_LEN];
+	struct suite s = SUITE_INIT(tests, names);
+	int err;
+
+	harness_require_root();
+	err = pin_cpu();
+	if (err) {
+		fprintf(stderr, "cannot pin the test to one CPU: %s\n", strerror(-err));
+		return 1;
+	}
+	SUITE_ADD_ROWS(&s, test_counts, families);
+	SUITE_ADD_ROWS(&s, test_until_exact, until_cases);
+	SUITE_ADD_ROWS(&s, test_reload, families);
+	SUITE_ADD_ROWS(&s, test_port_and_proto, families);
+	SUITE_ADD_ROWS(&s, test_agent_lost, families);
+	SUITE_ADD_ROWS(&s, test_not_cached, families);
+	SUITE_ADD_ROWS(&s, test_layer_changes, turns_cases);
+	SUITE_ADD_ROWS(&s, test_two_flows_one_slot, families);
+	return harness_cleanup(_cmocka_run_group_tests("bpf_deny", tests, s.n, NULL, NULL));
+}
