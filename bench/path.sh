@@ -119,6 +119,14 @@ bench_drop_all() {
 	xdp_detach
 }
 
+bench_touch_all() {
+	local m
+	xdp_attach "$BUILD/bench/touch.bpf.o"
+	m=$(measure)
+	report "XDP read+drop-all" "$m" "${m%% *}"
+	xdp_detach
+}
+
 bench_sluice() {
 	local m before after
 	cat >"$WORK/policy.yaml" <<YAML
@@ -189,6 +197,7 @@ printf 'tools:   %s; %s; kernel %s\n\n' "$(nft --version)" "$(iptables -V)" "$(u
 printf '  %-28s %10s %8s %7s %8s %8s %8s\n' config "rx frames" Mpps "rx CPU" ns/frame \
 	Mpps/CPU dropped
 bench_drop_all
+bench_touch_all
 bench_sluice
 bench_nft
 bench_hashlimit iptables
@@ -196,10 +205,11 @@ if command -v iptables-legacy >/dev/null; then
 	bench_hashlimit iptables-legacy
 fi
 awk -v d="${NS_PER_PKT[XDP drop-all]}" -v s="${NS_PER_PKT[sluice]}" \
+	-v t="${NS_PER_PKT[XDP read+drop-all]}" \
 	-v n="${NS_PER_PKT[nftables limit over, set]}" -v i="${NS_PER_PKT[iptables hashlimit]}" \
 	-v l="${NS_PER_PKT[iptables-legacy hashlimit]:-0}" 'BEGIN {
-	printf "\nframes per receiving CPU second, sluice vs: XDP drop-all %.2fx, nftables %.2fx,\n", d / s, n / s
-	printf "iptables hashlimit %.2fx", i / s
+	printf "\nframes per receiving CPU second, sluice vs: XDP drop-all %.2fx, XDP read+drop-all %.2fx,\n", d / s, t / s
+	printf "nftables %.2fx, iptables hashlimit %.2fx", n / s, i / s
 	if (l) printf ", iptables-legacy hashlimit %.2fx", l / s
 	printf "\n" }'
 printf '(Mpps: frames the receiver processed / wall time of the flood; rx CPU: the\n'
