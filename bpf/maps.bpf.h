@@ -32,12 +32,25 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_policy SEC(".maps");
 
+/*
+ * The classifier: a packet's class → a slot of sluice_match (abi.h).
+ * Mapped by the agent, which writes a generation's 2^17 slots in one pass.
+ * A u64 each: an array element takes 8 bytes in memory whatever its size.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, SLUICE_MATCH_ENTRIES);
-	__type(key, struct sluice_match_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_CLASSES);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_class SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_MATCH_SLOTS);
+	__type(key, __u32);
 	__type(value, struct sluice_match);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_match SEC(".maps");
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/class.h"
 #include "sluice/gcra.h"
 #include "compile.h"
 
@@ -348,6 +349,123 @@ static int build_match(struct match_builder *b)
 	return err;
 }
 
+/* ---- the classifier as the XDP program reads it ----------------------- */
+
+static int cmp_entry_lists(const void *a, const void *b)
+{
+	const struct match_entry *x = *(const struct match_entry *const *)a;
+	const struct match_entry *y = *(const struct match_entry *const *)b;
+
+	return memcmp(&x->val, &y->val, sizeof(x->val));
+}
+
+/*
+ * The slot of every entry's list into @slot_of, equal lists sharing one,
+ * from 1 up; returns one past the last slot, or -ENOMEM.
+ */
+static long assign_slots(const struct compiled *c, __u32 *slot_of)
+{
+	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
+	__u32 slot = 0;
+	size_t i;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < c->n_match; i++)
+		v[i] = &c->match[i];
+	qsort(v, c->n_match, sizeof(*v), cmp_entry_lists);
+	for (i = 0; i < c->n_match; i++) {
+		if (!i || cmp_entry_lists(&v[i - 1], &v[i]))
+			slot++;
+		slot_of[v[i] - c->match] = slot;
+	}
+	free(v);
+	return slot + 1L;
+}
+
+static int cmp_prefixlen(const void *a, const void *b)
+{
+	const struct match_entry *x = *(const struct match_entry *const *)a;
+	const struct match_entry *y = *(const struct match_entry *const *)b;
+
+	return x->key.prefixlen < y->key.prefixlen ? -1 : x->key.prefixlen > y->key.prefixlen;
+}
+
+static int is_ported(__u8 proto)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ported_protos); i++)
+		if (ported_protos[i] == proto)
+			return 1;
+	return 0;
+}
+
+/* Point every class entry @e matches at @slot. */
+static void fill_classes(__u32 *classes, const struct match_entry *e, __u32 slot)
+{
+	__u32 plen = e->key.prefixlen, port, first = 0, n = PORT_SPACE, i;
+
+	if (plen == SLUICE_MATCH_BITS_GEN) {
+		for (i = 0; i < SLUICE_CLASSES; i++)
+			classes[i] = slot;
+		return;
+	}
+	if (plen == SLUICE_MATCH_BITS_PROTO)
+		classes[sluice_class_of(e->key.proto, 0, 0)] = slot;
+	else {
+		first = ntohs(e->key.dst_port);
+		n = 1U << (SLUICE_MATCH_BITS_PORT - plen);
+	}
+	for (port = first; is_ported(e->key.proto) && port < first + n; port++)
+		classes[sluice_class_of(e->key.proto, 1, port)] = slot;
+}
+
+int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_match *slots,
+		    size_t *n_slots)
+{
+	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
+	__u32 *slot_of = calloc(c->n_match ? c->n_match : 1, sizeof(*slot_of));
+	long n = v && slot_of ? assign_slots(c, slot_of) : -ENOMEM;
+	size_t i;
+
+	if (n > SLUICE_MATCH_SLOTS)
+		n = -E2BIG; /* compile_policies() refuses these */
+	if (n < 0) {
+		free(v);
+		free(slot_of);
+		return (int)n;
+	}
+	memset(classes, 0, SLUICE_CLASSES * sizeof(*classes));
+	memset(slots, 0, SLUICE_MATCH_SLOTS * sizeof(*slots));
+	for (i = 0; i < c->n_match; i++) {
+		slots[slot_of[i]] = c->match[i].val;
+		v[i] = &c->match[i];
+	}
+	/* Shorter prefixes first: a longer one that also matches overwrites. */
+	qsort(v, c->n_match, sizeof(*v), cmp_prefixlen);
+	for (i = 0; i < c->n_match; i++)
+		fill_classes(classes, v[i], slot_of[v[i] - c->match]);
+	*n_slots = (size_t)n;
+	free(v);
+	free(slot_of);
+	return 0;
+}
+
+/* Refuse more distinct policy lists than sluice_match has slots for. */
+static int check_slots(const struct compiled *c, struct diag_list *diags)
+{
+	__u32 *slot_of = calloc(c->n_match ? c->n_match : 1, sizeof(*slot_of));
+	long n = slot_of ? assign_slots(c, slot_of) : -ENOMEM;
+
+	free(slot_of);
+	if (n > SLUICE_MATCH_SLOTS)
+		diag__add(diags, (struct src_pos){ 0 }, "",
+			  "policies need %ld distinct policy lists (expected at most %d)", n - 1,
+			  SLUICE_MATCH_SLOTS - 1);
+	return n < 0 ? (int)n : 0;
+}
+
 /* One limit of policy @id; @local says it is the local (degraded) one. */
 static int compile_limit(const struct policy *p, __u32 id, int local, struct gcra_params *g,
 			 struct diag_list *diags)
@@ -415,7 +533,8 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 		if (ps->policies[i].clock_precise)
 			out->gen_flags |= SLUICE_GEN_F_PRECISE;
 	}
-	if (build_match(&b) == -ENOMEM || compile_addrs(ps, iface, out, diags) == -ENOMEM) {
+	if (build_match(&b) == -ENOMEM || check_slots(out, diags) == -ENOMEM ||
+	    compile_addrs(ps, iface, out, diags) == -ENOMEM) {
 		compiled__free(out);
 		return -ENOMEM;
 	}

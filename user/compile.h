@@ -14,6 +14,25 @@
 #include "diag.h"
 #include "policy.h"
 
+/*
+ * A classifier entry: a prefix of (generation 8 bits, IP protocol 8, port
+ * 16, network order) and every policy it selects. A policy for any
+ * protocol is an 8-bit prefix, one for a protocol a 16-bit prefix, one for
+ * a port or a port range one or more longer prefixes; the longest prefix
+ * that matches a packet decides. compile_classes() turns them into the
+ * arrays the XDP program reads.
+ */
+struct sluice_match_key {
+	__u32 prefixlen; /* bits of the fields below that must match */
+	__u8 gen;
+	__u8 proto; /* IPPROTO_* */
+	__be16 dst_port;
+};
+
+#define SLUICE_MATCH_BITS_GEN	8
+#define SLUICE_MATCH_BITS_PROTO 16
+#define SLUICE_MATCH_BITS_PORT	32
+
 struct match_entry {
 	struct sluice_match_key key;
 	struct sluice_match val;
@@ -44,7 +63,7 @@ struct compiled {
 };
 
 /* Entries of one generation; the maps hold both. */
-#define COMPILE_MATCH_MAX (SLUICE_MATCH_ENTRIES / SLUICE_POLICY_GENS)
+#define COMPILE_MATCH_MAX 65536
 #define COMPILE_ADDR_MAX  (SLUICE_ADDR_ENTRIES / SLUICE_POLICY_GENS)
 
 struct gcra_params {
@@ -72,6 +91,18 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
  */
 int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size_t n_old,
 		       __u32 *next_id);
+
+/*
+ * The classifier of @c as the XDP program reads it: in @classes
+ * (SLUICE_CLASSES of them) the slot of each class's policy list, 0 for
+ * none; in @slots (SLUICE_MATCH_SLOTS) the lists, equal lists sharing a
+ * slot, slot 0 empty; *@n_slots is one past the last slot used. Each class
+ * gets the longest entry that matches it, as an LPM trie would. Call after
+ * compile_assign_ids(). Returns 0 or -ENOMEM (compile_policies() refused
+ * sets with more lists than fit).
+ */
+int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_match *slots,
+		    size_t *n_slots);
 
 /* Build the sluice_src/sluice_dst entries of @ps into @out (compile_addrs.c). */
 int compile_addrs(const struct policy_set *ps, const char *iface, struct compiled *out,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "maps.h"
@@ -109,7 +110,7 @@ static int clear_gen(int fd, size_t key_size, __u32 gen)
 
 	while (!bpf_map_get_next_key(fd, prev, next)) {
 		memcpy(key, next, key_size);
-		/* Both key layouts put the generation right after the 32-bit prefixlen. */
+		/* The generation comes right after the 32-bit prefixlen. */
 		if (key[sizeof(__u32)] == gen) {
 			if (bpf_map_delete_elem(fd, key))
 				return -errno;
@@ -121,14 +122,52 @@ static int clear_gen(int fd, size_t key_size, __u32 gen)
 	return errno == ENOENT ? 0 : -errno;
 }
 
+/* @n values at @keys of the array @fd, in one call. */
+static int write_array(int fd, __u32 *keys, const void *vals, __u32 n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 count = n;
+
+	return bpf_map_update_batch(fd, keys, vals, &count, &opts) ? -errno : 0;
+}
+
+/*
+ * @classes into generation @gen's half of sluice_class, through a mapping:
+ * 2^17 updates one by one cost ~20 ms per reload (bench/agent.sh), a copy
+ * a fraction of one. The program reads only the other half meanwhile.
+ */
+static int write_classes(int fd, __u32 gen, const __u32 *classes)
+{
+	size_t len = SLUICE_POLICY_GENS * SLUICE_CLASSES * sizeof(__u64), i;
+	__u64 *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), *half;
+
+	if (map == MAP_FAILED)
+		return -errno;
+	half = map + (size_t)gen * SLUICE_CLASSES;
+	for (i = 0; i < SLUICE_CLASSES; i++)
+		half[i] = classes[i];
+	return munmap(map, len) ? -errno : 0;
+}
+
+/* The classifier into generation c->gen's half of sluice_match and sluice_class. */
 static int write_match(const struct sluice_maps *m, const struct compiled *c)
 {
-	int fd = m->fd[SLUICE_MAP_MATCH], err = clear_gen(fd, sizeof(c->match[0].key), c->gen);
-	size_t i;
+	__u32 *classes = calloc(SLUICE_CLASSES, sizeof(*classes));
+	__u32 *keys = calloc(SLUICE_MATCH_SLOTS, sizeof(*keys));
+	struct sluice_match *slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*slots));
+	__u32 gen = c->gen % SLUICE_POLICY_GENS, i;
+	size_t n_slots = 0;
+	int err = classes && keys && slots ? compile_classes(c, classes, slots, &n_slots) : -ENOMEM;
 
-	for (i = 0; !err && i < c->n_match; i++)
-		if (bpf_map_update_elem(fd, &c->match[i].key, &c->match[i].val, BPF_ANY))
-			err = -errno;
+	for (i = 0; !err && i < n_slots; i++)
+		keys[i] = gen * SLUICE_MATCH_SLOTS + i;
+	if (!err)
+		err = write_array(m->fd[SLUICE_MAP_MATCH], keys, slots, n_slots);
+	if (!err)
+		err = write_classes(m->fd[SLUICE_MAP_CLASS], gen, classes);
+	free(classes);
+	free(keys);
+	free(slots);
 	return err;
 }
 

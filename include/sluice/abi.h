@@ -15,14 +15,14 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 3
+#define SLUICE_ABI_VERSION 4
 
 /* Limits that size maps and loops. */
-#define SLUICE_MAX_POLICIES	     4096   /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
-#define SLUICE_POLICY_GENS	     2	    /* policy and match tables are double-buffered */
-#define SLUICE_MAX_LAYERS	     8	    /* policies that may apply to one packet */
-#define SLUICE_NAME_LEN		     32	    /* policy name including the terminating NUL */
-#define SLUICE_MATCH_ENTRIES	     131072 /* entries of both generations */
+#define SLUICE_MAX_POLICIES	     4096  /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
+#define SLUICE_POLICY_GENS	     2	   /* policy and match tables are double-buffered */
+#define SLUICE_MAX_LAYERS	     8	   /* policies that may apply to one packet */
+#define SLUICE_NAME_LEN		     32	   /* policy name including the terminating NUL */
+#define SLUICE_MATCH_SLOTS	     16384 /* distinct policy lists per generation; slot 0: none */
 #define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
 #define SLUICE_VLAN_MAX		     2 /* 802.1Q / 802.1ad tags parsed */
 #define SLUICE_IPV6_EXT_MAX	     6 /* IPv6 extension headers skipped before giving up */
@@ -170,23 +170,21 @@ struct sluice_addr_val {
 SLUICE_ASSERT_SIZE(struct sluice_addr_val, 16);
 
 /*
- * Key of the sluice_match LPM trie. Data bits, in order: generation (8),
- * IP protocol (8), destination port (16, network order). A policy for any
- * protocol is an 8-bit prefix, one for a protocol a 16-bit prefix, one for
- * a port or a port range one or more longer prefixes. Packets without ports
- * (ICMP, non-first fragments) are looked up with SLUICE_MATCH_BITS_PROTO.
+ * The classifier (bpf/classify.bpf.h): sluice_class maps a packet's class —
+ * its TCP or UDP destination port, or its protocol when it has no ports —
+ * to a slot of sluice_match, the list of every policy that may apply. Both
+ * are arrays with a half per generation: gen × SLUICE_CLASSES + class, gen
+ * × SLUICE_MATCH_SLOTS + slot. user/compile.c fills them from prefixes of
+ * (protocol, port), longest first, as a trie would answer.
  */
-struct sluice_match_key {
-	__u32 prefixlen; /* bits of the fields below that must match */
-	__u8 gen;
-	__u8 proto; /* IPPROTO_* */
-	__be16 dst_port;
-};
-SLUICE_ASSERT_SIZE(struct sluice_match_key, 8);
+#define SLUICE_PROTOS 256 /* IP protocol numbers */
 
-#define SLUICE_MATCH_BITS_GEN	8
-#define SLUICE_MATCH_BITS_PROTO 16
-#define SLUICE_MATCH_BITS_PORT	32
+enum sluice_class_base {
+	SLUICE_CLASS_TCP = 0,						  /* + port */
+	SLUICE_CLASS_UDP = SLUICE_CLASS_TCP + (1U << SLUICE_PORT_BITS),	  /* + port */
+	SLUICE_CLASS_PROTO = SLUICE_CLASS_UDP + (1U << SLUICE_PORT_BITS), /* + protocol */
+	SLUICE_CLASSES = SLUICE_CLASS_PROTO + SLUICE_PROTOS,
+};
 
 /* Value of sluice_match: every policy that applies, most specific first. */
 struct sluice_match {
@@ -341,6 +339,7 @@ enum sluice_map {
 	SLUICE_MAP_LEASE,
 	SLUICE_MAP_SPEND,
 	SLUICE_MAP_HOT,
+	SLUICE_MAP_CLASS,
 	SLUICE_MAP_MAX,
 };
 
@@ -353,6 +352,7 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 	[SLUICE_MAP_SRC] = "sluice_src",       [SLUICE_MAP_DST] = "sluice_dst",
 	[SLUICE_MAP_FAIL] = "sluice_fail",     [SLUICE_MAP_LEASE] = "sluice_lease",
 	[SLUICE_MAP_SPEND] = "sluice_spend",   [SLUICE_MAP_HOT] = "sluice_hot",
+	[SLUICE_MAP_CLASS] = "sluice_class",
 };
 #endif
 

@@ -53,8 +53,8 @@ static const struct map_case map_cases[] = {
 	MAP_CASE(SLUICE_MAP_POLICY, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_policy,
 		 SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES, 0),
 	/* The kernel refuses an LPM trie without BPF_F_NO_PREALLOC. */
-	MAP_CASE(SLUICE_MAP_MATCH, BPF_MAP_TYPE_LPM_TRIE, struct sluice_match_key,
-		 struct sluice_match, SLUICE_MATCH_ENTRIES, BPF_F_NO_PREALLOC),
+	MAP_CASE(SLUICE_MAP_MATCH, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_match,
+		 SLUICE_POLICY_GENS * SLUICE_MATCH_SLOTS, 0),
 	MAP_CASE(SLUICE_MAP_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct sluice_pstats,
 		 SLUICE_MAX_POLICIES, 0),
 	MAP_CASE(SLUICE_MAP_TOTALS, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct sluice_totals, 1, 0),
@@ -72,6 +72,8 @@ static const struct map_case map_cases[] = {
 		 SLUICE_LEASE_ENTRIES, BPF_F_NO_PREALLOC),
 	MAP_CASE(SLUICE_MAP_HOT, BPF_MAP_TYPE_LRU_HASH, struct sluice_key, struct sluice_hot,
 		 SLUICE_HOT_ENTRIES, 0),
+	MAP_CASE(SLUICE_MAP_CLASS, BPF_MAP_TYPE_ARRAY, __u32, __u64,
+		 SLUICE_POLICY_GENS * SLUICE_CLASSES, BPF_F_MMAPABLE),
 };
 /* clang-format on */
 

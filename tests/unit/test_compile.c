@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "sluice/gcra.h"
+#include "sluice/class.h"
 #include "compile.h"
 #include "policy.h"
 
@@ -655,15 +656,29 @@ static void check_entries_shape(const struct compiled *c)
 	}
 }
 
+/* The classifier the XDP program reads (compile_classes) for one class. */
+struct lowered {
+	__u32 *classes;
+	struct sluice_match *slots;
+	size_t n_slots;
+};
+
 static void check_lookup(const struct policy_set *ps, const struct match_entry *const *v, size_t n,
-			 __u8 gen, __u8 proto, int port)
+			 const struct lowered *low, __u8 gen, __u8 proto, int port)
 {
 	__u32 want[SLUICE_MAX_POLICIES];
 	__u32 len = port < 0 ? SLUICE_MATCH_BITS_PROTO : SLUICE_MATCH_BITS_PORT;
 	const struct match_entry *e =
 		lpm_lookup(v, n, key_bits(gen, proto, port < 0 ? 0 : port), len);
 	size_t n_want = brute_force(ps, proto, port, want, ARRAY_SIZE(want));
+	__u32 slot = low->classes[sluice_class_of(proto, port >= 0, port < 0 ? 0 : port)];
+	const struct sluice_match *got = &low->slots[slot];
 
+	/* The arrays answer as the trie would: the brute-force list, or none. */
+	assert_in_range(slot, 0, low->n_slots - 1);
+	if (got->count != n_want || memcmp(got->ids, want, n_want * sizeof(want[0])))
+		fail_msg("proto %u port %d: class slot %u lists %u policies, expected %zu", proto,
+			 port, slot, got->count, n_want);
 	if (!n_want && !e)
 		return;
 	if (!e)
@@ -676,18 +691,27 @@ static void check_lookup(const struct policy_set *ps, const struct match_entry *
 	}
 }
 
-/* Look up every (protocol, port) a packet can have, with and without ports. */
+/*
+ * Look up every (protocol, port) a packet can have, with and without ports,
+ * in the entries as a trie would and in the arrays compile_classes() makes.
+ */
 static void check_all_lookups(const struct policy_set *ps, const struct compiled *c)
 {
 	static const __u8 ported[] = { IPPROTO_TCP, IPPROTO_UDP };
 	static const __u8 portless[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6,
 					 IPPROTO_OTHER };
 	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
+	struct lowered low = { calloc(SLUICE_CLASSES, sizeof(__u32)),
+			       calloc(SLUICE_MATCH_SLOTS, sizeof(struct sluice_match)), 0 };
 	size_t i, j, n;
 	int port;
 
 	assert_non_null(v);
+	assert_non_null(low.classes);
+	assert_non_null(low.slots);
 	check_entries_shape(c);
+	assert_int_equal(compile_classes(c, low.classes, low.slots, &low.n_slots), 0);
+	assert_int_equal(low.slots[0].count, 0); /* slot 0: no policy */
 	for (i = 0; i < ARRAY_SIZE(ported); i++) {
 		/* Only entries that can match this protocol, to keep 65536 lookups fast. */
 		for (n = 0, j = 0; j < c->n_match; j++)
@@ -695,16 +719,18 @@ static void check_all_lookups(const struct policy_set *ps, const struct compiled
 			    c->match[j].key.proto == ported[i])
 				v[n++] = &c->match[j];
 		for (port = 0; port < (int)PORT_SPACE; port++)
-			check_lookup(ps, v, n, c->gen, ported[i], port);
+			check_lookup(ps, v, n, &low, c->gen, ported[i], port);
 	}
 	for (j = 0; j < c->n_match; j++)
 		v[j] = &c->match[j];
 	for (i = 0; i < ARRAY_SIZE(portless); i++)
-		check_lookup(ps, v, c->n_match, c->gen, portless[i], -1);
+		check_lookup(ps, v, c->n_match, &low, c->gen, portless[i], -1);
 	/* Another generation's packets find nothing of this one. */
 	for (i = 0; i < ARRAY_SIZE(portless); i++)
 		assert_null(lpm_lookup(v, c->n_match, key_bits(c->gen ^ 1, portless[i], 53),
 				       SLUICE_MATCH_BITS_PORT));
+	free(low.classes);
+	free(low.slots);
 	free(v);
 }
 
