@@ -125,7 +125,8 @@ $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
 $(O)/tests/unit/test_abi: | $(BPF_OBJ)
 
-$(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ)
+$(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(O)/tests/bpf/expect.o \
+		$(PKT_OBJ) $(LIB) | $(BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

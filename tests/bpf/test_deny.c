@@ -40,6 +40,7 @@
 #include "sluice/gcra.h"
 #include "../unit/rows.h"
 #include "agent.h"
+#include "expect.h"
 #include "harness.h"
 #include "maps.h"
 
@@ -98,11 +99,6 @@ enum cache_check {
 	CACHE_ANY = 0, /* not checked */
 	CACHE_HIT,     /* the flow, for the step's first policy, in this generation */
 	CACHE_MISS,    /* no entry of this generation for the flow */
-};
-
-struct moved {
-	const char *policy;
-	enum sluice_pstat what;
 };
 
 /*
@@ -209,62 +205,6 @@ static void check_cache(struct harness *h, const struct sluice_flow *f, enum cac
 
 /* ---- running steps ------------------------------------------------------- */
 
-static const struct policy_status *find_policy(const struct status *st, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < st->n_policies; i++)
-		if (!strcmp(st->policies[i].policy.name, name))
-			return &st->policies[i];
-	return NULL;
-}
-
-static __u64 want_moved(const struct step *s, const char *policy, int what)
-{
-	__u64 n = 0;
-	int i;
-
-	for (i = 0; i < MOVED_MAX && s->moved[i].policy; i++)
-		n += !strcmp(s->moved[i].policy, policy) && s->moved[i].what == (unsigned int)what;
-	return n * s->n;
-}
-
-static void check_deltas(const struct status *before, const struct status *after,
-			 const struct step *s, const char *where)
-{
-	const struct policy_status *b, *a;
-	__u64 got, want;
-	size_t i;
-	int j;
-
-	for (j = 0; j < MOVED_MAX && s->moved[j].policy; j++)
-		if (!find_policy(after, s->moved[j].policy))
-			fail_msg("%s: no policy '%s' is active", where, s->moved[j].policy);
-	for (i = 0; i < after->n_policies; i++) {
-		a = &after->policies[i];
-		b = find_policy(before, a->policy.name);
-		if (!b)
-			fail_msg("%s: policy '%s' appeared", where, a->policy.name);
-		for (j = 0; j < SLUICE_PSTAT_MAX; j++) {
-			got = a->stats.c[j].pkts - b->stats.c[j].pkts;
-			want = want_moved(s, a->policy.name, j);
-			if (got != want)
-				fail_msg("%s: policy '%s' counter %d moved by %llu, expected %llu",
-					 where, a->policy.name, j, (unsigned long long)got,
-					 (unsigned long long)want);
-		}
-	}
-	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
-		got = after->totals.c[j].pkts - before->totals.c[j].pkts;
-		want = s->n * ((j == SLUICE_TOTAL_PASSED && s->verdict == XDP_PASS) ||
-			       (j == SLUICE_TOTAL_DROPPED && s->verdict == XDP_DROP) ||
-			       (s->totals >> j & 1));
-		if (got != want)
-			fail_msg("%s: total %d moved by %llu, expected %llu", where, j,
-				 (unsigned long long)got, (unsigned long long)want);
-	}
-}
-
 /*
  * Run @steps in order; @phase names them in failure messages. A step of
  * more than one packet is one BPF_PROG_TEST_RUN: its totals prove every
@@ -296,7 +236,8 @@ static void run_steps(struct harness *h, const struct family *f, const char *pha
 			fail_msg("%s: verdict %d, expected %d", where, verdict, s->verdict);
 		if (s->n > 1 && verdict)
 			fail_msg("%s: cannot run: %s", where, strerror(-verdict));
-		check_deltas(&before, &after, s, where);
+		expect_deltas(&before, &after, s->n, s->verdict, s->totals, s->moved, MOVED_MAX,
+			      where);
 		status__free(&before);
 		status__free(&after);
 		flow = flow_of(f->addr[s->src], s->proto, s->port, s->tcp_flags);
@@ -305,29 +246,6 @@ static void run_steps(struct harness *h, const struct family *f, const char *pha
 }
 
 #define RUN(h, f, phase, steps) run_steps((h), (f), (phase), (steps), ARRAY_SIZE(steps))
-
-static void load(struct harness *h, const char *yaml)
-{
-	if (harness_load(h, yaml, HARNESS_MAX_KEYS))
-		fail_msg("cannot load policy:\n%s", yaml);
-}
-
-static void apply(struct harness *h, const char *yaml)
-{
-	if (harness_apply(h, yaml))
-		fail_msg("cannot apply policy:\n%s", yaml);
-}
-
-/* Write the agent's heartbeat into sluice_ctl, as the agent does. */
-static void set_heartbeat(struct harness *h, __u64 beat_ns, __u64 timeout_ns)
-{
-	struct sluice_ctl ctl;
-
-	assert_int_equal(maps__read_ctl(&h->att.maps, &ctl), 0);
-	ctl.heartbeat_ns = beat_ns;
-	ctl.agent_timeout_ns = timeout_ns;
-	assert_int_equal(maps__write_ctl(&h->att.maps, &ctl), 0);
-}
 
 /* ---- policies --------------------------------------------------------------- */
 
@@ -410,11 +328,11 @@ static void test_counts(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, dns_yaml);
+	expect_load(&h, dns_yaml);
 	RUN(&h, f, "flood", counts_steps);
 	assert_int_equal(harness_key_delete(&h, "dns", f->addr[SRC_A]), 0);
 	RUN(&h, f, "key evicted", evicted_steps);
-	apply(&h, dns_yaml);
+	expect_apply(&h, dns_yaml);
 	RUN(&h, f, "reapplied", reapplied_steps);
 	harness_close(&h);
 }
@@ -477,7 +395,7 @@ static void test_until_exact(void **state)
 	struct pkt p;
 	__u64 tat, denied_until, before, after, tick;
 
-	load(&h, c->yaml);
+	expect_load(&h, c->yaml);
 	harness_udp(&p, src, c->family->addr[DST], DNS_PORT);
 	if (c->frame_bytes) {
 		pkt_pad_to(&p, c->frame_bytes);
@@ -548,15 +466,15 @@ static void test_reload(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, dns_yaml);
+	expect_load(&h, dns_yaml);
 	RUN(&h, f, "denied", denied_steps);
-	apply(&h, dns_allowed_yaml);
+	expect_apply(&h, dns_allowed_yaml);
 	RUN(&h, f, "allowlisted", allowed_steps);
-	apply(&h, dns_yaml);
+	expect_apply(&h, dns_yaml);
 	RUN(&h, f, "denied again", redenied_steps);
-	apply(&h, dns_raised_yaml);
+	expect_apply(&h, dns_raised_yaml);
 	RUN(&h, f, "burst raised", raised_steps);
-	apply(&h, web_yaml);
+	expect_apply(&h, web_yaml);
 	RUN(&h, f, "policy removed", removed_steps);
 	harness_close(&h);
 }
@@ -583,7 +501,7 @@ static void test_port_and_proto(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, ports_yaml);
+	expect_load(&h, ports_yaml);
 	RUN(&h, f, "ports", ports_steps);
 	harness_close(&h);
 }
@@ -616,12 +534,12 @@ static void test_agent_lost(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, loss_yaml);
-	set_heartbeat(&h, agent_now_ns(), FRESH_TIMEOUT_NS);
+	expect_load(&h, loss_yaml);
+	expect_heartbeat(&h, agent_now_ns(), FRESH_TIMEOUT_NS);
 	RUN(&h, f, "agent alive", alive_steps);
-	set_heartbeat(&h, LOST_BEAT_NS, LOSS_TIMEOUT_NS);
+	expect_heartbeat(&h, LOST_BEAT_NS, LOSS_TIMEOUT_NS);
 	RUN(&h, f, "agent lost", lost_steps);
-	set_heartbeat(&h, agent_now_ns(), FRESH_TIMEOUT_NS);
+	expect_heartbeat(&h, agent_now_ns(), FRESH_TIMEOUT_NS);
 	RUN(&h, f, "agent back", back_steps);
 	harness_close(&h);
 }
@@ -649,10 +567,10 @@ static void test_not_cached(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, shadow_yaml);
+	expect_load(&h, shadow_yaml);
 	RUN(&h, f, "shadow", shadow_steps);
 	harness_close(&h);
-	load(&h, shadow_layered_yaml);
+	expect_load(&h, shadow_layered_yaml);
 	RUN(&h, f, "shadow over enforce", shadow_layered_steps);
 	harness_close(&h);
 }
@@ -744,7 +662,7 @@ static void test_layer_changes(void **state)
 	const struct turns_case *c = *state;
 	struct harness h;
 
-	load(&h, c->yaml);
+	expect_load(&h, c->yaml);
 	run_steps(&h, c->family, c->name, c->steps, TURNS_STEPS);
 	if (c->after) {
 		outlive_entries();
@@ -799,7 +717,7 @@ static void test_two_flows_one_slot(void **state)
 	colliding_src(src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
 	f.addr[SRC_B] = src_b;
 	f.addr[SRC_C] = src_c;
-	load(&h, dns_web_yaml);
+	expect_load(&h, dns_web_yaml);
 	RUN(&h, &f, "first packets", collide_first_steps);
 	for (i = 0; i < ROUNDS; i++)
 		RUN(&h, &f, "taking turns", collide_steps);

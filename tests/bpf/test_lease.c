@@ -35,6 +35,7 @@
 #include "sluice/key.h"
 #include "../unit/rows.h"
 #include "agent.h"
+#include "expect.h"
 #include "harness.h"
 #include "maps.h"
 
@@ -137,32 +138,18 @@ static const struct family families[] = {
 
 /* ---- acting as the agent, reading what the program wrote ------------------ */
 
-static void load(struct harness *h, const char *yaml)
-{
-	if (harness_load(h, yaml, HARNESS_MAX_KEYS))
-		fail_msg("cannot load policy:\n%s", yaml);
-}
-
-/* Policy @name in @st; fails the test on an unknown name. */
-static const struct policy_status *find_policy(const struct status *st, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < st->n_policies; i++)
-		if (!strcmp(st->policies[i].policy.name, name))
-			return &st->policies[i];
-	fail_msg("no policy '%s' is active", name);
-	return NULL;
-}
-
 /* The active policy @name; fails the test on an unknown name. */
 static struct sluice_policy policy_of(struct harness *h, const char *name)
 {
+	const struct policy_status *ps;
 	struct sluice_policy p;
 	struct status st;
 
 	harness_status(h, &st);
-	p = find_policy(&st, name)->policy;
+	ps = expect_policy(&st, name);
+	if (!ps)
+		fail_msg("no policy '%s' is active", name);
+	p = ps->policy;
 	status__free(&st);
 	return p;
 }
@@ -228,7 +215,7 @@ static struct sluice_key leased_key(struct harness *h, const char *yaml, const s
 {
 	struct sluice_key key;
 
-	load(h, yaml);
+	expect_load(h, yaml);
 	set_fail(h, "shared", mode, share);
 	key = key_of(h, "shared", f->src);
 	lease_grant(h, &key, granted);
@@ -275,94 +262,47 @@ static int has_state(struct harness *h, const char *name, const char *src)
 
 /* ---- one burst: verdicts and every counter -------------------------------- */
 
-/* How far one policy's counters move in a burst; a counter not named stays. */
-struct moved {
-	const char *policy; /* NULL ends a list */
-	__u64 pkts[SLUICE_PSTAT_MAX];
-};
-
+/* One policy's entry of a burst: MOVED("shared", BY(PASSED, 3), BY(LEASED, 3)). */
 /* clang-format off */
 #define MOVED(policy, ...) { (policy), { __VA_ARGS__ } }
 #define BY(what, n) [SLUICE_PSTAT_##what] = (n)
 /* clang-format on */
 
-/* Every counter of every policy moved exactly as @moved (ended by a NULL policy) says. */
-static void check_policies(const struct status *before, const struct status *after,
-			   const struct moved *moved, int line)
-{
-	const struct policy_status *a, *b;
-	const struct moved *m;
-	__u64 got, want;
-	size_t i;
-	int j;
-
-	for (m = moved; m->policy; m++)
-		find_policy(after, m->policy);
-	for (i = 0; i < after->n_policies; i++) {
-		a = &after->policies[i];
-		b = find_policy(before, a->policy.name);
-		for (j = 0; j < SLUICE_PSTAT_MAX; j++) {
-			got = a->stats.c[j].pkts - b->stats.c[j].pkts;
-			want = 0;
-			for (m = moved; m->policy; m++)
-				if (!strcmp(m->policy, a->policy.name))
-					want += m->pkts[j];
-			if (got != want)
-				fail_msg("line %d: '%s' counter %d moved by %llu, expected %llu",
-					 line, a->policy.name, j, (unsigned long long)got,
-					 (unsigned long long)want);
-		}
-	}
-}
-
-/* Totals: @passed, @dropped and @exhausted (lost CAS races) packets, nothing else. */
-static void check_totals(const struct status *before, const struct status *after, __u64 passed,
-			 __u64 dropped, __u64 exhausted, int line)
-{
-	__u64 got, want;
-	int j;
-
-	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
-		got = after->totals.c[j].pkts - before->totals.c[j].pkts;
-		want = j == SLUICE_TOTAL_PASSED		 ? passed
-		       : j == SLUICE_TOTAL_DROPPED	 ? dropped
-		       : j == SLUICE_TOTAL_CAS_EXHAUSTED ? exhausted
-							 : 0;
-		if (got != want)
-			fail_msg("line %d: total %d moved by %llu, expected %llu", line, j,
-				 (unsigned long long)got, (unsigned long long)want);
-	}
-}
+#define MOVED_MAX 2 /* policies one burst moves */
 
 /*
  * Send @p @n times: the first @n_pass must pass and the rest be dropped,
- * and the counters move exactly as @moved (ended by a NULL policy) says.
- * @line is the caller's, for the failure message.
+ * and the counters move exactly as @moved (MOVED_MAX entries, ended early
+ * by a NULL policy) says. @line is the caller's, for the failure message.
  */
 static void send_burst(struct harness *h, const struct pkt *p, __u32 n, __u32 n_pass,
-		       const struct moved *moved, int line)
+		       const struct moved_by *moved, int line)
 {
+	__u64 totals[SLUICE_TOTAL_MAX] = {
+		[SLUICE_TOTAL_PASSED] = n_pass, [SLUICE_TOTAL_DROPPED] = n - n_pass
+	};
 	struct status before, after;
+	char where[32];
 	int verdict, want;
 	__u32 i;
 
+	snprintf(where, sizeof(where), "line %d", line);
 	harness_status(h, &before);
 	for (i = 0; i < n; i++) {
 		verdict = harness_run(h, p);
 		want = i < n_pass ? XDP_PASS : XDP_DROP;
 		if (verdict != want)
-			fail_msg("line %d: packet %u of %u: verdict %d, expected %d", line, i + 1,
-				 n, verdict, want);
+			fail_msg("%s: packet %u of %u: verdict %d, expected %d", where, i + 1, n,
+				 verdict, want);
 	}
 	harness_status(h, &after);
-	check_policies(&before, &after, moved, line);
-	check_totals(&before, &after, n_pass, n - n_pass, 0, line);
+	expect_counts(&before, &after, moved, MOVED_MAX, totals, where);
 	status__free(&before);
 	status__free(&after);
 }
 
 #define SEND(h, p, n, n_pass, ...)                                                                 \
-	send_burst((h), (p), (n), (n_pass), (const struct moved[]){ __VA_ARGS__, { NULL } },       \
+	send_burst((h), (p), (n), (n_pass), (const struct moved_by[MOVED_MAX]){ __VA_ARGS__ },     \
 		   __LINE__)
 
 /* ---- 1, 2. spending a live lease ------------------------------------------ */
@@ -444,7 +384,7 @@ static void test_cold(void **state)
 	struct harness h;
 	struct pkt p;
 
-	load(&h, lease_yaml);
+	expect_load(&h, lease_yaml);
 	set_fail(&h, "shared", SLUICE_FAIL_NONE, COLD_SHARE);
 	assert_int_equal(gcra_burst(&h, "shared", COLD_SHARE), COLD_ADMITS);
 
@@ -482,7 +422,7 @@ static void test_recycled(void **state)
 	struct harness h;
 	struct pkt p;
 
-	load(&h, lease_yaml);
+	expect_load(&h, lease_yaml);
 	set_fail(&h, "shared", SLUICE_FAIL_NONE, COLD_SHARE);
 	key = key_of(&h, "shared", f->src);
 	other = key_of(&h, "shared", f->src_other);
@@ -507,10 +447,9 @@ static void test_recycled(void **state)
 #define THREAD_GRANTED 100000
 
 /* Exhausted packets are dropped and leased too: these hold however many there are. */
-static const struct moved two_cpus_moved[] = {
+static const struct moved_by two_cpus_moved[] = {
 	MOVED("shared", BY(PASSED, THREAD_GRANTED), BY(DROPPED, THREAD_SENT - THREAD_GRANTED),
 	      BY(LEASED, THREAD_SENT)),
-	{ NULL },
 };
 
 /*
@@ -522,6 +461,7 @@ static const struct moved two_cpus_moved[] = {
 static void test_two_cpus(void **state)
 {
 	const struct family *f = &families[0];
+	__u64 totals[SLUICE_TOTAL_MAX] = { 0 };
 	struct status before, after;
 	struct sluice_key key;
 	struct sluice_spend s;
@@ -543,9 +483,11 @@ static void test_two_cpus(void **state)
 	print_message("two cpus, one lease of %d: spent %llu denied %llu cas_exhausted %llu\n",
 		      THREAD_GRANTED, (unsigned long long)s.spent, (unsigned long long)s.denied,
 		      (unsigned long long)exhausted);
-	check_policies(&before, &after, two_cpus_moved, __LINE__);
-	check_totals(&before, &after, THREAD_GRANTED, THREAD_SENT - THREAD_GRANTED, exhausted,
-		     __LINE__);
+	totals[SLUICE_TOTAL_PASSED] = THREAD_GRANTED;
+	totals[SLUICE_TOTAL_DROPPED] = THREAD_SENT - THREAD_GRANTED;
+	totals[SLUICE_TOTAL_CAS_EXHAUSTED] = exhausted;
+	expect_counts(&before, &after, two_cpus_moved, ARRAY_SIZE(two_cpus_moved), totals,
+		      "two cpus");
 	assert_int_equal(s.spent, THREAD_GRANTED);
 	assert_int_equal(s.spent + s.denied, THREAD_SENT - exhausted);
 	assert_false(has_state(&h, "shared", f->src));
@@ -574,7 +516,7 @@ static void test_hot(void **state)
 	struct harness h;
 	struct pkt p;
 
-	load(&h, lease_yaml);
+	expect_load(&h, lease_yaml);
 	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
 	key = key_of(&h, "shared", f->src);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
@@ -617,7 +559,7 @@ static void test_strict(void **state)
 	struct pkt p;
 	__u64 since;
 
-	load(&h, lease_yaml);
+	expect_load(&h, lease_yaml);
 	set_fail(&h, "strict", SLUICE_FAIL_NONE, ONE_NODE);
 	key = key_of(&h, "strict", f->src);
 	harness_udp(&p, f->src, f->dst, STRICT_PORT);
@@ -688,7 +630,7 @@ static void test_bytes(void **state)
 	struct harness h;
 	struct pkt p;
 
-	load(&h, lease_yaml);
+	expect_load(&h, lease_yaml);
 	set_fail(&h, "bytes", SLUICE_FAIL_NONE, ONE_NODE);
 	key = key_of(&h, "bytes", f->src);
 	lease_grant(&h, &key, FRAMES_GRANTED * FRAME_BYTES);

@@ -19,11 +19,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <cmocka.h>
 
 #include "../unit/rows.h"
 #include "agent.h"
+#include "expect.h"
 #include "harness.h"
 #include "maps.h"
 
@@ -105,12 +105,6 @@ static const struct family families[] = {
 	  } },
 };
 
-/* One policy counter a packet moves by one. */
-struct moved {
-	const char *policy;
-	enum sluice_pstat what;
-};
-
 /*
  * @n packets, each from @src to @dst port @port with this outcome: the
  * verdict, the totals besides passed/dropped (bits of enum sluice_total),
@@ -134,63 +128,7 @@ struct step {
 #define DROP XDP_DROP
 /* clang-format on */
 
-/* ---- checking one packet ------------------------------------------------ */
-
-static const struct policy_status *find_policy(const struct status *st, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < st->n_policies; i++)
-		if (!strcmp(st->policies[i].policy.name, name))
-			return &st->policies[i];
-	return NULL;
-}
-
-static __u64 want_moved(const struct step *s, const char *policy, int what)
-{
-	__u64 n = 0;
-	int i;
-
-	for (i = 0; i < MOVED_MAX && s->moved[i].policy; i++)
-		n += !strcmp(s->moved[i].policy, policy) && s->moved[i].what == (unsigned int)what;
-	return n;
-}
-
-static void check_deltas(const struct status *before, const struct status *after,
-			 const struct step *s, const char *where)
-{
-	const struct policy_status *b, *a;
-	__u64 got, want;
-	size_t i;
-	int j;
-
-	for (j = 0; j < MOVED_MAX && s->moved[j].policy; j++)
-		if (!find_policy(after, s->moved[j].policy))
-			fail_msg("%s: no policy '%s' is active", where, s->moved[j].policy);
-	for (i = 0; i < after->n_policies; i++) {
-		a = &after->policies[i];
-		b = find_policy(before, a->policy.name);
-		if (!b)
-			fail_msg("%s: policy '%s' appeared", where, a->policy.name);
-		for (j = 0; j < SLUICE_PSTAT_MAX; j++) {
-			got = a->stats.c[j].pkts - b->stats.c[j].pkts;
-			want = want_moved(s, a->policy.name, j);
-			if (got != want)
-				fail_msg("%s: policy '%s' counter %d moved by %llu, expected %llu",
-					 where, a->policy.name, j, (unsigned long long)got,
-					 (unsigned long long)want);
-		}
-	}
-	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
-		got = after->totals.c[j].pkts - before->totals.c[j].pkts;
-		want = (j == SLUICE_TOTAL_PASSED && s->verdict == XDP_PASS) ||
-		       (j == SLUICE_TOTAL_DROPPED && s->verdict == XDP_DROP) ||
-		       (s->totals >> j & 1);
-		if (got != want)
-			fail_msg("%s: total %d moved by %llu, expected %llu", where, j,
-				 (unsigned long long)got, (unsigned long long)want);
-	}
-}
+/* ---- running steps ------------------------------------------------------ */
 
 /* Run @steps in order; @phase names them in failure messages. */
 static void run_steps(struct harness *h, const struct family *f, const char *phase,
@@ -215,7 +153,8 @@ static void run_steps(struct harness *h, const struct family *f, const char *pha
 			harness_status(h, &after);
 			if (verdict != s->verdict)
 				fail_msg("%s: verdict %d, expected %d", where, verdict, s->verdict);
-			check_deltas(&before, &after, s, where);
+			expect_deltas(&before, &after, 1, s->verdict, s->totals, s->moved,
+				      MOVED_MAX, where);
 			status__free(&before);
 			status__free(&after);
 		}
@@ -224,37 +163,15 @@ static void run_steps(struct harness *h, const struct family *f, const char *pha
 
 #define RUN(h, f, phase, steps) run_steps((h), (f), (phase), (steps), ARRAY_SIZE(steps))
 
-static void load(struct harness *h, const char *yaml)
-{
-	if (harness_load(h, yaml, HARNESS_MAX_KEYS))
-		fail_msg("cannot load policy:\n%s", yaml);
-}
-
-static void apply(struct harness *h, const char *yaml)
-{
-	if (harness_apply(h, yaml))
-		fail_msg("cannot apply policy:\n%s", yaml);
-}
-
-/* Write the agent's heartbeat into sluice_ctl, as the agent does. */
-static void set_heartbeat(struct harness *h, __u64 beat_ns, __u64 timeout_ns)
-{
-	struct sluice_ctl ctl;
-
-	assert_int_equal(maps__read_ctl(&h->att.maps, &ctl), 0);
-	ctl.heartbeat_ns = beat_ns;
-	ctl.agent_timeout_ns = timeout_ns;
-	assert_int_equal(maps__write_ctl(&h->att.maps, &ctl), 0);
-}
-
+/* The agent as it stops and resumes its heartbeat. */
 static void agent_lost(struct harness *h)
 {
-	set_heartbeat(h, LOST_BEAT_NS, LOSS_TIMEOUT_NS);
+	expect_heartbeat(h, LOST_BEAT_NS, LOSS_TIMEOUT_NS);
 }
 
 static void agent_back(struct harness *h)
 {
-	set_heartbeat(h, agent_now_ns(), FRESH_TIMEOUT_NS);
+	expect_heartbeat(h, agent_now_ns(), FRESH_TIMEOUT_NS);
 }
 
 /* Put policy @name in store-fault mode @mode, as the agent does. */
@@ -306,7 +223,7 @@ static void test_allowlist(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, allow_yaml);
+	expect_load(&h, allow_yaml);
 	RUN(&h, f, "enforcing", allow_steps);
 	agent_lost(&h);
 	RUN(&h, f, "agent lost, failed closed", allow_lost_steps);
@@ -378,7 +295,7 @@ static void test_sets(void **state)
 	const struct family *f = *state;
 	struct harness h;
 
-	load(&h, sets_yaml);
+	expect_load(&h, sets_yaml);
 	RUN(&h, f, "sets", sets_steps);
 	harness_close(&h);
 }
@@ -450,19 +367,19 @@ static void test_shadow(void **state)
 	__u64 tat;
 	__u32 id;
 
-	load(&h, SHADOW_YAML("shadow"));
+	expect_load(&h, SHADOW_YAML("shadow"));
 	RUN(&h, f, "shadow, within the burst", shadow_spend_steps);
 	tat = key_tat(&h, f, "watch", SRC_A);
 	RUN(&h, f, "shadow, past the burst", shadow_would_drop_steps);
 	/* A would-drop never writes the key. */
 	assert_int_equal(key_tat(&h, f, "watch", SRC_A), tat);
 	id = harness_policy_id(&h, "watch");
-	apply(&h, SHADOW_YAML("enforce"));
+	expect_apply(&h, SHADOW_YAML("enforce"));
 	assert_int_equal(harness_policy_id(&h, "watch"), id);
 	RUN(&h, f, "enforcing after shadow", shadow_enforced_steps);
 	harness_close(&h);
 
-	load(&h, shadow_layered_yaml);
+	expect_load(&h, shadow_layered_yaml);
 	RUN(&h, f, "shadow over enforce", shadow_layered_steps);
 	harness_close(&h);
 }
@@ -528,17 +445,17 @@ static void test_layers(void **state)
 	struct harness h;
 	__u32 keyed, global;
 
-	load(&h, LAYERS_YAML("everyone", "2"));
+	expect_load(&h, LAYERS_YAML("everyone", "2"));
 	RUN(&h, f, "per-source over global", layers_steps);
 	keyed = harness_policy_id(&h, "per-source");
 	global = harness_policy_id(&h, "everyone");
-	apply(&h, LAYERS_YAML("everyone-2", "10"));
+	expect_apply(&h, LAYERS_YAML("everyone-2", "10"));
 	assert_int_equal(harness_policy_id(&h, "per-source"), keyed);
 	assert_int_not_equal(harness_policy_id(&h, "everyone-2"), global);
 	RUN(&h, f, "after the global policy's rename", layers_refunded_steps);
 	harness_close(&h);
 
-	load(&h, order_yaml);
+	expect_load(&h, order_yaml);
 	RUN(&h, f, "order", order_steps);
 	harness_close(&h);
 }
@@ -675,7 +592,7 @@ static void test_fail_modes(void **state)
 	const struct family *f = c->family;
 	struct harness h;
 
-	load(&h, fail_yaml);
+	expect_load(&h, fail_yaml);
 	agent_back(&h);
 	if (c->is_agent_loss) {
 		agent_lost(&h);
@@ -730,7 +647,7 @@ static void assert_policy(struct harness *h, const char *name, __u64 passed, __u
 	struct status st;
 
 	harness_status(h, &st);
-	p = find_policy(&st, name);
+	p = expect_policy(&st, name);
 	assert_non_null(p);
 	assert_int_equal(p->stats.c[SLUICE_PSTAT_PASSED].pkts, passed);
 	assert_int_equal(p->stats.c[SLUICE_PSTAT_DROPPED].pkts, dropped);
@@ -744,11 +661,11 @@ static void test_reload(void **state)
 	struct harness h;
 	__u32 keep, change;
 
-	load(&h, RELOAD_YAML("53", "2"));
+	expect_load(&h, RELOAD_YAML("53", "2"));
 	RUN(&h, f, "before reload", reload_before_steps);
 	keep = harness_policy_id(&h, "keep");
 	change = harness_policy_id(&h, "change");
-	apply(&h, RELOAD_YAML("52-53", "3"));
+	expect_apply(&h, RELOAD_YAML("52-53", "3"));
 	assert_int_equal(harness_policy_id(&h, "keep"), keep);
 	assert_int_not_equal(harness_policy_id(&h, "change"), change);
 	/* Counters and keys: kept for keep, fresh for change. */
