@@ -22,7 +22,8 @@
  *   cluster-scoped layer was looked at before it: a shadow layer counts
  *   each would-drop, a cluster layer the demand its lease is sized by;
  * - the policies stay what they were: an entry is valid only in the policy
- *   generation (sluice_ctl.generation) it was decided in;
+ *   generation (sluice_ctl.generation, and the half of the policy maps the
+ *   packet read: sluice_deny_stamp) it was decided in;
  * - the agent is not lost (fail modes apply at once);
  * - generations with destination sets are not cached (the flow has no
  *   destination address).
@@ -84,7 +85,7 @@ static __always_inline int flow_equal(const struct sluice_flow *a, const struct 
  * Reads the clock only when the flow is in the cache.
  */
 static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_flow *f,
-					__u64 generation)
+					__u64 stamp)
 {
 	__u32 slot = sluice_deny_slot(f);
 	__u64 *word = deny_word(slot);
@@ -96,7 +97,7 @@ static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_
 	if (!d || !flow_equal(&d->flow, f))
 		return -1; /* another flow's slot: it keeps the bit */
 	clock_read(m);
-	if (d->generation != generation || (__s64)(d->until - m->now) <= 0) {
+	if (d->stamp != stamp || (__s64)(d->until - m->now) <= 0) {
 		*word &= ~DENY_BIT(slot);
 		return -1;
 	}
@@ -105,7 +106,7 @@ static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_
 
 /* Remember that policy @id denies @f for m->deny_ticks (set by the limiter). */
 static __always_inline void deny_store(const struct pkt_meta *m, const struct sluice_flow *f,
-				       __u32 id, __u64 generation)
+				       __u32 id, __u64 stamp)
 {
 	__u64 ttl = m->deny_ticks < SLUICE_DENY_TTL_TICKS ? m->deny_ticks : SLUICE_DENY_TTL_TICKS;
 	__u32 slot = sluice_deny_slot(f);
@@ -116,7 +117,7 @@ static __always_inline void deny_store(const struct pkt_meta *m, const struct sl
 		return;
 	d->flow = *f;
 	d->policy_id = id;
-	d->generation = generation;
+	d->stamp = stamp;
 	d->until = m->now + ttl;
 	*word |= DENY_BIT(slot);
 }

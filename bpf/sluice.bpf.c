@@ -308,7 +308,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	int verdict = XDP_PASS, cache;
 	int no_ports = 0;
 	__u32 zero = 0, gen;
-	__u64 generation;
+	__u64 stamp;
 	long denied_by;
 
 	no_ports = parse_frame(ctx, &m);
@@ -320,20 +320,15 @@ int sluice_xdp(struct xdp_md *ctx)
 	ctl = ctl_get();
 	if (!ctl)
 		goto out;
-	/*
-	 * The generation before the half it names: the agent writes ctl in
-	 * one copy, in field order, so a new generation means a new half.
-	 */
-	generation = *(volatile __u64 *)&ctl->generation;
-	asm volatile("" ::: "memory");
 	gen = ctl->active_gen % SLUICE_POLICY_GENS;
+	stamp = sluice_deny_stamp(ctl->generation, gen);
 	m.gen_flags = ctl->gen_flags[gen];
 	m.heartbeat_ns = ctl->heartbeat_ns;
 	m.agent_timeout_ns = ctl->agent_timeout_ns;
 	cache = !(m.gen_flags & SLUICE_GEN_F_DST);
 	if (cache) {
 		flow_of(&m, &flow);
-		denied_by = deny_cached(&m, &flow, generation);
+		denied_by = deny_cached(&m, &flow, stamp);
 		if (denied_by >= 0) {
 			count_policy(denied_by, SLUICE_PSTAT_DROPPED, m.len_bytes);
 			verdict = XDP_DROP;
@@ -351,7 +346,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	}
 	verdict = apply_policies(&m, match, gen, &why);
 	if (verdict == XDP_DROP && cache && m.deny_ticks)
-		deny_store(&m, &flow, m.deny_id, generation);
+		deny_store(&m, &flow, m.deny_id, stamp);
 out:
 	totals = bpf_map_lookup_elem(&sluice_totals, &zero);
 	count_total(totals, verdict == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,

@@ -38,9 +38,9 @@ SLUICE_ASSERT_SIZE(struct sluice_flow, 20);
 /* Value of sluice_deny: a flow some policy denied, and until when. */
 struct sluice_deny {
 	struct sluice_flow flow;
-	__u32 policy_id;  /* the policy that dropped it, for its counters */
-	__u64 generation; /* sluice_ctl.generation it was decided in */
-	__u64 until;	  /* GCRA ticks: drop without looking before then */
+	__u32 policy_id; /* the policy that dropped it, for its counters */
+	__u64 stamp;	 /* sluice_deny_stamp() of the policies it was decided by */
+	__u64 until;	 /* GCRA ticks: drop without looking before then */
 };
 SLUICE_ASSERT_SIZE(struct sluice_deny, 40);
 
@@ -48,6 +48,17 @@ SLUICE_ASSERT_SIZE(struct sluice_deny, 40);
 struct sluice_deny_bits {
 	__u64 w[SLUICE_DENY_SLOTS / SLUICE_DENY_WORD_SLOTS];
 };
+
+/*
+ * Which policies decided: sluice_ctl.generation and the half (active_gen)
+ * the packet read. A reload writes both in one map update, which a packet
+ * may see half done; an entry decided on one half is then never valid
+ * under the other.
+ */
+SLUICE_INLINE __u64 sluice_deny_stamp(__u64 generation, __u32 half)
+{
+	return generation * SLUICE_POLICY_GENS + half;
+}
 
 /* @f's slot: the top bits of a multiplicative hash, which mix best. */
 SLUICE_INLINE __u32 sluice_deny_slot(const struct sluice_flow *f)

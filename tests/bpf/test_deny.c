@@ -190,13 +190,14 @@ static void check_cache(struct harness *h, const struct sluice_flow *f, enum cac
 	/* A generation with destination sets caches nothing (the flow has no destination). */
 	if (ctl.gen_flags[ctl.active_gen % SLUICE_POLICY_GENS] & SLUICE_GEN_F_DST)
 		check = CACHE_MISS;
-	is_current = read_slot(h, f, &e) && !memcmp(&e.flow, f, sizeof(*f)) &&
-		     e.generation == ctl.generation;
+	is_current =
+		read_slot(h, f, &e) && !memcmp(&e.flow, f, sizeof(*f)) &&
+		e.stamp == sluice_deny_stamp(ctl.generation, ctl.active_gen % SLUICE_POLICY_GENS);
 	if (check == CACHE_MISS && is_current)
 		fail_msg("%s: the flow is cached, for policy id %u", where, e.policy_id);
 	if (check == CACHE_HIT && !is_current)
-		fail_msg("%s: the flow is not cached in slot %u (generation %llu, now %llu)", where,
-			 sluice_deny_slot(f), (unsigned long long)e.generation,
+		fail_msg("%s: the flow is not cached in slot %u (stamp %llu, generation now %llu)",
+			 where, sluice_deny_slot(f), (unsigned long long)e.stamp,
 			 (unsigned long long)ctl.generation);
 	if (check == CACHE_HIT && e.policy_id != harness_policy_id(h, policy))
 		fail_msg("%s: cached for policy id %u, not '%s' (%u)", where, e.policy_id, policy,
