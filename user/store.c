@@ -92,6 +92,13 @@ static redisContext *ready(redisContext *c, const char *what, struct timeval tv,
 	return c;
 }
 
+const char *store_reply_error(const char *conn_err, const redisReply *r)
+{
+	if (!r)
+		return conn_err;
+	return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
+}
+
 /* One command on @c (@what in errors) that must answer @want; 0 or -1 with @err. */
 static int command(redisContext *c, const char *what, const char *want, char *err, size_t len,
 		   const char *fmt, const char *arg)
@@ -101,10 +108,7 @@ static int command(redisContext *c, const char *what, const char *want, char *er
 		 !strcmp(r->str, want);
 
 	if (!ok)
-		snprintf(err, len, "'%s' on '%s': %s", fmt, what,
-			 !r				? c->errstr
-			 : r->type == REDIS_REPLY_ERROR ? r->str
-							: "unexpected reply");
+		snprintf(err, len, "'%s' on '%s': %s", fmt, what, store_reply_error(c->errstr, r));
 	if (r)
 		freeReplyObject(r);
 	return ok ? 0 : -1;
@@ -141,10 +145,8 @@ static int ask_sentinel(const struct store_config *cfg, const char *addr, const 
 		ret = 0;
 	else
 		snprintf(err, len, "sentinel '%s' on master '%s': %s", addr, name,
-			 !r				? c->errstr
-			 : r->type == REDIS_REPLY_ERROR ? r->str
-			 : r->type == REDIS_REPLY_NIL	? "unknown master"
-							: "unexpected reply");
+			 r && r->type == REDIS_REPLY_NIL ? "unknown master"
+							 : store_reply_error(c->errstr, r));
 	if (r)
 		freeReplyObject(r);
 out:
@@ -214,10 +216,7 @@ static int check_master(redisContext *c, const char *what, char *err, size_t len
 	if (role && !ok)
 		snprintf(err, len, "'ROLE' on '%s': '%s', not a master", what, role);
 	else if (!ok)
-		snprintf(err, len, "'ROLE' on '%s': %s", what,
-			 !r				? c->errstr
-			 : r->type == REDIS_REPLY_ERROR ? r->str
-							: "unexpected reply");
+		snprintf(err, len, "'ROLE' on '%s': %s", what, store_reply_error(c->errstr, r));
 	if (r)
 		freeReplyObject(r);
 	return ok ? 0 : -1;

@@ -41,6 +41,7 @@ struct store_report {
 
 struct store;
 struct redisContext;
+struct redisReply;
 struct lease_plan;
 
 /* Start probing @cfg. NULL with errno set on failure. */
@@ -110,6 +111,13 @@ struct lease_grant {
 	__u64 now_us;	  /* Redis TIME when the grant was made */
 	int err;	  /* 0, or -EPROTO: the script failed for this key (see @err text) */
 };
+
+/*
+ * Why @r is not the reply a command wanted, for an error message: Redis's
+ * error, "unexpected reply", or @conn_err (the connection's) when there is
+ * no reply at all.
+ */
+const char *store_reply_error(const char *conn_err, const struct redisReply *r);
 
 /*
  * For each of @n requests, in one pipelined round trip: write off expired

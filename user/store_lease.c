@@ -263,8 +263,7 @@ static int script_load(redisContext *c, const char *src, char *sha, char *err, s
 		return -EIO;
 	}
 	if (r->type != REDIS_REPLY_STRING || r->len != LEASE_SHA_LEN - 1) {
-		snprintf(err, len, "cannot load a script: %s",
-			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		snprintf(err, len, "cannot load a script: %s", store_reply_error(NULL, r));
 		ret = -EPROTO;
 	} else {
 		memcpy(sha, r->str, LEASE_SHA_LEN);
@@ -435,7 +434,7 @@ static int grant_of(const redisReply *r, const char *key, struct lease_grant *g,
 	}
 	if (!err[0])
 		snprintf(err, len, "lease script failed on '%s': %s", key,
-			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+			 store_reply_error(NULL, r));
 	g->err = -EPROTO;
 	return g->err;
 }
@@ -457,8 +456,7 @@ static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *er
 		return 0;
 	}
 	if (!err[0])
-		snprintf(err, len, "member beat on '%s': %s", fleet,
-			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		snprintf(err, len, "member beat on '%s': %s", fleet, store_reply_error(NULL, r));
 	return -EPROTO;
 }
 
@@ -492,7 +490,7 @@ static int members_of(const redisReply *r, const struct budget_sync *b, size_t i
 	if (r->type != REDIS_REPLY_ARRAY) {
 		if (!err[0])
 			snprintf(err, len, "hot set '%s': %s", b->hot[i].key,
-				 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+				 store_reply_error(NULL, r));
 		return -EPROTO;
 	}
 	for (j = 0; j < r->elements; j++)
