@@ -270,6 +270,15 @@ e2e_fleet_node() {
 		sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p')
 }
 
+# e2e_fleet_yaml_head I: the first lines of node I's policy file: its name
+# and the fleet's store (Redis at $REDIS_SOCK, synced every $INTERVAL_MS).
+e2e_fleet_yaml_head() {
+	cat <<YAML
+node: { name: node-$1 }
+store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
+YAML
+}
+
 # e2e_fleet_agent I POLICY [ARGS...]: start node I's agent on its veth;
 # returns when it has attached. Sets NODE_PID[I] and NODE_LOG[I].
 # shellcheck disable=SC2034 # NODE_LOG is for the tests that source this

@@ -90,9 +90,9 @@ sleep_until() {
 e2e_fleet_tx
 for i in $(seq 1 $NODES_MAX); do
 	e2e_fleet_node "$i"
-	cat >"$WORK/node$i.yaml" <<YAML
-node: { name: node-$i }
-store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
+	{
+		e2e_fleet_yaml_head "$i"
+		cat <<YAML
 policies:
   - name: shared
     scope: cluster
@@ -113,6 +113,7 @@ policies:
     rate: $RATE/s
     burst: $BURST
 YAML
+	} >"$WORK/node$i.yaml"
 done
 
 # ---- one phase: a sink per node, bounded floods that start together at T0 ----

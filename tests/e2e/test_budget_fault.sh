@@ -28,9 +28,9 @@ RESUME_MAX_MS=1000 # two intervals plus the agent's timeouts and this script's p
 e2e_fleet_tx
 for i in $(seq 1 $NODES); do
 	e2e_fleet_node "$i"
-	cat >"$WORK/node$i.yaml" <<YAML
-node: { name: node-$i }
-store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
+	{
+		e2e_fleet_yaml_head "$i"
+		cat <<YAML
 policies:
   - name: shared
     scope: cluster
@@ -47,6 +47,7 @@ policies:
     rate: $RATE/s
     burst: $BURST
 YAML
+	} >"$WORK/node$i.yaml"
 	NS_RX=${NODE_NS[i]} e2e_count_setup shared "udp dport 9100" lenient "udp dport 9102"
 	e2e_fleet_agent "$i" "$WORK/node$i.yaml"
 done

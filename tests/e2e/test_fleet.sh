@@ -26,9 +26,9 @@ INTERVAL_MS=100
 e2e_fleet_tx
 for i in $(seq 1 $NODES); do
 	e2e_fleet_node "$i"
-	cat >"$WORK/node$i.yaml" <<YAML
-node: { name: node-$i }
-store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
+	{
+		e2e_fleet_yaml_head "$i"
+		cat <<YAML
 policies:
   - name: shared
     scope: cluster
@@ -42,6 +42,7 @@ policies:
     rate: $RATE/s
     burst: $BURST
 YAML
+	} >"$WORK/node$i.yaml"
 	NS_RX=${NODE_NS[i]} e2e_count_setup shared "udp dport 9100" control "udp dport 9101"
 	e2e_fleet_agent "$i" "$WORK/node$i.yaml"
 done
