@@ -225,6 +225,23 @@ struct bench_row {
 		 .floor = ROW_EMPTY,                                                               \
 		 .lookup = lk,                                                                     \
 		 .ref = id }
+/*
+ * rotate -> sluice at @n sources to @port, every packet @verd and counted by
+ * @pol as @cnt; its floor is rotate -> empty at the same @n.
+ */
+#define ROTATE_SLUICE_ROW(id, empty_id, verb, what, n, port, verd, pol, cnt, ref_id)               \
+	[id] = { .label = "rotate->sluice " verb ", " what,                                        \
+		 .prog = PROG_ROTATE,                                                              \
+		 .tail = PROG_SLUICE,                                                              \
+		 .flow = FLOW_V4_UDP,                                                              \
+		 .dport = port,                                                                    \
+		 .sources = n,                                                                     \
+		 .verdict = verd,                                                                  \
+		 .policy = pol,                                                                    \
+		 .counted = cnt,                                                                   \
+		 .floor = empty_id,                                                                \
+		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
+		 .ref = ref_id }
 #define ROTATE_ROWS(grp, empty_id, id, what, n)                                                    \
 	[empty_id] = { .group = grp,                                                               \
 		       .label = "rotate->empty, " what,                                            \
@@ -237,35 +254,15 @@ struct bench_row {
 		       .floor = empty_id,                                                          \
 		       .lookup = ROW_LOOKUP_V4_UDP,                                                \
 		       .ref = empty_id },                                                          \
-	[id] = { .label = "rotate->sluice pass, " what,                                            \
-		 .prog = PROG_ROTATE,                                                              \
-		 .tail = PROG_SLUICE,                                                              \
-		 .flow = FLOW_V4_UDP,                                                              \
-		 .dport = DPORT_PASS,                                                              \
-		 .sources = n,                                                                     \
-		 .verdict = XDP_PASS,                                                              \
-		 .policy = "udp-pass",                                                             \
-		 .counted = SLUICE_PSTAT_PASSED,                                                   \
-		 .floor = empty_id,                                                                \
-		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
-		 .ref = ROW_ROT_PASS_1 }
+	ROTATE_SLUICE_ROW(id, empty_id, "pass", what, n, DPORT_PASS, XDP_PASS, "udp-pass",         \
+			  SLUICE_PSTAT_PASSED, ROW_ROT_PASS_1)
 /*
  * @n sources over the drop limit: those the deny cache holds (it has 2^13
  * slots per CPU) drop from it, the rest take the full path.
  */
 #define ROTATE_DROP_ROW(id, empty_id, what, n)                                                     \
-	[id] = { .label = "rotate->sluice drop, " what,                                            \
-		 .prog = PROG_ROTATE,                                                              \
-		 .tail = PROG_SLUICE,                                                              \
-		 .flow = FLOW_V4_UDP,                                                              \
-		 .dport = DPORT_DROP,                                                              \
-		 .sources = n,                                                                     \
-		 .verdict = XDP_DROP,                                                              \
-		 .policy = "udp-drop",                                                             \
-		 .counted = SLUICE_PSTAT_DROPPED,                                                  \
-		 .floor = empty_id,                                                                \
-		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
-		 .ref = ROW_DROP_V4_UDP }
+	ROTATE_SLUICE_ROW(id, empty_id, "drop", what, n, DPORT_DROP, XDP_DROP, "udp-drop",         \
+			  SLUICE_PSTAT_DROPPED, ROW_DROP_V4_UDP)
 /* Two threads on two CPUs at once: IPv4 UDP on the first, @fl2 on the second. */
 #define MT_ROW(id, what, port, fl2, verd, pol, cnt, one_cpu, cas)                                  \
 	[id] = { .label = what,                                                                    \
