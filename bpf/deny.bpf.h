@@ -81,13 +81,13 @@ static __always_inline int flow_equal(const struct sluice_flow *a, const struct 
 }
 
 /*
- * The policy that denies @m's flow now without looking (its id), or -1.
- * Reads the clock only when the flow is in the cache.
+ * The policy that denies @m's flow @f (in @slot, sluice_deny_slot) now
+ * without looking (its id), or -1. Reads the clock only when the flow is in
+ * the cache.
  */
-static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_flow *f,
+static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_flow *f, __u32 slot,
 					__u64 stamp)
 {
-	__u32 slot = sluice_deny_slot(f);
 	__u64 *word = deny_word(slot);
 	struct sluice_deny *d;
 
@@ -104,12 +104,11 @@ static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_
 	return m->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
 }
 
-/* Remember that policy @id denies @f for m->deny_ticks (set by the limiter). */
+/* Remember in @slot that policy @id denies @f for m->deny_ticks (set by the limiter). */
 static __always_inline void deny_store(const struct pkt_meta *m, const struct sluice_flow *f,
-				       __u32 id, __u64 stamp)
+				       __u32 slot, __u32 id, __u64 stamp)
 {
 	__u64 ttl = m->deny_ticks < SLUICE_DENY_TTL_TICKS ? m->deny_ticks : SLUICE_DENY_TTL_TICKS;
-	__u32 slot = sluice_deny_slot(f);
 	__u64 *word = deny_word(slot);
 	struct sluice_deny *d = bpf_map_lookup_elem(&sluice_deny, &slot);
 

@@ -307,7 +307,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	struct pkt_meta m = {};
 	int verdict = XDP_PASS, cache;
 	int no_ports = 0;
-	__u32 zero = 0, gen;
+	__u32 zero = 0, gen, slot = 0;
 	__u64 stamp;
 	long denied_by;
 
@@ -328,7 +328,8 @@ int sluice_xdp(struct xdp_md *ctx)
 	cache = !(m.gen_flags & SLUICE_GEN_F_DST);
 	if (cache) {
 		flow_of(&m, &flow);
-		denied_by = deny_cached(&m, &flow, stamp);
+		slot = sluice_deny_slot(&flow);
+		denied_by = deny_cached(&m, &flow, slot, stamp);
 		if (denied_by >= 0) {
 			count_policy(denied_by, SLUICE_PSTAT_DROPPED, m.len_bytes);
 			verdict = XDP_DROP;
@@ -346,7 +347,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	}
 	verdict = apply_policies(&m, match, gen, &why);
 	if (verdict == XDP_DROP && cache && m.deny_ticks)
-		deny_store(&m, &flow, m.deny_id, stamp);
+		deny_store(&m, &flow, slot, m.deny_id, stamp);
 out:
 	totals = bpf_map_lookup_elem(&sluice_totals, &zero);
 	count_total(totals, verdict == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,
