@@ -80,25 +80,36 @@ int maps__write_fail(const struct sluice_maps *m, __u32 id, const struct sluice_
 	return bpf_map_update_elem(m->fd[SLUICE_MAP_FAIL], &id, st, BPF_ANY) ? -errno : 0;
 }
 
+/* @n values into the array @fd from index @first on, in one call. */
+static int write_array(int fd, __u32 first, const void *vals, __u32 n)
+{
+	__u32 *keys = calloc(n ? n : 1, sizeof(*keys)), i;
+	int err;
+
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		keys[i] = first + i;
+	err = bpf_map_update_batch(fd, keys, vals, &n, NULL) ? -errno : 0;
+	free(keys);
+	return err;
+}
+
 /* Every policy slot of @gen: the compiled ones at their ids, zero for the rest. */
 static int write_policies(const struct sluice_maps *m, const struct compiled *c)
 {
 	struct sluice_policy *vals = calloc(SLUICE_MAX_POLICIES, sizeof(*vals));
-	__u32 *keys = calloc(SLUICE_MAX_POLICIES, sizeof(*keys));
-	__u32 i, n = SLUICE_MAX_POLICIES;
-	int err = -ENOMEM;
+	__u32 i;
+	int err;
 
-	if (!vals || !keys)
-		goto out;
-	for (i = 0; i < SLUICE_MAX_POLICIES; i++)
-		keys[i] = c->gen * SLUICE_MAX_POLICIES + i;
+	if (!vals)
+		return -ENOMEM;
 	for (i = 0; i < c->n_policies; i++)
 		if (c->policies[i].name[0] && c->policies[i].id < SLUICE_MAX_POLICIES)
 			vals[c->policies[i].id] = c->policies[i];
-	err = bpf_map_update_batch(m->fd[SLUICE_MAP_POLICY], keys, vals, &n, NULL) ? -errno : 0;
-out:
+	err = write_array(m->fd[SLUICE_MAP_POLICY], c->gen * SLUICE_MAX_POLICIES, vals,
+			  SLUICE_MAX_POLICIES);
 	free(vals);
-	free(keys);
 	return err;
 }
 
@@ -120,15 +131,6 @@ static int clear_gen(int fd, size_t key_size, __u32 gen)
 		prev = key;
 	}
 	return errno == ENOENT ? 0 : -errno;
-}
-
-/* @n values at @keys of the array @fd, in one call. */
-static int write_array(int fd, __u32 *keys, const void *vals, __u32 n)
-{
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	__u32 count = n;
-
-	return bpf_map_update_batch(fd, keys, vals, &count, &opts) ? -errno : 0;
 }
 
 /*
@@ -153,20 +155,17 @@ static int write_classes(int fd, __u32 gen, const __u32 *classes)
 static int write_match(const struct sluice_maps *m, const struct compiled *c)
 {
 	__u32 *classes = calloc(SLUICE_CLASSES, sizeof(*classes));
-	__u32 *keys = calloc(SLUICE_MATCH_SLOTS, sizeof(*keys));
 	struct sluice_match *slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*slots));
-	__u32 gen = c->gen % SLUICE_POLICY_GENS, i;
+	__u32 gen = c->gen % SLUICE_POLICY_GENS;
 	size_t n_slots = 0;
-	int err = classes && keys && slots ? compile_classes(c, classes, slots, &n_slots) : -ENOMEM;
+	int err = classes && slots ? compile_classes(c, classes, slots, &n_slots) : -ENOMEM;
 
-	for (i = 0; !err && i < n_slots; i++)
-		keys[i] = gen * SLUICE_MATCH_SLOTS + i;
 	if (!err)
-		err = write_array(m->fd[SLUICE_MAP_MATCH], keys, slots, n_slots);
+		err = write_array(m->fd[SLUICE_MAP_MATCH], gen * SLUICE_MATCH_SLOTS, slots,
+				  (__u32)n_slots);
 	if (!err)
 		err = write_classes(m->fd[SLUICE_MAP_CLASS], gen, classes);
 	free(classes);
-	free(keys);
 	free(slots);
 	return err;
 }
