@@ -38,7 +38,7 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 {
 	struct sluice_state fresh, *st;
 	__u64 old, new_tat;
-	long err;
+	int err; /* not long: see below */
 	int i;
 
 	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
@@ -48,7 +48,13 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 				return LIMIT_DENY;
 			fresh.tat = new_tat;
 			*tat = new_tat;
-			err = bpf_map_update_elem(&sluice_state, key, &fresh, BPF_NOEXIST);
+			/*
+			 * Before Linux 6.4 a map's update returned int, and the
+			 * verifier calls it directly: the error is in the low
+			 * 32 bits of r0 only (-EEXIST read as 4294967279 on
+			 * 6.1), so compare it as an int.
+			 */
+			err = (int)bpf_map_update_elem(&sluice_state, key, &fresh, BPF_NOEXIST);
 			if (!err)
 				return LIMIT_ADMIT;
 			if (err != -EEXIST)
