@@ -302,7 +302,8 @@ int sluice_xdp(struct xdp_md *ctx)
 	enum sluice_total why = SLUICE_TOTAL_MAX;
 	struct sluice_totals *totals;
 	struct sluice_match *match;
-	struct sluice_flow flow = {}; /* 6.1 verifiers do not see it is only read when cache is set */
+	/* Zeroed: 6.1's verifier does not see it is read only when cache is set. */
+	struct sluice_flow flow = {};
 	struct sluice_ctl *ctl;
 	struct pkt_meta m = {};
 	int verdict = XDP_PASS, cache;
