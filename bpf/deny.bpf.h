@@ -29,7 +29,8 @@
  *   destination address).
  * What can still shorten a denial is a refund (another packet admitted on
  * the key and given back when a later layer dropped it) or a key removed
- * by the agent; SLUICE_DENY_TTL_NS caps how long a drop stands for those.
+ * by the agent; sluice_deny_ttl_ticks (SLUICE_DENY_TTL_NS unless the loader
+ * says otherwise) caps how long a drop stands for those.
  * A cached drop is thus never an admission the full path would not make,
  * and at worst an over-drop of one flow for 100 ms after such a refund.
  *
@@ -47,6 +48,14 @@
 #include "parse.bpf.h"
 #include "sluice/deny.h"
 #include "sluice/gcra.h"
+
+/*
+ * The longest a cached drop stands, in GCRA ticks: a constant the loader
+ * may set before load (struct load_opts). The BPF tests lengthen it, so
+ * that a step sequence on a slow machine (under QEMU's emulation a step
+ * takes a third of a second) runs inside one entry's life.
+ */
+const volatile __u64 sluice_deny_ttl_ticks = SLUICE_DENY_TTL_TICKS;
 
 static __always_inline void flow_of(const struct pkt_meta *m, struct sluice_flow *f)
 {
@@ -108,7 +117,7 @@ static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_
 static __always_inline void deny_store(const struct pkt_meta *m, const struct sluice_flow *f,
 				       __u32 slot, __u32 id, __u64 stamp)
 {
-	__u64 ttl = m->deny_ticks < SLUICE_DENY_TTL_TICKS ? m->deny_ticks : SLUICE_DENY_TTL_TICKS;
+	__u64 ttl = m->deny_ticks < sluice_deny_ttl_ticks ? m->deny_ticks : sluice_deny_ttl_ticks;
 	__u64 *word = deny_word(slot);
 	struct sluice_deny *d = bpf_map_lookup_elem(&sluice_deny, &slot);
 

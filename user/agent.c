@@ -246,7 +246,8 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
 		att = &a->att[a->n_att++];
-		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i], opts->max_keys);
+		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i],
+				       &(struct load_opts){ .max_keys = opts->max_keys });
 		if (!err)
 			err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
 		if (!err)

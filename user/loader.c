@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sluice.skel.h"
+#include "sluice/deny.h"
 #include "loader.h"
 #include "log.h"
 
@@ -103,10 +104,12 @@ static int init_ctl(struct attachment *a)
 	return maps__write_ctl(&a->maps, &ctl);
 }
 
-int attachment__load(struct attachment *a, const char *pin_root, const char *iface, __u32 max_keys)
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
+		     const struct load_opts *o)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts);
-	__u32 pinned_keys;
+	__u32 pinned_keys, max_keys = o->max_keys;
+	__u64 ttl_ns = o->deny_ttl_ns ? o->deny_ttl_ns : SLUICE_DENY_TTL_NS;
 	int err;
 
 	memset(a, 0, sizeof(*a));
@@ -142,6 +145,7 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 		pr_warn("cannot open the XDP object: %s", strerror(-err));
 		return err;
 	}
+	a->skel->rodata->sluice_deny_ttl_ticks = sluice_gcra_ticks(ttl_ns);
 	err = bpf_map__set_max_entries(a->skel->maps.sluice_state, max_keys);
 	if (!err)
 		err = sluice_bpf__load(a->skel);

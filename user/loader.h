@@ -34,14 +34,21 @@ struct attachment {
 /* <pin_root>/<iface>, or -ENAMETOOLONG. */
 int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *iface);
 
+/* What a load may set; a zero field keeps the default. */
+struct load_opts {
+	__u32 max_keys;	   /* sluice_state's size: the default, or the pinned size */
+	__u64 deny_ttl_ns; /* the longest a cached drop stands: SLUICE_DENY_TTL_NS */
+};
+
 /*
  * Open and load the XDP object for @iface (its index may be 0 when the
  * object will only be test-run), pinning its maps in <pin_root>/<iface>/ or
  * reusing the ones already there; refuses pins of another ABI version.
- * @max_keys sizes sluice_state (0: the default) and must equal the pinned
- * size when reusing. 0 or -errno, with the cause already reported.
+ * @o->max_keys must equal the pinned size when reusing. 0 or -errno, with
+ * the cause already reported.
  */
-int attachment__load(struct attachment *a, const char *pin_root, const char *iface, __u32 max_keys);
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
+		     const struct load_opts *o);
 
 /*
  * Attach the loaded program: replace the program of a pinned link, or

@@ -66,6 +66,13 @@ int harness_apply(struct harness *h, const char *yaml)
 	return err;
 }
 
+static __u64 deny_ttl_ns;
+
+void harness_set_deny_ttl(__u64 ns)
+{
+	deny_ttl_ns = ns;
+}
+
 int harness_load(struct harness *h, const char *yaml, __u32 max_keys)
 {
 	static unsigned int seq;
@@ -74,7 +81,9 @@ int harness_load(struct harness *h, const char *yaml, __u32 max_keys)
 	memset(h, 0, sizeof(*h));
 	snprintf(h->pin_root, sizeof(h->pin_root), "%s/%s%d-%u", BPFFS_ROOT, PIN_ROOT_PREFIX,
 		 getpid(), seq++);
-	err = attachment__load(&h->att, h->pin_root, HARNESS_IFACE, max_keys);
+	err = attachment__load(
+		&h->att, h->pin_root, HARNESS_IFACE,
+		&(struct load_opts){ .max_keys = max_keys, .deny_ttl_ns = deny_ttl_ns });
 	h->loaded = 1;
 	if (!err)
 		err = harness_apply(h, yaml);

@@ -30,6 +30,9 @@ void harness_require_root(void);
  */
 int harness_load(struct harness *h, const char *yaml, __u32 max_keys);
 
+/* The deny cache's TTL of every object this process loads from now on (0: the default). */
+void harness_set_deny_ttl(__u64 ns);
+
 /* Apply another policy to the loaded object, as a reload would. */
 int harness_apply(struct harness *h, const char *yaml);
 

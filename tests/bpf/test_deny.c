@@ -3,8 +3,11 @@
  * BPF_PROG_TEST_RUN on the real object: the deny cache (bpf/deny.bpf.h).
  * When a node-scoped, enforcing policy drops a packet with its own limit,
  * the flow (source, protocol, destination port, SYN, family) is kept in
- * this CPU's slot until the key would admit again, at most
- * SLUICE_DENY_TTL_NS; the flow's next packets are dropped from there and
+ * this CPU's slot until the key would admit again, at most the TTL
+ * (SLUICE_DENY_TTL_NS; these tests load with TEST_DENY_TTL_NS, so that no
+ * entry ends while a test still counts on it, however slow the machine:
+ * no assertion here depends on how fast steps run). The flow's next
+ * packets are dropped from there and
  * must be counted exactly as the full path counts them. Every step is
  * checked for its verdict, the exact delta of every policy counter and
  * every total, and, where it says so, for what this CPU's slot holds: the
@@ -62,7 +65,8 @@
 #define FRESH_TIMEOUT_NS (3600 * SLUICE_NSEC_PER_SEC) /* a beat stamped now stays fresh */
 #define LOSS_TIMEOUT_NS	 SLUICE_NSEC_PER_SEC
 #define LOST_BEAT_NS	 1 /* a heartbeat at boot: lost for the whole uptime */
-#define ROW_TESTS	 6 /* tests run once per address family */
+#define TEST_DENY_TTL_NS (60 * SLUICE_NSEC_PER_SEC) /* outlives any test; < a 1/h retry */
+#define ROW_TESTS	 6			    /* tests run once per address family */
 
 /* Addresses a step names; each family row gives their text. */
 enum addr {
@@ -311,9 +315,8 @@ static const struct step counts_steps[] = {
 /*
  * SRC_A's key evicted: the full path would admit a fresh burst, so a drop
  * proves the cache answered. bpf/deny.bpf.h accepts that over-drop for at
- * most SLUICE_DENY_TTL_NS (100 ms); from the flood to this packet takes
- * about 10 ms here (two status reads). The same policy applied again is a
- * new generation: the entry no longer counts, and the fresh key admits.
+ * most the TTL. The same policy applied again is a new generation: the
+ * entry no longer counts, and the fresh key admits.
  */
 static const struct step evicted_steps[] = {
 	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
@@ -346,7 +349,7 @@ struct until_case {
 	const char *yaml;
 	size_t frame_bytes; /* 0: as harness_udp() builds it */
 	__u32 admitted;	    /* the burst, in frames; the next one is denied */
-	int is_capped;	    /* the retry is longer than SLUICE_DENY_TTL_NS */
+	int is_capped;	    /* the retry is longer than the TTL */
 };
 
 /* clang-format off */
@@ -379,9 +382,35 @@ static __u64 coarse_ticks(void)
 }
 
 /*
+ * Once the program's clock is past @e's until, the entry no longer drops:
+ * a packet of the key, which admits one again, passes. Waiting longer
+ * than needed cannot fail this; the clock lags the coarse clock by up to
+ * SLUICE_COARSE_LAG_TICKS ticks.
+ */
+static void expect_expiry(struct harness *h, const struct pkt *p, const struct sluice_deny *e,
+			  __u64 tick)
+{
+	const struct timespec nap = { .tv_nsec = (long)(tick >> SLUICE_GCRA_TICK_SHIFT) };
+	struct status before, after;
+
+	while ((__s64)(coarse_ticks() - e->until) <= (__s64)((SLUICE_COARSE_LAG_TICKS + 1) * tick))
+		assert_int_equal(nanosleep(&nap, NULL), 0);
+	harness_status(h, &before);
+	assert_int_equal(harness_run(h, p), XDP_PASS);
+	harness_status(h, &after);
+	assert_int_equal(harness_policy_pkts(&after, "limit", SLUICE_PSTAT_PASSED) -
+				 harness_policy_pkts(&before, "limit", SLUICE_PSTAT_PASSED),
+			 1);
+	status__free(&before);
+	status__free(&after);
+}
+
+/*
  * The denial is cached until the key admits even the cheapest packet (one
  * unit: a packet, or one byte): tat + incr(1) - tol, where tat is the key's
  * TAT, which a denial leaves alone. A longer retry is capped at the TTL.
+ * A packet past until passes (expect_expiry; for packets: the bytes rows'
+ * frames need more than the one byte the key then admits).
  */
 static void test_until_exact(void **state)
 {
@@ -418,8 +447,12 @@ static void test_until_exact(void **state)
 	denied_until = tat +
 		       sluice_gcra_incr(1, pol.limit.interval_mant, pol.limit.interval_shift) -
 		       pol.limit.tolerance;
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	tick = sluice_gcra_ticks((__u64)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec);
 	if (!c->is_capped) {
 		assert_int_equal(e.until, denied_until);
+		if (!c->frame_bytes)
+			expect_expiry(&h, &p, &e, tick);
 		harness_close(&h);
 		return;
 	}
@@ -430,9 +463,7 @@ static void test_until_exact(void **state)
 	 * which can be the previous tick's value: up to one tick before
 	 * `before`.
 	 */
-	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
-	tick = sluice_gcra_ticks((__u64)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec);
-	assert_in_range(e.until - SLUICE_DENY_TTL_TICKS, before - tick, after);
+	assert_in_range(e.until - sluice_gcra_ticks(TEST_DENY_TTL_NS), before - tick, after);
 	harness_close(&h);
 }
 
@@ -610,7 +641,10 @@ static const struct step early_turns_cached_steps[TURNS_STEPS] = {
 	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("late", DROPPED)),
 };
 
-/* After the entry ended: the full path's attribution, cached from then on. */
+/*
+ * After the entry ended (the same policies applied again: a new
+ * generation, keys kept): the full path's attribution, cached from then on.
+ */
 static const struct step early_after_steps[] = {
 	STEP(1, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("early", DROPPED)),
 	STEP(FLOOD, SRC_A, UDP(EARLY_PORT), DROP, 0, HIT, M("early", DROPPED)),
@@ -644,20 +678,6 @@ static const struct turns_case turns_cases[] = {
 	  NULL, 0 },
 };
 
-/* Sleep past any cached entry: its longest life and two ticks of clock lag. */
-static void outlive_entries(void)
-{
-	struct timespec res, t;
-	__u64 ns;
-
-	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
-	ns = SLUICE_DENY_TTL_NS +
-	     SLUICE_COARSE_LAG_TICKS * ((__u64)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec);
-	t.tv_sec = ns / SLUICE_NSEC_PER_SEC;
-	t.tv_nsec = ns % SLUICE_NSEC_PER_SEC;
-	assert_int_equal(nanosleep(&t, NULL), 0);
-}
-
 static void test_layer_changes(void **state)
 {
 	const struct turns_case *c = *state;
@@ -666,7 +686,7 @@ static void test_layer_changes(void **state)
 	expect_load(&h, c->yaml);
 	run_steps(&h, c->family, c->name, c->steps, TURNS_STEPS);
 	if (c->after) {
-		outlive_entries();
+		expect_apply(&h, c->yaml);
 		run_steps(&h, c->family, c->name, c->after, c->n_after);
 	}
 	harness_close(&h);
@@ -750,6 +770,7 @@ int main(void)
 	int err;
 
 	harness_require_root();
+	harness_set_deny_ttl(TEST_DENY_TTL_NS);
 	err = pin_cpu();
 	if (err) {
 		fprintf(stderr, "cannot pin the test to one CPU: %s\n", strerror(-err));
