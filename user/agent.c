@@ -245,11 +245,15 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	if (!err)
 		err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
-		att = &a->att[a->n_att++];
+		att = &a->att[a->n_att];
 		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i],
 				       &(struct load_opts){ .max_keys = opts->max_keys });
-		if (!err)
-			err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
+		if (err) {
+			attachment__close(att); /* not loaded: nothing to beat or detach */
+			break;
+		}
+		a->n_att++;
+		err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
 		if (!err)
 			err = attachment__attach(att, opts->mode);
 		if (!err)

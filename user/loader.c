@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "sluice.skel.h"
 #include "sluice/deny.h"
 #include "loader.h"
 #include "log.h"
+#include "probe.h"
 
 #define PIN_DIR_MODE 0700
 
@@ -104,6 +106,38 @@ static int init_ctl(struct attachment *a)
 	return maps__write_ctl(&a->maps, &ctl);
 }
 
+/*
+ * Refuse, before the object is opened, a kernel that lacks what it needs,
+ * naming the feature and the release that brought it (user/probe.c).
+ */
+static int check_kernel(const char *iface)
+{
+	const struct probe_feature *missing;
+	char why[256];
+	int err = probe_kernel(&missing);
+
+	if (err == -EOPNOTSUPP && !probe_refusal(why, sizeof(why), missing))
+		pr_warn("cannot load the XDP program for '%s': %s", iface, why);
+	else if (err)
+		pr_warn("cannot probe the kernel's BPF features: %s", strerror(-err));
+	return err;
+}
+
+/* The load failed on a kernel with every feature: its verifier said no. */
+static void report_rejection(const char *iface, int err)
+{
+	struct utsname u;
+
+	if (err != -EACCES && err != -EINVAL) {
+		pr_warn("cannot load the XDP program for '%s': %s", iface, strerror(-err));
+		return;
+	}
+	pr_warn("cannot load the XDP program for '%s': the verifier of this kernel (%s) rejected "
+		"it; docs/kernels.md lists the kernels sluice is tested on; run with -v for the "
+		"verifier log",
+		iface, uname(&u) ? "?" : u.release);
+}
+
 int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
 		     const struct load_opts *o)
 {
@@ -138,6 +172,9 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], pinned_keys, max_keys);
 		return -EINVAL;
 	}
+	err = check_kernel(iface);
+	if (err)
+		return err;
 	opts.pin_root_path = a->pin_dir;
 	a->skel = sluice_bpf__open_opts(&opts);
 	if (!a->skel) {
@@ -150,9 +187,7 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	if (!err)
 		err = sluice_bpf__load(a->skel);
 	if (err) {
-		pr_warn("cannot load the XDP program for '%s': %s; run with -v for the verifier "
-			"log",
-			iface, strerror(-err));
+		report_rejection(iface, err);
 		return err;
 	}
 	a->prog_fd = bpf_program__fd(a->skel->progs.sluice_xdp);
