@@ -60,7 +60,7 @@ BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
 BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
-.PHONY: all deps test test-unit test-bpf test-e2e soak bench bench-path bench-agent demo format check-format clean install vmlinux
+.PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install vmlinux
 
 all: $(BIN) $(FLOOD) $(SINK)
 
@@ -157,6 +157,13 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 
 test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
+
+# test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
+# 12's oldest and current kernels and Debian 13's, each booted under QEMU,
+# and on the running kernel (tests/kernel/matrix.sh; about 10 minutes). Root.
+test-kernels: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN)
+	$(Q)tools/deps.sh kernels
+	$(Q)O=$(O) tests/kernel/matrix.sh
 
 # soak: the shared-budget harness longer and wider than the test suite runs
 # it (30 s per shape, 2, 4 and 6 nodes; about 12 minutes). Root.

@@ -4,6 +4,10 @@
 # Install every Debian package the build, the tests, the benchmark and the
 # demo need, and mount bpffs when it is missing. Idempotent; silent when all
 # is present. Needs root for anything it has to change.
+#
+# `tools/deps.sh kernels` also installs what the kernel matrix needs
+# (tests/kernel/matrix.sh): QEMU, a static busybox and cpio for its
+# initramfs, zstd for compressed kernel modules.
 set -euo pipefail
 
 PACKAGES=(
@@ -13,6 +17,9 @@ PACKAGES=(
 	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables valgrind
 )
+if [ "${1:-}" = kernels ]; then
+	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

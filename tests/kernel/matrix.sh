@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The kernel matrix (`make test-kernels`): the BPF tier and an attach-and-
+# enforce smoke test (tests/kernel/smoke.sh) on each kernel users run.
+#
+#   running    the kernel of this machine, natively;
+#   SUITE      Debian SUITE's current cloud kernel (bookworm: 6.1, trixie:
+#              6.12, bullseye: 5.10), booted under QEMU with the project's
+#              binaries in an initramfs;
+#   SUITE:oldest   the suite's oldest cloud kernel still in the archive;
+#   SUITE:PACKAGE  that kernel package of the suite;
+#   ...=refused    a kernel sluice must refuse: `sluice run` exits naming
+#              the feature it lacks (user/probe.c), and no verifier log.
+#
+# Kernel packages come through apt from the Debian mirror this machine is
+# configured with, so apt verifies them against Debian's archive keys as it
+# does any package; a private source list and state directory per suite
+# leave the machine's own lists untouched. Packages are cached under
+# $O/kernels/. Under TCG (no nested KVM here) a kernel boots in about 15 s
+# and the whole BPF tier runs, about 10× slower than natively.
+#
+# Usage: tests/kernel/matrix.sh [KERNEL...]   (default: $SLUICE_KERNELS)
+# SLUICE_KERNEL_TESTS="tests/bpf/test_limit ..." runs only those BPF tests.
+# Prints per-kernel results and a table; exits non-zero if any kernel fails.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+O=$(cd "${O:-$ROOT/build}" && pwd) # absolute: apt reads relative paths from /etc/apt
+CACHE=$O/kernels
+VM_TIMEOUT_S=${VM_TIMEOUT_S:-900}
+VM_MEM_MB=2048
+KERNELS=("$@")
+((${#KERNELS[@]})) || read -r -a KERNELS <<<"${SLUICE_KERNELS:-bookworm:oldest bookworm trixie running bullseye=refused}"
+
+BPF_TESTS=${SLUICE_KERNEL_TESTS:-$(cd "$O" && ls tests/bpf/test_* 2>/dev/null | grep -v '\.[od]$' | tr '\n' ' ' || true)}
+[ -n "$BPF_TESTS" ] || { echo "matrix: build the BPF tests first (make test-kernels does)" >&2; exit 1; }
+
+# mirror LABEL: the URI of the archive labelled LABEL (Debian, or
+# Debian-Security) in this machine's apt sources.
+mirror() {
+	apt-get indextargets --format '$(LABEL) $(REPO_URI)' 2>/dev/null |
+		awk -v l="$1" '$1 == l { print $2; exit }'
+}
+
+# fetch SUITE[:PACKAGE]: download and unpack SUITE's current cloud kernel,
+# or PACKAGE of SUITE, into $CACHE/SUITE; sets KDIR (holding vmlinuz and
+# veth.ko) and KPKG (the package's name).
+fetch() {
+	local suite=${1%%:*} want=${1#*:} d uri sec apt pkg deb
+	local key=/usr/share/keyrings/debian-archive-keyring.gpg
+	d=$CACHE/$suite
+	[ "$want" != "$1" ] || want=
+	uri=$(mirror Debian)
+	sec=$(mirror Debian-Security)
+	[ -n "$uri" ] || { echo "matrix: no Debian mirror in this machine's apt sources" >&2; return 1; }
+	mkdir -p "$d/apt/lists/partial" "$d/apt/archives/partial"
+	{
+		echo "deb [signed-by=$key] $uri $suite main"
+		[ -z "$sec" ] || echo "deb [signed-by=$key] $sec $suite-security main"
+	} >"$d/apt/sources.list"
+	apt=(-q -o "Dir::Etc::SourceList=$d/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$d/apt/lists" -o "Dir::Cache=$d/apt" -o APT::Sandbox::User=root)
+	if [ ! -f "$d/pkg" ]; then
+		apt-get "${apt[@]}" update >"$d/apt.log" 2>&1 ||
+			{ cat "$d/apt.log" >&2; return 1; }
+		# The metapackage names the suite's current kernel.
+		apt-cache "${apt[@]}" depends linux-image-cloud-amd64 |
+			awk '/Depends: linux-image-[0-9]/ { print $2; exit }' >"$d/pkg"
+	fi
+	case $want in
+	"") KPKG=$(cat "$d/pkg") ;;
+	oldest) # the suite's first kernel still in the archive: a host never upgraded
+		KPKG=$(apt-cache "${apt[@]}" search --names-only '^linux-image-[0-9.]+-[0-9]+-cloud-amd64$' |
+			awk '{ print $1 }' | sort -V | head -n 1) ;;
+	*) KPKG=$want ;;
+	esac
+	[ -n "$KPKG" ] || { rm -f "$d/pkg"; echo "matrix: $suite: no cloud kernel" >&2; return 1; }
+	KDIR=$d/$KPKG
+	if [ ! -f "$KDIR/vmlinuz" ]; then
+		rm -rf "$KDIR" "$d/deb"
+		mkdir -p "$d/deb" "$KDIR/x"
+		(cd "$d/deb" && apt-get "${apt[@]}" download "$KPKG" >>"$d/apt.log" 2>&1) ||
+			{ cat "$d/apt.log" >&2; return 1; }
+		for deb in "$d"/deb/*.deb; do dpkg-deb -x "$deb" "$KDIR/x"; done
+		pkg=$(find "$KDIR/x" -name 'veth.ko*' | head -n 1)
+		[ -n "$pkg" ] || { echo "matrix: $KPKG has no veth module" >&2; return 1; }
+		case $pkg in
+		*.xz) xz -dc "$pkg" >"$KDIR/veth.ko" ;;
+		*.zst) zstd -qdc "$pkg" >"$KDIR/veth.ko" ;;
+		*) cp "$pkg" "$KDIR/veth.ko" ;;
+		esac
+		cp "$KDIR"/x/boot/vmlinuz-* "$KDIR/vmlinuz.tmp"
+		rm -rf "$KDIR/x" "$d/deb"
+		mv "$KDIR/vmlinuz.tmp" "$KDIR/vmlinuz"
+	fi
+}
+
+# The initramfs: busybox, the tools the tests call that busybox lacks or
+# does differently (bash, iproute2's ip, util-linux, coreutils' date), the
+# project's binaries and scripts under /sluice, and every library they load.
+INITRD=$CACHE/initramfs.cpio.gz
+TOOLS=(bash ip nsenter mountpoint date)
+initramfs() {
+	local r=$CACHE/root bin f lib
+	rm -rf "$r"
+	mkdir -p "$r"/{bin,usr/bin,lib,sluice/tests/kernel,sluice/tests/e2e,sluice/build/tests/bpf}
+	cp /bin/busybox "$r/bin/busybox"
+	install -m 0755 "$ROOT/tests/kernel/init" "$r/init"
+	cp "$ROOT/tests/run-tier" "$r/sluice/tests/"
+	cp "$ROOT/tests/e2e/lib.sh" "$r/sluice/tests/e2e/"
+	cp "$ROOT/tests/kernel/smoke.sh" "$r/sluice/tests/kernel/"
+	local elves=()
+	for bin in "${TOOLS[@]}"; do
+		f=$(command -v "$bin")
+		cp "$f" "$r/usr/bin/"
+		elves+=("$f")
+	done
+	for f in sluice sluice-flood sluice-sink $BPF_TESTS; do
+		mkdir -p "$r/sluice/build/$(dirname "$f")"
+		cp "$O/$f" "$r/sluice/build/$f"
+		elves+=("$O/$f")
+	done
+	for f in "${elves[@]}"; do
+		for lib in $(ldd "$f" | grep -o '/[^ ]*'); do
+			mkdir -p "$r$(dirname "$lib")"
+			cp -nL "$lib" "$r$lib"
+		done
+	done
+	echo "BPF_TESTS='$(printf 'build/%s ' $BPF_TESTS)'" >"$r/sluice/run.env"
+	(cd "$r" && find . | cpio -o -H newc --quiet | gzip -1) >"$INITRD.tmp"
+	mv "$INITRD.tmp" "$INITRD"
+}
+
+# boot KDIR LOG [ARG]: boot the kernel with the initramfs (and KDIR's
+# veth.ko), ARG on its command line.
+boot() {
+	local kdir=$1 log=$2 arg=${3:-} extra=$CACHE/veth.cpio.gz
+	rm -rf "$CACHE/veth" && mkdir -p "$CACHE/veth/lib"
+	cp "$kdir/veth.ko" "$CACHE/veth/lib/"
+	(cd "$CACHE/veth" && find . | cpio -o -H newc --quiet | gzip -1) >"$extra"
+	cat "$INITRD" "$extra" >"$CACHE/boot.cpio.gz"
+	timeout "$VM_TIMEOUT_S" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 \
+		-m $VM_MEM_MB -nographic -no-reboot -net none -kernel "$kdir/vmlinuz" \
+		-initrd "$CACHE/boot.cpio.gz" \
+		-append "console=ttyS0 quiet panic=-1 oops=panic $arg" </dev/null >"$log" 2>&1 || true
+	tr -d '\r' <"$log" >"$log.txt" && mv "$log.txt" "$log"
+}
+
+REPORT=()
+failed=()
+# report_refusal NAME LOG: pass when sluice refused, naming what is missing.
+report_refusal() {
+	local name=$1 log=$2 why
+	why=$(grep -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" | head -n 1 || true)
+	if [ -n "$why" ] && ! grep -q '^@@ refusal-rc 0$' "$log" && ! grep -q 'VERIFIER LOG' "$log"; then
+		REPORT+=("| $name | - | refused: $why | - | pass |")
+	else
+		failed+=("$name")
+		REPORT+=("| $name | - | not refused as expected | - | FAIL |")
+	fi
+}
+
+# report NAME LOG: read a run's BPF tier and smoke lines; prints them.
+report() {
+	local name=$1 log=$2 tier bpf smoke attach admitted ok=1
+	tier=$(grep -E '^bpf: [0-9]+ passed' "$log" | tail -n 1 || true)
+	bpf=$(echo "$tier" | awk '{ printf "%d/%d", $2, $2 + $4 + $6 }')
+	[ -n "$tier" ] || bpf="none ran"
+	if grep -q 'event=start' "$log" || grep -q '^smoke: .* admitted' "$log"; then
+		attach=yes
+	else
+		attach=no
+	fi
+	admitted=$(sed -n 's/^smoke: \([^ ]*\) admitted \([0-9]*\) of \([0-9]*\) in \([0-9]*\) ms, bound \([0-9]*\)/\1 \2 ≤ \5 (of \3, \4 ms)/p' "$log" |
+		paste -sd ';' - | sed 's/;/; /g')
+	grep -q '^@@ bpf-rc 0$' "$log" || ok=0
+	grep -q '^@@ smoke-rc 0$' "$log" || ok=0
+	((ok)) || failed+=("$name")
+	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $( ((ok)) && echo pass || echo FAIL) |")
+}
+
+mkdir -p "$CACHE"
+built=0
+for spec in "${KERNELS[@]}"; do
+	k=${spec%=refused}
+	log=$CACHE/${k//[:\/]/_}.log
+	echo "== $spec"
+	if [ "$k" = running ]; then
+		name="running $(uname -r)"
+		{
+			(cd "$O" && SLUICE_TEST_LOGS=$CACHE/running-logs "$ROOT/tests/run-tier" bpf $BPF_TESTS)
+			echo "@@ bpf-rc $?"
+			"$ROOT/tests/kernel/smoke.sh" 2>&1
+			echo "@@ smoke-rc $?"
+		} >"$log" 2>&1 || true
+	else
+		if ! fetch "$k"; then
+			failed+=("$k")
+			REPORT+=("| $k | not fetched | - | - | FAIL |")
+			continue
+		fi
+		((built)) || { initramfs; built=1; }
+		name="${k%%:*} ${KPKG#linux-image-}"
+		if [ "$spec" != "$k" ]; then
+			boot "$KDIR" "$log" sluice.expect=refusal
+			grep -E '^(@@|sluice|ts=)' "$log" || true
+			report_refusal "$name" "$log"
+			continue
+		fi
+		boot "$KDIR" "$log"
+		grep -q '^@@ end' "$log" || echo "@@ the VM did not finish (timeout ${VM_TIMEOUT_S}s or panic)" >>"$log"
+	fi
+	grep -E '^(  (PASS|FAIL|SKIP)|        \||bpf: |@@|smoke: |ok: |FAIL: )' "$log" || true
+	report "$name" "$log"
+done
+
+echo
+echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | result |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${REPORT[@]}"
+if ((${#failed[@]})); then
+	echo "kernels: ${#failed[@]} failed: ${failed[*]} (logs in $CACHE/*.log)" >&2
+	exit 1
+fi
+echo "kernels: ${#KERNELS[@]} passed, 0 failed"
