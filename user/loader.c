@@ -23,6 +23,7 @@
 #include "probe.h"
 
 #define PIN_DIR_MODE 0700
+#define REFUSAL_LEN  256 /* probe_refusal()'s sentence */
 
 int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *iface)
 {
@@ -113,7 +114,7 @@ static int init_ctl(struct attachment *a)
 static int check_kernel(const char *iface)
 {
 	const struct probe_feature *missing;
-	char why[256];
+	char why[REFUSAL_LEN];
 	int err = probe_kernel(&missing);
 
 	if (err == -EOPNOTSUPP && !probe_refusal(why, sizeof(why), missing))
@@ -151,6 +152,9 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	maps__init(&a->maps);
 	snprintf(a->iface, sizeof(a->iface), "%s", iface);
 	a->ifindex = if_nametoindex(iface);
+	err = check_kernel(iface); /* before anything is created */
+	if (err)
+		return err;
 	err = loader_pin_dir(a->pin_dir, sizeof(a->pin_dir), pin_root, iface);
 	if (!err)
 		err = mkdir_p(a->pin_dir);
@@ -172,9 +176,6 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], pinned_keys, max_keys);
 		return -EINVAL;
 	}
-	err = check_kernel(iface);
-	if (err)
-		return err;
 	opts.pin_root_path = a->pin_dir;
 	a->skel = sluice_bpf__open_opts(&opts);
 	if (!a->skel) {
