@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * sluice [-v | -q] <command> [<options>] [<args>]: global options, the
- * command table and dispatch, nothing else.
+ * command table and dispatch, and the helpers every command shares (usage,
+ * interface names, opening an interface's pins).
  */
 #include <dirent.h>
 #include <getopt.h>
