@@ -61,6 +61,7 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install vmlinux
+.PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
 all: $(BIN) $(FLOOD) $(SINK)
 
@@ -90,8 +91,10 @@ $(BENCH_BPF_OBJ): $(O)/bench/%.bpf.o: $(O)/bench/%.tmp.bpf.o
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) gen object $@ $<
 
-# User objects depend on the skeleton (loader.c includes it).
-$(O)/%.o: %.c $(SKEL)
+# The skeleton exists before any user object compiles (order-only); -MMD then
+# records which objects include it (loader.c, test_deny.c, bench.c), so only
+# those rebuild when the BPF object changes.
+$(O)/%.o: %.c | $(SKEL)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
@@ -102,24 +105,24 @@ $(LIB): $(LIB_OBJ)
 
 $(BIN): $(CMD_OBJ) $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(FLOOD): $(O)/tools/flood.o $(PKT_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 # Store tests need a redis-server: tests/e2e/test_lease.sh starts one and runs them.
 $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 # The packet builder's own unit test links the builder; the ABI test reads the object.
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
@@ -128,17 +131,17 @@ $(O)/tests/unit/test_abi: | $(BPF_OBJ)
 $(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(O)/tests/bpf/expect.o \
 		$(PKT_OBJ) $(LIB) | $(BPF_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 $(O)/bench/bench.o $(O)/bench/gen.o: USER_CFLAGS += -Itests/bpf
 
 $(BENCH_BIN): $(O)/bench/bench.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_GEN): $(O)/bench/gen.o $(PKT_OBJ) | $(BENCH_BPF_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests: each tier is a target; `test` is what the README and CI run.
 TEST_LOGS := $(O)/test-logs
@@ -204,6 +207,59 @@ format:
 check-format:
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC) || \
 		{ echo "check-format: run 'make format' (STYLE.md: .clang-format is the law)" >&2; exit 1; }
+
+# check: static analysis, and the unit and BPF tiers under sanitizers and
+# valgrind (issue #15); CI runs it. Each part ends with a "check-PART: passed"
+# or "check-PART: FAILED" line, and check fails if any part failed. The BPF
+# tier needs root, as in test-bpf. bpf/ is BPF target code: clang's -Werror
+# build and the verifier check it, not these tools.
+CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
+CHECK_C_SRC = $(wildcard user/*.c tools/*.c tests/*/*.c)
+CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh bench/*.sh tests/kernel/*) tests/run-tier .ci/run)
+CHECK_JOBS ?= 2
+check:
+	$(Q)tools/deps.sh
+	$(Q)failed=; for p in $(CHECK_PARTS); do \
+		if $(MAKE) --no-print-directory check-$$p; then echo "check-$$p: passed"; \
+		else echo "check-$$p: FAILED"; failed="$$failed check-$$p"; fi; \
+	done; \
+	[ -z "$$failed" ] || { echo "check: failed:$$failed" >&2; exit 1; }; \
+	echo "check: all $(words $(CHECK_PARTS)) parts passed"
+
+# clang-tidy (.clang-tidy) sees what gcc sees, plus tools/lint/models.h: the
+# library facts its analyzer cannot read (cmocka's fail() does not return).
+TIDY_CFLAGS = $(filter-out -MMD -MP,$(USER_CFLAGS)) -include tools/lint/models.h
+check-tidy: $(SKEL)
+	$(call msg,TIDY,$(words $(CHECK_C_SRC)) files)
+	$(Q)printf '%s\n' $(CHECK_C_SRC) | xargs -P $(CHECK_JOBS) -I{} sh -c \
+		'out=$$(clang-tidy --quiet {} -- $(TIDY_CFLAGS) 2>&1) || { printf "%s\n" "$$out"; exit 1; }'
+
+# Suppressions are inline, each under a comment giving its reason.
+check-cppcheck: $(SKEL)
+	$(call msg,CPPCK,$(words $(CHECK_C_SRC)) files)
+	$(Q)cppcheck -q -j$(CHECK_JOBS) --error-exitcode=1 --enable=warning,portability,performance \
+		--inline-suppr --std=c11 --library=posix --library=tools/lint/cppcheck.cfg \
+		--template=gcc -Iinclude -Iuser -I$(O) $(CHECK_C_SRC)
+
+# .shellcheckrc lets shellcheck follow the sourced tests/e2e/lib.sh.
+check-shellcheck:
+	$(call msg,SHCHK,$(words $(CHECK_SH_SRC)) scripts)
+	$(Q)shellcheck $(CHECK_SH_SRC)
+
+# A build of its own (objects from -O2 and from the sanitizers cannot mix);
+# UBSan stops at its first report, like ASan.
+ASAN_O := $(O)/asan
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+ASAN_MAKE = $(MAKE) --no-print-directory O=$(ASAN_O) \
+	CFLAGS='-O1 -g $(SAN_FLAGS) -fno-omit-frame-pointer' LDFLAGS='$(SAN_FLAGS)'
+check-asan:
+	$(Q)$(ASAN_MAKE) -s -j$(CHECK_JOBS) $(UNIT_BIN:$(O)/%=$(ASAN_O)/%) $(BPFT_BIN:$(O)/%=$(ASAN_O)/%)
+	$(Q)UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_MAKE) test-unit test-bpf
+
+VALGRIND := valgrind --error-exitcode=1 --leak-check=full
+check-valgrind: $(UNIT_BIN) $(BPF_OBJ)
+	$(Q)SLUICE_TEST_WRAPPER='$(VALGRIND)' SLUICE_TEST_LOGS=$(TEST_LOGS) \
+		tests/run-tier unit-valgrind $(UNIT_BIN)
 
 PREFIX ?= /usr/local
 install: $(BIN)

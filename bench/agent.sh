@@ -114,6 +114,7 @@ status1_ms=$(status_ms)
 reload1_ms=$(reload_ms)
 e2e_stop_agent
 
+# shellcheck disable=SC2016 # the backquotes are Markdown for the report, not a command
 printf 'sluice bench-agent: `sluice run` with %d policies, sluice_state of %d entries\n\n' \
 	"$POLICIES" "$MAX_KEYS"
 printf '  %-48s %12s %12s\n' "" "no keys" "$keys keys"

@@ -63,7 +63,7 @@ rx_napi_thread() {
 	local pid
 	ip netns exec "$NS_RX" sh -c "echo 1 > /sys/class/net/$VETH_RX/threaded"
 	pid=$(ps -eo pid=,comm= | awk -v c="napi/$VETH_RX-" 'index($2, c) == 1 { print $1 }')
-	[ -n "$pid" ] && [ "$(wc -w <<<"$pid")" = 1 ] || e2e_fail "no single NAPI thread of $VETH_RX: '$pid'"
+	{ [ -n "$pid" ] && [ "$(wc -w <<<"$pid")" = 1 ]; } || e2e_fail "no single NAPI thread of $VETH_RX: '$pid'"
 	taskset -p -c "$RX_CPU" "$pid" >/dev/null
 	chrt -f -p "$RT_PRIO" "$pid"
 	echo "$pid"

@@ -16,6 +16,7 @@ PACKAGES=(
 	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
 	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables valgrind
+	clang-tidy cppcheck shellcheck
 )
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
@@ -23,7 +24,7 @@ fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+	[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = 'install ok installed' ] ||
 		missing+=("$p")
 done
 

@@ -210,8 +210,10 @@ static void report_absence(struct agent *a, const struct attachment *att)
 	__u64 lost;
 	int mode;
 
-	if (!p || maps__read_ctl(&att->maps, &ctl) || maps__read_active(&att->maps, p, &n))
-		n = 0;
+	if (!p || maps__read_ctl(&att->maps, &ctl) || maps__read_active(&att->maps, p, &n)) {
+		free(p); /* nothing to report, and ctl may be unset */
+		return;
+	}
 	lost = sluice_agent_lost_ns(ctl.heartbeat_ns, ctl.agent_timeout_ns, agent_now_ns());
 	for (i = 0; lost && i < n; i++) {
 		mode = sluice_fail_mode(p[i].on_agent_loss, p[i].closed_after_ns, lost,

@@ -204,6 +204,8 @@ static int show_all(const char *pin_root, int json)
 			pin_root, strerror(errno));
 		return -errno;
 	}
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
 	while ((e = readdir(d))) {
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;

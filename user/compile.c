@@ -32,7 +32,7 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 {
 	unsigned __int128 period_ticks = (unsigned __int128)rate->period_ns
 					 << SLUICE_GCRA_TICK_SHIFT;
-	unsigned __int128 mant, tol, max_cost = 1, incr_max;
+	unsigned __int128 mant, tol, max_cost = 1;
 	int shift = 0;
 
 	if (!rate->amount || !rate->period_ns || !burst) {
@@ -50,7 +50,7 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 	}
 	mant = ((period_ticks << shift) + rate->amount - 1) / rate->amount;
 	if (mant * max_cost >= (unsigned __int128)1 << 63 ||
-	    (incr_max = (max_cost * mant) >> shift) > SLUICE_GCRA_INCR_MAX) {
+	    ((max_cost * mant) >> shift) > SLUICE_GCRA_INCR_MAX) {
 		snprintf(err, errlen, "rate is too slow: one %s would take more than %llu days",
 			 rate->cost == SLUICE_COST_BYTES ? "frame" : "packet",
 			 (unsigned long long)(SLUICE_GCRA_INCR_MAX >> SLUICE_GCRA_TICK_SHIFT) /
@@ -296,6 +296,8 @@ static int add_port_entries(struct match_builder *b, __u8 proto)
 		cuts[n++] = p->match.port_lo;
 		cuts[n++] = p->match.port_hi + 1U;
 	}
+	/* A false positive: qsort() reads only cuts[0..n), all written above. */
+	/* cppcheck-suppress uninitvar */
 	qsort(cuts, n, sizeof(cuts[0]), cmp_u32);
 	for (i = 0; i + 1 < n; i++) {
 		if (cuts[i] == cuts[i + 1])
@@ -365,6 +367,7 @@ static int cmp_entry_lists(const void *a, const void *b)
  */
 static long assign_slots(const struct compiled *c, __u32 *slot_of)
 {
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
 	__u32 slot = 0;
 	size_t i;
@@ -373,6 +376,7 @@ static long assign_slots(const struct compiled *c, __u32 *slot_of)
 		return -ENOMEM;
 	for (i = 0; i < c->n_match; i++)
 		v[i] = &c->match[i];
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 	qsort(v, c->n_match, sizeof(*v), cmp_entry_lists);
 	for (i = 0; i < c->n_match; i++) {
 		if (!i || cmp_entry_lists(&v[i - 1], &v[i]))
@@ -424,6 +428,7 @@ static void fill_classes(__u32 *classes, const struct match_entry *e, __u32 slot
 int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_match *slots,
 		    size_t *n_slots)
 {
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
 	__u32 *slot_of = calloc(c->n_match ? c->n_match : 1, sizeof(*slot_of));
 	long n = v && slot_of ? assign_slots(c, slot_of) : -ENOMEM;
@@ -443,6 +448,7 @@ int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_matc
 		v[i] = &c->match[i];
 	}
 	/* Shorter prefixes first: a longer one that also matches overwrites. */
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 	qsort(v, c->n_match, sizeof(*v), cmp_prefixlen);
 	for (i = 0; i < c->n_match; i++)
 		fill_classes(classes, v[i], slot_of[v[i] - c->match]);

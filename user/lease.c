@@ -552,7 +552,7 @@ static void round_free(struct round *r)
 {
 	size_t j, i;
 
-	for (j = 0; r->add && j < r->att->n_pol; j++)
+	for (j = 0; r->add && r->n_add && j < r->att->n_pol; j++)
 		for (i = 0; i < r->n_add[j]; i++)
 			free(r->add[j * LEASE_HOT_LIMIT + i]);
 	free(r->add);

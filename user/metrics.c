@@ -240,7 +240,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	int code = HTTP_OK;
 
 	(void)version, (void)upload, (void)upload_len, (void)con_cls;
-	if (strcmp(method, "GET") || strcmp(url, METRICS_PATH)) {
+	if (strcmp(method, "GET") != 0 || strcmp(url, METRICS_PATH) != 0) {
 		r = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
 						    MHD_RESPMEM_PERSISTENT);
 		code = HTTP_NOT_FOUND;

@@ -226,6 +226,7 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_
 		if (!calls)
 			return -ENOMEM;
 		p->calls = calls;
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 		replies = realloc(p->replies, cap * sizeof(*replies));
 		if (!replies)
 			return -ENOMEM;

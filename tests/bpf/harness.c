@@ -109,8 +109,10 @@ int harness_cleanup(int rc)
 	DIR *d = opendir(BPFFS_ROOT);
 
 	snprintf(prefix, sizeof(prefix), "%s%d-", PIN_ROOT_PREFIX, getpid());
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
 	while (d && (e = readdir(d))) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)))
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", BPFFS_ROOT, e->d_name);
 		if (!pin_path(pins, dir, HARNESS_IFACE))
@@ -232,7 +234,7 @@ struct sluice_policy harness_policy(struct harness *h, const char *name)
 	size_t i;
 
 	harness_status(h, &st);
-	for (i = 0; i < st.n_policies && strcmp(st.policies[i].policy.name, name); i++)
+	for (i = 0; i < st.n_policies && strcmp(st.policies[i].policy.name, name) != 0; i++)
 		;
 	if (i == st.n_policies) {
 		fprintf(stderr, "no policy '%s' in status\n", name);

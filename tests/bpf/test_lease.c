@@ -238,11 +238,12 @@ static int spend_read(struct harness *h, const struct sluice_key *key, struct sl
 		assert_int_equal(s_.denied, (denied_units));                                       \
 	} while (0)
 
-/* @key's hot request, its since (ticks) into *@since: 0, or -errno (-ENOENT: none). */
+/* @key's hot request, its since (ticks) into *@since (else 0): 0, or -errno (-ENOENT: none). */
 static int hot_read(struct harness *h, const struct sluice_key *key, __u64 *since)
 {
 	struct sluice_hot hot;
 
+	*since = 0;
 	if (bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_HOT], key, &hot))
 		return -errno;
 	*since = hot.since;

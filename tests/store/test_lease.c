@@ -69,8 +69,10 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 	redisReply *r;
 
-	if (!f || !url || strncmp(url, URL_UNIX, strlen(URL_UNIX)))
+	if (!f || !url || strncmp(url, URL_UNIX, strlen(URL_UNIX)) != 0) {
+		free(f);
 		return -1;
+	}
 	f->row = *state;
 	*state = f;
 	if (conn_open(&f->a, url) || conn_open(&f->b, url))
@@ -761,24 +763,24 @@ static void hot_union(struct fix *f, struct hot_req *h)
 	t0 = redis_time_us(f);
 	hot_sync(f, &f->a, h, &s);
 	t1 = redis_time_us(f);
-	assert_members(&s, 0, "ff01", NULL);
+	assert_members(&s, 0, "ff01", (const char *)NULL);
 	score = zscore(f, HOT_KEY, "ff01");
 	assert_true(t0 <= score && score <= t1); /* scored with Redis TIME */
 	wait_redis_until(f, score + 1);
 	h->add = b1;
 	hot_sync(f, &f->b, h, &s);
-	assert_members(&s, 0, "0001", "ff01", NULL);
+	assert_members(&s, 0, "0001", "ff01", (const char *)NULL);
 	wait_redis_until(f, zscore(f, HOT_KEY, "0001") + 1);
 	h->add = a2;
 	hot_sync(f, &f->a, h, &s);
-	assert_members(&s, 0, "8001", "0001", "ff01", NULL);
+	assert_members(&s, 0, "8001", "0001", "ff01", (const char *)NULL);
 	h->n_add = 0;
 	h->limit = HOT_LIMIT_SMALL;
 	hot_sync(f, &f->b, h, &s);
-	assert_members(&s, 0, "8001", "0001", NULL);
+	assert_members(&s, 0, "8001", "0001", (const char *)NULL);
 	h->limit = HOT_LIMIT;
 	hot_sync(f, &f->a, h, &s);
-	assert_members(&s, 0, "8001", "0001", "ff01", NULL);
+	assert_members(&s, 0, "8001", "0001", "ff01", (const char *)NULL);
 }
 
 /* Whether @m is among hot set 0's members in @s. */
@@ -915,8 +917,8 @@ static void sync_peer(struct fix *f)
 	}
 	sync_run(f, &f->b, &x);
 	assert_int_equal(x.b.live_nodes, 1);
-	assert_members(&x.s, 0, "b0", NULL);
-	assert_members(&x.s, 1, "b1", NULL);
+	assert_members(&x.s, 0, "b0", (const char *)NULL);
+	assert_members(&x.s, 1, "b1", (const char *)NULL);
 	wait_redis_until(f, zscore(f, "sync:hot1", "b1") + 1);
 }
 
@@ -954,8 +956,8 @@ static void test_budget_sync(void **state)
 	assert_int_equal(d.load, STORE_SCRIPT_MAX);
 	assert_int_equal(d.evalsha, SYNC_CALLS);
 	assert_int_equal(x.b.live_nodes, SYNC_NODES);
-	assert_members(&x.s, 0, "a0", "b0", NULL);
-	assert_members(&x.s, 1, "b1", NULL);
+	assert_members(&x.s, 0, "a0", "b0", (const char *)NULL);
+	assert_members(&x.s, 1, "b1", (const char *)NULL);
 	for (i = 0; i < SYNC_LEASES; i++)
 		first[i] = x.q[i].want;
 	assert_grants(&x, first);
@@ -974,8 +976,8 @@ static void test_budget_sync(void **state)
 	assert_int_equal(d.load, 0);
 	assert_int_equal(d.reads, 1);
 	assert_int_equal(x.b.live_nodes, SYNC_NODES);
-	assert_members(&x.s, 0, "a0", "b0", NULL);
-	assert_members(&x.s, 1, "a1", "b1", NULL);
+	assert_members(&x.s, 0, "a0", "b0", (const char *)NULL);
+	assert_members(&x.s, 1, "a1", "b1", (const char *)NULL);
 	assert_grants(&x, used);
 }
 

@@ -43,8 +43,8 @@ struct map_case {
 
 /* clang-format off */
 #define MAP_CASE(m, t, k, v, n, f)                                                              \
-	{ .name = "map/" #m, .map = m, .type = t, .key_size = sizeof(k), .value_size = sizeof(v), \
-	  .max_entries = n, .flags = f }
+	{ .name = "map/" #m, .map = (m), .type = (t), .key_size = sizeof(k),                    \
+	  .value_size = sizeof(v), .max_entries = (n), .flags = (f) }
 
 static const struct map_case map_cases[] = {
 	/* Shared, not per-CPU: per-CPU limit state would admit ncpu times the limit. */

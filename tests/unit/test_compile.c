@@ -90,11 +90,12 @@ struct gcra_case {
 
 /* clang-format off */
 #define GCRA_OK(n, r, b, m, s, t) \
-	{ .name = "gcra/" n, .rate = r, .burst = b, .mant = m, .shift = s, .tol = t }
+	{ .name = "gcra/" n, .rate = (r), .burst = (b), .mant = (m), .shift = (s), .tol = (t) }
 #define GCRA_FRAME(n, r, b, m, s, t, fb, ft)                                                 \
-	{ .name = "gcra/" n, .rate = r, .burst = b, .mant = m, .shift = s, .tol = t,         \
-	  .frame_bytes = fb, .frame_ticks = ft }
-#define GCRA_ERR(n, r, b, e, m) { .name = "gcra/" n, .rate = r, .burst = b, .err = e, .msg = m }
+	{ .name = "gcra/" n, .rate = (r), .burst = (b), .mant = (m), .shift = (s),           \
+	  .tol = (t), .frame_bytes = (fb), .frame_ticks = (ft) }
+#define GCRA_ERR(n, r, b, e, m) \
+	{ .name = "gcra/" n, .rate = (r), .burst = (b), .err = (e), .msg = (m) }
 
 #define TOO_SLOW_PKT "rate is too slow: one packet would take more than 104 days"
 #define TOO_SLOW_FRAME "rate is too slow: one frame would take more than 104 days"
@@ -676,14 +677,14 @@ static void check_lookup(const struct policy_set *ps, const struct match_entry *
 
 	/* The arrays answer as the trie would: the brute-force list, or none. */
 	assert_in_range(slot, 0, low->n_slots - 1);
-	if (got->count != n_want || memcmp(got->ids, want, n_want * sizeof(want[0])))
+	if (got->count != n_want || memcmp(got->ids, want, n_want * sizeof(want[0])) != 0)
 		fail_msg("proto %u port %d: class slot %u lists %u policies, expected %zu", proto,
 			 port, slot, got->count, n_want);
 	if (!n_want && !e)
 		return;
 	if (!e)
 		fail_msg("proto %u port %d: no entry, but %zu policies apply", proto, port, n_want);
-	if (e->val.count != n_want || memcmp(e->val.ids, want, n_want * sizeof(want[0]))) {
+	if (e->val.count != n_want || memcmp(e->val.ids, want, n_want * sizeof(want[0])) != 0) {
 		fail_msg("proto %u port %d: entry /%u port %u lists %u policies (first %u), "
 			 "expected %zu (first %d)",
 			 proto, port, e->key.prefixlen, ntohs(e->key.dst_port), e->val.count,
@@ -700,6 +701,7 @@ static void check_all_lookups(const struct policy_set *ps, const struct compiled
 	static const __u8 ported[] = { IPPROTO_TCP, IPPROTO_UDP };
 	static const __u8 portless[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6,
 					 IPPROTO_OTHER };
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
 	struct lowered low = { calloc(SLUICE_CLASSES, sizeof(__u32)),
 			       calloc(SLUICE_MATCH_SLOTS, sizeof(struct sluice_match)), 0 };
@@ -787,7 +789,8 @@ static char *random_yaml(__u32 seed)
 	n = 2 + prng_below(&s, SLUICE_MAX_LAYERS - 1);
 	for (i = 0; i < n; i++) {
 		const char *proto = protos[prng_below(&s, ARRAY_SIZE(protos))];
-		int can_port = !proto || strcmp(proto, "icmp") * strcmp(proto, "icmpv6") != 0;
+		int can_port =
+			!proto || (strcmp(proto, "icmp") != 0 && strcmp(proto, "icmpv6") != 0);
 		int has_port = can_port && prng_below(&s, 4);
 		int syn = proto && !strcmp(proto, "tcp") && !prng_below(&s, 3);
 

@@ -127,11 +127,11 @@ struct rate_case {
 
 #define RATE_OK(n, s, a, p, c)                                                                     \
 	{                                                                                          \
-		.name = "rate/" n, .in = s, .amount = a, .period_ns = p, .cost = c                 \
+		.name = "rate/" n, .in = (s), .amount = (a), .period_ns = (p), .cost = (c)         \
 	}
 #define RATE_BAD(n, s, e)                                                                          \
 	{                                                                                          \
-		.name = "rate/" n, .in = s, .err = e                                               \
+		.name = "rate/" n, .in = (s), .err = (e)                                           \
 	}
 #define PKTS  SLUICE_COST_PKTS
 #define BYTES SLUICE_COST_BYTES
@@ -239,11 +239,11 @@ struct prefix_case {
 
 #define PREFIX_OK(n, s, a, b)                                                                      \
 	{                                                                                          \
-		.name = "prefix/" n, .in = s, .addr = a, .bits = b                                 \
+		.name = "prefix/" n, .in = (s), .addr = (a), .bits = (b)                           \
 	}
 #define PREFIX_BAD(n, s, e)                                                                        \
 	{                                                                                          \
-		.name = "prefix/" n, .in = s, .err = e                                             \
+		.name = "prefix/" n, .in = (s), .err = (e)                                         \
 	}
 #define NOT_PREFIX(s) "'" s "' is not a prefix: "
 #define V4_EXAMPLE    "(expected an address such as 192.0.2.1)"
@@ -330,7 +330,7 @@ static void test_prefix(void **state)
 	int ret = policy_parse_prefix(t->in, &p, err, sizeof(err));
 
 	if (!t->addr) {
-		if (ret != -EINVAL || strcmp(err, t->err))
+		if (ret != -EINVAL || strcmp(err, t->err) != 0)
 			fail_msg("'%s': returned %d with \"%s\"; want -EINVAL with \"%s\"", t->in,
 				 ret, err, t->err);
 		return;
@@ -354,11 +354,11 @@ struct duration_case {
 
 #define DURATION_OK(n, s, v)                                                                       \
 	{                                                                                          \
-		.name = "duration/" n, .in = s, .ns = v                                            \
+		.name = "duration/" n, .in = (s), .ns = (v)                                        \
 	}
 #define DURATION_BAD(n, s, e)                                                                      \
 	{                                                                                          \
-		.name = "duration/" n, .in = s, .err = e                                           \
+		.name = "duration/" n, .in = (s), .err = (e)                                       \
 	}
 #define NOT_DURATION(s) "'" s "' is not a duration: "
 #define DURATION_UNITS	"ms, s, m, min or h"
@@ -423,7 +423,7 @@ static void test_duration(void **state)
 	int ret = policy_parse_duration(t->in, &ns, err, sizeof(err));
 
 	if (t->err) {
-		if (ret != -EINVAL || strcmp(err, t->err))
+		if (ret != -EINVAL || strcmp(err, t->err) != 0)
 			fail_msg("'%s': returned %d with \"%s\"; want -EINVAL with \"%s\"", t->in,
 				 ret, err, t->err);
 		assert_int_equal(ns, 0); /* untouched on failure */
@@ -702,7 +702,7 @@ struct full_case {
 
 #define RATE(a, p, c)                                                                              \
 	{                                                                                          \
-		.amount = a, .period_ns = p, .cost = c                                             \
+		.amount = (a), .period_ns = (p), .cost = (c)                                       \
 	}
 #define ABUSE_CLOSED_AFTER_NS                                                                      \
 	(30 * SLUICE_NSEC_PER_SEC) /* POLICY_CLOSED_AFTER_NS_ABUSE, spelled out */
@@ -895,11 +895,11 @@ struct agent_case {
 
 #define AGENT_OK(n, a, h, t)                                                                       \
 	{                                                                                          \
-		.name = "agent/" n, .agent = a, .heartbeat_ns = h, .timeout_ns = t                 \
+		.name = "agent/" n, .agent = (a), .heartbeat_ns = (h), .timeout_ns = (t)           \
 	}
 #define AGENT_BAD(n, a, e)                                                                         \
 	{                                                                                          \
-		.name = "agent/" n, .agent = a, .err = e                                           \
+		.name = "agent/" n, .agent = (a), .err = (e)                                       \
 	}
 
 static const struct agent_case agent_cases[] = {
@@ -1216,6 +1216,8 @@ static size_t list_fixtures(const char *dir, const char *suffix, char **out, siz
 	if (!d)
 		fail_msg("cannot open '%s': %s; run the tests from the repository root", dir,
 			 strerror(errno));
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
 	while ((e = readdir(d))) {
 		if (!has_suffix(e->d_name, suffix))
 			continue;
@@ -1248,7 +1250,7 @@ static void test_bad_fixtures_paired(void **state)
 	for (i = 0; i < n_yaml; i++) {
 		size_t stem = strlen(yaml[i]) - strlen(".yaml");
 
-		if (strncmp(yaml[i], err[i], stem) || strcmp(err[i] + stem, ".err"))
+		if (strncmp(yaml[i], err[i], stem) != 0 || strcmp(err[i] + stem, ".err") != 0)
 			fail_msg("'%s' and '%s' do not pair up", yaml[i], err[i]);
 	}
 	free_list(yaml, n_yaml);
