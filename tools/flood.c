@@ -112,7 +112,9 @@ struct flood {
 	__u64 sent_pkts;
 	__u64 enobufs;
 	__u64 start_ns;
+	__u64 end_ns;	     /* when the last frame was handed to the kernel */
 	__u64 start_late_ns; /* how much later than --start-at-ns sending began */
+	__u64 late_max_ns;   /* paced: the most a batch went out after it was due */
 };
 
 static const char *const cli_tool = "sluice-flood";
@@ -128,7 +130,9 @@ static const char options_help[] =
 	"\n"
 	"Send --count crafted frames round-robin over the sources, out of <if> only,\n"
 	"and stop after --duration-ms at the latest. Prints 'sent=N elapsed_ms=M\n"
-	"enobufs=K' on exit, and ' start_late_ms=L' with --start-at-ns.\n"
+	"enobufs=K late_max_ms=D' on exit, and ' start_late_ms=L' with --start-at-ns:\n"
+	"M runs from the start to the last frame sent, D is the most a frame went out\n"
+	"after it was due (paced: a sender held off the CPU sends late, then catches up).\n"
 	"\n"
 	"  --iface <if>          interface to send on (AF_PACKET, needs CAP_NET_RAW)\n"
 	"  --dst-mac <mac>       destination MAC, aa:bb:cc:dd:ee:ff\n"
@@ -211,7 +215,7 @@ static void parse_iface(struct flood_opts *o, const char *s)
 {
 	if (strlen(s) >= sizeof(o->iface))
 		usage_error("--iface: '%s' is longer than %zu bytes", s, sizeof(o->iface) - 1);
-	strcpy(o->iface, s);
+	snprintf(o->iface, sizeof(o->iface), "%s", s); /* fits: checked above */
 	o->ifindex = if_nametoindex(s);
 	if (!o->ifindex)
 		usage_error("--iface: no interface '%s': %s", s, strerror(errno));
@@ -474,7 +478,7 @@ static int flood__open_socket(struct flood *f)
 	}
 	if (f->opts.has_src_mac)
 		return 0;
-	strcpy(ifr.ifr_name, f->opts.iface);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", f->opts.iface);
 	if (ioctl(f->fd, SIOCGIFHWADDR, &ifr) < 0) {
 		err = -errno;
 		fprintf(stderr, "sluice-flood: cannot read the MAC address of '%s': %s\n",
@@ -606,6 +610,7 @@ static int flood__run(struct flood *f)
 	int err;
 
 	flood__wait_start(f);
+	f->end_ns = f->start_ns;
 	deadline_ns = f->start_ns + o->duration_ms * SLUICE_NSEC_PER_MSEC;
 	while (f->sent_pkts < o->count_pkts && !stop_requested) {
 		now = clock_ns(CLOCK_MONOTONIC);
@@ -618,12 +623,15 @@ static int flood__run(struct flood *f)
 			sleep_until(due_ns < deadline_ns ? due_ns : deadline_ns);
 			continue;
 		}
+		if (now - due_ns > f->late_max_ns)
+			f->late_max_ns = now - due_ns;
 		n = flood__batch_len(f);
 		for (i = 0; i < n; i++)
 			flood__fill(f, i, f->sent_pkts + i);
 		err = flood__send(f, n, deadline_ns);
 		if (err)
 			return err;
+		f->end_ns = clock_ns(CLOCK_MONOTONIC);
 	}
 	return 0;
 }
@@ -671,10 +679,11 @@ static int flood__print_summary(const struct flood *f)
 {
 	int ret;
 
-	ret = printf("sent=%llu elapsed_ms=%llu enobufs=%llu", (unsigned long long)f->sent_pkts,
-		     (unsigned long long)((clock_ns(CLOCK_MONOTONIC) - f->start_ns) /
-					  SLUICE_NSEC_PER_MSEC),
-		     (unsigned long long)f->enobufs);
+	ret = printf("sent=%llu elapsed_ms=%llu enobufs=%llu late_max_ms=%llu",
+		     (unsigned long long)f->sent_pkts,
+		     (unsigned long long)((f->end_ns - f->start_ns) / SLUICE_NSEC_PER_MSEC),
+		     (unsigned long long)f->enobufs,
+		     (unsigned long long)(f->late_max_ns / SLUICE_NSEC_PER_MSEC));
 	if (ret >= 0 && f->opts.start_at_ns)
 		ret = printf(" start_late_ms=%llu",
 			     (unsigned long long)(f->start_late_ns / SLUICE_NSEC_PER_MSEC));

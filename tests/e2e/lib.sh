@@ -10,6 +10,7 @@
 # /64). Traffic never leaves these namespaces. A fleet of nodes, each with
 # its own veth from $NS_TX and its own agent, comes from e2e_fleet_* below.
 
+# shellcheck shell=bash # sourced by bash scripts, so it has no #! line
 set -euo pipefail
 
 E2E_SKIP=77
@@ -64,8 +65,32 @@ e2e_fail() {
 
 e2e_require() {
 	[ "$(id -u)" = 0 ] || e2e_skip "end-to-end tests need root"
-	[ -x "$SLUICE" ] && [ -x "$FLOOD" ] || e2e_fail "build first: $SLUICE, $FLOOD"
+	{ [ -x "$SLUICE" ] && [ -x "$FLOOD" ]; } || e2e_fail "build first: $SLUICE, $FLOOD"
 	mountpoint -q /sys/fs/bpf || e2e_fail "no bpffs on /sys/fs/bpf (tools/deps.sh mounts it)"
+}
+
+# e2e_realtime: run this shell, and so every process it starts from here on
+# (agents, redis-server, floods, sinks), at SCHED_FIFO priority
+# E2E_RT_PRIO. The tests time what these processes do: a flood's pacing,
+# an agent's heartbeat and store syncs, Redis' answers. Under ordinary
+# scheduling a busy machine delays them by tens of milliseconds, which no
+# bound here allows for: with both CPUs of a 2-CPU VM running stress-ng, a
+# Redis round trip took up to 89 ms (redis-cli --latency-history, 30 s),
+# so the agents' store calls timed out, and floods spawned 300 ms before
+# their common start began up to 70 ms late. At SCHED_FIFO, load from
+# ordinary tasks cannot hold them off the CPU: the same round trip took at
+# most 7 ms (60 s), a sleeper woke at most 10 ms late (the VM's own CPUs
+# being descheduled), and no store call timed out. Every one of these
+# processes sleeps between short bursts of work, so none can starve the
+# machine (and the kernel's RT throttling caps them at 95 % of a CPU).
+# The priority is above the 1 that make bench and bench/path.sh use, so a
+# benchmark running at the same time cannot hold a test's processes off.
+# Not in e2e_require: tools/demo.sh, bench/ and tests/kernel/ share it.
+E2E_RT_PRIO=2
+e2e_realtime() {
+	local err
+	err=$(chrt -f -p "$E2E_RT_PRIO" $$ 2>&1) ||
+		e2e_skip "cannot run at SCHED_FIFO (chrt -f -p $E2E_RT_PRIO): $err"
 }
 
 # Run a command inside a namespace's network stack, keeping the host's bpffs.
@@ -113,7 +138,7 @@ e2e_start_redis() {
 	REDIS_PID=$!
 	_pids+=("$REDIS_PID")
 	deadline=$((SECONDS + 10))
-	until redis-cli -s "$REDIS_SOCK" ping 2>/dev/null | grep -q PONG; do
+	until [ "$(redis-cli -s "$REDIS_SOCK" ping 2>/dev/null)" = PONG ]; do
 		((SECONDS < deadline)) || e2e_fail "redis-server did not answer within 10 s"
 		sleep 0.05
 	done
@@ -152,7 +177,7 @@ e2e_count_setup() {
 	in_ns "$NS_RX" nft add chain inet e2e input '{ type filter hook input priority 0; }'
 	while (($#)); do
 		in_ns "$NS_RX" nft add counter inet e2e "$1"
-		in_ns "$NS_RX" nft add rule inet e2e input $2 counter name "$1"
+		in_ns "$NS_RX" nft add rule inet e2e input "$2" counter name "$1" # nft joins its words
 		shift 2
 	done
 }
@@ -271,12 +296,36 @@ e2e_fleet_node() {
 }
 
 # e2e_fleet_yaml_head I: the first lines of node I's policy file: its name
-# and the fleet's store (Redis at $REDIS_SOCK, synced every $INTERVAL_MS).
+# and the fleet's store (Redis at $REDIS_SOCK, synced every $INTERVAL_MS,
+# each call given E2E_STORE_TIMEOUT_MS).
+#
+# The fleet tests check the bounds of a healthy store, so a sync must not
+# time out unless the test makes it. The default timeout, 5 ms, is less
+# than the 7 ms a round trip took on a busy machine even at SCHED_FIFO
+# (e2e_realtime). A sync that times out drops the connection, so early
+# top-ups stop until the next full sync (hot keys get nothing for up to an
+# interval), and a full sync that fails is a store fault (degraded, with
+# the hold-down). 20 ms is that round trip almost three times, as
+# test_store_fault.sh and test_metrics.sh use, and a fifth of the
+# interval, so a sync still ends long before its lease does.
+E2E_STORE_TIMEOUT_MS=20
 e2e_fleet_yaml_head() {
 	cat <<YAML
 node: { name: node-$1 }
-store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
+store: { redis: "unix://$REDIS_SOCK", fleet: "fleet-$E2E_ID", timeout: ${E2E_STORE_TIMEOUT_MS}ms, sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
 YAML
+}
+
+# e2e_fleet_no_fault I...: fail unless every listed node's agent has
+# stayed connected to the store: the bounds of a healthy store are
+# checked only where it was healthy.
+e2e_fleet_no_fault() {
+	local i
+	for i in "$@"; do
+		if grep "event=store_state .*to=fault" "${NODE_LOG[i]}" >&2; then
+			e2e_fail "node $i's agent lost the store (above): the checks assume it did not"
+		fi
+	done
 }
 
 # e2e_fleet_agent I POLICY [ARGS...]: start node I's agent on its veth;

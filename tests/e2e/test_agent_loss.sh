@@ -12,6 +12,7 @@
 # once, with no key state lost.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 e2e_topology
 
 TIMEOUT_MS=1000
@@ -53,16 +54,22 @@ e2e_count_setup \
 	allowed "ip saddr $ALLOWED"
 
 sent=$E2E_PPS
+is_lost() { # whether status says the agent is lost
+	local status
+	status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX") ||
+		e2e_fail "sluice status failed"
+	grep -q "agent: LOST" <<<"$status"
+}
 wait_lost() { # until status says the agent is lost, at most 5 s
 	local deadline=$((SECONDS + 5))
-	until "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" | grep -q "agent: LOST"; do
+	until is_lost; do
 		((SECONDS < deadline)) || e2e_fail "the agent was not seen lost within 5 s"
 		sleep 0.05
 	done
 }
 wait_alive() {
 	local deadline=$((SECONDS + 5))
-	while "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" | grep -q "agent: LOST"; do
+	while is_lost; do
 		((SECONDS < deadline)) || e2e_fail "the agent was not seen alive within 5 s"
 		sleep 0.05
 	done
@@ -94,9 +101,9 @@ e2e_equal "agent dead: an allowlisted source still passes a closed policy" \
 	$(($(e2e_count allowed) - before)) "$sent"
 status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
 echo "$status"
-echo "$status" | grep -Eq '^abuse +enforce +closed' || e2e_fail "status does not show abuse closed"
-echo "$status" | grep -Eq '^lenient +enforce +open' || e2e_fail "status does not show lenient open"
-echo "$status" | grep -q 'fail_open=' || e2e_fail "status does not count fail-open passes"
+grep -Eq '^abuse +enforce +closed' <<<"$status" || e2e_fail "status does not show abuse closed"
+grep -Eq '^lenient +enforce +open' <<<"$status" || e2e_fail "status does not show lenient open"
+grep -q 'fail_open=' <<<"$status" || e2e_fail "status does not count fail-open passes"
 
 # 2. A restarted agent: normal at once, and the key state survived.
 e2e_start_agent "$WORK/policy.yaml"

@@ -17,18 +17,21 @@
 #     that have not yet read the hot set spend their cold share; strict has
 #     no cold phase: L + B);
 #   - from 2 s after the start to the end, every 1-second window admits
-#     0.95 L .. 1.1 L;
+#     L give or take the units granted but not yet spent at its ends, a
+#     bound derived below (steady_slack) from the design and from timing
+#     the run measures: about 0.95 L .. 1.05 L;
 #   - the node-scoped control admits at least 0.8 k·L in every such window:
 #     proof that the harness sees over-admission;
 #   - a key offered 0.5 L (80/20) passes at least 99 % of what was sent;
-#   - the agents' Redis commands per node per second do not grow with the
-#     offered load: 2 L and 4 L differ by less than 5 %.
+#   - the agents' Redis commands per sync interval and node do not grow
+#     with the offered load: 2 L and 4 L differ by less than 5 %.
 #
 # Every figure is printed whether its check passes or not, and failed checks
 # are collected: the test fails at the end, so one run shows every shape.
 # Harness errors (a flood, sink or agent failing) stop it at once.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 SINK=${SINK:-$ROOT/build/sluice-sink}
 [ -x "$SINK" ] || e2e_fail "build first: $SINK"
 command -v redis-cli >/dev/null || e2e_fail "no redis-cli (tools/deps.sh installs redis-tools)"
@@ -37,6 +40,7 @@ e2e_start_redis
 RATE=${RATE:-400}   # L, packets per second per key
 BURST=${BURST:-100} # B; divisible by every k, so each node's cold share is exact
 K_LIST=${K_LIST:-"2 4"}
+read -r -a K_NODES <<<"$K_LIST"
 SHAPE_MS=${SHAPE_MS:-5400} # a multiple of ROTATE_MS
 INTERVAL_MS=100     # store.sync_interval
 ROTATE_MS=300       # rotating: the busy node changes every 3 sync intervals
@@ -50,10 +54,9 @@ SINK_MS=60000       # a sink's own stop, should the test not stop it
 PORT_SHARED=9100
 PORT_CONTROL=9101
 PORT_STRICT=9102
-NODES_MAX=$(printf '%s\n' $K_LIST | sort -n | tail -n 1) # the namespaces to build
+NODES_MAX=$(printf '%s\n' "${K_NODES[@]}" | sort -n | tail -n 1) # the namespaces to build
+EARLY_MS=$((INTERVAL_MS / 10)) # early top-ups: every interval / LEASE_EARLY_DIV (user/lease.h)
 # the checks, in integer arithmetic
-STEADY_LO=$((RATE * 95 / 100))
-STEADY_HI=$((RATE * 110 / 100))
 UNDER_PCT=99
 CONTROL_PCT=80
 REDIS_DIFF_PCT=5
@@ -88,7 +91,7 @@ sleep_until() {
 }
 
 e2e_fleet_tx
-for i in $(seq 1 $NODES_MAX); do
+for i in $(seq 1 "$NODES_MAX"); do
 	e2e_fleet_node "$i"
 	{
 		e2e_fleet_yaml_head "$i"
@@ -119,7 +122,8 @@ done
 # ---- one phase: a sink per node, bounded floods that start together at T0 ----
 
 # phase_begin NAME: start a sink in each of the first $K nodes and wait until
-# all are bound; sets PHASE, T0 (the floods' common start) and a new SRC.
+# all are bound; sets PHASE, T0 (the floods' common start) and a new SRC,
+# and zeroes HELD and LATE_MAX (steady_slack).
 SRC_N=0
 SINK_PID=()
 phase_begin() {
@@ -129,6 +133,8 @@ phase_begin() {
 	SRC=10.1.$K.$SRC_N # a new source, so a new, cold key
 	FLOOD_PIDS=()
 	FLOOD_OUTS=()
+	HELD=0
+	LATE_MAX=0
 	for i in $(seq 1 "$K"); do
 		ns_spawn "${NODE_NS[i]}" "$SINK" record --port "$PORT_SHARED,$PORT_CONTROL,$PORT_STRICT" \
 			--out "$WORK/$PHASE.rec.$i" --duration-ms $SINK_MS >"$WORK/$PHASE.sink.$i"
@@ -146,10 +152,14 @@ phase_begin() {
 
 # flood I PORT PPS COUNT SPAN_MS [OFFSET_MS [FLOOD-OPTIONS...]]: COUNT packets
 # from $SRC to node I at PPS, starting at T0 + OFFSET_MS, stopped at SPAN_MS.
+# A node offered less than an even share of the rate adds to HELD what it
+# may hold unspent: it asks for one interval of its demand
+# (LEASE_LOOKAHEAD, user/lease.h), so PPS x interval, and 1 for rounding.
 flood() {
 	local i=$1 port=$2 pps=$3 count=$4 span_ms=$5 offset_ms=${6:-0}
 	shift $(($# < 6 ? $# : 6))
 	((count > 0)) || return 0
+	if ((pps * K < RATE)); then HELD=$((HELD + pps * INTERVAL_MS / 1000 + 1)); fi
 	FLOOD_OUTS+=("$WORK/$PHASE.flood.${#FLOOD_OUTS[@]}")
 	ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[i]}" --dst-mac "${NODE_MAC[i]}" --proto udp \
 		--dport "$port" --src "$SRC" --dst "${NODE_ADDR[i]}" --pps "$pps" --count "$count" \
@@ -164,7 +174,8 @@ flood_for() {
 }
 
 # phase_end: wait for the floods and stop the sinks; sets SENT (frames the
-# floods sent). A flood or sink failing, or starting late, is a harness error.
+# floods sent) and LATE_MAX (the most any frame went out after it was due).
+# A flood or sink failing, or starting late, is a harness error.
 phase_end() {
 	local pid out late i
 	for pid in "${FLOOD_PIDS[@]}"; do
@@ -175,6 +186,9 @@ phase_end() {
 		SENT=$((SENT + $(sed -n 's/.*sent=\([0-9]*\) .*/\1/p' "$out")))
 		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$out")
 		((late <= LATE_MS)) || e2e_fail "$PHASE: a flood started $late ms late: the machine is too busy"
+		late=$(sed -n 's/.*late_max_ms=\([0-9]*\).*/\1/p' "$out")
+		[ -n "$late" ] || e2e_fail "$PHASE: no late_max_ms from a flood: $(cat "$out")"
+		if ((late > LATE_MAX)); then LATE_MAX=$late; fi
 	done
 	for i in $(seq 1 "$K"); do
 		kill -TERM "${SINK_PID[i]}"
@@ -205,11 +219,37 @@ analyze() {
 	((A_before_start == 0)) || e2e_fail "$PHASE: $A_before_start packets of $SRC before the start"
 }
 
+# steady_slack: how far a steady window may be from L. From 2 s on the key
+# is hot on every node and the fleet is offered 3 L. The key's bucket in
+# Redis refills at L, and no unit is lost or counted twice
+# (docs/shared-budget.md, "Top-up, not hand-back"; the cap, burst, is far
+# above what is held here), so a window admits L plus the stock of units
+# refilled but not yet spent at its start, minus that at its end: within
+# L ± the most that stock can be. That is
+#   - what the bucket gains between two top-ups of a node with traffic: one
+#     early round (EARLY_MS), the store's round trip (at most its timeout,
+#     E2E_STORE_TIMEOUT_MS; a slower call fails), and how late the node's
+#     agent may wake and its packets arrive, each at most the floods'
+#     LATE_MAX (the same machine and SCHED_FIFO, measured this phase), plus
+#     the fraction of a token the store keeps back;
+#   - HELD: what nodes offered less than an even share hold unspent
+#     (flood). A node offered more spends what it gets as it gets it.
+# With the floods at most 9 ms late that is 21 (0.95 L .. 1.05 L), and 48
+# in 80/20 with 4 nodes, whose 3 small nodes hold 9 each. The bound used to
+# be 0.95 L .. 1.1 L, the lowest and about the highest window of five runs
+# on an idle machine; on a busy one, without SCHED_FIFO, store calls timed
+# out (issue #15).
+steady_slack() {
+	echo $(((RATE * (EARLY_MS + E2E_STORE_TIMEOUT_MS + 2 * LATE_MAX) + 999) / 1000 + 1 + HELD))
+}
+
 # The figures of one cluster-policy run, and its bounds. ALLOWANCE is what
 # windows holding the first second may admit beyond L + B.
 check_cluster() {
 	local label=$1 allowance=$2
 	local hi=$((RATE + BURST)) hi_first=$((RATE + BURST + allowance)) first_bound="L+B+L*interval"
+	local slack
+	slack=$(steady_slack)
 	((allowance)) || first_bound=L+B
 	echo "  $label: sent $SENT, passed $A_passed (by node $A_by_file);" \
 		"fullest 1 s window $A_max at +$A_max_at_ms ms"
@@ -217,8 +257,8 @@ check_cluster() {
 	check "$label: windows holding the first second: max $A_max_first <= $first_bound=$hi_first" \
 		$((A_max_first <= hi_first))
 	check "$label: later windows: max $A_max_after <= L+B=$hi" $((A_max_after <= hi))
-	check "$label: steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) within $STEADY_LO..$STEADY_HI" \
-		$((A_steady_min >= STEADY_LO && A_steady_max <= STEADY_HI))
+	check "$label: steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) within L±$slack=$((RATE - slack))..$((RATE + slack)) (floods late by at most $LATE_MAX ms)" \
+		$((A_steady_min >= RATE - slack && A_steady_max <= RATE + slack))
 }
 
 # ---- the shapes: OFFERED pps in all, over the first $K nodes ----
@@ -252,26 +292,26 @@ shape_shift() { # port total_pps ms: everything on node 1, then on node 2
 
 run_shape() { # shape
 	phase_begin "k$K-${1//\//_}"
-	"shape_${1//\//_}" $PORT_SHARED $OFFERED $SHAPE_MS
+	"shape_${1//\//_}" $PORT_SHARED $OFFERED "$SHAPE_MS"
 	phase_end
-	analyze $PORT_SHARED $SHAPE_MS
+	analyze $PORT_SHARED "$SHAPE_MS"
 	check_cluster "k=$K $1" $((RATE * INTERVAL_MS / 1000))
 }
 
 run_strict() {
 	phase_begin "k$K-strict"
-	shape_uniform $PORT_STRICT $OFFERED $SHAPE_MS
+	shape_uniform $PORT_STRICT $OFFERED "$SHAPE_MS"
 	phase_end
-	analyze $PORT_STRICT $SHAPE_MS
+	analyze $PORT_STRICT "$SHAPE_MS"
 	check_cluster "k=$K strict uniform" 0
 }
 
 run_control() {
 	local lo=$((K * RATE * CONTROL_PCT / 100))
 	phase_begin "k$K-control"
-	shape_uniform $PORT_CONTROL $((CONTROL_PPS * K)) $SHAPE_MS
+	shape_uniform $PORT_CONTROL $((CONTROL_PPS * K)) "$SHAPE_MS"
 	phase_end
-	analyze $PORT_CONTROL $SHAPE_MS
+	analyze $PORT_CONTROL "$SHAPE_MS"
 	echo "  k=$K control: sent $SENT, passed $A_passed (by node $A_by_file);" \
 		"fullest 1 s window $A_max"
 	check "k=$K control (node scope): steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) >= $lo (0.8 k L)" \
@@ -287,49 +327,60 @@ run_under() {
 		$((A_passed * 100 >= SENT * UNDER_PCT))
 }
 
-# "ALL EVALSHA": the commands Redis has run (those inside scripts included;
-# INFO, ours, left out), and the EVALSHA/EVAL calls among them.
+# "ALL EVALSHA ZCARD": the commands Redis has run (those inside scripts
+# included; INFO, ours, left out), the EVALSHA/EVAL calls among them, and
+# the ZCARDs: BEAT_LUA (user/store_lease.c) runs exactly one, and an agent
+# beats once per full sync, so they count the nodes' sync intervals.
 redis_calls() {
 	redis-cli -s "$REDIS_SOCK" info commandstats | awk -F'[:,=]' '
 		/^cmdstat_/ && $1 != "cmdstat_info" { n += $3 }
 		$1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" { e += $3 }
-		END { print n + 0, e + 0 }'
+		$1 == "cmdstat_zcard" { z += $3 }
+		END { print n + 0, e + 0, z + 0 }'
 }
 
-# redis_rate TOTAL_PPS: Redis commands per node per second during a uniform
-# flood; sets REDIS_RATE.
+# redis_rate TOTAL_PPS: Redis commands per node and sync interval during a
+# uniform flood; sets REDIS_PER_SYNC. Per interval, not per second: the
+# agents' timers pace their syncs, and a busy machine stretches every round
+# by its wake-up and round trip, so commands per second also move with the
+# load on the machine (688 vs 723 with 4 nodes, 5 % apart; per sync, runs
+# with 4 nodes were 2.3 % apart every time). A sync interval is one full
+# sync and its early rounds, whatever its length.
 redis_rate() {
-	local c0 c1 e0 e1 t0 t1
+	local c0 c1 e0 e1 z0 z1 t0 t1 per_s
 	phase_begin "k$K-redis-$1"
 	shape_uniform $PORT_SHARED "$1" $REDIS_MS
 	sleep_until $((T0 + 500000000))
 	t0=$(now_ns)
-	read -r c0 e0 < <(redis_calls)
+	read -r c0 e0 z0 < <(redis_calls)
 	sleep_until $((T0 + (REDIS_MS - 500) * 1000000))
-	read -r c1 e1 < <(redis_calls)
+	read -r c1 e1 z1 < <(redis_calls)
 	t1=$(now_ns)
 	phase_end
 	analyze $PORT_SHARED $REDIS_MS
-	REDIS_RATE=$(awk -v c=$((c1 - c0)) -v k="$K" -v ns=$((t1 - t0)) \
+	((z1 > z0)) || e2e_fail "$PHASE: no agent beat (ZCARD) in $(ratio $((t1 - t0)) 1000000000) s"
+	REDIS_PER_SYNC=$(awk -v c=$((c1 - c0)) -v z=$((z1 - z0)) 'BEGIN { printf "%.2f", c / z }')
+	per_s=$(awk -v c=$((c1 - c0)) -v k="$K" -v ns=$((t1 - t0)) \
 		'BEGIN { printf "%.2f", c / k / (ns / 1e9) }')
-	echo "  k=$K redis at $1 pps offered: $((c1 - c0)) commands ($((e1 - e0)) scripts) in $(ratio $((t1 - t0)) 1000000000) s," \
-		"$REDIS_RATE per node per second; passed $A_passed of $SENT, steady windows" \
+	echo "  k=$K redis at $1 pps offered: $((c1 - c0)) commands ($((e1 - e0)) scripts) in" \
+		"$((z1 - z0)) node syncs, $(ratio $((t1 - t0)) 1000000000) s: $REDIS_PER_SYNC per node" \
+		"per sync, $per_s per node per second; passed $A_passed of $SENT, steady windows" \
 		"$A_steady_min..$A_steady_max"
 }
 
 run_redis() {
 	local low high
 	redis_rate $((2 * RATE))
-	low=$REDIS_RATE
+	low=$REDIS_PER_SYNC
 	redis_rate $((4 * RATE))
-	high=$REDIS_RATE
-	check "k=$K redis commands per node per second: $low at 2 L, $high at 4 L, differ by < $REDIS_DIFF_PCT %" \
+	high=$REDIS_PER_SYNC
+	check "k=$K redis commands per node per sync: $low at 2 L, $high at 4 L, differ by < $REDIS_DIFF_PCT %" \
 		"$(awk -v a="$low" -v b="$high" -v p=$REDIS_DIFF_PCT \
 			'BEGIN { m = a > b ? a : b; d = a > b ? a - b : b - a; print (m > 0 && d * 100 < p * m) }')"
 }
 
 agents=0
-for K in $K_LIST; do
+for K in "${K_NODES[@]}"; do
 	while ((agents < K)); do
 		agents=$((agents + 1))
 		e2e_fleet_agent $agents "$WORK/node$agents.yaml"
@@ -350,6 +401,7 @@ done
 for i in $(seq 1 $agents); do
 	kill -0 "${NODE_PID[i]}" 2>/dev/null || e2e_fail "node $i's agent died during the run"
 	e2e_fleet_stop_agent "$i"
+	e2e_fleet_no_fault "$i"
 done
 echo "redis commands over the whole run:"
 redis-cli -s "$REDIS_SOCK" info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/  \1 \2/p'

@@ -68,7 +68,7 @@ commands=$(help_commands)
 # A command is documented when COMMANDS has a .B or .BI line naming it.
 man_commands=$(sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$man_plain")
 for cmd in $commands; do
-	echo "$man_commands" | grep -qE "^\.BI? \"?$cmd( |\"|$)" ||
+	grep -qE "^\.BI? \"?$cmd( |\"|$)" <<<"$man_commands" ||
 		e2e_fail "command '$cmd' of 'sluice help' is not under COMMANDS in $MAN"
 	echo "ok: man: command $cmd"
 done
@@ -184,7 +184,9 @@ done
 e2e_topology
 
 no_attachment() { # label
-	if in_ns "$NS_RX" ip link show dev "$VETH_RX" | grep -q xdp; then
+	local link
+	link=$(in_ns "$NS_RX" ip link show dev "$VETH_RX")
+	if grep -q xdp <<<"$link"; then
 		e2e_fail "$1: an XDP program is attached to $VETH_RX"
 	fi
 	[ ! -e "$PIN_ROOT" ] || e2e_fail "$1: $PIN_ROOT was created: $(ls -R "$PIN_ROOT")"

@@ -7,6 +7,7 @@
 # and the kernel are tested by test_budget.sh and tests/bpf/test_lease.c).
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 TEST_LEASE=${TEST_LEASE:-$ROOT/build/tests/store/test_lease}
 [ -x "$TEST_LEASE" ] || e2e_fail "build first: $TEST_LEASE (make $TEST_LEASE)"
 e2e_start_redis

@@ -7,6 +7,7 @@
 # changing as the store is paused and a reload is rejected.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 e2e_topology
 e2e_start_redis
 
@@ -42,12 +43,13 @@ wait_metric() { # series value: poll up to 5 s
 }
 
 page=$(scrape)
-echo "$page" | head -n 1 | grep -q "200 OK" || e2e_fail "no 200 from /metrics: $(echo "$page" | head -n 1)"
-echo "$page" | grep -q '^Content-Type: text/plain; version=0.0.4' || e2e_fail "wrong content type"
+status_line=${page%%$'\n'*}
+grep -q "200 OK" <<<"$status_line" || e2e_fail "no 200 from /metrics: $status_line"
+grep -q '^Content-Type: text/plain; version=0.0.4' <<<"$page" || e2e_fail "wrong content type"
 
 e2e_flood --proto udp --dport 8201 --src 10.200.1.1 --dst "$RX4" --count 100 --pps 1000 >/dev/null
 passed=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
-	grep -o '"passed_pkts":[0-9]*' | head -n 1 | cut -d: -f2)
+	grep -o '"passed_pkts":[0-9]*' | awk -F: 'NR == 1 { print $2 }')
 L="iface=\"$VETH_RX\",policy=\"lenient\""
 e2e_equal "passed packets in metrics = status" \
 	"$(metric "sluice_policy_packets_total{$L,outcome=\"passed\"}")" "$passed"

@@ -32,17 +32,22 @@ arrived_since() { # previous count -> prints the increase
 	echo $(($(e2e_count arrived) - $1))
 }
 
+link_show() { # prints $VETH_RX's `ip link show`: it names an XDP program attached
+	in_ns "$NS_RX" ip link show "$VETH_RX"
+}
+
 e2e_start_agent "$WORK/policy.yaml"
 send
 e2e_equal "first agent: burst admitted" "$(e2e_count arrived)" "$BURST"
 # sluice top: the key is at its limit (a 1/min key drains for about a minute).
 top=$("$SLUICE" top --pin-root "$PIN_ROOT" --iface "$VETH_RX")
 echo "$top"
-echo "$top" | grep -Eq "^slow +$SRC/32 +100\.0% +[0-9.]+s$" || e2e_fail "top does not show $SRC at 100 %"
+grep -Eq "^slow +$SRC/32 +100\.0% +[0-9.]+s$" <<<"$top" || e2e_fail "top does not show $SRC at 100 %"
 
 e2e_stop_agent
 grep -q 'event=exit.*enforcement=kept' "$AGENT_LOG" || e2e_fail "agent did not log its exit"
-in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp || e2e_fail "XDP detached with the agent"
+link=$(link_show)
+grep -q xdp <<<"$link" || e2e_fail "XDP detached with the agent"
 before=$(e2e_count arrived)
 send
 e2e_equal "no agent: still limited" "$(arrived_since "$before")" 0
@@ -61,7 +66,8 @@ e2e_equal "second agent: the source is still at its limit" "$(arrived_since "$be
 e2e_stop_agent
 
 "$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$VETH_RX"
-in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp && e2e_fail "XDP still attached after detach"
+link=$(link_show)
+grep -q xdp <<<"$link" && e2e_fail "XDP still attached after detach"
 [ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left in $PIN_ROOT/$VETH_RX after detach"
 before=$(e2e_count arrived)
 send
@@ -71,10 +77,12 @@ e2e_equal "after detach: everything arrives" "$(arrived_since "$before")" "$SENT
 e2e_start_agent "$WORK/policy.yaml" --detach-on-exit
 e2e_stop_agent
 [ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left after --detach-on-exit"
-in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdp && e2e_fail "XDP left after --detach-on-exit"
+link=$(link_show)
+grep -q xdp <<<"$link" && e2e_fail "XDP left after --detach-on-exit"
 # --xdp-mode generic attaches in generic (skb) mode, and still enforces.
 e2e_start_agent "$WORK/policy.yaml" --detach-on-exit --xdp-mode generic
-in_ns "$NS_RX" ip link show "$VETH_RX" | grep -q xdpgeneric || e2e_fail "not attached in generic mode"
+link=$(link_show)
+grep -q xdpgeneric <<<"$link" || e2e_fail "not attached in generic mode"
 before=$(e2e_count arrived)
 send
 e2e_equal "generic mode: a fresh key admits its burst" "$(arrived_since "$before")" "$BURST"

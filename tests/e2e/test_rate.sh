@@ -9,6 +9,7 @@
 # exactly with the receiver and the sender.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 e2e_topology
 
 RATE=200 # packets per second per key

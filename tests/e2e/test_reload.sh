@@ -75,7 +75,7 @@ sent=$(($(sed -n 's/.*sent=\([0-9]*\).*/\1/p' "$WORK/flow1.out") +
 echo "reloads: $RELOADS, flow packets sent: $sent"
 
 status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json)
-num() { echo "$status" | grep -o "\"$1\":[0-9]*" | head -n 1 | cut -d: -f2; }
+num() { grep -o "\"$1\":[0-9]*" <<<"$status" | awk -F: 'NR == 1 { print $2 }'; }
 policy_num() { # policy field
 	echo "$status" | grep -o "{\"name\":\"$1\"[^}]*}" | grep -o "\"$2\":[0-9]*" | cut -d: -f2
 }

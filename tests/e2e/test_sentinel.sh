@@ -11,6 +11,7 @@
 # enforces again. Prints the fault and recovery times as "figure:" lines.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 for bin in redis-server redis-sentinel redis-cli; do
 	command -v "$bin" >/dev/null || e2e_fail "$bin is not installed (tools/deps.sh)"
 done
@@ -58,8 +59,7 @@ start_redis() { # start_redis PORT NAME [ARGS...]: sets SPAWNED_PID
 start_redis "$PRIMARY_PORT" primary
 PRIMARY_PID=$SPAWNED_PID
 start_redis "$REPLICA_PORT" replica --replicaof 127.0.0.1 "$PRIMARY_PORT"
-REPLICA_PID=$SPAWNED_PID
-replica_linked() { cli "$REPLICA_PORT" info replication 2>/dev/null | grep -q '^master_link_status:up'; }
+replica_linked() { grep -q '^master_link_status:up' <<<"$(cli "$REPLICA_PORT" info replication 2>/dev/null)"; }
 wait_for "the replica did not sync with the primary within 10 s" 10 replica_linked
 
 cat >"$WORK/sentinel.conf" <<CONF
@@ -72,11 +72,10 @@ sentinel down-after-milliseconds m 500
 sentinel failover-timeout m 3000
 CONF
 ns_spawn "$NS_RX" redis-sentinel "$WORK/sentinel.conf" # it rewrites the file: ours, in $WORK
-SENTINEL_PID=$SPAWNED_PID
 master_port() { cli "$SENTINEL_PORT" sentinel get-master-addr-by-name m 2>/dev/null | sed -n 2p; }
 knows_master() { [ "$(master_port)" = "$PRIMARY_PORT" ]; }
 knows_replica() { # the sentinel can fail over only to a replica it has seen
-	cli "$SENTINEL_PORT" sentinel replicas m 2>/dev/null | grep -qx "127.0.0.1:$REPLICA_PORT"
+	grep -qx "127.0.0.1:$REPLICA_PORT" <<<"$(cli "$SENTINEL_PORT" sentinel replicas m 2>/dev/null)"
 }
 wait_for "the sentinel did not report master m within 10 s" 10 knows_master
 wait_for "the sentinel did not see the replica within 15 s" 15 knows_replica
@@ -126,7 +125,7 @@ promoted() { [ "$(master_port)" = "$REPLICA_PORT" ]; }
 wait_for "the sentinel did not promote the replica within 10 s" 10 promoted
 PROMOTED_MS=$(now_ms)
 e2e_equal "the new master is the former replica" \
-	"$(cli "$REPLICA_PORT" role | head -1)" master
+	"$(cli "$REPLICA_PORT" role | sed -n 1p)" master
 e2e_wait_state lenient normal
 NORMAL_MS=$(now_ms)
 LEASED=$(leased)

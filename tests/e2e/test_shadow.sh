@@ -12,6 +12,7 @@
 # per-source one only counts: the per-source limit decides what arrives.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 e2e_topology
 
 # The burst is two seconds of the rate, so that a key kept across the
@@ -118,7 +119,7 @@ e2e_equal "enforce: trial kept its id, so its keys" "$(policy_field trial id)" "
 window_ms=$((t_end - last_ms))
 kept=$(($(e2e_count src) - PPS))
 e2e_within "enforce: kept key, $window_ms ms since its last packet" "$kept" \
-	$((RATE * ms / 1000 * 9 / 10 - 1)) $((2 + RATE * window_ms / 1000))
+	$(((RATE * ms / 1000) * 9 / 10 - 1)) $((2 + RATE * window_ms / 1000))
 bounds "$BURST" "$RATE" "$ms"
 e2e_within "enforce: fresh key, full burst over $ms ms" "$(e2e_count fresh)" "$LO" "$HI"
 e2e_equal "enforce: sluice passed = receiver counted (both floods)" \

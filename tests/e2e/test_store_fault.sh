@@ -9,6 +9,7 @@
 # waits for the hold-down, so a flapping store does not flap the kernel.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+e2e_realtime
 command -v redis-server >/dev/null || e2e_fail "redis-server is not installed (tools/deps.sh)"
 e2e_topology
 e2e_start_redis
