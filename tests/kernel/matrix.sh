@@ -48,7 +48,7 @@ fi
 mirror() {
 	# shellcheck disable=SC2016 # apt's own format fields, not the shell's
 	apt-get indextargets --format '$(LABEL) $(REPO_URI)' 2>/dev/null |
-		awk -v l="$1" '$1 == l { print $2; exit }'
+		awk -v l="$1" '$1 == l && !n++ { print $2 }'
 }
 
 # fetch SUITE[:PACKAGE]: download and unpack SUITE's current cloud kernel,
@@ -80,7 +80,7 @@ fetch() {
 	"") KPKG=$(cat "$d/pkg") ;;
 	oldest) # the suite's first kernel still in the archive: a host never upgraded
 		KPKG=$(apt-cache "${apt[@]}" search --names-only '^linux-image-[0-9.]+-[0-9]+-cloud-amd64$' |
-			awk '{ print $1 }' | sort -V | head -n 1) ;;
+			awk '{ print $1 }' | sort -V | sed -n 1p) ;; # sed reads it all: no SIGPIPE
 	*) KPKG=$want ;;
 	esac
 	[ -n "$KPKG" ] || { rm -f "$d/pkg"; echo "matrix: $suite: no cloud kernel" >&2; return 1; }
@@ -91,7 +91,7 @@ fetch() {
 		(cd "$d/deb" && apt-get "${apt[@]}" download "$KPKG" >>"$d/apt.log" 2>&1) ||
 			{ cat "$d/apt.log" >&2; return 1; }
 		for deb in "$d"/deb/*.deb; do dpkg-deb -x "$deb" "$KDIR/x"; done
-		pkg=$(find "$KDIR/x" -name 'veth.ko*' | head -n 1)
+		pkg=$(find "$KDIR/x" -name 'veth.ko*' -print -quit)
 		[ -n "$pkg" ] || { echo "matrix: $KPKG has no veth module" >&2; return 1; }
 		case $pkg in
 		*.xz) xz -dc "$pkg" >"$KDIR/veth.ko" ;;
@@ -160,7 +160,7 @@ failed=()
 # report_refusal NAME LOG: pass when sluice refused, naming what is missing.
 report_refusal() {
 	local name=$1 log=$2 why
-	why=$(grep -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" | head -n 1 || true)
+	why=$(grep -m 1 -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" || true)
 	if [ -n "$why" ] && ! grep -q '^@@ refusal-rc 0$' "$log" && ! grep -q 'PROG LOAD LOG' "$log"; then
 		REPORT+=("| $name | - | refused: $why | - | pass |")
 	else
