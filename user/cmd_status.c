@@ -197,12 +197,13 @@ static int show_all(const char *pin_root, int json)
 {
 	struct dirent *e;
 	DIR *d = opendir(pin_root);
-	int failed = 0, n = 0;
+	int failed = 0, n = 0, err;
 
 	if (!d) {
+		err = -errno; /* before fprintf(), which may change it */
 		fprintf(stderr, "sluice: cannot list '%s': %s; is sluice attached anywhere?\n",
-			pin_root, strerror(errno));
-		return -errno;
+			pin_root, strerror(-err));
+		return err;
 	}
 	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
 	/* cppcheck-suppress readdirCalled */
