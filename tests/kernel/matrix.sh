@@ -162,10 +162,10 @@ report_refusal() {
 	local name=$1 log=$2 why
 	why=$(grep -m 1 -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" || true)
 	if [ -n "$why" ] && ! grep -q '^@@ refusal-rc 0$' "$log" && ! grep -q 'PROG LOAD LOG' "$log"; then
-		REPORT+=("| $name | - | refused: $why | - | pass |")
+		REPORT+=("| $name | - | refused: $why | - | pass | $((SECONDS - START))s |")
 	else
 		failed+=("$name")
-		REPORT+=("| $name | - | not refused as expected | - | FAIL |")
+		REPORT+=("| $name | - | not refused as expected | - | FAIL | $((SECONDS - START))s |")
 	fi
 }
 
@@ -181,7 +181,7 @@ report() {
 	grep -q '^@@ bpf-rc 0$' "$log" || ok=0
 	grep -q '^@@ smoke-rc 0$' "$log" || ok=0
 	((ok)) || failed+=("$name")
-	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $( ((ok)) && echo pass || echo FAIL) |")
+	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
 }
 
 mkdir -p "$CACHE"
@@ -190,6 +190,7 @@ for spec in "${KERNELS[@]}"; do
 	k=${spec%=refused}
 	log=$CACHE/${k//[:\/]/_}.log
 	echo "== $spec"
+	START=$SECONDS # the row's time: download, boot and tests
 	if [ "$k" = running ]; then
 		name="running $(uname -r)"
 		{
@@ -201,7 +202,7 @@ for spec in "${KERNELS[@]}"; do
 	else
 		if ! fetch "$k"; then
 			failed+=("$k")
-			REPORT+=("| $k | not fetched | - | - | FAIL |")
+			REPORT+=("| $k | not fetched | - | - | FAIL | - |")
 			continue
 		fi
 		((built)) || { initramfs; built=1; }
@@ -220,8 +221,8 @@ for spec in "${KERNELS[@]}"; do
 done
 
 echo
-echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | result |"
-echo "|---|---|---|---|---|"
+echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | result | time |"
+echo "|---|---|---|---|---|---|"
 printf '%s\n' "${REPORT[@]}"
 if ((${#failed[@]})); then
 	echo "kernels: ${#failed[@]} failed: ${failed[*]} (logs in $CACHE/*.log)" >&2
