@@ -53,10 +53,10 @@ static int collect(const struct sluice_key *key, const struct sluice_state *st, 
 	__u64 ahead;
 
 	if (key->policy_id >= SLUICE_MAX_POLICIES || !(p = t->by_id[key->policy_id]))
-		return 0;	  /* a retired policy's key, ageing out of the LRU */
-	ahead = st->tat - t->now; /* as in sluice_gcra_admit: mod 2^64 */
-	if (ahead > p->limit.tolerance + SLUICE_GCRA_SKEW_TICKS || !p->limit.tolerance)
-		return 0; /* in the past: idle */
+		return 0; /* a retired policy's key, ageing out of the LRU */
+	ahead = sluice_gcra_ahead(st->tat, t->now, p->limit.tolerance);
+	if (!ahead || !p->limit.tolerance)
+		return 0; /* no debt: idle */
 	if (t->n == t->cap) {
 		t->cap = t->cap ? 2 * t->cap : 1024;
 		grown = realloc(t->v, t->cap * sizeof(*grown));

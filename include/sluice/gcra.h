@@ -74,6 +74,20 @@ SLUICE_INLINE __u64 sluice_gcra_incr(__u64 cost, __u64 interval_mant, __u32 inte
 }
 
 /*
+ * How far @tat is ahead of @now in ticks (mod 2^64): a key's debt under
+ * tolerance @tol. 0 for a TAT in the past (a huge value mod 2^64) or from
+ * before a wrap. A key idle for within tol + skew of a whole wrap (2.28
+ * years) looks in debt instead, for at most its tolerance: conservative,
+ * and rare.
+ */
+SLUICE_INLINE __u64 sluice_gcra_ahead(__u64 tat, __u64 now, __u64 tol)
+{
+	__u64 ahead = tat - now;
+
+	return ahead > tol + SLUICE_GCRA_SKEW_TICKS ? 0 : ahead;
+}
+
+/*
  * Decide one packet. @tat is the stored TAT (pass @now for a key with no
  * state), @incr the packet's increment, @tol the policy's tolerance, all in
  * ticks. Returns 1 and sets *@new_tat to admit; returns 0 and sets
@@ -83,15 +97,8 @@ SLUICE_INLINE __u64 sluice_gcra_incr(__u64 cost, __u64 interval_mant, __u32 inte
 SLUICE_INLINE int sluice_gcra_admit(__u64 tat, __u64 now, __u64 incr, __u64 tol, __u64 *new_tat,
 				    __u64 *retry_ticks)
 {
-	__u64 ahead = tat - now; /* mod 2^64: how far the TAT is ahead of now */
+	__u64 ahead = sluice_gcra_ahead(tat, now, tol);
 
-	/*
-	 * In the past (a huge value mod 2^64) or from before a wrap: no debt. A
-	 * key idle for within tol + skew of a whole wrap (2.28 years) looks in
-	 * debt instead, for at most its tolerance: conservative, and rare.
-	 */
-	if (ahead > tol + SLUICE_GCRA_SKEW_TICKS)
-		ahead = 0;
 	/* ahead ≤ 2^62 + 2^38 and incr ≤ 2^61: the sum cannot wrap. */
 	if (ahead + incr > tol) {
 		*retry_ticks = ahead + incr - tol;
