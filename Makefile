@@ -31,22 +31,23 @@ BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Wextra -Werror \
 	-ffile-prefix-map=$(CURDIR)=. -Iinclude -I$(ARCH_INC)
 CFLAGS ?= -O2 -g
 USER_CFLAGS = -std=gnu11 $(CFLAGS) -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
-	-Iinclude -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
+	-Iinclude -Iuser -I. -I$(O) $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread
 
 # The product.
 BPF_SRC := bpf/sluice.bpf.c
 BPF_OBJ := $(O)/sluice.bpf.o
 SKEL := $(O)/sluice.skel.h
-LIB_SRC := $(filter-out user/main.c user/cmd_%.c,$(wildcard user/*.c))
-CMD_SRC := user/main.c $(wildcard user/cmd_*.c)
+LIB_SRC := $(filter-out user/cli/%,$(wildcard user/*/*.c))
+CMD_SRC := $(wildcard user/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
 CMD_OBJ := $(CMD_SRC:%.c=$(O)/%.o)
 LIB := $(O)/libsluice.a
 BIN := $(O)/sluice
 
 # Tools and tests.
-PKT_OBJ := $(O)/tests/bpf/pkt.o
+PKT_OBJ := $(O)/lib/pkt.o
+HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -128,14 +129,12 @@ $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
 $(O)/tests/unit/test_abi: | $(BPF_OBJ)
 
-$(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(O)/tests/bpf/harness.o $(O)/tests/bpf/expect.o \
+$(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(HARNESS_OBJ) $(O)/tests/bpf/expect.o \
 		$(PKT_OBJ) $(LIB) | $(BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-$(O)/bench/bench.o $(O)/bench/gen.o: USER_CFLAGS += -Itests/bpf
-
-$(BENCH_BIN): $(O)/bench/bench.o $(O)/tests/bpf/harness.o $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
+$(BENCH_BIN): $(O)/bench/bench.o $(HARNESS_OBJ) $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $(BENCH_BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -200,7 +199,7 @@ vmlinux:
 	$(Q)mkdir -p $(O)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(O)/vmlinux.h
 
-FORMAT_SRC = $(wildcard user/*.[ch] include/sluice/*.h bpf/*.[ch] tests/*/*.[ch] tools/*.c bench/*.c)
+FORMAT_SRC = $(wildcard user/*/*.[ch] lib/*.[ch] include/sluice/*.h bpf/*.[ch] tests/*/*.[ch] tools/*.c bench/*.c)
 format:
 	$(Q)clang-format -i $(FORMAT_SRC)
 
@@ -214,7 +213,7 @@ check-format:
 # tier needs root, as in test-bpf. bpf/ is BPF target code: clang's -Werror
 # build and the verifier check it, not these tools.
 CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
-CHECK_C_SRC = $(wildcard user/*.c tools/*.c tests/*/*.c)
+CHECK_C_SRC = $(wildcard user/*/*.c lib/*.c tools/*.c tests/*/*.c)
 CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh bench/*.sh tests/kernel/*) tests/run-tier .ci/run)
 CHECK_JOBS ?= 2
 check:
@@ -239,7 +238,7 @@ check-cppcheck: $(SKEL)
 	$(call msg,CPPCK,$(words $(CHECK_C_SRC)) files)
 	$(Q)cppcheck -q -j$(CHECK_JOBS) --error-exitcode=1 --enable=warning,portability,performance \
 		--inline-suppr --std=c11 --library=posix --library=tools/lint/cppcheck.cfg \
-		--template=gcc -Iinclude -Iuser -I$(O) $(CHECK_C_SRC)
+		--template=gcc -Iinclude -Iuser -I. -I$(O) $(CHECK_C_SRC)
 
 # .shellcheckrc lets shellcheck follow the sourced tests/e2e/lib.sh.
 check-shellcheck:
@@ -264,7 +263,7 @@ check-valgrind: $(UNIT_BIN) $(BPF_OBJ)
 PREFIX ?= /usr/local
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/sluice
-	install -D -m 0644 user/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+	install -D -m 0644 user/cli/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
 
 clean:
 	rm -rf $(O)

@@ -37,9 +37,9 @@
 #include <unistd.h>
 
 #include "sluice.skel.h"
-#include "harness.h"
-#include "log.h"
-#include "policy.h"
+#include "lib/harness.h"
+#include "base/log.h"
+#include "policy/policy.h"
 #include "rotate.h"
 
 #define BENCH_ROUNDS_DEFAULT	5

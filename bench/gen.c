@@ -3,7 +3,7 @@
  * sluice-bench-gen: the in-kernel flood of `make bench-path`. It loads
  * gen.bpf.o and runs it with BPF_PROG_TEST_RUN and
  * BPF_F_TEST_XDP_LIVE_FRAMES (Linux >= 5.18): the kernel runs the program
- * --count times on one IPv4 UDP frame built by tests/bpf/pkt.c, and every
+ * --count times on one IPv4 UDP frame built by lib/pkt.c, and every
  * XDP_REDIRECT it returns sends the frame out of --iface for real. That
  * gives millions of frames per second from one CPU, where AF_PACKET senders
  * (tools/flood.c) give a fraction of that. Run it inside the namespace of
@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "gen.h"
-#include "pkt.h"
+#include "lib/pkt.h"
 
 #define GEN_COUNT_MAX	100000000ULL
 #define GEN_SOURCES_MAX (1U << 24)

@@ -5,7 +5,7 @@
  * looked up once in an LPM trie whose longest match tells which prefix sets
  * the address is in; the packet's class (its port, or its protocol) indexes
  * an array whose slot names the list of every policy that may apply, most
- * specific first, as precomputed by user/compile.c. Two array reads, which
+ * specific first, as precomputed by user/policy/compile.c. Two array reads, which
  * the verifier inlines: an LPM trie here cost a helper call, ~24 ns (make
  * bench). The cost does not depend on how many policies or prefixes are
  * loaded.

@@ -2,7 +2,7 @@
 /*
  * sluice-flood: a bounded traffic generator for the e2e tests, the demo and
  * manual checks. It prebuilds one frame per source address with the test
- * packet builder (tests/bpf/pkt.c), so every checksum is valid and a real
+ * packet builder (lib/pkt.c), so every checksum is valid and a real
  * stack accepts the frames, and sends them round-robin with sendmmsg() on an
  * AF_PACKET socket bound to one interface. Every run is bounded by a packet
  * count and by a wall-clock cap, and the only interface it writes to is the
@@ -33,7 +33,7 @@
 #include <linux/if_ether.h>
 #include <linux/tcp.h>
 
-#include "../tests/bpf/pkt.h"
+#include "lib/pkt.h"
 
 #define FLOOD_COUNT_MAX		  10000000ULL
 #define FLOOD_DURATION_MS_DEFAULT 10000ULL

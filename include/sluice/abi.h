@@ -174,7 +174,7 @@ SLUICE_ASSERT_SIZE(struct sluice_addr_val, 16);
  * its TCP or UDP destination port, or its protocol when it has no ports —
  * to a slot of sluice_match, the list of every policy that may apply. Both
  * are arrays with a half per generation: gen × SLUICE_CLASSES + class, gen
- * × SLUICE_MATCH_SLOTS + slot. user/compile.c fills them from prefixes of
+ * × SLUICE_MATCH_SLOTS + slot. user/policy/compile.c fills them from prefixes of
  * (protocol, port), longest first, as a trie would answer.
  */
 #define SLUICE_PROTOS 256 /* IP protocol numbers */

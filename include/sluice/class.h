@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * A packet's class (abi.h, enum sluice_class_base): the index the XDP
- * program looks up in sluice_class and user/compile.c fills. Shared so the
+ * program looks up in sluice_class and user/policy/compile.c fills. Shared so the
  * two cannot disagree on it.
  */
 #ifndef SLUICE_CLASS_H

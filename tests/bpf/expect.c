@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "expect.h"
-#include "maps.h"
+#include "kernel/maps.h"
 
 #define EXPECT_MOVED_MAX 8 /* policy counters one expect_deltas() step lists */
 

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "harness.h"
+#include "lib/harness.h"
 
 /* One policy counter a step moves by one per packet. */
 struct moved {

@@ -42,10 +42,10 @@
 #include "sluice/deny.h"
 #include "sluice/gcra.h"
 #include "../unit/rows.h"
-#include "agent.h"
+#include "agent/agent.h"
 #include "expect.h"
-#include "harness.h"
-#include "maps.h"
+#include "lib/harness.h"
+#include "kernel/maps.h"
 
 #define STR(x)	#x
 #define XSTR(x) STR(x)

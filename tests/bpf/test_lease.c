@@ -34,10 +34,10 @@
 #include "sluice/gcra.h"
 #include "sluice/key.h"
 #include "../unit/rows.h"
-#include "agent.h"
+#include "agent/agent.h"
 #include "expect.h"
-#include "harness.h"
-#include "maps.h"
+#include "lib/harness.h"
+#include "kernel/maps.h"
 
 /* Numbers that also appear in the policy text below, spelt once. */
 #define STR(x)	#x

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "sluice/gcra.h"
-#include "harness.h"
+#include "lib/harness.h"
 
 #define DNS_PORT 53
 #define BURST	 5

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "lib/harness.h"
 
 #define DNS_PORT	   53
 #define SSH_PORT	   22

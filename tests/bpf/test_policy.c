@@ -22,10 +22,10 @@
 #include <cmocka.h>
 
 #include "../unit/rows.h"
-#include "agent.h"
+#include "agent/agent.h"
 #include "expect.h"
-#include "harness.h"
-#include "maps.h"
+#include "lib/harness.h"
+#include "kernel/maps.h"
 
 #define DNS_PORT	53
 #define PORT_B		54

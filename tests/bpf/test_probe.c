@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The kernel feature probes (user/probe.c) on the running kernel: every
+ * The kernel feature probes (user/kernel/probe.c) on the running kernel: every
  * kernel the matrix passes on (tests/kernel/matrix.sh) has every feature,
  * and without privilege the probes say they cannot tell rather than
  * "absent". The refusal's text is checked to the letter. A kernel that
@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "harness.h"
-#include "probe.h"
+#include "lib/harness.h"
+#include "kernel/probe.h"
 
 #define NOBODY_UID  65534
 #define REFUSAL_LEN 256

@@ -55,7 +55,7 @@ PORT_SHARED=9100
 PORT_CONTROL=9101
 PORT_STRICT=9102
 NODES_MAX=$(printf '%s\n' "${K_NODES[@]}" | sort -n | tail -n 1) # the namespaces to build
-EARLY_MS=$((INTERVAL_MS / 10)) # early top-ups: every interval / LEASE_EARLY_DIV (user/lease.h)
+EARLY_MS=$((INTERVAL_MS / 10)) # early top-ups: every interval / LEASE_EARLY_DIV (user/budget/planner.h)
 # the checks, in integer arithmetic
 UNDER_PCT=99
 CONTROL_PCT=80
@@ -154,7 +154,7 @@ phase_begin() {
 # from $SRC to node I at PPS, starting at T0 + OFFSET_MS, stopped at SPAN_MS.
 # A node offered less than an even share of the rate adds to HELD what it
 # may hold unspent: it asks for one interval of its demand
-# (LEASE_LOOKAHEAD, user/lease.h), so PPS x interval, and 1 for rounding.
+# (LEASE_LOOKAHEAD, user/budget/planner.h), so PPS x interval, and 1 for rounding.
 flood() {
 	local i=$1 port=$2 pps=$3 count=$4 span_ms=$5 offset_ms=${6:-0}
 	shift $(($# < 6 ? $# : 6))
@@ -329,7 +329,7 @@ run_under() {
 
 # "ALL EVALSHA ZCARD": the commands Redis has run (those inside scripts
 # included; INFO, ours, left out), the EVALSHA/EVAL calls among them, and
-# the ZCARDs: BEAT_LUA (user/store_lease.c) runs exactly one, and an agent
+# the ZCARDs: BEAT_LUA (user/budget/redis.c) runs exactly one, and an agent
 # beats once per full sync, so they count the nodes' sync intervals.
 redis_calls() {
 	redis-cli -s "$REDIS_SOCK" info commandstats | awk -F'[:,=]' '

@@ -13,7 +13,7 @@ e2e_require
 # Fixture paths in the .err files are relative to the repository root.
 cd "$ROOT" || e2e_fail "cannot cd to $ROOT"
 
-MAN=user/sluice.8
+MAN=user/cli/sluice.8
 FIXTURES=tests/fixtures/policy
 
 # Run "$@", leaving its status in RC and its output in $WORK/out and $WORK/err.

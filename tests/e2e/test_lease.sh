@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# The shared budget's Redis side (user/store_lease.c, #5) against a real
+# The shared budget's Redis side (user/budget/redis.c, #5) against a real
 # redis-server: runs build/tests/store/test_lease, which holds the cases.
 # No namespaces and no agent: the scripts and the pipeline alone (the agent
 # and the kernel are tested by test_budget.sh and tests/bpf/test_lease.c).

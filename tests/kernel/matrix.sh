@@ -11,7 +11,7 @@
 #   SUITE:oldest   the suite's oldest cloud kernel still in the archive;
 #   SUITE:PACKAGE  that kernel package of the suite;
 #   ...=refused    a kernel sluice must refuse: `sluice run` exits naming
-#              the feature it lacks (user/probe.c), and no verifier log.
+#              the feature it lacks (user/kernel/probe.c), and no verifier log.
 #
 # Kernel packages come through apt from the Debian mirror this machine is
 # configured with, so apt verifies them against Debian's archive keys as it

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The shared budget's Redis side (user/store_lease.c) against a real
+ * The shared budget's Redis side (user/budget/redis.c) against a real
  * redis-server, named by $SLUICE_TEST_REDIS (unix:///path); run by
  * tests/e2e/test_lease.sh, which starts one. Time is Redis' own clock: the
  * exact cases use a rate so slow (1 unit per hour) that refill never adds a
@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "sluice/compiler.h"
-#include "store.h"
+#include "budget/store.h"
 #include "../unit/rows.h"
 
 #define URL_UNIX     "unix://"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 /* What diag__print() writes for @d, as a new string. */
 static inline char *print_diags(const struct diag_list *d)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Unit tests of the policy compiler (user/compile.c). Every table row is
+ * Unit tests of the policy compiler (user/policy/compile.c). Every table row is
  * one named cmocka case:
  *
  *   gcra/<name>      compile_gcra(): the exact interval mantissa, shift and
@@ -37,8 +37,8 @@
 
 #include "sluice/gcra.h"
 #include "sluice/class.h"
-#include "compile.h"
-#include "policy.h"
+#include "policy/compile.h"
+#include "policy/policy.h"
 
 #define FILE_NAME     "test.yaml" /* what diagnostics call the YAML text */
 #define YAML_LEN      4096

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Unit tests of the prefix-set compiler (user/compile_addrs.c), through
+ * Unit tests of the prefix-set compiler (user/policy/compile_addrs.c), through
  * compile_policies() on YAML parsed by policy_set__parse(), the agent's
  * path. Each row's sluice_src and sluice_dst entries are looked up here as
  * the kernel's LPM trie does (longest matching prefix of generation and
@@ -34,8 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile.h"
-#include "policy.h"
+#include "policy/compile.h"
+#include "policy/policy.h"
 #include "rows.h"
 
 #define FILE_NAME	    "test.yaml"

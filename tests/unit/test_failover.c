@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "failover.h"
+#include "agent/health.h"
 #include "rows.h"
 
 #define S(x)	  ((__u64)(x)*SLUICE_NSEC_PER_SEC)

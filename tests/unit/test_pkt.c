@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Self-check of the test packet builder (tests/bpf/pkt.c), so that BPF and
+ * Self-check of the test packet builder (lib/pkt.c), so that BPF and
  * e2e tests can trust their frames. Each row builds one frame; a small parser
  * written here independently walks the next-protocol chain, and the lengths
  * and checksums are verified by summing the finished frame (a correct
@@ -32,7 +32,7 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 
-#include "../bpf/pkt.h"
+#include "lib/pkt.h"
 
 #define CSUM_OK	       0xffff /* one's complement sum over a correct header */
 #define VLAN_HDR_BYTES 4

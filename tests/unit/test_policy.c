@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Unit tests of the policy file parser (user/policy.c) and the diagnostics
- * it prints (user/diag.c). Every table row is one named cmocka case:
+ * Unit tests of the policy file parser (user/policy/policy.c) and the diagnostics
+ * it prints (user/base/diag.c). Every table row is one named cmocka case:
  *
  *   rate/<name>     policy_parse_rate(): the exact amount, period and cost,
  *                   or a substring of the error
@@ -44,7 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 #define FIXTURE_GOOD	"tests/fixtures/policy/good"
 #define FIXTURE_BAD	"tests/fixtures/policy/bad"

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The BPF test harness; see harness.h. Each harness gets its own pin root
+ * under /sys/fs/bpf, named by PID and a counter, and removes it on close.
+ */
+#define _GNU_SOURCE /* pthread_setaffinity_np */
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "sluice/key.h"
+#include "agent/agent.h"
+#include "lib/harness.h"
+#include "kernel/maps.h"
+#include "policy/policy.h"
+
+#define BPFFS_MAGIC	0xcafe4a11
+#define BPFFS_ROOT	"/sys/fs/bpf"
+#define PIN_ROOT_PREFIX "sluice-test-"
+#define HARNESS_IFACE	"test"
+#define UDP_SPORT	40000
+#define TCP_SPORT	40001
+
+static const __u8 mac_dst[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const __u8 mac_src[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+
+void harness_require_root(void)
+{
+	struct statfs fs;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "skip: BPF tests need root (CAP_BPF, CAP_NET_ADMIN)\n");
+		exit(HARNESS_SKIP);
+	}
+	if (statfs(BPFFS_ROOT, &fs) || fs.f_type != BPFFS_MAGIC) {
+		fprintf(stderr, "skip: no bpffs on /sys/fs/bpf (tools/deps.sh mounts it)\n");
+		exit(HARNESS_SKIP);
+	}
+}
+
+static struct policy_set *parse(const char *yaml)
+{
+	struct diag_list diags = { .file = "<test policy>" };
+	struct policy_set *ps = policy_set__parse("<test policy>", yaml, strlen(yaml), &diags);
+
+	if (!ps)
+		diag__print(&diags, stderr);
+	diag__free(&diags);
+	return ps;
+}
+
+int harness_apply(struct harness *h, const char *yaml)
+{
+	struct policy_set *ps = parse(yaml);
+	int err = ps ? agent_apply_policy(&h->att, ps, "<test policy>", NULL) : -EINVAL;
+
+	policy_set__free(ps);
+	return err;
+}
+
+static __u64 deny_ttl_ns;
+
+void harness_set_deny_ttl(__u64 ns)
+{
+	deny_ttl_ns = ns;
+}
+
+int harness_load(struct harness *h, const char *yaml, __u32 max_keys)
+{
+	static unsigned int seq;
+	int err;
+
+	memset(h, 0, sizeof(*h));
+	snprintf(h->pin_root, sizeof(h->pin_root), "%s/%s%d-%u", BPFFS_ROOT, PIN_ROOT_PREFIX,
+		 getpid(), seq++);
+	err = attachment__load(
+		&h->att, h->pin_root, HARNESS_IFACE,
+		&(struct load_opts){ .max_keys = max_keys, .deny_ttl_ns = deny_ttl_ns });
+	h->loaded = 1;
+	if (!err)
+		err = harness_apply(h, yaml);
+	if (err)
+		harness_close(h);
+	return err;
+}
+
+void harness_close(struct harness *h)
+{
+	if (!h->loaded)
+		return;
+	attachment__close(&h->att);
+	loader_unpin(h->att.pin_dir);
+	rmdir(h->pin_root);
+	h->loaded = 0;
+}
+
+int harness_cleanup(int rc)
+{
+	char prefix[64], dir[PATH_MAX], pins[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(BPFFS_ROOT);
+
+	snprintf(prefix, sizeof(prefix), "%s%d-", PIN_ROOT_PREFIX, getpid());
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", BPFFS_ROOT, e->d_name);
+		if (!pin_path(pins, dir, HARNESS_IFACE))
+			loader_unpin(pins);
+		rmdir(dir);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+int harness_run(struct harness *h, const struct pkt *p)
+{
+	__u8 out[PKT_MAX_BYTES];
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p->buf, .data_size_in = p->len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(h->att.prog_fd, &opts))
+		return -errno;
+	return opts.retval;
+}
+
+struct runner {
+	struct harness *h;
+	const struct pkt *p;
+	__u32 repeat;
+	int cpu;
+	int err;
+};
+
+static void *run_on_cpu(void *arg)
+{
+	struct runner *r = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(r->cpu, &set);
+	r->err = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!r->err)
+		r->err = harness_run_repeat(r->h, r->p, r->repeat);
+	return NULL;
+}
+
+int harness_run_on_cpus(struct harness *h, const struct pkt *p, int threads, __u32 repeat)
+{
+	struct runner *r = calloc(threads, sizeof(*r));
+	pthread_t *t = calloc(threads, sizeof(*t));
+	int i, started = 0, err = 0;
+
+	if (!r || !t) {
+		free(r);
+		free(t);
+		return -ENOMEM;
+	}
+	for (i = 0; i < threads; i++, started++) {
+		r[i] = (struct runner){ .h = h, .p = p, .repeat = repeat, .cpu = i };
+		err = -pthread_create(&t[i], NULL, run_on_cpu, &r[i]);
+		if (err)
+			break;
+	}
+	for (i = 0; i < started; i++) {
+		pthread_join(t[i], NULL);
+		if (!err)
+			err = r[i].err;
+	}
+	free(r);
+	free(t);
+	return err;
+}
+
+int harness_run_repeat(struct harness *h, const struct pkt *p, __u32 repeat)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p->buf, .data_size_in = p->len,
+		    .repeat = repeat);
+
+	return bpf_prog_test_run_opts(h->att.prog_fd, &opts) ? -errno : 0;
+}
+
+void harness_status(struct harness *h, struct status *st)
+{
+	int err = maps__read_status(&h->att.maps, st);
+
+	if (err) {
+		fprintf(stderr, "cannot read status: %s\n", strerror(-err));
+		abort();
+	}
+}
+
+__u64 harness_policy_pkts(const struct status *st, const char *name, enum sluice_pstat what)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_policies; i++)
+		if (!strcmp(st->policies[i].policy.name, name))
+			return st->policies[i].stats.c[what].pkts;
+	fprintf(stderr, "no policy '%s' in status\n", name);
+	abort();
+}
+
+struct pkt *harness_udp(struct pkt *p, const char *src, const char *dst, __u16 dport)
+{
+	pkt_udp(pkt_ip(pkt_eth(p, mac_dst, mac_src), src, dst), UDP_SPORT, dport);
+	pkt_finish(p);
+	return p;
+}
+
+struct pkt *harness_tcp(struct pkt *p, const char *src, const char *dst, __u16 dport, __be32 flags)
+{
+	pkt_tcp(pkt_ip(pkt_eth(p, mac_dst, mac_src), src, dst), TCP_SPORT, dport, flags);
+	pkt_finish(p);
+	return p;
+}
+
+/* Read from a status taken now. */
+struct sluice_policy harness_policy(struct harness *h, const char *name)
+{
+	struct sluice_policy p;
+	struct status st;
+	size_t i;
+
+	harness_status(h, &st);
+	for (i = 0; i < st.n_policies && strcmp(st.policies[i].policy.name, name) != 0; i++)
+		;
+	if (i == st.n_policies) {
+		fprintf(stderr, "no policy '%s' in status\n", name);
+		abort();
+	}
+	p = st.policies[i].policy;
+	status__free(&st);
+	return p;
+}
+
+__u32 harness_policy_id(struct harness *h, const char *name)
+{
+	return harness_policy(h, name).id;
+}
+
+/* The key policy @name derives for source @src (IPv4 or IPv6 text). */
+static struct sluice_key key_of(struct harness *h, const char *name, const char *src)
+{
+	struct sluice_policy p = harness_policy(h, name);
+	__u32 addr[SLUICE_ADDR_LEN / sizeof(__u32)];
+	struct sluice_key key;
+	int is_ipv4 = pkt_addr16(src, (__u8 *)addr);
+
+	memset(&key, 0, sizeof(key));
+	sluice_key_derive(&key, &p, addr, is_ipv4);
+	return key;
+}
+
+int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat)
+{
+	struct sluice_key key = key_of(h, name, src);
+	struct sluice_state st;
+
+	if (bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key, &st))
+		return -errno;
+	*tat = st.tat;
+	return 0;
+}
+
+int harness_key_delete(struct harness *h, const char *name, const char *src)
+{
+	struct sluice_key key = key_of(h, name, src);
+
+	return bpf_map_delete_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key) ? -errno : 0;
+}

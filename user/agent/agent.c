@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Agent operations. A policy is validated and compiled completely before
+ * any map is written, so a bad file never changes what is enforced.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice/fail.h"
+#include "sluice/gcra.h"
+#include "agent/agent.h"
+#include "policy/compile.h"
+#include "base/log.h"
+#include "base/names.h"
+
+/* Parse @path; on bad input print every error and return NULL. */
+static struct policy_set *load_policy(const char *path)
+{
+	struct diag_list diags = { .file = path };
+	struct policy_set *ps = policy_set__load(path, &diags);
+
+	if (!ps && diags.n)
+		diag__print(&diags, stderr);
+	else if (!ps)
+		pr_warn("cannot read policy '%s': %s", path, strerror(errno));
+	diag__free(&diags);
+	return ps;
+}
+
+/* Ids of @c that no policy in @old (@n_old of them) has: they start afresh. */
+static void fresh_ids(const struct compiled *c, const struct sluice_policy *old, size_t n_old,
+		      __u64 *fresh)
+{
+	size_t i, j;
+
+	memset(fresh, 0, IDMAP_WORDS * sizeof(*fresh));
+	for (i = 0; i < c->n_policies; i++) {
+		if (!c->policies[i].name[0])
+			continue;
+		for (j = 0; j < n_old && old[j].id != c->policies[i].id; j++)
+			;
+		if (j == n_old)
+			fresh[c->policies[i].id / 64] |= 1ULL << (c->policies[i].id % 64);
+	}
+}
+
+/* Give @c stable ids against what @att enforces now, and reset the new ones. */
+static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_id, int *kept)
+{
+	struct sluice_policy *old = calloc(SLUICE_MAX_POLICIES, sizeof(*old));
+	__u64 fresh[IDMAP_WORDS];
+	size_t n_old = 0, i;
+	int err = old ? maps__read_active(&att->maps, old, &n_old) : -ENOMEM;
+
+	if (!err)
+		err = compile_assign_ids(c, old, n_old, next_id);
+	if (!err) {
+		fresh_ids(c, old, n_old, fresh);
+		err = maps__reset_ids(&att->maps, fresh);
+	}
+	for (i = 0, *kept = 0; !err && i < c->n_policies; i++)
+		*kept += c->policies[i].name[0] &&
+			 !(fresh[c->policies[i].id / 64] >> (c->policies[i].id % 64) & 1);
+	free(old);
+	return err;
+}
+
+int agent_apply_policy(struct attachment *att, const struct policy_set *ps, const char *path,
+		       __u32 *ids)
+{
+	struct diag_list diags = { .file = path };
+	struct sluice_ctl ctl;
+	struct compiled c;
+	__u32 gen;
+	size_t i;
+	int err, kept = 0;
+
+	err = maps__read_ctl(&att->maps, &ctl);
+	if (err) {
+		pr_warn("cannot read control map of '%s': %s", att->iface, strerror(-err));
+		return err;
+	}
+	gen = ctl.generation ? (ctl.active_gen + 1) % SLUICE_POLICY_GENS : 0;
+	err = compile_policies(ps, gen, att->iface, &c, &diags);
+	if (err) {
+		diag__print(&diags, stderr);
+		diag__free(&diags);
+		return err;
+	}
+	err = prepare_ids(att, &c, &ctl.next_id, &kept);
+	if (!err)
+		err = maps__apply(&att->maps, &c, ctl.next_id);
+	for (i = 0; !err && ids && i < c.n_policies; i++)
+		ids[i] = c.policies[i].name[0] ? c.policies[i].id : AGENT_POLICY_ABSENT;
+	if (err)
+		pr_warn("cannot write policy to maps of '%s': %s", att->iface, strerror(-err));
+	else
+		log_event(LOG_INFO, "apply",
+			  "iface=%s policies=%zu kept_state=%d classifier_entries=%zu gen=%u",
+			  att->iface, c.n_policies, kept, c.n_match, gen);
+	compiled__free(&c);
+	return err;
+}
+
+/* Check the whole policy compiles before anything is attached or written. */
+static int validate(const struct policy_set *ps, const char *path)
+{
+	struct diag_list diags = { .file = path };
+	struct compiled c;
+	int err = compile_policies(ps, 0, NULL, &c, &diags);
+
+	if (err)
+		diag__print(&diags, stderr);
+	diag__free(&diags);
+	compiled__free(&c);
+	return err;
+}
+
+static int pick_ifaces(struct agent *a)
+{
+	size_t i;
+
+	if (!a->opts.n_ifaces) {
+		for (i = 0; i < a->ps->n_ifaces; i++)
+			snprintf(a->opts.ifaces[i], POLICY_IFNAME_LEN, "%s", a->ps->ifaces[i]);
+		a->opts.n_ifaces = a->ps->n_ifaces;
+	}
+	if (!a->opts.n_ifaces) {
+		pr_warn("no interface to attach to; give --iface or 'interfaces' in '%s'",
+			a->opts.config_path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+__u64 agent_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/*
+ * Stamp every attachment's sluice_ctl with a heartbeat, the timeout after
+ * which the XDP program considers us lost, and our pid (0 when leaving).
+ */
+static int beat(struct agent *a, __u32 pid)
+{
+	struct sluice_ctl ctl;
+	size_t i;
+	int err = 0;
+
+	a->last_beat_ns = agent_now_ns();
+	for (i = 0; !err && i < a->n_att; i++) {
+		err = maps__read_ctl(&a->att[i].maps, &ctl);
+		if (err)
+			break;
+		ctl.heartbeat_ns = a->last_beat_ns;
+		ctl.agent_timeout_ns = a->ps->agent_timeout_ns;
+		ctl.agent_pid = pid;
+		err = maps__write_ctl(&a->att[i].maps, &ctl);
+	}
+	if (err)
+		pr_warn("cannot write the heartbeat of '%s': %s", a->att[i].iface, strerror(-err));
+	return err;
+}
+
+int agent__tick(struct agent *a)
+{
+	__u64 now = agent_now_ns();
+
+	agent_stores_tick(a, now);
+	if (now - a->last_beat_ns < a->ps->heartbeat_ns)
+		return 0;
+	return beat(a, getpid());
+}
+
+/* Tell `sluice reload` how its request ended. */
+static void answer_reload(struct agent *a, int result)
+{
+	struct sluice_ctl ctl;
+	size_t i;
+
+	for (i = 0; i < a->n_att; i++) {
+		if (maps__read_ctl(&a->att[i].maps, &ctl))
+			continue;
+		ctl.reload_seq++;
+		ctl.reload_err = result;
+		if (maps__write_ctl(&a->att[i].maps, &ctl))
+			pr_warn("cannot answer the reload on '%s'", a->att[i].iface);
+	}
+}
+
+/*
+ * While no agent ran, the XDP program applied each policy's on_agent_loss
+ * by itself: log, per policy, the mode it was in and its return to normal
+ * (the transition nobody was there to log), and count it.
+ */
+static void report_absence(struct agent *a, const struct attachment *att)
+{
+	struct sluice_policy *p = calloc(SLUICE_MAX_POLICIES, sizeof(*p));
+	struct sluice_ctl ctl;
+	size_t i, n = 0;
+	__u64 lost;
+	int mode;
+
+	if (!p || maps__read_ctl(&att->maps, &ctl) || maps__read_active(&att->maps, p, &n)) {
+		free(p); /* nothing to report, and ctl may be unset */
+		return;
+	}
+	lost = sluice_agent_lost_ns(ctl.heartbeat_ns, ctl.agent_timeout_ns, agent_now_ns());
+	for (i = 0; lost && i < n; i++) {
+		mode = sluice_fail_mode(p[i].on_agent_loss, p[i].closed_after_ns, lost,
+					SLUICE_FAIL_NONE);
+		log_event(LOG_WARN, "fail_mode",
+			  "policy=%s iface=%s from=%s to=normal "
+			  "why=agent_back lost_for_s=%.1f",
+			  p[i].name, att->iface,
+			  sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
+			  (double)lost / SLUICE_NSEC_PER_SEC);
+		pthread_mutex_lock(&a->snap.lock);
+		a->snap.fail_transitions = ++a->fail_transitions;
+		pthread_mutex_unlock(&a->snap.lock);
+	}
+	free(p);
+}
+
+int agent__start(struct agent *a, const struct agent_opts *opts)
+{
+	struct attachment *att;
+	size_t i;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->opts = *opts;
+	pthread_mutex_init(&a->snap.lock, NULL);
+	a->ps = load_policy(opts->config_path);
+	if (!a->ps)
+		return -EINVAL;
+	err = validate(a->ps, opts->config_path);
+	if (!err)
+		err = pick_ifaces(a);
+	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
+		att = &a->att[a->n_att];
+		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i],
+				       &(struct load_opts){ .max_keys = opts->max_keys });
+		if (err) {
+			attachment__close(att); /* not loaded: nothing to beat or detach */
+			break;
+		}
+		a->n_att++;
+		err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
+		if (!err)
+			err = attachment__attach(att, opts->mode);
+		if (!err)
+			log_event(LOG_INFO, "start", "iface=%s pins=%s key_state=%s", att->iface,
+				  att->pin_dir, att->reused ? "kept" : "new");
+		if (!err)
+			report_absence(a, att);
+	}
+	a->generation = 1;
+	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
+	memset(a->share_written, 0, sizeof(a->share_written));
+	if (!err)
+		err = agent_stores_open(a);
+	if (!err && opts->metrics_listen) {
+		a->metrics = metrics__start(opts->metrics_listen, a->att, a->n_att, &a->snap);
+		if (!a->metrics) {
+			err = -errno;
+			pr_warn("cannot serve metrics on '%s': %s", opts->metrics_listen,
+				strerror(errno));
+		}
+	}
+	return err ? err : beat(a, getpid());
+}
+
+/* Count a reload's result for the metrics. */
+static void count_reload(struct agent *a, int ok)
+{
+	pthread_mutex_lock(&a->snap.lock);
+	if (ok)
+		a->snap.reloads_ok++;
+	else
+		a->snap.reloads_rejected++;
+	pthread_mutex_unlock(&a->snap.lock);
+}
+
+int agent__reload(struct agent *a)
+{
+	struct policy_set *ps = load_policy(a->opts.config_path);
+	size_t i;
+	int err;
+
+	if (!ps || validate(ps, a->opts.config_path)) {
+		pr_warn("reload rejected; still enforcing '%s' generation %llu",
+			a->opts.config_path, (unsigned long long)a->generation);
+		policy_set__free(ps);
+		answer_reload(a, -EINVAL);
+		count_reload(a, 0);
+		return -EINVAL;
+	}
+	for (i = 0, err = 0; !err && i < a->n_att; i++)
+		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path, a->ids[i]);
+	if (err) {
+		policy_set__free(ps);
+		answer_reload(a, err);
+		count_reload(a, 0);
+		return err;
+	}
+	policy_set__free(a->ps);
+	a->ps = ps;
+	a->generation++;
+	/* Ids and file indexes changed: write every runtime state again, on fresh stores. */
+	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
+	memset(a->share_written, 0, sizeof(a->share_written));
+	agent_stores_close(a);
+	if (agent_stores_open(a))
+		pr_warn("the store of '%s' could not be opened; its policies fail over as "
+			"configured",
+			a->opts.config_path);
+	log_event(LOG_INFO, "reload", "file=%s generation=%llu", a->opts.config_path,
+		  (unsigned long long)a->generation);
+	beat(a, getpid()); /* the new file may change the heartbeat timeout */
+	answer_reload(a, 0);
+	count_reload(a, 1);
+	return 0;
+}
+
+void agent__stop(struct agent *a)
+{
+	size_t i;
+
+	if (!a)
+		return;
+	metrics__stop(a->metrics);
+	a->metrics = NULL;
+	agent_stores_close(a);
+	if (a->ps && a->n_att)
+		beat(a, 0); /* no agent: the XDP program takes over after the timeout */
+	for (i = 0; i < a->n_att; i++) {
+		attachment__close(&a->att[i]);
+		if (a->opts.detach_on_exit)
+			loader_detach(a->opts.pin_root, a->att[i].iface);
+		else
+			log_event(LOG_INFO, "exit", "iface=%s enforcement=kept", a->att[i].iface);
+	}
+	a->n_att = 0;
+	policy_set__free(a->ps);
+	a->ps = NULL;
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The metrics endpoint. Each scrape reads the pinned maps afresh (the same
+ * reads as `sluice status`; batched, safe beside the agent's writes) and
+ * the agent's snapshot under its lock.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sluice/fail.h"
+#include "kernel/loader.h"
+#include "agent/metrics.h"
+#include "base/names.h"
+
+#define METRICS_PATH   "/metrics"
+#define CONTENT_TYPE   "text/plain; version=0.0.4"
+#define HTTP_OK	       200
+#define HTTP_NOT_FOUND 404
+#define ADDR_LEN       64
+
+struct metrics {
+	struct MHD_Daemon *daemon;
+	const struct attachment *att;
+	size_t n;
+	struct metrics_snapshot *snap;
+};
+
+static void header(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One counter per policy and outcome: packets, or with @bytes, bytes. */
+static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n, int bytes)
+{
+	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
+	const struct sluice_counter *c;
+	size_t i, j;
+	int k;
+
+	header(out, name, "counter",
+	       bytes ? "Bytes per policy and outcome." : "Packets per policy and outcome.");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < ifs[i].st->n_policies; j++)
+			for (k = 0; k < SLUICE_PSTAT_MAX; k++) {
+				c = &ifs[i].st->policies[j].stats.c[k];
+				fprintf(out, "%s{iface=\"%s\",policy=\"%s\",outcome=\"%s\"} %llu\n",
+					name, ifs[i].name, ifs[i].st->policies[j].policy.name,
+					sluice_pstat_names[k],
+					(unsigned long long)(bytes ? c->bytes : c->pkts));
+			}
+}
+
+static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n)
+{
+	size_t i, j;
+
+	render_outcomes(out, ifs, n, 0);
+	render_outcomes(out, ifs, n, 1);
+	header(out, "sluice_policy_keys", "gauge", "Keys tracked per policy.");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < ifs[i].st->n_policies; j++)
+			fprintf(out, "sluice_policy_keys{iface=\"%s\",policy=\"%s\"} %llu\n",
+				ifs[i].name, ifs[i].st->policies[j].policy.name,
+				(unsigned long long)ifs[i].st->policies[j].keys);
+}
+
+/* 1 for the mode each policy is in now (include/sluice/fail.h), 0 for the others. */
+static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
+{
+	const struct policy_status *p;
+	__u64 lost;
+	size_t i, j;
+	int k, mode;
+
+	header(out, "sluice_policy_fail_mode", "gauge",
+	       "1 for the fail mode a policy is in now (normal when healthy).");
+	for (i = 0; i < n; i++) {
+		lost = sluice_agent_lost_ns(ifs[i].st->ctl.heartbeat_ns,
+					    ifs[i].st->ctl.agent_timeout_ns, ifs[i].now_ns);
+		for (j = 0; j < ifs[i].st->n_policies; j++) {
+			p = &ifs[i].st->policies[j];
+			mode = sluice_fail_mode(p->policy.on_agent_loss, p->policy.closed_after_ns,
+						lost, p->fail.mode);
+			for (k = 0; k < SLUICE_FAIL_MAX; k++)
+				fprintf(out,
+					"sluice_policy_fail_mode{iface=\"%s\",policy=\"%s\","
+					"mode=\"%s\"} %d\n",
+					ifs[i].name, p->policy.name, sluice_fail_names[k],
+					k == mode);
+		}
+	}
+}
+
+static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
+{
+	const struct status *st;
+	size_t i;
+	int k;
+
+	header(out, "sluice_packets_total", "counter", "Packets per interface and reason.");
+	for (i = 0; i < n; i++)
+		for (k = 0; k < SLUICE_TOTAL_MAX; k++)
+			fprintf(out, "sluice_packets_total{iface=\"%s\",reason=\"%s\"} %llu\n",
+				ifs[i].name, sluice_total_names[k],
+				(unsigned long long)ifs[i].st->totals.c[k].pkts);
+	header(out, "sluice_keys", "gauge", "Keys tracked, and the key-state map's size.");
+	for (i = 0; i < n; i++) {
+		st = ifs[i].st;
+		fprintf(out, "sluice_keys{iface=\"%s\"} %llu\nsluice_keys_max{iface=\"%s\"} %u\n",
+			ifs[i].name, (unsigned long long)st->keys, ifs[i].name, st->keys_max);
+	}
+	header(out, "sluice_heartbeat_age_seconds", "gauge",
+	       "Age of the agent's heartbeat as the XDP program sees it.");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_heartbeat_age_seconds{iface=\"%s\"} %.3f\n", ifs[i].name,
+			ifs[i].st->ctl.heartbeat_ns
+				? (double)(ifs[i].now_ns - ifs[i].st->ctl.heartbeat_ns) /
+					  SLUICE_NSEC_PER_SEC
+				: 0.0);
+	header(out, "sluice_policy_generation", "counter",
+	       "Policy loads since the maps were made.");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n", ifs[i].name,
+			(unsigned long long)ifs[i].st->ctl.generation);
+}
+
+/* One value per configured store: the __u64 at offset @off of its struct metrics_store. */
+static void store_counter(FILE *out, const struct metrics_snapshot *s, const char *name,
+			  const char *type, const char *help, size_t off)
+{
+	int k;
+
+	header(out, name, type, help);
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out, "%s{store=\"%s\"} %llu\n", name, s->stores[k].url,
+				*(const unsigned long long *)((const char *)&s->stores[k] + off));
+}
+
+static void render_agent(FILE *out, const struct metrics_snapshot *s)
+{
+	int k;
+
+	header(out, "sluice_store_up", "gauge", "1 while the store answers (after the hold-down).");
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out, "sluice_store_up{store=\"%s\"} %d\n", s->stores[k].url,
+				s->stores[k].up);
+	header(out, "sluice_store_probes_total", "counter", "Store probes by result.");
+	for (k = 0; k < METRICS_STORES; k++)
+		if (s->stores[k].url[0])
+			fprintf(out,
+				"sluice_store_probes_total{store=\"%s\",result=\"ok\"} %llu\n"
+				"sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
+				s->stores[k].url, (unsigned long long)s->stores[k].probes_ok,
+				s->stores[k].url, (unsigned long long)s->stores[k].probes_failed);
+	store_counter(out, s, "sluice_store_syncs_total", "counter",
+		      "Round trips to the store: full syncs and early lease top-ups.",
+		      offsetof(struct metrics_store, syncs));
+	store_counter(out, s, "sluice_store_lease_calls_total", "counter",
+		      "Lease top-ups sent to the store (one per hot key per sync).",
+		      offsetof(struct metrics_store, lease_calls));
+	store_counter(out, s, "sluice_store_hot_keys", "gauge",
+		      "Keys of cluster-scoped policies holding a lease, at the last sync.",
+		      offsetof(struct metrics_store, hot_keys));
+	header(out, "sluice_fail_mode_transitions_total", "counter",
+	       "Policy fail-mode changes the agent made for store faults.");
+	fprintf(out, "sluice_fail_mode_transitions_total %llu\n",
+		(unsigned long long)s->fail_transitions);
+	header(out, "sluice_reloads_total", "counter", "Policy reloads by result.");
+	fprintf(out,
+		"sluice_reloads_total{result=\"ok\"} %llu\n"
+		"sluice_reloads_total{result=\"rejected\"} %llu\n",
+		(unsigned long long)s->reloads_ok, (unsigned long long)s->reloads_rejected);
+}
+
+void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
+		    const struct metrics_snapshot *snap)
+{
+	render_policies(out, ifaces, n);
+	render_modes(out, ifaces, n);
+	render_ifaces(out, ifaces, n);
+	render_agent(out, snap);
+}
+
+static __u64 monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* The whole page into a malloc'd buffer; NULL on failure. */
+static char *page(struct metrics *m, size_t *len)
+{
+	struct metrics_iface ifs[POLICY_MAX_IFACES];
+	struct status st[POLICY_MAX_IFACES];
+	char *buf = NULL;
+	size_t i, n = 0;
+	FILE *out;
+
+	for (i = 0; i < m->n; i++) {
+		if (maps__read_status(&m->att[i].maps, &st[n]))
+			continue;
+		ifs[n] = (struct metrics_iface){ m->att[i].iface, &st[n], monotonic_ns() };
+		n++;
+	}
+	out = open_memstream(&buf, len);
+	if (out) {
+		pthread_mutex_lock(&m->snap->lock);
+		metrics_render(out, ifs, n, m->snap);
+		pthread_mutex_unlock(&m->snap->lock);
+		if (fclose(out)) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	for (i = 0; i < n; i++)
+		status__free(&st[i]);
+	return buf;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_len, void **con_cls)
+{
+	static const char not_found[] = "not found; try " METRICS_PATH "\n";
+	struct metrics *m = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	size_t len = 0;
+	char *body;
+	int code = HTTP_OK;
+
+	(void)version, (void)upload, (void)upload_len, (void)con_cls;
+	if (strcmp(method, "GET") != 0 || strcmp(url, METRICS_PATH) != 0) {
+		r = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
+						    MHD_RESPMEM_PERSISTENT);
+		code = HTTP_NOT_FOUND;
+	} else {
+		body = page(m, &len);
+		if (!body)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	}
+	if (!r)
+		return MHD_NO;
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* "ADDR:PORT" or "[ADDR6]:PORT" into @ss. 0 or -EINVAL. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	char host[ADDR_LEN];
+	const char *colon = strrchr(s, ':');
+	long port;
+
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
+	port = strtol(colon + 1, NULL, 10);
+	if (port <= 0 || port > UINT16_MAX)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - s - 2), s + 1);
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1 ? 0 : -EINVAL;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
+	a4->sin_family = AF_INET;
+	a4->sin_port = htons(port);
+	return inet_pton(AF_INET, host, &a4->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
+			       struct metrics_snapshot *snap)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	struct sockaddr_storage ss;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
+
+	if (!m)
+		return NULL;
+	if (parse_listen(listen, &ss)) {
+		free(m);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	*m = (struct metrics){ .att = att, .n = n, .snap = snap };
+	m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, &ss,
+				     MHD_OPTION_END);
+	if (!m->daemon) {
+		free(m);
+		errno = EADDRNOTAVAIL;
+		return NULL;
+	}
+	return m;
+}
+
+void metrics__stop(struct metrics *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->daemon);
+	free(m);
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Prometheus metrics on a local HTTP port (libmicrohttpd, its own thread):
+ * per-policy outcomes and keys, interface totals, and the limiter's own
+ * health — heartbeat age, store up/down and probe failures, fail-mode
+ * transitions, reloads — so an operator can alert on the limiter itself,
+ * not only with it.
+ */
+#ifndef SLUICE_METRICS_H
+#define SLUICE_METRICS_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "kernel/maps.h"
+
+#define METRICS_STORES 2
+
+/* What the agent publishes for the metrics thread; guarded by @lock. */
+struct metrics_snapshot {
+	pthread_mutex_t lock;
+	struct metrics_store {
+		char url[256]; /* "" when not configured */
+		int up;
+		__u64 probes_ok;
+		__u64 probes_failed;
+		__u64 transitions;
+		__u64 syncs;	   /* pipelined round trips: full syncs and early top-ups */
+		__u64 lease_calls; /* lease script calls in them */
+		__u64 hot_keys;	   /* keys holding a lease entry at the newest full sync */
+	} stores[METRICS_STORES];
+	__u64 fail_transitions; /* policy store fail-mode changes */
+	__u64 reloads_ok;
+	__u64 reloads_rejected;
+};
+
+/* One interface's counters for rendering. */
+struct metrics_iface {
+	const char *name;
+	const struct status *st;
+	__u64 now_ns; /* the bpf_ktime_get_ns() clock */
+};
+
+/* Render the exposition text for @n interfaces and the snapshot (held). */
+void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
+		    const struct metrics_snapshot *snap);
+
+struct metrics;
+struct attachment;
+
+/*
+ * Serve http://@listen/metrics ("ADDR:PORT", IPv4 or [IPv6]) from the maps
+ * of @n attachments and @snap. NULL with errno set on failure.
+ */
+struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
+			       struct metrics_snapshot *snap);
+
+/* Stop serving and free. Accepts NULL. */
+void metrics__stop(struct metrics *m);
+
+#endif /* SLUICE_METRICS_H */

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* See names.h. The words are stable: scripts and dashboards match on them. */
+#include "base/names.h"
+
+const char *const sluice_total_names[SLUICE_TOTAL_MAX] = {
+	[SLUICE_TOTAL_PASSED] = "passed",
+	[SLUICE_TOTAL_DROPPED] = "dropped",
+	[SLUICE_TOTAL_UNPARSED] = "unparsed",
+	[SLUICE_TOTAL_NO_PORTS] = "no_ports",
+	[SLUICE_TOTAL_NO_MATCH] = "no_match",
+	[SLUICE_TOTAL_STATE_ERR] = "state_err",
+	[SLUICE_TOTAL_CAS_EXHAUSTED] = "cas_exhausted",
+	[SLUICE_TOTAL_ALLOWED] = "allowed",
+	[SLUICE_TOTAL_AGENT_LOST] = "agent_lost",
+};
+
+const char *const sluice_pstat_names[SLUICE_PSTAT_MAX] = {
+	[SLUICE_PSTAT_PASSED] = "passed",	    [SLUICE_PSTAT_DROPPED] = "dropped",
+	[SLUICE_PSTAT_SHADOW] = "would_drop",	    [SLUICE_PSTAT_FAIL_OPEN] = "fail_open",
+	[SLUICE_PSTAT_FAIL_CLOSED] = "fail_closed", [SLUICE_PSTAT_DEGRADED] = "degraded",
+	[SLUICE_PSTAT_LEASED] = "leased",
+};
+
+const char *const sluice_fail_names[SLUICE_FAIL_MAX] = {
+	[SLUICE_FAIL_NONE] = "normal",
+	[SLUICE_FAIL_OPEN] = "open",
+	[SLUICE_FAIL_DEGRADED] = "degraded",
+	[SLUICE_FAIL_CLOSED] = "closed",
+};
+
+const char *const sluice_mode_names[SLUICE_MODE_MAX] = {
+	[SLUICE_MODE_ENFORCE] = "enforce",
+	[SLUICE_MODE_SHADOW] = "shadow",
+};
+
+const char *sluice_name(const char *const *names, unsigned int n, unsigned int v)
+{
+	return v < n && names[v] ? names[v] : "?";
+}

@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The agent's side of the shared budget; see budget/planner.h and
+ * docs/shared-budget.md. Runs only on the store's thread.
+ *
+ * Accounting. The kernel's spent only grows; each lease entry remembers
+ * (reported) the spent it last told the store about. A sync reads spent S,
+ * reports used = S − reported, and the store answers what this node now
+ * holds, H: the part of its lease it did not use plus the top-up. The entry
+ * becomes granted = S + H, reported = S. Whatever the kernel spends after S
+ * is charged to H, so the units spent while the answer travels are neither
+ * lost nor counted twice. When a sync fails nothing is written, and the
+ * next one reports from the same reported: if the failed call did run in
+ * Redis, the node is charged twice for the same units — an under-admission,
+ * never an over-admission.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+
+#include "sluice/compiler.h"
+#include "sluice/gcra.h"
+#include "budget/planner.h"
+
+#define HEX_ADDR_LEN (2 * SLUICE_ADDR_LEN + 1)
+#define LEASE_BATCH  4096 /* map entries per bpf_map_lookup_batch() */
+
+/* One hot key as a round sees it. */
+struct entry {
+	struct sluice_key key;
+	struct sluice_lease l;
+	struct sluice_spend s;
+	const struct lease_policy *p;
+	int send;    /* part of this round's pipeline */
+	int release; /* that call hands what is left back to the bucket */
+	int hold;    /* kept without a call: nothing left to spend, expiry renewed */
+};
+
+/* The fleet's hot keys of one interface, from the last full sync, sorted. */
+struct key_set {
+	struct sluice_key *v;
+	size_t n, cap;
+};
+
+struct lease_state {
+	struct lease_plan *plan;
+	struct key_set *fleet; /* by attachment */
+	__u64 live;	       /* the fleet's size at the last beat; 0 unknown */
+	struct lease_stats stats;
+};
+
+/* Scratch of one attachment's round. */
+struct round {
+	struct lease_state *ls;
+	struct lease_att *att;
+	size_t att_i;
+	struct entry *e;
+	size_t n;
+	char **add;	     /* hex members this node saw hot, by policy */
+	size_t *n_add;	     /* by policy */
+	struct key_set seen; /* members the store returned */
+};
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct sluice_key));
+}
+
+static int set_add(struct key_set *s, const struct sluice_key *k)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct sluice_key *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = *k;
+	return 0;
+}
+
+static int set_has(const struct key_set *s, const struct sluice_key *k)
+{
+	return s->n && bsearch(k, s->v, s->n, sizeof(*k), key_cmp);
+}
+
+static void hex_of(const __u8 *addr, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		out[2 * i] = digits[addr[i] >> 4];
+		out[2 * i + 1] = digits[addr[i] & 0xf];
+	}
+	out[2 * SLUICE_ADDR_LEN] = '\0';
+}
+
+static int nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* 0, or -EINVAL for anything but 32 lowercase hex digits. */
+static int addr_of_hex(const char *hex, __u8 *addr)
+{
+	int i, hi, lo;
+
+	if (strlen(hex) != 2 * SLUICE_ADDR_LEN)
+		return -EINVAL;
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		hi = nibble(hex[2 * i]);
+		lo = nibble(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		addr[i] = hi << 4 | lo;
+	}
+	return 0;
+}
+
+static const struct lease_policy *policy_of(const struct lease_att *a, __u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_pol; i++)
+		if (a->pol[i].id == id)
+			return &a->pol[i];
+	return NULL;
+}
+
+static __u64 live_of(const struct lease_state *ls)
+{
+	return ls->live ? ls->live : 1;
+}
+
+/* What a key asks for when it turns hot here: its share of the burst. */
+static __u64 first_want(const struct lease_state *ls, const struct lease_policy *p)
+{
+	__u64 live = live_of(ls);
+
+	return (p->burst + live - 1) / live;
+}
+
+/*
+ * Give @k an entry, unless it has one: a spend counter the kernel will own
+ * from now on, and a lease that is expired until the store answers, so the
+ * key stays cold (or, strict, dropped) until then. A spend counter left from
+ * before (the agent restarted between the two) is taken as it is.
+ */
+static int entry_create(const struct lease_att *a, const struct sluice_key *k, __u64 want,
+			__u64 expires)
+{
+	struct sluice_spend s = { 0 };
+	struct sluice_lease l = { 0 };
+
+	if (!bpf_map_lookup_elem(a->fd_lease, k, &l))
+		return 0;
+	if (bpf_map_update_elem(a->fd_spend, k, &s, BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	if (bpf_map_lookup_elem(a->fd_spend, k, &s))
+		return -errno;
+	l.granted = l.reported = s.spent;
+	l.seen = s.spent + s.denied;
+	l.want = want;
+	l.key = *k;
+	l.expires = expires;
+	if (expires) /* live at once, with nothing to spend: held, nothing in the store */
+		l.flags = SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED;
+	if (bpf_map_update_elem(a->fd_lease, k, &l, BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Lease first: once it is gone the kernel no longer looks at the counter. */
+static void entry_delete(const struct lease_att *a, const struct sluice_key *k)
+{
+	bpf_map_delete_elem(a->fd_lease, k);
+	bpf_map_delete_elem(a->fd_spend, k);
+}
+
+/*
+ * Every entry of hash map @fd, LEASE_BATCH at a time (one syscall each, not
+ * three per key), deleting them as it reads when @drain: keys into *@keys,
+ * values of @vsize bytes into *@vals, *@n of them. The caller frees both,
+ * also on failure. 0 or -errno.
+ */
+static int read_map(int fd, size_t vsize, int drain, struct sluice_key **keys, void **vals,
+		    size_t *n)
+{
+	int (*batch_fn)(int, void *, void *, void *, void *, __u32 *,
+			const struct bpf_map_batch_opts *) =
+		drain ? bpf_map_lookup_and_delete_batch : bpf_map_lookup_batch;
+	size_t cap = 0;
+	__u32 batch, count;
+	void *in = NULL, *v;
+	int done = 0;
+
+	*n = 0;
+	while (!done) {
+		if (*n + LEASE_BATCH > cap) {
+			cap = *n + LEASE_BATCH;
+			v = realloc(*keys, cap * sizeof(**keys));
+			if (v)
+				*keys = v;
+			v = v ? realloc(*vals, cap * vsize) : NULL;
+			if (!v)
+				return -ENOMEM;
+			*vals = v;
+		}
+		count = LEASE_BATCH;
+		if (batch_fn(fd, in, &batch, *keys + *n, (char *)*vals + *n * vsize, &count,
+			     NULL)) {
+			if (errno != ENOENT)
+				return -errno;
+			done = 1; /* ENOENT: that was the last batch */
+		}
+		*n += count;
+		in = &batch;
+	}
+	return 0;
+}
+
+static int note_hot(struct round *r, const struct lease_policy *p, const struct sluice_key *k)
+{
+	size_t j = p - r->att->pol;
+	char *hex;
+
+	if (r->n_add[j] >= LEASE_HOT_LIMIT)
+		return 0; /* the rest are announced by the next syncs */
+	hex = malloc(HEX_ADDR_LEN);
+	if (!hex)
+		return -ENOMEM;
+	hex_of(k->addr, hex);
+	r->add[j * LEASE_HOT_LIMIT + r->n_add[j]++] = hex;
+	return 0;
+}
+
+/* Keys the XDP program asked to make hot: give each an entry, tell the fleet. */
+static void drain_requests(struct round *r)
+{
+	const struct lease_policy *p;
+	struct sluice_key *keys = NULL;
+	struct sluice_hot *vals = NULL;
+	size_t n = 0, i;
+
+	read_map(r->att->fd_hot, sizeof(*vals), 1, &keys, (void **)&vals, &n);
+	for (i = 0; i < n; i++) {
+		p = policy_of(r->att, keys[i].policy_id);
+		if (p && !entry_create(r->att, &keys[i], first_want(r->ls, p), 0))
+			note_hot(r, p, &keys[i]);
+	}
+	free(keys);
+	free(vals);
+}
+
+/*
+ * Keys the fleet has hot and this node has no entry for, right after a
+ * sync read them: hold them too, live at once with nothing to spend, so
+ * this node stops spending its cold share on them; a packet of theirs
+ * here is denied and asks for a top-up.
+ */
+static void adopt_fleet(struct round *r, __u64 expires)
+{
+	const struct key_set *f = &r->ls->fleet[r->att_i];
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		entry_create(r->att, &f->v[i], 0, expires);
+}
+
+/* A spend counter with its key first, so key_cmp() sorts and finds it. */
+struct spend_of {
+	struct sluice_key key;
+	struct sluice_spend s;
+};
+
+/* Read every entry with its counters; drop those of policies gone. */
+static int collect(struct round *r)
+{
+	struct sluice_key *lk = NULL, *sk = NULL;
+	struct sluice_lease *lv = NULL;
+	struct sluice_spend *sv = NULL;
+	struct spend_of *so = NULL, *found;
+	size_t nl = 0, ns = 0, i;
+	int err;
+
+	err = read_map(r->att->fd_lease, sizeof(*lv), 0, &lk, (void **)&lv, &nl);
+	if (!err)
+		err = read_map(r->att->fd_spend, sizeof(*sv), 0, &sk, (void **)&sv, &ns);
+	so = err ? NULL : calloc(ns ? ns : 1, sizeof(*so));
+	r->e = so ? calloc(nl ? nl : 1, sizeof(*r->e)) : NULL;
+	if (!err && !r->e)
+		err = -ENOMEM;
+	for (i = 0; !err && i < ns; i++)
+		so[i] = (struct spend_of){ .key = sk[i], .s = sv[i] };
+	if (!err)
+		qsort(so, ns, sizeof(*so), key_cmp);
+	for (i = 0; !err && i < nl; i++) {
+		struct entry *e = &r->e[r->n];
+
+		e->key = lk[i];
+		e->p = policy_of(r->att, lk[i].policy_id);
+		if (!e->p) {
+			entry_delete(r->att, &lk[i]);
+			continue;
+		}
+		found = ns ? bsearch(&lk[i], so, ns, sizeof(*so), key_cmp) : NULL;
+		if (!found)
+			continue; /* being created or torn down */
+		e->l = lv[i];
+		e->s = found->s;
+		r->n++;
+	}
+	free(lk);
+	free(lv);
+	free(sk);
+	free(sv);
+	free(so);
+	return err;
+}
+
+static __u64 sat_sub(__u64 a, __u64 b)
+{
+	return a > b ? a - b : 0;
+}
+
+static __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+/* Demand per interval that keeps a key hot: half this node's share of the rate. */
+static __u64 hot_threshold(const struct round *r, const struct lease_policy *p)
+{
+	__u64 interval_us = r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+	__u64 per_interval = p->rate_units * interval_us / p->rate_period_us;
+
+	return per_interval / (2 * live_of(r->ls)) + 1;
+}
+
+/* A locally requested key waiting for its first lease: it stays cold until then. */
+static int is_pending(const struct entry *e)
+{
+	return !e->l.expires && e->l.want;
+}
+
+/*
+ * Lower what the kernel may spend to what it has spent. That only lowers
+ * it, so it needs no store: the kernel entry stays live (its expiry is
+ * renewed while syncs succeed), the key stays hot here, and its packets are
+ * denied until a top-up — rather than falling back to the cold share.
+ */
+static void freeze(struct entry *e)
+{
+	if (e->l.granted > e->s.spent)
+		e->l.granted = e->s.spent;
+	e->l.flags |= SLUICE_LEASE_F_FROZEN;
+	e->l.want = 0; /* reported stays: the store still has to hear of what was spent */
+	e->hold = 1;
+}
+
+/*
+ * A live, unfrozen lease of a key seen within the store's lease time,
+ * holding less than the demand that makes a key hot in an interval: too
+ * little to be worth handing back, and what lets a sparse key (a few
+ * packets a second on this node) pass its next packet at once instead of
+ * waiting for a top-up after every quiet interval. Quiet for longer, it is
+ * frozen like any other, and costs no calls.
+ */
+static int is_small(const struct round *r, const struct entry *e)
+{
+	return e->l.expires && !(e->l.flags & SLUICE_LEASE_F_FROZEN) &&
+	       e->l.idle < LEASE_TTL_SYNCS &&
+	       sat_sub(e->l.granted, e->s.spent) < hot_threshold(r, e->p);
+}
+
+/* Frozen a round ago and nothing spent or denied since: hand the rest back. */
+static int can_release(const struct entry *e, __u64 d)
+{
+	return !d && (e->l.flags & SLUICE_LEASE_F_FROZEN) &&
+	       !(e->l.flags & SLUICE_LEASE_F_RELEASED);
+}
+
+/*
+ * Full round: decide each entry's want from the last interval's demand
+ * (spent and denied since the last full sync), keep the key hot in the
+ * fleet while that demand is real, and give back what an idle node holds,
+ * so that it cannot sit unspent while other nodes need it:
+ *
+ *   a whole interval without demand   freeze, no call — unless what is
+ *                                     left is small (is_small): renew it;
+ *   the next round (interval / 10)    one call that reports what was spent
+ *                                     and hands the rest back to the bucket:
+ *                                     frozen a round earlier, nothing of it
+ *                                     can still be spent (a program holds a
+ *                                     lease for microseconds), and the
+ *                                     store's lease has not expired;
+ *   then                              hold, no calls, until demand returns
+ *                                     (its first packet waits for an early
+ *                                     top-up) or the key leaves the hot set.
+ *
+ * A hot key the fleet knows and this node never saw is held from the start.
+ */
+static void plan_full(struct round *r)
+{
+	size_t i;
+
+	r->ls->stats.hot_keys += r->n;
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
+		__u64 dr = sat_sub(e->s.spent + e->s.denied, e->l.topup_seen);
+
+		e->l.idle = d ? 0 : e->l.idle + 1;
+		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
+			entry_delete(r->att, &e->key);
+			continue;
+		}
+		if (d >= hot_threshold(r, e->p))
+			note_hot(r, e->p, &e->key);
+		e->l.seen = e->s.spent + e->s.denied;
+		if (is_pending(e)) {
+			e->send = 1; /* its first want stands */
+		} else if (d) {
+			/* No demand since the last top-up: the traffic stopped; ask for no more. */
+			e->l.want = dr ? min_u64(e->p->burst, LEASE_LOOKAHEAD * d) : 0;
+			e->send = 1;
+		} else if (can_release(e, d)) {
+			e->l.want = 0;
+			e->release = e->send = 1;
+		} else if (is_small(r, e)) {
+			e->l.want = 0; /* keep it: renew what is held, ask for no more */
+			e->send = 1;
+		} else {
+			freeze(e);
+		}
+	}
+}
+
+/*
+ * Early round: a lease that would not cover the demand seen since its last
+ * top-up once more (about half used, or used up: a saturated key is topped
+ * up every round, at any packet rate, and a node whose traffic stopped
+ * stops asking at once); keys still waiting for their first lease; and
+ * frozen leases to hand back.
+ */
+static size_t plan_early(struct round *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+		__u64 d = sat_sub(e->s.spent + e->s.denied, e->l.seen);
+		__u64 dr = sat_sub(e->s.spent + e->s.denied, e->l.topup_seen);
+		__u64 left = sat_sub(e->l.granted, e->s.spent);
+
+		if (can_release(e, d)) {
+			e->l.want = 0;
+			e->release = 1;
+		} else if (!is_pending(e)) {
+			if (!dr || left > dr)
+				continue;
+			e->l.want = min_u64(e->p->burst,
+					    e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
+		}
+		e->send = 1;
+		n++;
+	}
+	return n;
+}
+
+static void on_member(void *arg, size_t hot, const char *member)
+{
+	struct round *r = arg;
+	struct sluice_key k = { .policy_id = r->att->pol[hot].id };
+
+	if (!addr_of_hex(member, k.addr))
+		set_add(&r->seen, &k);
+}
+
+/* The kernel's expiry of what a sync sent at @sent_ns brings: before the store's. */
+static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
+{
+	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
+}
+
+/*
+ * Write each answer; an entry whose call failed is left as it was. Held
+ * entries stay live only while the store answers (@ok): else they expire
+ * and their keys follow the policy's fail mode.
+ */
+static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns, int ok)
+{
+	__u64 expires = kernel_expiry(r, sent_ns);
+	size_t i, k = 0;
+
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+
+		if (e->hold && ok) {
+			e->l.expires = expires;
+			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+		}
+		if (!e->send)
+			continue;
+		if (!g[k].err && !(is_pending(e) && !g[k].held)) {
+			e->l.granted = e->s.spent + g[k].held;
+			e->l.reported = e->s.spent;
+			e->l.topup_seen = e->s.spent + e->s.denied;
+			e->l.expires = expires;
+			e->l.flags =
+				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
+			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+		} else if (!g[k].err) {
+			/* Pending and nothing yet: stays cold; what was spent is reported. */
+			e->l.granted = e->l.reported = e->s.spent;
+			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+		}
+		k++;
+	}
+}
+
+/* The Redis key of @p's bucket for @k, into @out. */
+static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
+		       const struct sluice_key *k, char *out)
+{
+	char hex[HEX_ADDR_LEN];
+
+	hex_of(k->addr, hex);
+	snprintf(out, LEASE_KEY_LEN, "%s:b:%s:%s", ls->plan->prefix, p->name, hex);
+}
+
+static void round_free(struct round *r)
+{
+	size_t j, i;
+
+	for (j = 0; r->add && r->n_add && j < r->att->n_pol; j++)
+		for (i = 0; i < r->n_add[j]; i++)
+			free(r->add[j * LEASE_HOT_LIMIT + i]);
+	free(r->add);
+	free(r->n_add);
+	free(r->e);
+	free(r->seen.v);
+}
+
+/* Build and send one attachment's pipeline, and install the answers. */
+static int send_round(struct round *r, struct redisContext *c, struct lease_scripts *sc,
+		      struct budget_sync *b, int full, char *err, size_t len)
+{
+	struct lease_key *keys = calloc(r->n ? r->n : 1, sizeof(*keys));
+	struct lease_req *q = calloc(r->n ? r->n : 1, sizeof(*q));
+	struct lease_grant *g = calloc(r->n ? r->n : 1, sizeof(*g));
+	struct hot_req *h = calloc(r->att->n_pol ? r->att->n_pol : 1, sizeof(*h));
+	size_t i, n = 0;
+	__u64 sent_ns;
+	int ret = -ENOMEM;
+
+	if (!keys || !q || !g || !h)
+		goto out;
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->e[i];
+
+		if (!e->send)
+			continue;
+		bucket_key(r->ls, e->p, &e->key, keys[n].key);
+		keys[n].rate_units = e->p->rate_units;
+		keys[n].rate_period_us = e->p->rate_period_us;
+		keys[n].burst = keys[n].cap = e->p->burst;
+		keys[n].start_empty = !e->p->strict;
+		q[n].k = &keys[n];
+		q[n].used = sat_sub(e->s.spent, e->l.reported);
+		q[n].want = e->l.want;
+		q[n].release = e->release;
+		n++;
+	}
+	for (i = 0; full && i < r->att->n_pol; i++) {
+		snprintf(h[i].key, sizeof(h[i].key), "%s:hot:%s", r->ls->plan->prefix,
+			 r->att->pol[i].name);
+		h[i].add = (const char *const *)&r->add[i * LEASE_HOT_LIMIT];
+		h[i].n_add = r->n_add[i];
+		h[i].ttl_us = LEASE_HOT_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+		h[i].limit = LEASE_HOT_LIMIT;
+	}
+	b->hot = h;
+	b->n_hot = full ? r->att->n_pol : 0;
+	b->on_member = on_member;
+	b->arg = r;
+	b->holder = r->att->holder;
+	b->lease_ttl_us = LEASE_TTL_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+	b->leases = q;
+	b->n_leases = n;
+	b->grants = g;
+	sent_ns = mono_ns();
+	ret = store_budget_sync(c, sc, b, err, len);
+	r->ls->stats.rounds++;
+	r->ls->stats.leases += n;
+	if (ret && ret != -EPROTO)
+		goto out; /* no answer read: nothing to install */
+	install(r, g, sent_ns, !ret);
+	if (full && !ret) {
+		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
+		free(r->ls->fleet[r->att_i].v);
+		r->ls->fleet[r->att_i] = r->seen;
+		memset(&r->seen, 0, sizeof(r->seen));
+		adopt_fleet(r, kernel_expiry(r, sent_ns));
+	}
+out:
+	free(keys);
+	free(q);
+	free(g);
+	free(h);
+	return ret;
+}
+
+static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
+		     struct lease_scripts *sc, struct budget_sync *b, int full, char *err,
+		     size_t len)
+{
+	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai };
+	int ret = -ENOMEM;
+
+	r.add = calloc(r.att->n_pol * LEASE_HOT_LIMIT + 1, sizeof(*r.add));
+	r.n_add = calloc(r.att->n_pol + 1, sizeof(*r.n_add));
+	if (!r.add || !r.n_add)
+		goto out;
+	if (full)
+		drain_requests(&r);
+	ret = collect(&r);
+	if (ret)
+		goto out;
+	if (full)
+		plan_full(&r);
+	else if (!plan_early(&r))
+		goto out; /* nothing running low: no call */
+	ret = send_round(&r, c, sc, b, full, err, len);
+out:
+	if (ret == -ENOMEM)
+		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
+	round_free(&r);
+	return ret;
+}
+
+int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scripts *sc,
+		const char *fleet, const char *node, __u64 beat_ttl_us, int full, __u64 *live,
+		char *err, size_t len)
+{
+	struct budget_sync b = { .fleet = full ? fleet : NULL,
+				 .node = node,
+				 .beat_ttl_us = beat_ttl_us };
+	size_t n_att = ls->plan ? ls->plan->n_att : 0, i;
+	int ret = 0;
+
+	*live = 0;
+	err[0] = '\0';
+	if (full)
+		ls->stats.hot_keys = 0;
+	if (!n_att && full)
+		ret = store_budget_sync(c, sc, &b, err, len);
+	for (i = 0; i < n_att && !ret; i++) {
+		ret = round_att(ls, i, c, sc, &b, full, err, len);
+		b.fleet = NULL; /* one beat per round */
+	}
+	if (!ret && full)
+		*live = ls->live = b.live_nodes;
+	return ret;
+}
+
+struct lease_state *lease_state__new(struct lease_plan *plan)
+{
+	struct lease_state *ls = calloc(1, sizeof(*ls));
+
+	if (ls)
+		ls->fleet = calloc(plan && plan->n_att ? plan->n_att : 1, sizeof(*ls->fleet));
+	if (!ls || !ls->fleet) {
+		free(ls);
+		lease_plan__free(plan);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ls->plan = plan;
+	return ls;
+}
+
+void lease_plan__free(struct lease_plan *plan)
+{
+	size_t i;
+
+	if (!plan)
+		return;
+	for (i = 0; i < plan->n_att; i++)
+		free(plan->att[i].pol);
+	free(plan->att);
+	free(plan);
+}
+
+void lease_state__free(struct lease_state *ls)
+{
+	size_t i;
+
+	if (!ls)
+		return;
+	for (i = 0; ls->plan && i < ls->plan->n_att; i++)
+		free(ls->fleet[i].v);
+	free(ls->fleet);
+	lease_plan__free(ls->plan);
+	free(ls);
+}
+
+void lease_state__stats(const struct lease_state *ls, struct lease_stats *out)
+{
+	*out = ls->stats;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent's side of the shared budget (docs/shared-budget.md): on the
+ * store's thread, once per sync interval, take the keys the XDP program
+ * asked to make hot, read what every hot key spent and was denied, and in
+ * one pipelined round trip beat in the fleet, share the hot sets and top
+ * up every lease; then write each answer into sluice_lease. Between syncs,
+ * a lease that is running low is topped up early, at most once per
+ * LEASE_EARLY_DIV-th of the interval. Nothing here blocks the agent's loop.
+ */
+#ifndef SLUICE_LEASE_H
+#define SLUICE_LEASE_H
+
+#include <stddef.h>
+
+#include "sluice/abi.h"
+#include "policy/policy.h"
+#include "budget/store.h"
+
+#define LEASE_TTL_SYNCS	   3	/* the store's lease lives this many intervals */
+#define LEASE_KERNEL_SYNCS 2	/* the kernel's, fewer: it stops before the store reclaims */
+#define LEASE_EARLY_DIV	   10	/* early top-ups at most every interval / this */
+#define LEASE_LOOKAHEAD	   1	/* hold this many intervals of the last interval's demand */
+#define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
+#define LEASE_HOT_SYNCS	   30	/* a key nobody saw hot this long leaves the hot set */
+#define LEASE_HOT_LIMIT	   4096 /* hot keys read back per policy and sync */
+#define LEASE_HOLDER_LEN   (STORE_NAME_LEN + POLICY_IFNAME_LEN + 1)
+
+/* One cluster-scoped policy on one interface. */
+struct lease_policy {
+	__u32 id;		    /* its stable id on that interface */
+	char name[SLUICE_NAME_LEN]; /* identifies it across the fleet */
+	__u64 rate_units;	    /* cost units per rate_period_us */
+	__u64 rate_period_us;
+	__u64 burst; /* cost units */
+	int strict;  /* cold_mode strict: no cold share is ever spent */
+};
+
+/* One interface: its maps and its cluster-scoped policies. */
+struct lease_att {
+	char holder[LEASE_HOLDER_LEN]; /* "<node>/<iface>": whose leases in the store */
+	int fd_lease, fd_spend, fd_hot;
+	struct lease_policy *pol; /* owned */
+	size_t n_pol;
+};
+
+/* What the agent hands the store thread; the store owns it from then on. */
+struct lease_plan {
+	char prefix[STORE_NAME_LEN]; /* Redis keys: <prefix>:hot:<policy>, <prefix>:b:<policy>:<key>
+				      */
+	__u64 interval_ns;
+	struct lease_att *att; /* owned */
+	size_t n_att;
+};
+
+struct lease_state;
+
+/*
+ * Take @plan (NULL for none: then rounds only beat); freed with the state,
+ * or at once when this fails (NULL with errno).
+ */
+struct lease_state *lease_state__new(struct lease_plan *plan);
+
+void lease_state__free(struct lease_state *ls);
+
+void lease_plan__free(struct lease_plan *plan);
+
+/* What a round did, for the store's report and the metrics. */
+struct lease_stats {
+	__u64 rounds;	/* pipelines sent */
+	__u64 leases;	/* lease calls in them */
+	__u64 hot_keys; /* keys holding a lease entry now */
+};
+
+/*
+ * One round on connection @c: a full sync (@full: beat with @fleet/@node,
+ * hot sets, every lease), or an early top-up of the leases running low
+ * (sends nothing when none is). 0, or what store_budget_sync() returns,
+ * with the cause in @err; *@live gets the fleet's count after a beat.
+ */
+int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scripts *sc,
+		const char *fleet, const char *node, __u64 beat_ttl_us, int full, __u64 *live,
+		char *err, size_t len);
+
+void lease_state__stats(const struct lease_state *ls, struct lease_stats *out);
+
+#endif /* SLUICE_LEASE_H */

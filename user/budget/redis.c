@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The shared budget's Redis side (#5): the conserving-lease script, the
+ * membership script, and the pipelined calls that run them. Only the
+ * store's thread calls these; nothing here touches the kernel or the agent.
+ * The bound they keep is argued in docs/shared-budget.md and at the top of
+ * LEASE_LUA.
+ */
+#include <errno.h>
+#include <hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/compiler.h"
+#include "budget/store.h"
+
+#define NUM_LEN 24 /* a __u64 in decimal, NUL-terminated */
+
+/*
+ * KEYS[1] the bucket hash. ARGV: node, ttl_us, rate_units, rate_period_us,
+ * burst, cap, used, want, empty, release. Returns {held, expires_us, now_us,
+ * granted}. A bucket that does not exist starts full, or empty when empty
+ * is 1. With release 1 the caller hands back what it holds beyond want: it
+ * promises it can no longer spend that (it stopped spending a whole sync
+ * interval before asking).
+ *
+ * Invariant, after every call: tok + Σ live lease × P <= burst × P, where
+ * P = rate_period_us and tok is scaled by P, so refill (elapsed_us × units)
+ * is an exact integer and nothing drifts. Every number stays below 2^53
+ * (the C side checks burst × P and units against 2^52), so Lua's doubles
+ * are exact. Values are written with %d: tostring() would print %.14g.
+ *
+ * A node's lease is topped up, and handed back only by release: the caller
+ * reports what it spent since its last call (used, clamped to what it
+ * holds), keeps the rest, and is granted up to min(want, cap) held in all.
+ * So the units a node spends between reading its counter and installing
+ * the answer are part of what Redis still counts as held: nothing is lost
+ * in between. A release moves held units back into tok, which leaves
+ * tok + Σ lease unchanged.
+ *
+ * The bound: a unit is spent only out of a lease, and a lease grows only
+ * out of tok, which gains at most units × elapsed / P by refill, besides
+ * released units, which their node can no longer spend (so each unit is
+ * spendable by one node at a time). So the fleet spends, over any interval
+ * Δ, at most what was held at its start (tok + outstanding <= burst) plus
+ * units × Δ / P. A lease that expires is
+ * deleted without crediting tok (written off): its unspent part is lost to
+ * the fleet until refill covers it again, which can only under-admit.
+ * Reporting more than it holds gains a node nothing, and it never holds
+ * more than cap, so no node can drain more than cap.
+ */
+static const char LEASE_LUA[] =
+	"local key, node = KEYS[1], ARGV[1]\n"
+	"local ttl, units, per = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+	"local burst, cap = tonumber(ARGV[5]), tonumber(ARGV[6])\n"
+	"local used, want = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
+	"local first = tonumber(ARGV[9]) == 1 and 0 or burst * per\n"
+	"local release = tonumber(ARGV[10]) == 1\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local h = redis.call('HGETALL', key)\n"
+	"local f = {}\n"
+	"for i = 1, #h, 2 do f[h[i]] = tonumber(h[i + 1]) end\n"
+	"local tok = f['tok'] or first\n"
+	"local ts = f['ts'] or now\n"
+	"local out, maxexp = 0, now + ttl\n"
+	"for name, v in pairs(f) do\n"
+	"  if string.sub(name, 1, 6) == 'lease:' then\n"
+	"    local e = f['exp:' .. string.sub(name, 7)] or 0\n"
+	"    if e <= now then\n"
+	"      redis.call('HDEL', key, name, 'exp:' .. string.sub(name, 7))\n"
+	"      f[name] = nil\n"
+	"    else\n"
+	"      out = out + v\n"
+	"      if e > maxexp then maxexp = e end\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	/*
+	 * The caller's live lease: what it did not spend stays its own; what it
+	 * spent has left the fleet's budget, so it is not outstanding any more.
+	 */
+	"local keep = f['lease:' .. node] or 0\n"
+	"if used > keep then used = keep end\n"
+	"keep = keep - used\n"
+	"out = out - used\n"
+	/* Refill toward the room the live leases leave; never overflow 2^53. */
+	"local room = (burst - out) * per\n"
+	"if room < 0 then room = 0 end\n"
+	"if now > ts then\n"
+	"  local gap = room - tok\n"
+	"  if gap > 0 then\n"
+	"    if now - ts >= math.ceil(gap / units) then tok = room\n"
+	"    else tok = tok + (now - ts) * units end\n"
+	"  end\n"
+	"  ts = now\n"
+	"end\n"
+	"if tok > room then tok = room end\n"
+	"if release and keep > want then\n"
+	"  tok = tok + (keep - want) * per\n"
+	"  keep = want\n"
+	"end\n"
+	"local g = math.floor(tok / per)\n"
+	"if g * per > tok then g = g - 1 end\n"
+	"if want - keep < g then g = want - keep end\n"
+	"if cap - keep < g then g = cap - keep end\n"
+	"if g < 0 then g = 0 end\n"
+	"tok = tok - g * per\n"
+	"local fmt = function(x) return string.format('%d', x) end\n"
+	"redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts))\n"
+	"if keep + g > 0 then\n"
+	"  redis.call('HSET', key, 'lease:' .. node, fmt(keep + g), 'exp:' .. node, fmt(now + "
+	"ttl))\n"
+	"else\n"
+	"  redis.call('HDEL', key, 'lease:' .. node, 'exp:' .. node)\n"
+	"end\n"
+	/* Idle: gone once every lease has expired and the bucket is full again. */
+	"local idle_us = maxexp - now + math.ceil(burst * per / units)\n"
+	"redis.call('PEXPIRE', key, fmt(math.ceil(idle_us / 1000) + 1))\n"
+	"return {keep + g, now + ttl, now, g}\n";
+
+/*
+ * KEYS[1] a policy's hot set (member: a key's address in hex, score: Redis
+ * TIME of the last time a node saw it hot, µs). ARGV: ttl_us, limit, then
+ * members this node saw hot. Drops members not seen for ttl_us and returns
+ * up to limit members, the most recently hot first.
+ */
+static const char HOT_LUA[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local ttl, limit = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+	"local fmt = function(x) return string.format('%d', x) end\n"
+	"for i = 3, #ARGV do redis.call('ZADD', KEYS[1], fmt(now), ARGV[i]) end\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now - ttl))\n"
+	"redis.call('PEXPIRE', KEYS[1], fmt(math.ceil(ttl / 1000) + 1))\n"
+	"return redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', 'LIMIT', 0, limit)\n";
+
+/*
+ * KEYS[1] the fleet sorted set (member: node, score: Redis TIME of its last
+ * beat, µs). ARGV: node, ttl_us. Returns the number of live members.
+ */
+static const char BEAT_LUA[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local ttl = tonumber(ARGV[2])\n"
+	"redis.call('ZADD', KEYS[1], string.format('%d', now), ARGV[1])\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now - ttl))\n"
+	"redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
+	"return redis.call('ZCARD', KEYS[1])\n";
+
+enum lease_arg {
+	LEASE_ARG_NODE,
+	LEASE_ARG_TTL,
+	LEASE_ARG_UNITS,
+	LEASE_ARG_PERIOD,
+	LEASE_ARG_BURST,
+	LEASE_ARG_CAP,
+	LEASE_ARG_USED,
+	LEASE_ARG_WANT,
+	LEASE_ARG_EMPTY,
+	LEASE_ARG_RELEASE,
+	LEASE_ARG_MAX,
+};
+
+enum hot_arg {
+	HOT_ARG_TTL,
+	HOT_ARG_LIMIT,
+	HOT_ARG_MEMBERS, /* then the members */
+};
+
+static const char *const script_src[STORE_SCRIPT_MAX] = {
+	[STORE_SCRIPT_LEASE] = LEASE_LUA,
+	[STORE_SCRIPT_BEAT] = BEAT_LUA,
+	[STORE_SCRIPT_HOT] = HOT_LUA,
+};
+
+/* EVALSHA|EVAL, script, numkeys, key, then the script's arguments. */
+#define CALL_HEAD   4
+#define CALL_VERB   0
+#define CALL_SCRIPT 1
+
+/* One script call of a pipeline; argv[CALL_HEAD..] are owned copies. */
+struct call {
+	enum store_script script;
+	size_t argc;
+	char **argv;
+};
+
+/* Script calls sent in one round trip, and their replies in order. */
+struct pipe {
+	struct call *calls;
+	redisReply **replies;
+	size_t n, cap;
+};
+
+static void pipe_free(struct pipe *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->n; i++) {
+		for (j = CALL_HEAD - 2; j < p->calls[i].argc; j++)
+			free(p->calls[i].argv[j]);
+		free(p->calls[i].argv);
+		if (p->replies[i])
+			freeReplyObject(p->replies[i]);
+	}
+	free(p->calls);
+	free(p->replies);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Queue script @sc on @key with @nargs arguments; 0 or -ENOMEM. */
+static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_t nargs,
+		    const char *const *args)
+{
+	struct call *c;
+	size_t i;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		struct call *calls = realloc(p->calls, cap * sizeof(*calls));
+		redisReply **replies;
+
+		if (!calls)
+			return -ENOMEM;
+		p->calls = calls;
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
+		replies = realloc(p->replies, cap * sizeof(*replies));
+		if (!replies)
+			return -ENOMEM;
+		p->replies = replies;
+		p->cap = cap;
+	}
+	c = &p->calls[p->n];
+	c->script = sc;
+	c->argc = CALL_HEAD + nargs;
+	c->argv = calloc(c->argc, sizeof(*c->argv));
+	if (!c->argv)
+		return -ENOMEM;
+	p->replies[p->n++] = NULL;
+	c->argv[CALL_HEAD - 2] = strdup("1");
+	c->argv[CALL_HEAD - 1] = strdup(key);
+	for (i = 0; i < nargs; i++)
+		c->argv[CALL_HEAD + i] = strdup(args[i]);
+	for (i = CALL_HEAD - 2; i < c->argc; i++)
+		if (!c->argv[i])
+			return -ENOMEM;
+	return 0;
+}
+
+/* Load @src into Redis' script cache if @sha is "", keeping its SHA-1. */
+static int script_load(redisContext *c, const char *src, char *sha, char *err, size_t len)
+{
+	redisReply *r;
+	int ret = 0;
+
+	if (sha[0])
+		return 0;
+	r = redisCommand(c, "SCRIPT LOAD %s", src);
+	if (!r) {
+		snprintf(err, len, "cannot load a script: %s", c->errstr);
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_STRING || r->len != LEASE_SHA_LEN - 1) {
+		snprintf(err, len, "cannot load a script: %s", store_reply_error(NULL, r));
+		ret = -EPROTO;
+	} else {
+		memcpy(sha, r->str, LEASE_SHA_LEN);
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+/* A NOSCRIPT error: the script did not run, so sending it again is safe. */
+static int is_noscript(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", strlen("NOSCRIPT"));
+}
+
+/* Append call @i by SHA-1, or by source when @by_source. */
+static int append_call(redisContext *c, struct lease_scripts *sc, struct call *k, int by_source)
+{
+	k->argv[CALL_VERB] = by_source ? "EVAL" : "EVALSHA";
+	k->argv[CALL_SCRIPT] = by_source ? (char *)script_src[k->script] : sc->sha[k->script];
+	return redisAppendCommandArgv(c, k->argc, (const char **)k->argv, NULL) == REDIS_OK ? 0
+											    : -EIO;
+}
+
+/* Read the replies of the calls @again marks (all when NULL); counts NOSCRIPTs. */
+static int read_replies(redisContext *c, struct pipe *p, const unsigned char *again,
+			unsigned char *noscript, char *err, size_t len)
+{
+	int n_again = 0;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		if (again && !again[i])
+			continue;
+		if (p->replies[i])
+			freeReplyObject(p->replies[i]);
+		p->replies[i] = NULL;
+		if (redisGetReply(c, (void **)&p->replies[i]) != REDIS_OK || !p->replies[i]) {
+			p->replies[i] = NULL;
+			snprintf(err, len, "store sync: %s", c->errstr);
+			return -EIO;
+		}
+		noscript[i] = is_noscript(p->replies[i]);
+		n_again += noscript[i];
+	}
+	return n_again;
+}
+
+/*
+ * Send every call of @p in one round trip (the first use of a script on a
+ * connection loads it first) and read the replies into p->replies. Calls
+ * answered NOSCRIPT (Redis restarted or flushed its scripts) did not run:
+ * they are sent again by source, one more round trip. 0, or -EIO when the
+ * connection failed (the caller reconnects: a pipeline may be half read),
+ * -ENOMEM, or -EPROTO when a script could not be loaded; cause in @err.
+ */
+static int pipe_run(redisContext *c, struct lease_scripts *sc, struct pipe *p, char *err,
+		    size_t len)
+{
+	unsigned char *noscript = calloc(p->n ? p->n : 1, 1);
+	size_t i;
+	int ret = 0;
+
+	if (!noscript)
+		return -ENOMEM;
+	for (i = 0; i < p->n && !ret; i++)
+		ret = script_load(c, script_src[p->calls[i].script], sc->sha[p->calls[i].script],
+				  err, len);
+	for (i = 0; i < p->n && !ret; i++)
+		ret = append_call(c, sc, &p->calls[i], 0);
+	if (!ret)
+		ret = read_replies(c, p, NULL, noscript, err, len);
+	if (ret > 0) {
+		for (i = 0; i < p->n; i++) {
+			if (noscript[i])
+				sc->sha[p->calls[i].script][0] = '\0';
+			if (noscript[i] && append_call(c, sc, &p->calls[i], 1))
+				ret = -EIO;
+		}
+		if (ret > 0)
+			ret = read_replies(c, p, noscript, noscript, err, len);
+		if (ret > 0) {
+			snprintf(err, len, "store sync: NOSCRIPT after EVAL");
+			ret = -EPROTO;
+		}
+	}
+	if (ret == -EIO && !err[0])
+		snprintf(err, len, "store sync: cannot queue a command: %s", c->errstr);
+	free(noscript);
+	return ret;
+}
+
+static int key_is_valid(const struct lease_key *k)
+{
+	return k->rate_units >= 1 && k->rate_units <= LEASE_SCALED_MAX && k->rate_period_us >= 1 &&
+	       k->burst >= 1 && k->cap >= 1 && k->cap <= k->burst &&
+	       k->burst <= LEASE_SCALED_MAX / k->rate_period_us && k->key[0];
+}
+
+static int ttl_is_valid(__u64 ttl_us, const char *what, char *err, size_t len)
+{
+	if (ttl_us >= 1 && ttl_us <= LEASE_TTL_US_MAX)
+		return 1;
+	snprintf(err, len, "%s ttl %" PRIu64 " us is out of range", what, (uint64_t)ttl_us);
+	return 0;
+}
+
+static int reqs_are_valid(__u64 ttl_us, const struct lease_req *r, size_t n, char *err, size_t len)
+{
+	size_t i;
+
+	if (n && !ttl_is_valid(ttl_us, "lease", err, len))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!key_is_valid(r[i].k) || r[i].want > LEASE_SCALED_MAX) {
+			snprintf(err, len, "lease key '%s' is out of range", r[i].k->key);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Queue one call of the lease script for @q. */
+static int add_lease(struct pipe *p, const char *node, __u64 ttl_us, const struct lease_req *q)
+{
+	char num[LEASE_ARG_MAX][NUM_LEN];
+	const char *args[LEASE_ARG_MAX];
+	const __u64 v[LEASE_ARG_MAX] = {
+		[LEASE_ARG_TTL] = ttl_us,
+		[LEASE_ARG_UNITS] = q->k->rate_units,
+		[LEASE_ARG_PERIOD] = q->k->rate_period_us,
+		[LEASE_ARG_BURST] = q->k->burst,
+		[LEASE_ARG_CAP] = q->k->cap,
+		[LEASE_ARG_USED] = q->used,
+		[LEASE_ARG_WANT] = q->want,
+		[LEASE_ARG_EMPTY] = !!q->k->start_empty,
+		[LEASE_ARG_RELEASE] = !!q->release,
+	};
+	int i;
+
+	args[LEASE_ARG_NODE] = node;
+	for (i = LEASE_ARG_TTL; i < LEASE_ARG_MAX; i++) {
+		snprintf(num[i], sizeof(num[i]), "%" PRIu64, (uint64_t)v[i]);
+		args[i] = num[i];
+	}
+	return pipe_add(p, STORE_SCRIPT_LEASE, q->k->key, LEASE_ARG_MAX, args);
+}
+
+/* Decode {held, expires_us, now_us, granted} into @g; 0 or -EPROTO with the cause in @err. */
+static int grant_of(const redisReply *r, const char *key, struct lease_grant *g, char *err,
+		    size_t len)
+{
+	enum { HELD, EXPIRES, NOW, GRANTED, FIELDS };
+	size_t i;
+
+	memset(g, 0, sizeof(*g));
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == FIELDS) {
+		for (i = 0; i < FIELDS; i++)
+			if (r->element[i]->type != REDIS_REPLY_INTEGER ||
+			    r->element[i]->integer < 0)
+				break;
+		if (i == FIELDS) {
+			g->held = r->element[HELD]->integer;
+			g->expires_us = r->element[EXPIRES]->integer;
+			g->now_us = r->element[NOW]->integer;
+			g->granted = r->element[GRANTED]->integer;
+			return 0;
+		}
+	}
+	if (!err[0])
+		snprintf(err, len, "lease script failed on '%s': %s", key,
+			 store_reply_error(NULL, r));
+	g->err = -EPROTO;
+	return g->err;
+}
+
+/* Queue the membership beat of @node in @fleet. */
+static int add_beat(struct pipe *p, const char *fleet, const char *node, __u64 ttl_us)
+{
+	char ttl[NUM_LEN];
+	const char *args[] = { node, ttl };
+
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)ttl_us);
+	return pipe_add(p, STORE_SCRIPT_BEAT, fleet, ARRAY_SIZE(args), args);
+}
+
+static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *err, size_t len)
+{
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+		*live = r->integer;
+		return 0;
+	}
+	if (!err[0])
+		snprintf(err, len, "member beat on '%s': %s", fleet, store_reply_error(NULL, r));
+	return -EPROTO;
+}
+
+/* Queue hot set @h: its ttl, its limit, then the members this node saw. */
+static int add_hot(struct pipe *p, const struct hot_req *h)
+{
+	const char **args = calloc(HOT_ARG_MEMBERS + h->n_add, sizeof(*args));
+	char ttl[NUM_LEN], limit[NUM_LEN];
+	size_t i;
+	int err;
+
+	if (!args)
+		return -ENOMEM;
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)h->ttl_us);
+	snprintf(limit, sizeof(limit), "%" PRIu64, (uint64_t)h->limit);
+	args[HOT_ARG_TTL] = ttl;
+	args[HOT_ARG_LIMIT] = limit;
+	for (i = 0; i < h->n_add; i++)
+		args[HOT_ARG_MEMBERS + i] = h->add[i];
+	err = pipe_add(p, STORE_SCRIPT_HOT, h->key, HOT_ARG_MEMBERS + h->n_add, args);
+	free(args);
+	return err;
+}
+
+/* Hand every member of hot set @i's reply to the callback. */
+static int members_of(const redisReply *r, const struct budget_sync *b, size_t i, char *err,
+		      size_t len)
+{
+	size_t j;
+
+	if (r->type != REDIS_REPLY_ARRAY) {
+		if (!err[0])
+			snprintf(err, len, "hot set '%s': %s", b->hot[i].key,
+				 store_reply_error(NULL, r));
+		return -EPROTO;
+	}
+	for (j = 0; j < r->elements; j++)
+		if (r->element[j]->type == REDIS_REPLY_STRING && b->on_member)
+			b->on_member(b->arg, i, r->element[j]->str);
+	return 0;
+}
+
+int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct budget_sync *b,
+		      char *err, size_t len)
+{
+	struct pipe p = { 0 };
+	size_t i, at = 0;
+	int ret = 0;
+
+	err[0] = '\0';
+	for (i = 0; i < b->n_leases; i++)
+		b->grants[i].err = -EIO; /* until its reply arrives */
+	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
+	    !reqs_are_valid(b->lease_ttl_us, b->leases, b->n_leases, err, len))
+		return -EINVAL;
+	for (i = 0; i < b->n_hot; i++)
+		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len))
+			return -EINVAL;
+	if (b->fleet)
+		ret = add_beat(&p, b->fleet, b->node, b->beat_ttl_us);
+	for (i = 0; i < b->n_hot && !ret; i++)
+		ret = add_hot(&p, &b->hot[i]);
+	for (i = 0; i < b->n_leases && !ret; i++)
+		ret = add_lease(&p, b->holder, b->lease_ttl_us, &b->leases[i]);
+	if (ret == -ENOMEM)
+		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
+	if (!ret)
+		ret = pipe_run(c, sc, &p, err, len);
+	if (ret)
+		goto out;
+	if (b->fleet && live_of(p.replies[at++], b->fleet, &b->live_nodes, err, len))
+		ret = -EPROTO;
+	for (i = 0; i < b->n_hot; i++)
+		if (members_of(p.replies[at++], b, i, err, len))
+			ret = -EPROTO;
+	for (i = 0; i < b->n_leases; i++)
+		grant_of(p.replies[at++], b->leases[i].k->key, &b->grants[i], err, len);
+out:
+	pipe_free(&p);
+	return ret;
+}
+
+int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const char *node,
+		     __u64 ttl_us, const struct lease_req *r, size_t n, struct lease_grant *out,
+		     char *err, size_t len)
+{
+	struct budget_sync b = {
+		.holder = node,
+		.lease_ttl_us = ttl_us,
+		.leases = r,
+		.n_leases = n,
+		.grants = out,
+	};
+
+	return store_budget_sync(c, sc, &b, err, len);
+}
+
+int store_member_beat(struct redisContext *c, struct lease_scripts *sc, const char *fleet,
+		      const char *node, __u64 ttl_us, __u64 *live_nodes, char *err, size_t len)
+{
+	struct budget_sync b = {
+		.fleet = fleet,
+		.node = node,
+		.beat_ttl_us = ttl_us,
+	};
+	int ret = store_budget_sync(c, sc, &b, err, len);
+
+	if (!ret)
+		*live_nodes = b.live_nodes;
+	return ret;
+}

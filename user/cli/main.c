@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice [-v | -q] <command> [<options>] [<args>]: global options, the
+ * command table and dispatch, and the helpers every command shares (usage,
+ * interface names, opening an interface's pins).
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "kernel/loader.h"
+#include "base/log.h"
+
+#define SLUICE_VERSION "0.1.0"
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const struct cmd commands[] = {
+	{ "run", cmd_run, "load a policy, attach to interfaces, and stay in the foreground" },
+	{ "check", cmd_check, "validate a policy file and print its limits" },
+	{ "status", cmd_status, "per-policy counters from the pinned maps" },
+	{ "top", cmd_top, "the keys closest to their limit right now" },
+	{ "reload", cmd_reload, "make the running agent re-read its policy file" },
+	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },
+	{ "help", cmd_help, "show this help" },
+	{ "version", cmd_version, "print the version" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "usage: sluice [-v | -q] <command> [<options>] [<args>]\n\n"
+		     "  -v, --verbose   more output (-vv: libbpf debug)\n"
+		     "  -q, --quiet     failures and warnings only (the default)\n\ncommands:\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'sluice <command> --help' shows a command's options; see sluice(8).\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	usage(stdout);
+	return EXIT_OK;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("sluice %s\n", SLUICE_VERSION);
+	return EXIT_OK;
+}
+
+int cmd_usage(FILE *out, const char *text, int code)
+{
+	fputs(text, out);
+	return code;
+}
+
+int cmd_check_iface(const char *name)
+{
+	if (strlen(name) >= IF_NAMESIZE || !if_nametoindex(name)) {
+		fprintf(stderr, "sluice: no such interface '%s'\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir)
+{
+	int err = loader_pin_dir(dir, PATH_MAX, pin_root, iface) ?: maps__open_pinned(m, dir);
+
+	if (err)
+		fprintf(stderr,
+			"sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
+			"to '%s'?\n",
+			pin_root, iface, strerror(-err), iface);
+	return err;
+}
+
+int cmd_first_iface(const char *pin_root, char *buf, size_t len)
+{
+	struct dirent *e;
+	DIR *d = opendir(pin_root);
+
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while (d && (e = readdir(d))) {
+		if (e->d_type == DT_DIR && e->d_name[0] != '.' && strlen(e->d_name) < len) {
+			snprintf(buf, len, "%s", e->d_name);
+			closedir(d);
+			return 0;
+		}
+	}
+	fprintf(stderr, "sluice: no interface has sluice attached under '%s'\n", pin_root);
+	if (d)
+		closedir(d);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	enum log_level level = LOG_WARN;
+	size_t i;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+vqh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v': level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG; break;
+		case 'q': level = LOG_WARN; break;
+		case 'h': return cmd_help(0, NULL);
+		case 'V': return cmd_version(0, NULL);
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	log_set_level(level);
+	log_hook_libbpf();
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < N_COMMANDS; i++) {
+		if (!strcmp(argv[optind], commands[i].name)) {
+			argc -= optind;
+			argv += optind;
+			optind = 0; /* the command parses its own options from argv[0] */
+			return commands[i].run(argc, argv);
+		}
+	}
+	fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[optind]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice reload: make the running agent re-read its policy file, and say
+ * how it went. With --config, the file is validated here first, so its
+ * errors are printed with file:line and the agent is not disturbed. The
+ * agent is found through the pid it keeps in sluice_ctl, and answers
+ * through reload_seq/reload_err there.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "cli/cmd.h"
+#include "policy/compile.h"
+
+#define RELOAD_WAIT_NS (10 * SLUICE_NSEC_PER_SEC) /* how long the agent may take */
+#define RELOAD_POLL_NS 20000000L		  /* 20 ms */
+#define COMM_LEN       64
+
+static const char usage_text[] =
+	"usage: sluice reload [--iface <iface>] [--config <file>] [--pin-root <dir>]\n\n"
+	"  -i, --iface <iface>     the agent attached here; default: the first under the pin root\n"
+	"  -c, --config <file>     validate this file first (the agent reads its own --config)\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"  -h, --help              show this help\n";
+
+/* Is @pid a sluice process? A stale pid must never get our SIGHUP. */
+static int is_sluice(__u32 pid)
+{
+	char path[COMM_LEN], comm[COMM_LEN] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = '\0';
+	fclose(f);
+	return !strcmp(comm, "sluice\n");
+}
+
+/* Validate @path as the agent would; print every error. 0 or -EINVAL. */
+static int validate(const char *path)
+{
+	struct diag_list diags = { .file = path };
+	struct policy_set *ps = policy_set__load(path, &diags);
+	struct compiled c;
+	int err = ps ? compile_policies(ps, 0, NULL, &c, &diags) : -EINVAL;
+
+	if (!err)
+		compiled__free(&c);
+	if (diags.n)
+		diag__print(&diags, stderr);
+	else if (!ps)
+		fprintf(stderr, "sluice: cannot read policy '%s': %s\n", path, strerror(errno));
+	diag__free(&diags);
+	policy_set__free(ps);
+	return err ? -EINVAL : 0;
+}
+
+/* Wait until the agent answers (reload_seq moves). 0, or -ETIMEDOUT. */
+static int wait_answer(const struct sluice_maps *m, __u32 seq, struct sluice_ctl *ctl)
+{
+	struct timespec poll = { .tv_nsec = RELOAD_POLL_NS };
+	__u64 deadline = agent_now_ns() + RELOAD_WAIT_NS;
+
+	while (agent_now_ns() < deadline) {
+		if (!maps__read_ctl(m, ctl) && ctl->reload_seq != seq)
+			return 0;
+		nanosleep(&poll, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+static int reload(const char *pin_root, const char *iface, const char *config)
+{
+	char dir[PATH_MAX];
+	struct sluice_maps m;
+	struct sluice_ctl ctl;
+	int err;
+
+	if (cmd_open_pins(pin_root, iface, &m, dir))
+		return EXIT_FAIL;
+	err = maps__read_ctl(&m, &ctl);
+	if (!err && (!ctl.agent_pid || !is_sluice(ctl.agent_pid))) {
+		fprintf(stderr, "sluice: no agent is running for '%s'; start one with sluice run\n",
+			iface);
+		err = -ESRCH;
+	}
+	if (!err && config && validate(config)) {
+		fprintf(stderr, "sluice: reload rejected; still enforcing generation %llu\n",
+			(unsigned long long)ctl.generation);
+		err = -EINVAL;
+	}
+	if (!err && kill(ctl.agent_pid, SIGHUP))
+		err = -errno;
+	if (!err)
+		err = wait_answer(&m, ctl.reload_seq, &ctl);
+	if (err == -ETIMEDOUT)
+		fprintf(stderr, "sluice: agent %u did not answer within %llu s\n", ctl.agent_pid,
+			RELOAD_WAIT_NS / SLUICE_NSEC_PER_SEC);
+	else if (!err && ctl.reload_err)
+		fprintf(stderr,
+			"sluice: reload rejected by agent %u: %s; still enforcing generation "
+			"%llu (its log has the details)\n",
+			ctl.agent_pid, strerror(-ctl.reload_err),
+			(unsigned long long)ctl.generation);
+	else if (!err)
+		printf("reloaded: '%s' now enforces generation %llu\n", iface,
+		       (unsigned long long)ctl.generation);
+	maps__close(&m);
+	return err || ctl.reload_err ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_reload(int argc, char **argv)
+{
+	enum { OPT_PIN_ROOT = 256 };
+	static const struct option opts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *pin_root = SLUICE_PIN_ROOT, *iface = NULL, *config = NULL;
+	char first[POLICY_IFNAME_LEN];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "i:c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': iface = optarg; break;
+		case 'c': config = optarg; break;
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		}
+	}
+	if (optind != argc)
+		return cmd_usage(stderr, usage_text, EXIT_USAGE);
+	if (!iface && cmd_first_iface(pin_root, first, sizeof(first)))
+		return EXIT_FAIL;
+	return reload(pin_root, iface ? iface : first, config);
+}

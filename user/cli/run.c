@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice run: load a policy, attach, stay in the foreground until SIGINT or
+ * SIGTERM; SIGHUP re-reads the policy file. The signal flags are the only
+ * file-scope state, and the handlers only set them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "cli/cmd.h"
+#include "base/log.h"
+
+static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t reload_requested;
+
+static const char usage_text[] =
+	"usage: sluice run --config <file> [--iface <iface>]... [--xdp-mode native|generic|auto]\n"
+	"                  [--max-keys <n>] [--detach-on-exit] [--pin-root <dir>]\n"
+	"                  [--metrics <addr>:<port>]\n\n"
+	"  -c, --config <file>     the policy file\n"
+	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
+	"      --xdp-mode <mode>   native, generic or auto (native, else generic); default auto\n"
+	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
+	"      --detach-on-exit    remove the program when the agent exits; by default\n"
+	"                          enforcement stays until 'sluice detach'\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"      --metrics <addr>:<port>\n"
+	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
+	"                          (e.g. 127.0.0.1:9190 or [::1]:9190); default: off\n"
+	"  -h, --help              show this help\n";
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void on_reload(int sig)
+{
+	(void)sig;
+	reload_requested = 1;
+}
+
+static int install_handlers(void)
+{
+	struct sigaction stop = { .sa_handler = on_stop }, reload = { .sa_handler = on_reload };
+	struct sigaction ignore = { .sa_handler = SIG_IGN };
+
+	/* A store that dies mid-write must cost a failed probe, not the agent (SIGPIPE). */
+	if (sigaction(SIGINT, &stop, NULL) || sigaction(SIGTERM, &stop, NULL) ||
+	    sigaction(SIGHUP, &reload, NULL) || sigaction(SIGPIPE, &ignore, NULL))
+		return -errno;
+	return 0;
+}
+
+static int parse_mode(const char *s, enum xdp_mode *mode)
+{
+	if (!strcmp(s, "native"))
+		*mode = XDP_MODE_NATIVE;
+	else if (!strcmp(s, "generic"))
+		*mode = XDP_MODE_GENERIC;
+	else if (!strcmp(s, "auto"))
+		*mode = XDP_MODE_AUTO;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_keys(const char *s, __u32 *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !v || v > UINT32_MAX || *s == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Options into @o; returns -1 after printing a usage error, 1 for --help. */
+static int parse_opts(int argc, char **argv, struct agent_opts *o)
+{
+	enum { OPT_MODE = 256, OPT_KEYS, OPT_DETACH, OPT_PIN_ROOT, OPT_METRICS };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "iface", required_argument, NULL, 'i' },
+		{ "xdp-mode", required_argument, NULL, OPT_MODE },
+		{ "max-keys", required_argument, NULL, OPT_KEYS },
+		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
+		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->config_path = optarg; break;
+		case 'i':
+			if (o->n_ifaces == POLICY_MAX_IFACES || cmd_check_iface(optarg))
+				return -1;
+			snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", optarg);
+			break;
+		case OPT_MODE:
+			if (parse_mode(optarg, &o->mode)) {
+				fprintf(stderr,
+					"sluice: --xdp-mode '%s': expected native, generic or "
+					"auto\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_KEYS:
+			if (parse_keys(optarg, &o->max_keys)) {
+				fprintf(stderr,
+					"sluice: --max-keys '%s': expected a positive count\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_DETACH: o->detach_on_exit = 1; break;
+		case OPT_PIN_ROOT: o->pin_root = optarg; break;
+		case OPT_METRICS: o->metrics_listen = optarg; break;
+		case 'h': return 1;
+		default: return -1;
+		}
+	}
+	if (!o->config_path || optind != argc) {
+		fprintf(stderr, "sluice: run needs --config <file> and no other arguments\n");
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = XDP_MODE_AUTO };
+	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
+	struct agent *a;
+	int err = parse_opts(argc, argv, &o);
+
+	if (err)
+		return err > 0 ? cmd_usage(stdout, usage_text, EXIT_OK)
+			       : cmd_usage(stderr, usage_text, EXIT_USAGE);
+	a = calloc(1, sizeof(*a));
+	if (!a || install_handlers()) {
+		pr_warn("cannot start the agent: %s", strerror(errno));
+		free(a);
+		return EXIT_FAIL;
+	}
+	err = agent__start(a, &o);
+	while (!err && !stop_requested) {
+		if (reload_requested) {
+			reload_requested = 0;
+			agent__reload(a); /* a rejected reload keeps the running policy */
+		}
+		agent__tick(a);
+		nanosleep(&tick, NULL);
+	}
+	agent__stop(a);
+	free(a);
+	return err ? EXIT_FAIL : EXIT_OK;
+}

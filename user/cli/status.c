@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice status: per-policy counters and tracked keys, read straight from
+ * the pinned maps so it works while no agent runs. Plain output fits 80
+ * columns in a stable column order; --json is for scripts.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sluice/fail.h"
+#include "agent/agent.h"
+#include "cli/cmd.h"
+#include "kernel/loader.h"
+#include "base/names.h"
+
+static const char usage_text[] =
+	"usage: sluice status [--iface <iface>]... [--json] [--pin-root <dir>]\n\n"
+	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
+	"      --json              one JSON object per interface, one per line\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"  -h, --help              show this help\n";
+
+/* What a reader of the maps can know about the agent and each policy right now. */
+struct view {
+	__u64 now_ns;
+	__u64 beat_age_ns; /* 0 when no heartbeat was ever written */
+	__u64 lost_ns;	   /* how long the agent has been lost; 0: it is not */
+};
+
+/* The policy's fail mode now, and since when (ns ago; 0 if unknown). */
+static int policy_state(const struct view *v, const struct policy_status *ps, __u64 *for_ns)
+{
+	int mode = sluice_fail_mode(ps->policy.on_agent_loss, ps->policy.closed_after_ns,
+				    v->lost_ns, ps->fail.mode);
+
+	if (v->lost_ns)
+		/* Escalated from degraded to closed: closed only since closed_after. */
+		*for_ns = mode != ps->policy.on_agent_loss ? v->lost_ns - ps->policy.closed_after_ns
+							   : v->lost_ns;
+	else
+		*for_ns = ps->fail.mode && ps->fail.since_ns ? v->now_ns - ps->fail.since_ns : 0;
+	return mode;
+}
+
+static void print_agent(const struct view *v, const struct status *st)
+{
+	if (!st->ctl.heartbeat_ns)
+		printf("  agent: no heartbeat yet\n");
+	else if (v->lost_ns)
+		printf("  agent: LOST for %.1fs (heartbeat %.1fs ago, timeout %.1fs)\n",
+		       (double)v->lost_ns / SLUICE_NSEC_PER_SEC,
+		       (double)v->beat_age_ns / SLUICE_NSEC_PER_SEC,
+		       (double)st->ctl.agent_timeout_ns / SLUICE_NSEC_PER_SEC);
+	else
+		printf("  agent: pid %u, heartbeat %.1fs ago (timeout %.1fs)\n", st->ctl.agent_pid,
+		       (double)v->beat_age_ns / SLUICE_NSEC_PER_SEC,
+		       (double)st->ctl.agent_timeout_ns / SLUICE_NSEC_PER_SEC);
+}
+
+/*
+ * A policy's second line: bytes, what it does on each fault (the store only
+ * for cluster scope), and every exceptional counter that moved.
+ */
+static void print_detail(const struct policy_status *ps)
+{
+	const struct sluice_pstats *s = &ps->stats;
+	const struct sluice_policy *p = &ps->policy;
+	int i;
+
+	printf("    bytes passed=%llu dropped=%llu; agent lost: %s; store fails: %s",
+	       (unsigned long long)s->c[SLUICE_PSTAT_PASSED].bytes,
+	       (unsigned long long)s->c[SLUICE_PSTAT_DROPPED].bytes,
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_agent_loss),
+	       p->scope ? sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, p->on_store_error) : "-");
+	if (p->scope)
+		printf("; shared by %u nodes", ps->fail.share > 1 ? ps->fail.share : 1);
+	for (i = SLUICE_PSTAT_SHADOW; i < SLUICE_PSTAT_MAX; i++)
+		if (s->c[i].pkts)
+			printf("\n    %s=%llu", sluice_pstat_names[i],
+			       (unsigned long long)s->c[i].pkts);
+	printf("\n");
+}
+
+static void print_text(const char *iface, const struct view *v, const struct status *st)
+{
+	const struct policy_status *ps;
+	char state[sizeof("degraded 99999s")];
+	__u64 for_ns;
+	size_t i;
+	int mode;
+
+	printf("%s: generation %llu, %llu of %u keys tracked\n", iface,
+	       (unsigned long long)st->ctl.generation, (unsigned long long)st->keys, st->keys_max);
+	print_agent(v, st);
+	printf("%-20s %-7s %-15s %10s %10s %8s\n", "POLICY", "MODE", "STATE", "PASSED", "DROPPED",
+	       "KEYS");
+	for (i = 0; i < st->n_policies; i++) {
+		ps = &st->policies[i];
+		mode = policy_state(v, ps, &for_ns);
+		if (mode && for_ns)
+			snprintf(state, sizeof(state), "%s %llus",
+				 sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
+				 (unsigned long long)(for_ns / SLUICE_NSEC_PER_SEC));
+		else
+			snprintf(state, sizeof(state), "%s",
+				 sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode));
+		printf("%-20s %-7s %-15s %10llu %10llu %8llu\n", ps->policy.name,
+		       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode), state,
+		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_PASSED].pkts,
+		       (unsigned long long)ps->stats.c[SLUICE_PSTAT_DROPPED].pkts,
+		       (unsigned long long)ps->keys);
+		print_detail(ps);
+	}
+	printf("totals:");
+	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
+		printf(" %s=%llu", sluice_total_names[i], (unsigned long long)st->totals.c[i].pkts);
+	printf("\n");
+}
+
+static void print_json_policy(const struct view *v, const struct policy_status *ps)
+{
+	__u64 for_ns;
+	int mode = policy_state(v, ps, &for_ns), i;
+
+	printf("{\"name\":\"%s\",\"id\":%u,\"mode\":\"%s\",\"state\":\"%s\",\"state_ms\":%llu,"
+	       "\"on_agent_loss\":\"%s\",\"on_store_error\":\"%s\",\"scope\":\"%s\",\"keys\":%llu",
+	       ps->policy.name, ps->policy.id,
+	       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode),
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
+	       (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
+	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_store_error),
+	       ps->policy.scope ? "cluster" : "node", (unsigned long long)ps->keys);
+	printf(",\"share\":%u", ps->fail.share > 1 ? ps->fail.share : 1);
+	for (i = 0; i < SLUICE_PSTAT_MAX; i++)
+		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", sluice_pstat_names[i],
+		       (unsigned long long)ps->stats.c[i].pkts, sluice_pstat_names[i],
+		       (unsigned long long)ps->stats.c[i].bytes);
+	printf("}");
+}
+
+static void print_json(const char *iface, const struct view *v, const struct status *st)
+{
+	size_t i;
+
+	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
+	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
+	       iface, (unsigned long long)st->ctl.generation, (unsigned long long)st->keys,
+	       st->keys_max, st->ctl.agent_pid,
+	       (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
+	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
+	for (i = 0; i < st->n_policies; i++) {
+		printf("%s", i ? "," : "");
+		print_json_policy(v, &st->policies[i]);
+	}
+	printf("],\"totals\":{");
+	for (i = 0; i < SLUICE_TOTAL_MAX; i++)
+		printf("%s\"%s_pkts\":%llu,\"%s_bytes\":%llu", i ? "," : "", sluice_total_names[i],
+		       (unsigned long long)st->totals.c[i].pkts, sluice_total_names[i],
+		       (unsigned long long)st->totals.c[i].bytes);
+	printf("}}\n");
+}
+
+static int show(const char *pin_root, const char *iface, int json)
+{
+	char dir[PATH_MAX];
+	struct sluice_maps m;
+	struct status st;
+	struct view v;
+	int err;
+
+	err = cmd_open_pins(pin_root, iface, &m, dir);
+	if (err)
+		return err;
+	err = maps__read_status(&m, &st);
+	maps__close(&m);
+	if (err) {
+		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
+		return err;
+	}
+	v.now_ns = agent_now_ns();
+	v.beat_age_ns = st.ctl.heartbeat_ns ? v.now_ns - st.ctl.heartbeat_ns : 0;
+	v.lost_ns = sluice_agent_lost_ns(st.ctl.heartbeat_ns, st.ctl.agent_timeout_ns, v.now_ns);
+	if (json)
+		print_json(iface, &v, &st);
+	else
+		print_text(iface, &v, &st);
+	status__free(&st);
+	return 0;
+}
+
+/* Every interface with pins under @pin_root. */
+static int show_all(const char *pin_root, int json)
+{
+	struct dirent *e;
+	DIR *d = opendir(pin_root);
+	int failed = 0, n = 0, err;
+
+	if (!d) {
+		err = -errno; /* before fprintf(), which may change it */
+		fprintf(stderr, "sluice: cannot list '%s': %s; is sluice attached anywhere?\n",
+			pin_root, strerror(-err));
+		return err;
+	}
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		if (n++ && !json)
+			printf("\n");
+		failed |= show(pin_root, e->d_name, json) != 0;
+	}
+	closedir(d);
+	return failed ? -EIO : 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_PIN_ROOT };
+	static const struct option opts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *ifaces[POLICY_MAX_IFACES];
+	const char *pin_root = SLUICE_PIN_ROOT;
+	int c, i, n = 0, json = 0, failed = 0;
+
+	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (n == POLICY_MAX_IFACES)
+				return cmd_usage(stderr, usage_text, EXIT_USAGE);
+			ifaces[n++] = optarg;
+			break;
+		case OPT_JSON: json = 1; break;
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		}
+	}
+	if (optind != argc)
+		return cmd_usage(stderr, usage_text, EXIT_USAGE);
+	if (!n)
+		return show_all(pin_root, json) ? EXIT_FAIL : EXIT_OK;
+	for (i = 0; i < n; i++) {
+		if (i && !json)
+			printf("\n");
+		failed |= show(pin_root, ifaces[i], json) != 0;
+	}
+	return failed ? EXIT_FAIL : EXIT_OK;
+}

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice top: the keys closest to (or at) their limit right now, read from
+ * the pinned maps. A key's fill is how much of its burst tolerance its TAT
+ * is ahead of now: 0 % idle, 100 % at the limit (every further packet is
+ * denied until it drains); a denied packet never writes its key, so keys
+ * under attack sit at the top. Works while no agent runs.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/gcra.h"
+#include "agent/agent.h"
+#include "cli/cmd.h"
+#include "base/names.h"
+
+#define TOP_DEFAULT  20
+#define PERCENT	     100.0
+#define KEY_TEXT_LEN (INET6_ADDRSTRLEN + sizeof("/128"))
+
+static const char usage_text[] =
+	"usage: sluice top [--iface <iface>] [--count <n>] [--json] [--pin-root <dir>]\n\n"
+	"  -i, --iface <iface>     the interface; default: the first under the pin root\n"
+	"  -n, --count <n>         how many keys; default 20\n"
+	"      --json              one JSON object, for scripts\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"  -h, --help              show this help\n";
+
+struct top_key {
+	struct sluice_key key;
+	const struct sluice_policy *policy;
+	double fill;	/* share of the tolerance in use, 0..1 */
+	__u64 drain_ns; /* until the key is idle again */
+};
+
+struct top {
+	const struct sluice_policy *by_id[SLUICE_MAX_POLICIES];
+	struct top_key *v;
+	size_t n, cap;
+	__u64 now; /* GCRA ticks */
+};
+
+/* Keep every key of an active policy that is in debt; the sort picks the top. */
+static int collect(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	struct top *t = arg;
+	const struct sluice_policy *p;
+	struct top_key *grown;
+	__u64 ahead;
+
+	if (key->policy_id >= SLUICE_MAX_POLICIES || !(p = t->by_id[key->policy_id]))
+		return 0; /* a retired policy's key, ageing out of the LRU */
+	ahead = sluice_gcra_ahead(st->tat, t->now, p->limit.tolerance);
+	if (!ahead || !p->limit.tolerance)
+		return 0; /* no debt: idle */
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 1024;
+		grown = realloc(t->v, t->cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		t->v = grown;
+	}
+	t->v[t->n++] = (struct top_key){
+		.key = *key,
+		.policy = p,
+		.fill = ahead >= p->limit.tolerance ? 1.0 : (double)ahead / p->limit.tolerance,
+		.drain_ns = sluice_gcra_ns(ahead),
+	};
+	return 0;
+}
+
+static int by_fill(const void *a, const void *b)
+{
+	const struct top_key *x = a, *y = b;
+
+	if (x->fill != y->fill)
+		return x->fill > y->fill ? -1 : 1;
+	return x->drain_ns > y->drain_ns ? -1 : x->drain_ns < y->drain_ns;
+}
+
+/* "10.1.2.0/24", "2001:db8::/48", or "*" for a policy's one global key. */
+static void key_text(char *buf, const struct top_key *k)
+{
+	const __u8 *a = k->key.addr;
+	int is_v4 = !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", SLUICE_V4MAPPED_BITS / 8);
+	int bits = is_v4 ? k->policy->prefix4 : k->policy->prefix6;
+	char addr[INET6_ADDRSTRLEN];
+
+	if (!bits) {
+		snprintf(buf, KEY_TEXT_LEN, "*");
+		return;
+	}
+	if (is_v4)
+		inet_ntop(AF_INET, a + SLUICE_V4MAPPED_BITS / 8, addr, sizeof(addr));
+	else
+		inet_ntop(AF_INET6, a, addr, sizeof(addr));
+	snprintf(buf, KEY_TEXT_LEN, "%s/%d", addr, is_v4 ? bits - SLUICE_V4MAPPED_BITS : bits);
+}
+
+static void print_top(const struct top *t, size_t count, int json)
+{
+	char key[KEY_TEXT_LEN];
+	size_t i, n = t->n < count ? t->n : count;
+
+	if (json)
+		printf("{\"keys_in_debt\":%zu,\"top\":[", t->n);
+	else
+		printf("%-20s %-40s %6s %10s\n", "POLICY", "KEY", "FILL", "DRAINS_IN");
+	for (i = 0; i < n; i++) {
+		key_text(key, &t->v[i]);
+		if (json)
+			printf("%s{\"policy\":\"%s\",\"key\":\"%s\",\"fill\":%.4f,\"drain_ms\":%"
+			       "llu}",
+			       i ? "," : "", t->v[i].policy->name, key, t->v[i].fill,
+			       (unsigned long long)(t->v[i].drain_ns / SLUICE_NSEC_PER_MSEC));
+		else
+			printf("%-20s %-40s %5.1f%% %9.2fs\n", t->v[i].policy->name, key,
+			       t->v[i].fill * PERCENT,
+			       (double)t->v[i].drain_ns / SLUICE_NSEC_PER_SEC);
+	}
+	if (json)
+		printf("]}\n");
+	else if (t->n > n)
+		printf("(%zu more keys in debt)\n", t->n - n);
+}
+
+static int top(const char *pin_root, const char *iface, size_t count, int json)
+{
+	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
+	struct top t = { 0 };
+	struct sluice_maps m;
+	char dir[PATH_MAX];
+	size_t i, n = 0;
+	int err;
+
+	if (!active || cmd_open_pins(pin_root, iface, &m, dir)) {
+		free(active);
+		return EXIT_FAIL;
+	}
+	err = maps__read_active(&m, active, &n);
+	for (i = 0; i < n; i++)
+		t.by_id[active[i].id] = &active[i];
+	t.now = sluice_gcra_ticks(agent_now_ns());
+	if (!err)
+		err = maps__walk_keys(&m, collect, &t);
+	maps__close(&m);
+	if (err)
+		fprintf(stderr, "sluice: cannot read keys in '%s': %s\n", dir, strerror(-err));
+	else {
+		qsort(t.v, t.n, sizeof(*t.v), by_fill);
+		print_top(&t, count, json);
+	}
+	free(t.v);
+	free(active);
+	return err ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_PIN_ROOT };
+	static const struct option opts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *pin_root = SLUICE_PIN_ROOT, *iface = NULL;
+	char first[POLICY_IFNAME_LEN], *end;
+	long count = TOP_DEFAULT;
+	int c, json = 0;
+
+	while ((c = getopt_long(argc, argv, "i:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': iface = optarg; break;
+		case 'n':
+			count = strtol(optarg, &end, 10);
+			if (*end || count <= 0) {
+				fprintf(stderr,
+					"sluice: --count '%s': expected a positive number\n",
+					optarg);
+				return cmd_usage(stderr, usage_text, EXIT_USAGE);
+			}
+			break;
+		case OPT_JSON: json = 1; break;
+		case OPT_PIN_ROOT: pin_root = optarg; break;
+		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
+		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		}
+	}
+	if (optind != argc)
+		return cmd_usage(stderr, usage_text, EXIT_USAGE);
+	if (!iface && cmd_first_iface(pin_root, first, sizeof(first)))
+		return EXIT_FAIL;
+	return top(pin_root, iface ? iface : first, count, json);
+}

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Loading and attaching. With LIBBPF_PIN_BY_NAME and a per-interface
+ * pin_root_path, libbpf reuses a compatible pinned map or pins a new one;
+ * before that we check the ABI version in the pinned sluice_ctl, because a
+ * same-sized but reordered struct would be "compatible" to libbpf.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sluice.skel.h"
+#include "sluice/deny.h"
+#include "kernel/loader.h"
+#include "base/log.h"
+#include "kernel/probe.h"
+
+#define PIN_DIR_MODE 0700
+#define REFUSAL_LEN  256 /* probe_refusal()'s sentence */
+
+int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *iface)
+{
+	int n = snprintf(buf, len, "%s/%s", pin_root, iface);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+	char *p;
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, PIN_DIR_MODE) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(path, PIN_DIR_MODE) && errno != EEXIST ? -errno : 0;
+}
+
+/* If @pin_dir holds maps, they must be ours: same ABI, and their state size. */
+static int check_pinned(const char *pin_dir, __u32 *pinned_keys)
+{
+	char path[PATH_MAX];
+	struct sluice_ctl ctl;
+	struct bpf_map_info info = {};
+	__u32 zero = 0, len = sizeof(info);
+	int fd, err = 0;
+
+	*pinned_keys = 0;
+	if (pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_CTL]))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (bpf_map_lookup_elem(fd, &zero, &ctl) || ctl.abi_version != SLUICE_ABI_VERSION) {
+		pr_warn("cannot reuse pinned maps in '%s': they are ABI version %u, this sluice is "
+			"%u; "
+			"detach first (sluice detach --iface <iface>)",
+			pin_dir, ctl.abi_version, SLUICE_ABI_VERSION);
+		err = -EPROTO;
+	}
+	close(fd);
+	fd = pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_STATE]) ? -1 : bpf_obj_get(path);
+	if (!err && fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+		*pinned_keys = info.max_entries;
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static int borrow_maps(struct attachment *a)
+{
+	struct bpf_map *map;
+	int i;
+
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		map = bpf_object__find_map_by_name(a->skel->obj, sluice_map_names[i]);
+		if (!map)
+			return -ENOENT;
+		a->maps.fd[i] = bpf_map__fd(map);
+	}
+	return 0;
+}
+
+/* A fresh ctl carries our ABI version from the start. */
+static int init_ctl(struct attachment *a)
+{
+	struct sluice_ctl ctl;
+	int err = maps__read_ctl(&a->maps, &ctl);
+
+	if (err || ctl.abi_version)
+		return err;
+	ctl.abi_version = SLUICE_ABI_VERSION;
+	return maps__write_ctl(&a->maps, &ctl);
+}
+
+/*
+ * Refuse, before the object is opened, a kernel that lacks what it needs,
+ * naming the feature and the release that brought it (user/kernel/probe.c).
+ */
+static int check_kernel(const char *iface)
+{
+	const struct probe_feature *missing;
+	char why[REFUSAL_LEN];
+	int err = probe_kernel(&missing);
+
+	if (err == -EOPNOTSUPP && !probe_refusal(why, sizeof(why), missing))
+		pr_warn("cannot load the XDP program for '%s': %s", iface, why);
+	else if (err)
+		pr_warn("cannot probe the kernel's BPF features: %s", strerror(-err));
+	return err;
+}
+
+/* The load failed on a kernel with every feature: its verifier said no. */
+static void report_rejection(const char *iface, int err)
+{
+	struct utsname u;
+
+	if (err != -EACCES && err != -EINVAL) {
+		pr_warn("cannot load the XDP program for '%s': %s", iface, strerror(-err));
+		return;
+	}
+	pr_warn("cannot load the XDP program for '%s': the verifier of this kernel (%s) rejected "
+		"it; docs/kernels.md lists the kernels sluice is tested on; run with -v for the "
+		"verifier log",
+		iface, uname(&u) ? "?" : u.release);
+}
+
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
+		     const struct load_opts *o)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	__u32 pinned_keys, max_keys = o->max_keys;
+	__u64 ttl_ns = o->deny_ttl_ns ? o->deny_ttl_ns : SLUICE_DENY_TTL_NS;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->link_fd = -1;
+	maps__init(&a->maps);
+	snprintf(a->iface, sizeof(a->iface), "%s", iface);
+	a->ifindex = if_nametoindex(iface);
+	err = check_kernel(iface); /* before anything is created */
+	if (err)
+		return err;
+	err = loader_pin_dir(a->pin_dir, sizeof(a->pin_dir), pin_root, iface);
+	if (!err)
+		err = mkdir_p(a->pin_dir);
+	if (err) {
+		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?",
+			pin_root, iface, strerror(-err), pin_root);
+		return err;
+	}
+	err = check_pinned(a->pin_dir, &pinned_keys);
+	if (err)
+		return err;
+	a->reused = pinned_keys != 0;
+	if (!max_keys)
+		max_keys = pinned_keys ? pinned_keys : SLUICE_STATE_ENTRIES_DEFAULT;
+	if (pinned_keys && max_keys != pinned_keys) {
+		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
+			"lost; "
+			"detach first to change it",
+			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], pinned_keys, max_keys);
+		return -EINVAL;
+	}
+	opts.pin_root_path = a->pin_dir;
+	a->skel = sluice_bpf__open_opts(&opts);
+	if (!a->skel) {
+		err = -errno;
+		pr_warn("cannot open the XDP object: %s", strerror(-err));
+		return err;
+	}
+	a->skel->rodata->sluice_deny_ttl_ticks = sluice_gcra_ticks(ttl_ns);
+	err = bpf_map__set_max_entries(a->skel->maps.sluice_state, max_keys);
+	if (!err)
+		err = sluice_bpf__load(a->skel);
+	if (err) {
+		report_rejection(iface, err);
+		return err;
+	}
+	a->prog_fd = bpf_program__fd(a->skel->progs.sluice_xdp);
+	err = borrow_maps(a);
+	if (!err)
+		err = init_ctl(a);
+	if (err)
+		pr_warn("cannot initialise maps in '%s': %s", a->pin_dir, strerror(-err));
+	return err;
+}
+
+static __u32 mode_flags(enum xdp_mode mode)
+{
+	switch (mode) {
+	case XDP_MODE_NATIVE: return XDP_FLAGS_DRV_MODE;
+	case XDP_MODE_GENERIC: return XDP_FLAGS_SKB_MODE;
+	default: return 0;
+	}
+}
+
+static int create_link(struct attachment *a, enum xdp_mode mode)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = mode_flags(mode));
+	int fd;
+
+	if (mode == XDP_MODE_AUTO) {
+		fd = create_link(a, XDP_MODE_NATIVE);
+		return fd >= 0 ? fd : create_link(a, XDP_MODE_GENERIC);
+	}
+	fd = bpf_link_create(a->prog_fd, a->ifindex, BPF_XDP, &opts);
+	if (fd < 0)
+		return -errno;
+	log_event(LOG_INFO, "attach", "iface=%s mode=%s", a->iface,
+		  mode == XDP_MODE_NATIVE ? "native" : "generic");
+	return fd;
+}
+
+int attachment__attach(struct attachment *a, enum xdp_mode mode)
+{
+	char path[PATH_MAX];
+	int err;
+
+	if (!a->ifindex) {
+		pr_warn("cannot attach to '%s': no such interface", a->iface);
+		return -ENODEV;
+	}
+	err = pin_path(path, a->pin_dir, SLUICE_PIN_LINK);
+	if (err)
+		return err;
+	a->link_fd = bpf_obj_get(path);
+	if (a->link_fd >= 0) {
+		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL)) {
+			log_event(LOG_INFO, "reattach", "iface=%s", a->iface);
+			return 0;
+		}
+		/* A link whose interface went away: start over. */
+		close(a->link_fd);
+		unlink(path);
+	}
+	a->link_fd = create_link(a, mode);
+	if (a->link_fd < 0) {
+		err = a->link_fd;
+		pr_warn("cannot attach XDP program to '%s': %s%s", a->iface, strerror(-err),
+			err == -EBUSY || err == -EEXIST
+				? "; another program is attached (ip link show dev <iface>)"
+				: "");
+		return err;
+	}
+	if (bpf_obj_pin(a->link_fd, path)) {
+		err = -errno;
+		pr_warn("cannot pin XDP link at '%s': %s", path, strerror(-err));
+		bpf_link_detach(a->link_fd);
+		return err;
+	}
+	return 0;
+}
+
+void attachment__close(struct attachment *a)
+{
+	if (!a)
+		return;
+	if (a->link_fd >= 0)
+		close(a->link_fd);
+	a->link_fd = -1;
+	sluice_bpf__destroy(a->skel);
+	a->skel = NULL;
+}
+
+int loader_unpin(const char *pin_dir)
+{
+	char path[PATH_MAX];
+	int i, err = 0;
+
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		if (pin_path(path, pin_dir, sluice_map_names[i]))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT && !err)
+			err = -errno;
+	}
+	if (!err && rmdir(pin_dir))
+		err = -errno;
+	return err;
+}
+
+int loader_detach(const char *pin_root, const char *iface)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	int fd, err;
+
+	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface);
+	if (err || access(dir, F_OK)) {
+		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to "
+			"'%s'?",
+			iface, pin_root, iface, iface);
+		return -ENOENT;
+	}
+	fd = pin_path(path, dir, SLUICE_PIN_LINK) ? -1 : bpf_obj_get(path);
+	if (fd >= 0) {
+		/* Force the detach even while an agent still holds the link. */
+		if (bpf_link_detach(fd) && errno != ENOLINK)
+			pr_warn("cannot detach XDP link of '%s': %s", iface, strerror(errno));
+		close(fd);
+		unlink(path);
+	}
+	err = loader_unpin(dir);
+	if (err)
+		pr_warn("cannot remove pins in '%s': %s", dir, strerror(-err));
+	else
+		log_event(LOG_INFO, "detach", "iface=%s", iface);
+	return err;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Skeleton open/load/attach, pinning, and reuse of pinned maps. Maps are
+ * pinned by name under <pin_root>/<iface>/ and the XDP attachment is a
+ * bpf_link pinned beside them, so enforcement and key state outlive the
+ * agent; only loader_detach() removes them.
+ */
+#ifndef SLUICE_LOADER_H
+#define SLUICE_LOADER_H
+
+#include <limits.h>
+
+#include "kernel/maps.h"
+
+enum xdp_mode {
+	XDP_MODE_AUTO = 0, /* native, else generic */
+	XDP_MODE_NATIVE,
+	XDP_MODE_GENERIC,
+};
+
+struct sluice_bpf;
+
+struct attachment {
+	char iface[POLICY_IFNAME_LEN];
+	int ifindex;
+	char pin_dir[PATH_MAX];
+	struct sluice_bpf *skel;
+	struct sluice_maps maps; /* borrowed from skel: do not close */
+	int prog_fd;		 /* borrowed from skel */
+	int link_fd;		 /* -1 until attached */
+	int reused;		 /* maps came from pins: key state was kept */
+};
+
+/* <pin_root>/<iface>, or -ENAMETOOLONG. */
+int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *iface);
+
+/* What a load may set; a zero field keeps the default. */
+struct load_opts {
+	__u32 max_keys;	   /* sluice_state's size: the default, or the pinned size */
+	__u64 deny_ttl_ns; /* the longest a cached drop stands: SLUICE_DENY_TTL_NS */
+};
+
+/*
+ * Open and load the XDP object for @iface (its index may be 0 when the
+ * object will only be test-run), pinning its maps in <pin_root>/<iface>/ or
+ * reusing the ones already there; refuses pins of another ABI version.
+ * @o->max_keys must equal the pinned size when reusing. 0 or -errno, with
+ * the cause already reported.
+ */
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
+		     const struct load_opts *o);
+
+/*
+ * Attach the loaded program: replace the program of a pinned link, or
+ * create the link in @mode and pin it. 0 or -errno, reported.
+ */
+int attachment__attach(struct attachment *a, enum xdp_mode mode);
+
+/* Release fds and memory; enforcement stays through the pinned link. Accepts NULL. */
+void attachment__close(struct attachment *a);
+
+/* Detach the program of @iface and remove its pins. 0 or -errno, reported. */
+int loader_detach(const char *pin_root, const char *iface);
+
+/* Remove the map pins and the directory of @pin_dir (after a detach). */
+int loader_unpin(const char *pin_dir);
+
+#endif /* SLUICE_LOADER_H */

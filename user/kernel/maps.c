@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Map I/O. Errors are returned as -errno and reported by the caller, which
+ * knows the interface and the command.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kernel/maps.h"
+
+#define KEY_BATCH 4096 /* state entries read per syscall */
+
+void maps__init(struct sluice_maps *m)
+{
+	int i;
+
+	for (i = 0; i < SLUICE_MAP_MAX; i++)
+		m->fd[i] = -1;
+}
+
+int pin_path(char *buf, const char *dir, const char *name)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+
+	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+int maps__open_pinned(struct sluice_maps *m, const char *pin_dir)
+{
+	char path[PATH_MAX];
+	int i, err;
+
+	maps__init(m);
+	errno = 0;
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		m->fd[i] = pin_path(path, pin_dir, sluice_map_names[i]) ? -1 : bpf_obj_get(path);
+		if (m->fd[i] < 0) {
+			err = errno ? -errno : -ENAMETOOLONG;
+			maps__close(m);
+			return err;
+		}
+	}
+	return 0;
+}
+
+void maps__close(struct sluice_maps *m)
+{
+	int i;
+
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		if (m->fd[i] >= 0)
+			close(m->fd[i]);
+		m->fd[i] = -1;
+	}
+}
+
+int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(m->fd[SLUICE_MAP_CTL], &zero, ctl) ? -errno : 0;
+}
+
+int maps__write_ctl(const struct sluice_maps *m, const struct sluice_ctl *ctl)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(m->fd[SLUICE_MAP_CTL], &zero, ctl, BPF_ANY) ? -errno : 0;
+}
+
+int maps__write_fail(const struct sluice_maps *m, __u32 id, const struct sluice_fail_state *st)
+{
+	return bpf_map_update_elem(m->fd[SLUICE_MAP_FAIL], &id, st, BPF_ANY) ? -errno : 0;
+}
+
+/* @n values into the array @fd from index @first on, in one call. */
+static int write_array(int fd, __u32 first, const void *vals, __u32 n)
+{
+	__u32 *keys = calloc(n ? n : 1, sizeof(*keys)), i;
+	int err;
+
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		keys[i] = first + i;
+	err = bpf_map_update_batch(fd, keys, vals, &n, NULL) ? -errno : 0;
+	free(keys);
+	return err;
+}
+
+/* Every policy slot of @gen: the compiled ones at their ids, zero for the rest. */
+static int write_policies(const struct sluice_maps *m, const struct compiled *c)
+{
+	struct sluice_policy *vals = calloc(SLUICE_MAX_POLICIES, sizeof(*vals));
+	__u32 i;
+	int err;
+
+	if (!vals)
+		return -ENOMEM;
+	for (i = 0; i < c->n_policies; i++)
+		if (c->policies[i].name[0] && c->policies[i].id < SLUICE_MAX_POLICIES)
+			vals[c->policies[i].id] = c->policies[i];
+	err = write_array(m->fd[SLUICE_MAP_POLICY], c->gen * SLUICE_MAX_POLICIES, vals,
+			  SLUICE_MAX_POLICIES);
+	free(vals);
+	return err;
+}
+
+/* Remove the entries of generation @gen from an LPM trie keyed by (prefixlen, gen, ...). */
+static int clear_gen(int fd, size_t key_size, __u32 gen)
+{
+	__u8 key[sizeof(struct sluice_addr_key)], next[sizeof(struct sluice_addr_key)];
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		/* The generation comes right after the 32-bit prefixlen. */
+		if (key[sizeof(__u32)] == gen) {
+			if (bpf_map_delete_elem(fd, key))
+				return -errno;
+			prev = NULL; /* the walk restarts after a delete */
+			continue;
+		}
+		prev = key;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+/*
+ * @classes into generation @gen's half of sluice_class, through a mapping:
+ * 2^17 updates one by one cost ~20 ms per reload (bench/agent.sh), a copy
+ * a fraction of one. The program reads only the other half meanwhile.
+ */
+static int write_classes(int fd, __u32 gen, const __u32 *classes)
+{
+	size_t len = SLUICE_POLICY_GENS * SLUICE_CLASSES * sizeof(__u64), i;
+	__u64 *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), *half;
+
+	if (map == MAP_FAILED)
+		return -errno;
+	half = map + (size_t)gen * SLUICE_CLASSES;
+	for (i = 0; i < SLUICE_CLASSES; i++)
+		half[i] = classes[i];
+	return munmap(map, len) ? -errno : 0;
+}
+
+/* The classifier into generation c->gen's half of sluice_match and sluice_class. */
+static int write_match(const struct sluice_maps *m, const struct compiled *c)
+{
+	__u32 *classes = calloc(SLUICE_CLASSES, sizeof(*classes));
+	struct sluice_match *slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*slots));
+	__u32 gen = c->gen % SLUICE_POLICY_GENS;
+	size_t n_slots = 0;
+	int err = classes && slots ? compile_classes(c, classes, slots, &n_slots) : -ENOMEM;
+
+	if (!err)
+		err = write_array(m->fd[SLUICE_MAP_MATCH], gen * SLUICE_MATCH_SLOTS, slots,
+				  (__u32)n_slots);
+	if (!err)
+		err = write_classes(m->fd[SLUICE_MAP_CLASS], gen, classes);
+	free(classes);
+	free(slots);
+	return err;
+}
+
+static int write_addrs(int fd, __u32 gen, const struct addr_entry *e, size_t n)
+{
+	int err = clear_gen(fd, sizeof(e->key), gen);
+	size_t i;
+
+	for (i = 0; !err && i < n; i++)
+		if (bpf_map_update_elem(fd, &e[i].key, &e[i].val, BPF_ANY))
+			err = -errno;
+	return err;
+}
+
+int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 next_id)
+{
+	struct sluice_ctl ctl;
+	int err;
+
+	err = maps__read_ctl(m, &ctl);
+	if (!err)
+		err = write_policies(m, c);
+	if (!err)
+		err = write_match(m, c);
+	if (!err)
+		err = write_addrs(m->fd[SLUICE_MAP_SRC], c->gen, c->src, c->n_src);
+	if (!err)
+		err = write_addrs(m->fd[SLUICE_MAP_DST], c->gen, c->dst, c->n_dst);
+	if (err)
+		return err;
+	ctl.abi_version = SLUICE_ABI_VERSION;
+	ctl.gen_flags[c->gen % SLUICE_POLICY_GENS] = c->gen_flags;
+	ctl.active_gen = c->gen;
+	ctl.next_id = next_id;
+	ctl.generation++;
+	return maps__write_ctl(m, &ctl);
+}
+
+/* Sum a per-CPU value of @n_words u64 counters over every possible CPU. */
+static int read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+	size_t cpu, w;
+
+	if (ncpu < 0)
+		return ncpu;
+	vals = calloc((size_t)ncpu * n_words, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &key, vals)) {
+		free(vals);
+		return -errno;
+	}
+	memset(sum, 0, n_words * sizeof(*sum));
+	for (cpu = 0; cpu < (size_t)ncpu; cpu++)
+		for (w = 0; w < n_words; w++)
+			sum[w] += vals[cpu * n_words + w];
+	free(vals);
+	return 0;
+}
+
+int maps__walk_keys(const struct sluice_maps *m,
+		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st,
+			      void *arg),
+		    void *arg)
+{
+	struct sluice_key *keys = calloc(KEY_BATCH, sizeof(*keys));
+	struct sluice_state *vals = calloc(KEY_BATCH, sizeof(*vals));
+	int err = keys && vals ? 0 : -ENOMEM, done = 0;
+	__u32 batch, count, i;
+	void *in = NULL;
+
+	while (!err && !done) {
+		count = KEY_BATCH;
+		if (bpf_map_lookup_batch(m->fd[SLUICE_MAP_STATE], in, &batch, keys, vals, &count,
+					 NULL)) {
+			if (errno != ENOENT)
+				err = -errno;
+			done = 1; /* ENOENT: this was the last batch */
+		}
+		for (i = 0; !err && i < count; i++)
+			err = fn(&keys[i], &vals[i], arg);
+		in = &batch;
+	}
+	free(keys);
+	free(vals);
+	return err;
+}
+
+struct key_count {
+	__u64 *per_id;
+	__u64 total;
+};
+
+static int count_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	struct key_count *c = arg;
+
+	(void)st;
+	c->total++;
+	if (key->policy_id < SLUICE_MAX_POLICIES)
+		c->per_id[key->policy_id]++;
+	return 0;
+}
+
+/* Count tracked keys per policy id into @per_id (SLUICE_MAX_POLICIES entries). */
+static int count_keys(const struct sluice_maps *m, __u64 *per_id, __u64 *total)
+{
+	struct key_count c = { .per_id = per_id };
+	int err = maps__walk_keys(m, count_key, &c);
+
+	*total = c.total;
+	return err;
+}
+
+/* Every slot of sluice_policy in one syscall: @out has room for all of them. */
+static int read_policies(const struct sluice_maps *m, struct sluice_policy *out)
+{
+	__u32 n = SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES, batch;
+	__u32 *keys = calloc(n, sizeof(*keys));
+	int err;
+
+	if (!keys)
+		return -ENOMEM;
+	err = bpf_map_lookup_batch(m->fd[SLUICE_MAP_POLICY], NULL, &batch, keys, out, &n, NULL);
+	err = err && errno != ENOENT ? -errno : 0;
+	free(keys);
+	return err;
+}
+
+/* A policy's summed counters, fail state and key count into @ps. */
+static int read_policy_status(const struct sluice_maps *m, const __u64 *per_id,
+			      struct policy_status *ps)
+{
+	__u32 id = ps->policy.id;
+
+	ps->keys = per_id[id];
+	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_FAIL], &id, &ps->fail))
+		return -errno;
+	return read_percpu(m->fd[SLUICE_MAP_STATS], id, (__u64 *)&ps->stats,
+			   sizeof(ps->stats) / sizeof(__u64));
+}
+
+int maps__read_status(const struct sluice_maps *m, struct status *st)
+{
+	__u64 *per_id = calloc(SLUICE_MAX_POLICIES, sizeof(*per_id));
+	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
+	struct bpf_map_info info = {};
+	__u32 zero = 0, info_len = sizeof(info);
+	size_t i, n = 0;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	st->policies = calloc(SLUICE_MAX_POLICIES, sizeof(*st->policies));
+	err = per_id && active && st->policies ? maps__read_ctl(m, &st->ctl) : -ENOMEM;
+	if (!err)
+		err = maps__read_active(m, active, &n);
+	if (!err)
+		err = read_percpu(m->fd[SLUICE_MAP_TOTALS], zero, (__u64 *)&st->totals,
+				  sizeof(st->totals) / sizeof(__u64));
+	if (!err)
+		err = count_keys(m, per_id, &st->keys);
+	if (!err)
+		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno
+											: 0;
+	st->keys_max = info.max_entries;
+	for (i = 0; !err && i < n; i++) {
+		st->policies[i].policy = active[i];
+		err = read_policy_status(m, per_id, &st->policies[i]);
+	}
+	st->n_policies = n;
+	free(per_id);
+	free(active);
+	if (err)
+		status__free(st);
+	return err;
+}
+
+void status__free(struct status *st)
+{
+	if (!st)
+		return;
+	free(st->policies);
+	st->policies = NULL;
+	st->n_policies = 0;
+}
+
+int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, size_t *n)
+{
+	struct sluice_policy *all = calloc(SLUICE_POLICY_GENS * SLUICE_MAX_POLICIES, sizeof(*all));
+	struct sluice_ctl ctl;
+	size_t id;
+	int err = all ? maps__read_ctl(m, &ctl) : -ENOMEM;
+
+	*n = 0;
+	if (!err)
+		err = read_policies(m, all);
+	for (id = 0; !err && ctl.generation && id < SLUICE_MAX_POLICIES; id++) {
+		struct sluice_policy *p =
+			&all[(ctl.active_gen % SLUICE_POLICY_GENS) * SLUICE_MAX_POLICIES + id];
+
+		if (p->name[0])
+			out[(*n)++] = *p;
+	}
+	free(all);
+	return err;
+}
+
+static int is_fresh(const __u64 *fresh, __u32 id)
+{
+	return id < SLUICE_MAX_POLICIES && (fresh[id / 64] >> (id % 64)) & 1;
+}
+
+struct purge {
+	const struct sluice_maps *m;
+	const __u64 *fresh;
+};
+
+static int purge_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	const struct purge *p = arg;
+
+	(void)st;
+	if (is_fresh(p->fresh, key->policy_id) &&
+	    bpf_map_delete_elem(p->m->fd[SLUICE_MAP_STATE], key) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Delete every key of sluice_state whose policy id is in @fresh. */
+static int purge_keys(const struct sluice_maps *m, const __u64 *fresh)
+{
+	struct purge p = { m, fresh };
+
+	return maps__walk_keys(m, purge_key, &p);
+}
+
+int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct sluice_fail_state none = { 0 };
+	struct sluice_pstats *zero_stats;
+	__u32 id;
+	int err;
+
+	if (ncpu < 0)
+		return ncpu;
+	zero_stats = calloc(ncpu, sizeof(*zero_stats));
+	if (!zero_stats)
+		return -ENOMEM;
+	err = purge_keys(m, fresh);
+	for (id = 0; !err && id < SLUICE_MAX_POLICIES; id++) {
+		if (!is_fresh(fresh, id))
+			continue;
+		if (bpf_map_update_elem(m->fd[SLUICE_MAP_STATS], &id, zero_stats, BPF_ANY) ||
+		    bpf_map_update_elem(m->fd[SLUICE_MAP_FAIL], &id, &none, BPF_ANY))
+			err = -errno;
+	}
+	free(zero_stats);
+	return err;
+}

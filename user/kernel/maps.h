@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The only code that reads and writes sluice's maps, by file descriptor:
+ * the agent gets them from the loaded object, `sluice status` from the
+ * pins, so status works while no agent runs. Per-CPU counters are summed
+ * here.
+ */
+#ifndef SLUICE_MAPS_H
+#define SLUICE_MAPS_H
+
+#include <stddef.h>
+
+#include "sluice/abi.h"
+#include "policy/compile.h"
+
+struct sluice_maps {
+	int fd[SLUICE_MAP_MAX]; /* indexed by enum sluice_map; -1 when not open */
+};
+
+/* One policy of the active generation, with its summed counters. */
+struct policy_status {
+	struct sluice_policy policy;
+	struct sluice_pstats stats;
+	struct sluice_fail_state fail;
+	__u64 keys; /* tracked keys in sluice_state */
+};
+
+struct status {
+	struct sluice_ctl ctl;
+	struct sluice_totals totals;
+	struct policy_status *policies; /* n_policies, by id */
+	size_t n_policies;
+	__u64 keys;	/* all tracked keys */
+	__u32 keys_max; /* sluice_state's size */
+};
+
+void maps__init(struct sluice_maps *m);
+
+/* "<dir>/<name>" into @buf of PATH_MAX bytes; 0 or -ENAMETOOLONG. */
+int pin_path(char *buf, const char *dir, const char *name);
+
+/* Open every map pinned in @pin_dir. 0 or -errno; on failure nothing stays open. */
+int maps__open_pinned(struct sluice_maps *m, const char *pin_dir);
+
+void maps__close(struct sluice_maps *m);
+
+int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl);
+
+/* Write sluice_ctl whole; only the agent does, from one thread. 0 or -errno. */
+int maps__write_ctl(const struct sluice_maps *m, const struct sluice_ctl *ctl);
+
+/* Put policy @id in store-fault mode @st (the agent). 0 or -errno. */
+int maps__write_fail(const struct sluice_maps *m, __u32 id, const struct sluice_fail_state *st);
+
+/*
+ * Write @c into its generation, then make that generation active (and
+ * store @next_id) in one write of sluice_ctl, so a packet sees either all of
+ * the old policy or all of the new. 0 or -errno.
+ */
+int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 next_id);
+
+/*
+ * The policies of the active generation, into @out (SLUICE_MAX_POLICIES
+ * entries); *@n is how many. 0 or -errno.
+ */
+int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, size_t *n);
+
+/*
+ * Make the ids set in @fresh (a SLUICE_MAX_POLICIES-bit map) new: delete
+ * their keys from sluice_state, zero their counters and fail state. Only
+ * for ids no active policy uses. 0 or -errno.
+ */
+int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh);
+
+#define IDMAP_WORDS (SLUICE_MAX_POLICIES / 64)
+
+/* Read the active policies, counters and key counts; free with status__free(). */
+int maps__read_status(const struct sluice_maps *m, struct status *st);
+
+void status__free(struct status *st);
+
+/*
+ * Call @fn for every key of sluice_state, read in batches; a non-zero
+ * return stops the walk. 0, @fn's error, or -errno.
+ */
+int maps__walk_keys(const struct sluice_maps *m,
+		    int (*fn)(const struct sluice_key *key, const struct sluice_state *st,
+			      void *arg),
+		    void *arg);
+
+#endif /* SLUICE_MAPS_H */
