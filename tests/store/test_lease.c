@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "sluice/compiler.h"
+#include "budget/redis.h"
 #include "budget/store.h"
 #include "../unit/rows.h"
 

@@ -107,9 +107,9 @@ static struct lease_plan *plan_of(struct agent *a, enum agent_store k)
 		la = &plan->att[plan->n_att++];
 		m = &a->att[i].maps;
 		snprintf(la->holder, sizeof(la->holder), "%s/%s", a->node_name, a->att[i].iface);
-		la->fd_lease = m->fd[SLUICE_MAP_LEASE];
-		la->fd_spend = m->fd[SLUICE_MAP_SPEND];
-		la->fd_hot = m->fd[SLUICE_MAP_HOT];
+		la->maps.lease = m->fd[SLUICE_MAP_LEASE];
+		la->maps.spend = m->fd[SLUICE_MAP_SPEND];
+		la->maps.hot = m->fd[SLUICE_MAP_HOT];
 		la->pol = calloc(a->ps->n_policies + 1, sizeof(*la->pol));
 		if (!la->pol)
 			goto oom;

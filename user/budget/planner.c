@@ -20,14 +20,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <bpf/bpf.h>
-
 #include "sluice/compiler.h"
 #include "sluice/gcra.h"
 #include "budget/planner.h"
+#include "kernel/leases.h"
 
 #define HEX_ADDR_LEN (2 * SLUICE_ADDR_LEN + 1)
-#define LEASE_BATCH  4096 /* map entries per bpf_map_lookup_batch() */
 
 /* One hot key as a round sees it. */
 struct entry {
@@ -159,85 +157,6 @@ static __u64 first_want(const struct lease_state *ls, const struct lease_policy 
 	return (p->burst + live - 1) / live;
 }
 
-/*
- * Give @k an entry, unless it has one: a spend counter the kernel will own
- * from now on, and a lease that is expired until the store answers, so the
- * key stays cold (or, strict, dropped) until then. A spend counter left from
- * before (the agent restarted between the two) is taken as it is.
- */
-static int entry_create(const struct lease_att *a, const struct sluice_key *k, __u64 want,
-			__u64 expires)
-{
-	struct sluice_spend s = { 0 };
-	struct sluice_lease l = { 0 };
-
-	if (!bpf_map_lookup_elem(a->fd_lease, k, &l))
-		return 0;
-	if (bpf_map_update_elem(a->fd_spend, k, &s, BPF_NOEXIST) && errno != EEXIST)
-		return -errno;
-	if (bpf_map_lookup_elem(a->fd_spend, k, &s))
-		return -errno;
-	l.granted = l.reported = s.spent;
-	l.seen = s.spent + s.denied;
-	l.want = want;
-	l.key = *k;
-	l.expires = expires;
-	if (expires) /* live at once, with nothing to spend: held, nothing in the store */
-		l.flags = SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED;
-	if (bpf_map_update_elem(a->fd_lease, k, &l, BPF_NOEXIST) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Lease first: once it is gone the kernel no longer looks at the counter. */
-static void entry_delete(const struct lease_att *a, const struct sluice_key *k)
-{
-	bpf_map_delete_elem(a->fd_lease, k);
-	bpf_map_delete_elem(a->fd_spend, k);
-}
-
-/*
- * Every entry of hash map @fd, LEASE_BATCH at a time (one syscall each, not
- * three per key), deleting them as it reads when @drain: keys into *@keys,
- * values of @vsize bytes into *@vals, *@n of them. The caller frees both,
- * also on failure. 0 or -errno.
- */
-static int read_map(int fd, size_t vsize, int drain, struct sluice_key **keys, void **vals,
-		    size_t *n)
-{
-	int (*batch_fn)(int, void *, void *, void *, void *, __u32 *,
-			const struct bpf_map_batch_opts *) =
-		drain ? bpf_map_lookup_and_delete_batch : bpf_map_lookup_batch;
-	size_t cap = 0;
-	__u32 batch, count;
-	void *in = NULL, *v;
-	int done = 0;
-
-	*n = 0;
-	while (!done) {
-		if (*n + LEASE_BATCH > cap) {
-			cap = *n + LEASE_BATCH;
-			v = realloc(*keys, cap * sizeof(**keys));
-			if (v)
-				*keys = v;
-			v = v ? realloc(*vals, cap * vsize) : NULL;
-			if (!v)
-				return -ENOMEM;
-			*vals = v;
-		}
-		count = LEASE_BATCH;
-		if (batch_fn(fd, in, &batch, *keys + *n, (char *)*vals + *n * vsize, &count,
-			     NULL)) {
-			if (errno != ENOENT)
-				return -errno;
-			done = 1; /* ENOENT: that was the last batch */
-		}
-		*n += count;
-		in = &batch;
-	}
-	return 0;
-}
-
 static int note_hot(struct round *r, const struct lease_policy *p, const struct sluice_key *k)
 {
 	size_t j = p - r->att->pol;
@@ -261,10 +180,10 @@ static void drain_requests(struct round *r)
 	struct sluice_hot *vals = NULL;
 	size_t n = 0, i;
 
-	read_map(r->att->fd_hot, sizeof(*vals), 1, &keys, (void **)&vals, &n);
+	lease_maps__take_hot(&r->att->maps, &keys, &vals, &n);
 	for (i = 0; i < n; i++) {
 		p = policy_of(r->att, keys[i].policy_id);
-		if (p && !entry_create(r->att, &keys[i], first_want(r->ls, p), 0))
+		if (p && !lease_maps__create(&r->att->maps, &keys[i], first_want(r->ls, p), 0))
 			note_hot(r, p, &keys[i]);
 	}
 	free(keys);
@@ -283,7 +202,7 @@ static void adopt_fleet(struct round *r, __u64 expires)
 	size_t i;
 
 	for (i = 0; i < f->n; i++)
-		entry_create(r->att, &f->v[i], 0, expires);
+		lease_maps__create(&r->att->maps, &f->v[i], 0, expires);
 }
 
 /* A spend counter with its key first, so key_cmp() sorts and finds it. */
@@ -302,9 +221,9 @@ static int collect(struct round *r)
 	size_t nl = 0, ns = 0, i;
 	int err;
 
-	err = read_map(r->att->fd_lease, sizeof(*lv), 0, &lk, (void **)&lv, &nl);
+	err = lease_maps__read_leases(&r->att->maps, &lk, &lv, &nl);
 	if (!err)
-		err = read_map(r->att->fd_spend, sizeof(*sv), 0, &sk, (void **)&sv, &ns);
+		err = lease_maps__read_spends(&r->att->maps, &sk, &sv, &ns);
 	so = err ? NULL : calloc(ns ? ns : 1, sizeof(*so));
 	r->e = so ? calloc(nl ? nl : 1, sizeof(*r->e)) : NULL;
 	if (!err && !r->e)
@@ -319,7 +238,7 @@ static int collect(struct round *r)
 		e->key = lk[i];
 		e->p = policy_of(r->att, lk[i].policy_id);
 		if (!e->p) {
-			entry_delete(r->att, &lk[i]);
+			lease_maps__delete(&r->att->maps, &lk[i]);
 			continue;
 		}
 		found = ns ? bsearch(&lk[i], so, ns, sizeof(*so), key_cmp) : NULL;
@@ -431,7 +350,7 @@ static void plan_full(struct round *r)
 
 		e->l.idle = d ? 0 : e->l.idle + 1;
 		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
-			entry_delete(r->att, &e->key);
+			lease_maps__delete(&r->att->maps, &e->key);
 			continue;
 		}
 		if (d >= hot_threshold(r, e->p))
@@ -517,7 +436,7 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns,
 
 		if (e->hold && ok) {
 			e->l.expires = expires;
-			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+			lease_maps__write(&r->att->maps, &e->key, &e->l);
 		}
 		if (!e->send)
 			continue;
@@ -528,11 +447,11 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns,
 			e->l.expires = expires;
 			e->l.flags =
 				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
-			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+			lease_maps__write(&r->att->maps, &e->key, &e->l);
 		} else if (!g[k].err) {
 			/* Pending and nothing yet: stays cold; what was spent is reported. */
 			e->l.granted = e->l.reported = e->s.spent;
-			bpf_map_update_elem(r->att->fd_lease, &e->key, &e->l, BPF_EXIST);
+			lease_maps__write(&r->att->maps, &e->key, &e->l);
 		}
 		k++;
 	}

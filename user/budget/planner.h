@@ -13,9 +13,11 @@
 
 #include <stddef.h>
 
+#include <net/if.h>
+
 #include "sluice/abi.h"
-#include "policy/policy.h"
-#include "budget/store.h"
+#include "budget/redis.h"
+#include "kernel/leases.h"
 
 #define LEASE_TTL_SYNCS	   3	/* the store's lease lives this many intervals */
 #define LEASE_KERNEL_SYNCS 2	/* the kernel's, fewer: it stops before the store reclaims */
@@ -24,7 +26,7 @@
 #define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
 #define LEASE_HOT_SYNCS	   30	/* a key nobody saw hot this long leaves the hot set */
 #define LEASE_HOT_LIMIT	   4096 /* hot keys read back per policy and sync */
-#define LEASE_HOLDER_LEN   (STORE_NAME_LEN + POLICY_IFNAME_LEN + 1)
+#define LEASE_HOLDER_LEN   (STORE_NAME_LEN + IF_NAMESIZE + 1)
 
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {
@@ -39,7 +41,7 @@ struct lease_policy {
 /* One interface: its maps and its cluster-scoped policies. */
 struct lease_att {
 	char holder[LEASE_HOLDER_LEN]; /* "<node>/<iface>": whose leases in the store */
-	int fd_lease, fd_spend, fd_hot;
+	struct lease_maps maps;
 	struct lease_policy *pol; /* owned */
 	size_t n_pol;
 };

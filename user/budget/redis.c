@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "sluice/compiler.h"
-#include "budget/store.h"
+#include "budget/redis.h"
 
 #define NUM_LEN 24 /* a __u64 in decimal, NUL-terminated */
 

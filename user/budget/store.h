@@ -9,8 +9,9 @@
 
 #include <linux/types.h>
 
+#include "budget/redis.h"
+
 #define STORE_URL_LEN	   256
-#define STORE_NAME_LEN	   160 /* a policy file name (< 128) and a suffix */
 #define STORE_MEMBER_BEATS 3   /* a node missing this many syncs leaves the fleet */
 #define STORE_ERR_LEN	   640 /* a URL, a hiredis error and our words */
 
@@ -40,8 +41,6 @@ struct store_report {
 };
 
 struct store;
-struct redisContext;
-struct redisReply;
 struct lease_plan;
 
 /* Start probing @cfg. NULL with errno set on failure. */
@@ -52,137 +51,5 @@ void store__collect(struct store *s, struct store_report *out);
 
 /* Stop the thread and free. Accepts NULL. */
 void store__close(struct store *s);
-
-/*
- * The shared budget's Redis side (#5), in budget/redis.c: conserving token
- * leases, membership and the fleet's hot sets (docs/shared-budget.md).
- * Every call is synchronous on @c, which belongs to the store's thread.
- *
- * One Redis hash per key of a cluster-scoped policy holds the bucket:
- *   tok          tokens, scaled: units × rate_period_us (exact integers)
- *   ts           Redis TIME of the last refill, µs
- *   lease:<node> units granted to <node> and not yet accounted for
- *   exp:<node>   Redis TIME when that lease expires, µs
- * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
- */
-#define LEASE_SHA_LEN	 41	      /* a SHA-1 in hex, NUL-terminated */
-#define LEASE_KEY_LEN	 320	      /* a Redis key, NUL-terminated */
-#define LEASE_SCALED_MAX (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
-#define LEASE_TTL_US_MAX (1ULL << 40) /* ~12.7 days */
-
-enum store_script {
-	STORE_SCRIPT_LEASE = 0,
-	STORE_SCRIPT_BEAT,
-	STORE_SCRIPT_HOT,
-	STORE_SCRIPT_MAX,
-};
-
-/* The scripts' SHA-1s, "" until loaded; owned by the caller, one per connection. */
-struct lease_scripts {
-	char sha[STORE_SCRIPT_MAX][LEASE_SHA_LEN];
-};
-
-/*
- * One key's limit: rate_units per rate_period_us, at most burst outstanding
- * plus banked, and at most cap granted to one node at a time. Ranges
- * (checked, -EINVAL): all >= 1, burst × rate_period_us <= LEASE_SCALED_MAX,
- * rate_units <= LEASE_SCALED_MAX, cap <= burst.
- */
-struct lease_key {
-	char key[LEASE_KEY_LEN]; /* the Redis key of the bucket hash */
-	__u64 rate_units;	 /* cost units refilled per rate_period_us */
-	__u64 rate_period_us;
-	__u64 burst;	 /* cost units */
-	__u64 cap;	 /* cost units: the most one node may hold at a time */
-	int start_empty; /* a bucket that does not exist yet starts empty, not full */
-};
-
-struct lease_req {
-	const struct lease_key *k;
-	__u64 used;  /* units this node spent since its last call; clamped to what it holds */
-	__u64 want;  /* units to hold after the call; <= LEASE_SCALED_MAX */
-	int release; /* hand back what is held beyond want: the node can no longer spend it */
-};
-
-struct lease_grant {
-	__u64 held;	  /* units the node holds now: what it kept, plus @granted */
-	__u64 granted;	  /* units added: min(want, cap) − kept, at most the whole tokens */
-	__u64 expires_us; /* Redis TIME: spend nothing of this lease from then on */
-	__u64 now_us;	  /* Redis TIME when the grant was made */
-	int err;	  /* 0, or -EPROTO: the script failed for this key (see @err text) */
-};
-
-/*
- * Why @r is not the reply a command wanted, for an error message: Redis's
- * error, "unexpected reply", or @conn_err (the connection's) when there is
- * no reply at all.
- */
-const char *store_reply_error(const char *conn_err, const struct redisReply *r);
-
-/*
- * For each of @n requests, in one pipelined round trip: write off expired
- * leases of that key, refill, take @used off what @node holds (never below
- * zero) and top its lease up toward @want, valid for @ttl_us from now.
- * Results land in @out in request order.
- * The first call on a connection, and the first after Redis lost its script
- * cache (NOSCRIPT: then the requests are sent again with EVAL), costs one
- * more round trip.
- * Returns 0 when every reply arrived (each @out[i].err then says whether its
- * key succeeded), -EINVAL for out-of-range input (nothing sent), -ENOMEM, or
- * -EIO when the connection failed (hiredis' cause in @err; the caller drops
- * the connection and reconnects, since a pipeline may be half read).
- * @err gets the first failure's cause.
- */
-int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const char *node,
-		     __u64 ttl_us, const struct lease_req *r, size_t n, struct lease_grant *out,
-		     char *err, size_t len);
-
-/*
- * Register @node as alive in the fleet sorted set @fleet at Redis TIME, drop
- * members whose last beat is @ttl_us or more old, and return in @live_nodes
- * how many remain (@node included). One round trip (two on first use).
- * 0, -EINVAL (ttl out of range), -EIO (connection) or -EPROTO (Redis
- * answered an error), with the cause in @err.
- */
-int store_member_beat(struct redisContext *c, struct lease_scripts *sc, const char *fleet,
-		      const char *node, __u64 ttl_us, __u64 *live_nodes, char *err, size_t len);
-
-/* One policy's hot set in a budget sync. */
-struct hot_req {
-	char key[LEASE_KEY_LEN]; /* the Redis sorted set */
-	const char *const *add;	 /* members this node saw hot: key addresses in hex */
-	size_t n_add;
-	__u64 ttl_us; /* members not seen hot this long leave the set */
-	__u64 limit;  /* members returned at most, the most recent first */
-};
-
-/*
- * Everything one sync sends, in one pipelined round trip: the membership
- * beat (when @fleet is set), every hot set, every lease.
- */
-struct budget_sync {
-	const char *fleet; /* the membership sorted set; NULL: no beat */
-	const char *node;
-	__u64 beat_ttl_us;
-	__u64 live_nodes; /* out: the fleet's live count */
-	const struct hot_req *hot;
-	size_t n_hot;
-	void (*on_member)(void *arg, size_t hot, const char *member); /* each returned member */
-	void *arg;
-	const char *holder; /* whose leases (one per node and interface) */
-	__u64 lease_ttl_us;
-	const struct lease_req *leases;
-	size_t n_leases;
-	struct lease_grant *grants; /* out: one per lease, in order */
-};
-
-/*
- * Run @b. 0 when every reply arrived and the beat and hot sets succeeded
- * (each grant's err says whether its key did); -EINVAL (nothing sent),
- * -ENOMEM, -EIO (the connection failed: drop it and reconnect) or -EPROTO;
- * the first failure's cause in @err.
- */
-int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct budget_sync *b,
-		      char *err, size_t len);
 
 #endif /* SLUICE_STORE_H */

@@ -15,7 +15,7 @@ enum probe_id {
 	PROBE_CMPXCHG = 0,  /* limit.bpf.h's compare-and-swap */
 	PROBE_COARSE_CLOCK, /* limit.bpf.h's clock */
 	PROBE_XDP_LINK,	    /* loader.c attaches and pins a link */
-	PROBE_BATCH,	    /* maps.c, budget/planner.c */
+	PROBE_BATCH,	    /* maps.c, leases.c */
 	PROBE_MMAPABLE,	    /* sluice_class, written through mmap() */
 	PROBE_JIFFIES64,
 	PROBE_LPM_TRIE,
