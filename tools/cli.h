@@ -17,6 +17,7 @@
 #include <linux/types.h>
 
 #include "sluice/compiler.h"
+#include "base/clock.h"
 
 #define EXIT_USAGE 2
 
@@ -32,15 +33,6 @@ static void usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n%s", cli_synopsis);
 	exit(EXIT_USAGE);
-}
-
-/* Clock @id in ns; CLOCK_MONOTONIC and CLOCK_REALTIME cannot fail with a valid pointer. */
-static __u64 clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
 }
 
 /* @s as a decimal number in @min..@max, or a usage error naming option @opt. */

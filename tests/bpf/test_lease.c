@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "sluice/gcra.h"
 #include "sluice/key.h"
 #include "../unit/rows.h"
@@ -170,7 +171,7 @@ static struct sluice_key key_of(struct harness *h, const char *name, const char 
 /* Put policy @name in store mode @mode with fleet share @share, as the agent does. */
 static void set_fail(struct harness *h, const char *name, __u8 mode, __u32 share)
 {
-	struct sluice_fail_state st = { .mode = mode, .share = share, .since_ns = agent_now_ns() };
+	struct sluice_fail_state st = { .mode = mode, .share = share, .since_ns = mono_ns() };
 
 	assert_int_equal(maps__write_fail(&h->att.maps, harness_policy_id(h, name), &st), 0);
 }
@@ -189,12 +190,12 @@ static void lease_write(struct harness *h, const struct sluice_key *key, __u64 g
 
 static void lease_grant(struct harness *h, const struct sluice_key *key, __u64 granted)
 {
-	lease_write(h, key, granted, agent_now_ns() + LEASE_TTL_NS);
+	lease_write(h, key, granted, mono_ns() + LEASE_TTL_NS);
 }
 
 static void lease_expire(struct harness *h, const struct sluice_key *key, __u64 granted)
 {
-	lease_write(h, key, granted, agent_now_ns() - LEASE_EXPIRED_NS);
+	lease_write(h, key, granted, mono_ns() - LEASE_EXPIRED_NS);
 }
 
 /* Create @key's spend entry zeroed; only the program changes it from then on. */
@@ -521,12 +522,12 @@ static void test_hot(void **state)
 	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
 	key = key_of(&h, "shared", f->src);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
-	start = agent_now_ns();
+	start = mono_ns();
 	SEND(&h, &p, HOT_HALF, HOT_HALF, MOVED("shared", BY(PASSED, HOT_HALF)));
 	assert_int_equal(hot_read(&h, &key, &since), -ENOENT);
 	SEND(&h, &p, 1, 1, MOVED("shared", BY(PASSED, 1)));
 	assert_int_equal(hot_read(&h, &key, &first), 0);
-	assert_in_range(first, sluice_gcra_ticks(start), sluice_gcra_ticks(agent_now_ns()));
+	assert_in_range(first, sluice_gcra_ticks(start), sluice_gcra_ticks(mono_ns()));
 	SEND(&h, &p, SHARED_BURST - HOT_HALF - 1, SHARED_BURST - HOT_HALF - 1,
 	     MOVED("shared", BY(PASSED, SHARED_BURST - HOT_HALF - 1)));
 	assert_int_equal(hot_read(&h, &key, &since), 0);
@@ -534,10 +535,10 @@ static void test_hot(void **state)
 
 	/* The agent takes the request; the next packet, dropped, asks again. */
 	assert_int_equal(bpf_map_delete_elem(h.att.maps.fd[SLUICE_MAP_HOT], &key), 0);
-	start = agent_now_ns();
+	start = mono_ns();
 	SEND(&h, &p, 1, 0, MOVED("shared", BY(DROPPED, 1)));
 	assert_int_equal(hot_read(&h, &key, &since), 0);
-	assert_in_range(since, sluice_gcra_ticks(start), sluice_gcra_ticks(agent_now_ns()));
+	assert_in_range(since, sluice_gcra_ticks(start), sluice_gcra_ticks(mono_ns()));
 
 	node = key_of(&h, "node", f->src);
 	harness_udp(&p, f->src, f->dst, NODE_PORT);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "../unit/rows.h"
+#include "base/clock.h"
 #include "agent/agent.h"
 #include "expect.h"
 #include "lib/harness.h"
@@ -171,13 +172,13 @@ static void agent_lost(struct harness *h)
 
 static void agent_back(struct harness *h)
 {
-	expect_heartbeat(h, agent_now_ns(), FRESH_TIMEOUT_NS);
+	expect_heartbeat(h, mono_ns(), FRESH_TIMEOUT_NS);
 }
 
 /* Put policy @name in store-fault mode @mode, as the agent does. */
 static void set_store_mode(struct harness *h, const char *name, __u8 mode)
 {
-	struct sluice_fail_state st = { .mode = mode, .since_ns = agent_now_ns() };
+	struct sluice_fail_state st = { .mode = mode, .since_ns = mono_ns() };
 
 	assert_int_equal(maps__write_fail(&h->att.maps, harness_policy_id(h, name), &st), 0);
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 #include "agent/agent.h"
@@ -34,18 +35,18 @@ static struct policy_set *load_policy(const char *path)
 
 /* Ids of @c that no policy in @old (@n_old of them) has: they start afresh. */
 static void fresh_ids(const struct compiled *c, const struct sluice_policy *old, size_t n_old,
-		      __u64 *fresh)
+		      struct idmap *fresh)
 {
 	size_t i, j;
 
-	memset(fresh, 0, IDMAP_WORDS * sizeof(*fresh));
+	memset(fresh, 0, sizeof(*fresh));
 	for (i = 0; i < c->n_policies; i++) {
 		if (!c->policies[i].name[0])
 			continue;
 		for (j = 0; j < n_old && old[j].id != c->policies[i].id; j++)
 			;
 		if (j == n_old)
-			fresh[c->policies[i].id / 64] |= 1ULL << (c->policies[i].id % 64);
+			idmap_add(fresh, c->policies[i].id);
 	}
 }
 
@@ -53,19 +54,18 @@ static void fresh_ids(const struct compiled *c, const struct sluice_policy *old,
 static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_id, int *kept)
 {
 	struct sluice_policy *old = calloc(SLUICE_MAX_POLICIES, sizeof(*old));
-	__u64 fresh[IDMAP_WORDS];
+	struct idmap fresh;
 	size_t n_old = 0, i;
 	int err = old ? maps__read_active(&att->maps, old, &n_old) : -ENOMEM;
 
 	if (!err)
 		err = compile_assign_ids(c, old, n_old, next_id);
 	if (!err) {
-		fresh_ids(c, old, n_old, fresh);
-		err = maps__reset_ids(&att->maps, fresh);
+		fresh_ids(c, old, n_old, &fresh);
+		err = maps__reset_ids(&att->maps, &fresh);
 	}
 	for (i = 0, *kept = 0; !err && i < c->n_policies; i++)
-		*kept += c->policies[i].name[0] &&
-			 !(fresh[c->policies[i].id / 64] >> (c->policies[i].id % 64) & 1);
+		*kept += c->policies[i].name[0] && !idmap_has(&fresh, c->policies[i].id);
 	free(old);
 	return err;
 }
@@ -138,14 +138,6 @@ static int pick_ifaces(struct agent *a)
 	return 0;
 }
 
-__u64 agent_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
-}
-
 /*
  * Stamp every attachment's sluice_ctl with a heartbeat, the timeout after
  * which the XDP program considers us lost, and our pid (0 when leaving).
@@ -156,7 +148,7 @@ static int beat(struct agent *a, __u32 pid)
 	size_t i;
 	int err = 0;
 
-	a->last_beat_ns = agent_now_ns();
+	a->last_beat_ns = mono_ns();
 	for (i = 0; !err && i < a->n_att; i++) {
 		err = maps__read_ctl(&a->att[i].maps, &ctl);
 		if (err)
@@ -173,9 +165,9 @@ static int beat(struct agent *a, __u32 pid)
 
 int agent__tick(struct agent *a)
 {
-	__u64 now = agent_now_ns();
+	__u64 now = mono_ns();
 
-	agent_stores_tick(a, now);
+	agent_stores__tick(&a->stores, now);
 	if (now - a->last_beat_ns < a->ps->heartbeat_ns)
 		return 0;
 	return beat(a, getpid());
@@ -214,7 +206,7 @@ static void report_absence(struct agent *a, const struct attachment *att)
 		free(p); /* nothing to report, and ctl may be unset */
 		return;
 	}
-	lost = sluice_agent_lost_ns(ctl.heartbeat_ns, ctl.agent_timeout_ns, agent_now_ns());
+	lost = sluice_agent_lost_ns(ctl.heartbeat_ns, ctl.agent_timeout_ns, mono_ns());
 	for (i = 0; lost && i < n; i++) {
 		mode = sluice_fail_mode(p[i].on_agent_loss, p[i].closed_after_ns, lost,
 					SLUICE_FAIL_NONE);
@@ -225,10 +217,23 @@ static void report_absence(struct agent *a, const struct attachment *att)
 			  sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
 			  (double)lost / SLUICE_NSEC_PER_SEC);
 		pthread_mutex_lock(&a->snap.lock);
-		a->snap.fail_transitions = ++a->fail_transitions;
+		a->snap.fail_transitions++;
 		pthread_mutex_unlock(&a->snap.lock);
 	}
 	free(p);
+}
+
+static int open_stores(struct agent *a)
+{
+	struct stores_view v = {
+		.ps = a->ps,
+		.att = a->att,
+		.n_att = a->n_att,
+		.ids = (const __u32(*)[SLUICE_MAX_POLICIES])a->ids,
+		.snap = &a->snap,
+	};
+
+	return agent_stores__open(&a->stores, &v);
 }
 
 int agent__start(struct agent *a, const struct agent_opts *opts)
@@ -265,10 +270,8 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 			report_absence(a, att);
 	}
 	a->generation = 1;
-	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
-	memset(a->share_written, 0, sizeof(a->share_written));
 	if (!err)
-		err = agent_stores_open(a);
+		err = open_stores(a);
 	if (!err && opts->metrics_listen) {
 		a->metrics = metrics__start(opts->metrics_listen, a->att, a->n_att, &a->snap);
 		if (!a->metrics) {
@@ -317,10 +320,8 @@ int agent__reload(struct agent *a)
 	a->ps = ps;
 	a->generation++;
 	/* Ids and file indexes changed: write every runtime state again, on fresh stores. */
-	memset(a->fail_written, AGENT_FAIL_UNKNOWN, sizeof(a->fail_written));
-	memset(a->share_written, 0, sizeof(a->share_written));
-	agent_stores_close(a);
-	if (agent_stores_open(a))
+	agent_stores__close(&a->stores);
+	if (open_stores(a))
 		pr_warn("the store of '%s' could not be opened; its policies fail over as "
 			"configured",
 			a->opts.config_path);
@@ -340,7 +341,7 @@ void agent__stop(struct agent *a)
 		return;
 	metrics__stop(a->metrics);
 	a->metrics = NULL;
-	agent_stores_close(a);
+	agent_stores__close(&a->stores);
 	if (a->ps && a->n_att)
 		beat(a, 0); /* no agent: the XDP program takes over after the timeout */
 	for (i = 0; i < a->n_att; i++) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "sluice/fail.h"
 #include "kernel/loader.h"
 #include "agent/metrics.h"
@@ -189,14 +190,6 @@ void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 	render_agent(out, snap);
 }
 
-static __u64 monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
-}
-
 /* The whole page into a malloc'd buffer; NULL on failure. */
 static char *page(struct metrics *m, size_t *len)
 {
@@ -209,7 +202,7 @@ static char *page(struct metrics *m, size_t *len)
 	for (i = 0; i < m->n; i++) {
 		if (maps__read_status(&m->att[i].maps, &st[n]))
 			continue;
-		ifs[n] = (struct metrics_iface){ m->att[i].iface, &st[n], monotonic_ns() };
+		ifs[n] = (struct metrics_iface){ m->att[i].iface, &st[n], mono_ns() };
 		n++;
 	}
 	out = open_memstream(&buf, len);

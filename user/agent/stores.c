@@ -14,8 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sluice/gcra.h"
-#include "agent/agent.h"
+#include "agent/stores.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
 #include "base/log.h"
@@ -25,6 +26,7 @@
 #define PASSWORD_ENV	      "SLUICE_STORE_PASSWORD"
 #define AGENT_MIN_FRAME_BYTES 64    /* the smallest Ethernet frame, no FCS */
 #define AGENT_SHARE_MAX	      65535 /* more nodes than this share as if this many */
+#define FAIL_UNWRITTEN	      0xff  /* fail_written[]: write it on the next tick */
 
 /* The password: the first line of password_file, else $SLUICE_STORE_PASSWORD. */
 static int read_password(const struct policy_store *e, char *out, size_t len)
@@ -62,11 +64,11 @@ static int endpoint_of(const struct policy_set *ps, const struct policy *p)
 }
 
 /* The open endpoint a policy depends on, or -1 when it depends on none. */
-static int store_of(const struct agent *a, const struct policy *p)
+static int store_of(const struct agent_stores *s, const struct policy *p)
 {
-	int k = endpoint_of(a->ps, p);
+	int k = endpoint_of(s->v.ps, p);
 
-	return k >= 0 && a->stores[k] ? k : -1;
+	return k >= 0 && s->store[k] ? k : -1;
 }
 
 /*
@@ -89,7 +91,7 @@ static int lease_rate_of(const struct policy *p, struct lease_policy *out)
  * maps and the ids of the cluster-scoped policies that use @k. NULL with
  * errno on failure.
  */
-static struct lease_plan *plan_of(struct agent *a, enum agent_store k)
+static struct lease_plan *plan_of(struct agent_stores *s, enum agent_store k)
 {
 	struct lease_plan *plan = calloc(1, sizeof(*plan));
 	const struct sluice_maps *m;
@@ -98,26 +100,27 @@ static struct lease_plan *plan_of(struct agent *a, enum agent_store k)
 
 	if (!plan)
 		return NULL;
-	snprintf(plan->prefix, sizeof(plan->prefix), "%s", a->ps->fleet);
-	plan->interval_ns = a->ps->sync_interval_ns;
-	plan->att = calloc(a->n_att ? a->n_att : 1, sizeof(*plan->att));
+	snprintf(plan->prefix, sizeof(plan->prefix), "%s", s->v.ps->fleet);
+	plan->interval_ns = s->v.ps->sync_interval_ns;
+	plan->att = calloc(s->v.n_att ? s->v.n_att : 1, sizeof(*plan->att));
 	if (!plan->att)
 		goto oom;
-	for (i = 0; i < a->n_att; i++) {
+	for (i = 0; i < s->v.n_att; i++) {
 		la = &plan->att[plan->n_att++];
-		m = &a->att[i].maps;
-		snprintf(la->holder, sizeof(la->holder), "%s/%s", a->node_name, a->att[i].iface);
+		m = &s->v.att[i].maps;
+		snprintf(la->holder, sizeof(la->holder), "%s/%s", s->node_name, s->v.att[i].iface);
 		la->maps.lease = m->fd[SLUICE_MAP_LEASE];
 		la->maps.spend = m->fd[SLUICE_MAP_SPEND];
 		la->maps.hot = m->fd[SLUICE_MAP_HOT];
-		la->pol = calloc(a->ps->n_policies + 1, sizeof(*la->pol));
+		la->pol = calloc(s->v.ps->n_policies + 1, sizeof(*la->pol));
 		if (!la->pol)
 			goto oom;
-		for (j = 0; j < a->ps->n_policies; j++) {
-			const struct policy *p = &a->ps->policies[j];
+		for (j = 0; j < s->v.ps->n_policies; j++) {
+			const struct policy *p = &s->v.ps->policies[j];
 			struct lease_policy *lp = &la->pol[la->n_pol];
 
-			if (endpoint_of(a->ps, p) != (int)k || a->ids[i][j] == AGENT_POLICY_ABSENT)
+			if (endpoint_of(s->v.ps, p) != (int)k ||
+			    s->v.ids[i][j] == AGENT_POLICY_ABSENT)
 				continue;
 			if (lease_rate_of(p, lp)) {
 				pr_warn("policy '%s': its rate period is not whole microseconds; "
@@ -125,7 +128,7 @@ static struct lease_plan *plan_of(struct agent *a, enum agent_store k)
 					p->name);
 				continue;
 			}
-			lp->id = a->ids[i][j];
+			lp->id = s->v.ids[i][j];
 			snprintf(lp->name, sizeof(lp->name), "%s", p->name);
 			la->n_pol++;
 		}
@@ -137,36 +140,36 @@ oom:
 	return NULL;
 }
 
-static int open_endpoint(struct agent *a, enum agent_store k, const struct policy_store *e)
+static int open_endpoint(struct agent_stores *s, enum agent_store k, const struct policy_store *e)
 {
 	struct store_config cfg = {
 		.timeout_ns = e->timeout_ns,
-		.interval_ns = a->ps->sync_interval_ns,
+		.interval_ns = s->v.ps->sync_interval_ns,
 	};
 	int err;
 
 	snprintf(cfg.url, sizeof(cfg.url), "%s", e->url);
-	snprintf(cfg.node, sizeof(cfg.node), "%s", a->node_name);
-	snprintf(cfg.fleet, sizeof(cfg.fleet), "%s:nodes", a->ps->fleet);
+	snprintf(cfg.node, sizeof(cfg.node), "%s", s->node_name);
+	snprintf(cfg.fleet, sizeof(cfg.fleet), "%s:nodes", s->v.ps->fleet);
 	err = read_password(e, cfg.password, sizeof(cfg.password));
 	if (err)
 		return err;
-	cfg.plan = plan_of(a, k);
+	cfg.plan = plan_of(s, k);
 	if (!cfg.plan)
 		return -errno;
-	a->stores[k] = store__open(&cfg); /* takes the plan, also when it fails */
-	a->rounds_seen[k] = a->leases_seen[k] = 0;
+	s->store[k] = store__open(&cfg); /* takes the plan, also when it fails */
+	s->rounds_seen[k] = s->leases_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
-	if (!a->stores[k]) {
+	if (!s->store[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
 		return -errno;
 	}
-	store_health__init(&a->health[k], a->ps->hold_down_ns, agent_now_ns());
-	pthread_mutex_lock(&a->snap.lock);
-	memset(&a->snap.stores[k], 0, sizeof(a->snap.stores[k]));
-	snprintf(a->snap.stores[k].url, sizeof(a->snap.stores[k].url), "%s", e->url);
-	a->snap.stores[k].up = 1;
-	pthread_mutex_unlock(&a->snap.lock);
+	store_health__init(&s->health[k], s->v.ps->hold_down_ns, mono_ns());
+	pthread_mutex_lock(&s->v.snap->lock);
+	memset(&s->v.snap->stores[k], 0, sizeof(s->v.snap->stores[k]));
+	snprintf(s->v.snap->stores[k].url, sizeof(s->v.snap->stores[k].url), "%s", e->url);
+	s->v.snap->stores[k].up = 1;
+	pthread_mutex_unlock(&s->v.snap->lock);
 	log_event(LOG_INFO, "store_open", "store=%s class=%s", e->url,
 		  k == AGENT_STORE_ABUSE ? "abuse" : "all");
 	return 0;
@@ -196,88 +199,91 @@ static __u32 max_share_of(const struct policy *p)
 	return by_range < 1 ? 1 : by_range > AGENT_SHARE_MAX ? AGENT_SHARE_MAX : by_range;
 }
 
-static void name_node(struct agent *a)
+static void name_node(struct agent_stores *s)
 {
-	if (a->ps->node_name[0])
-		snprintf(a->node_name, sizeof(a->node_name), "%s", a->ps->node_name);
-	else if (gethostname(a->node_name, sizeof(a->node_name) - 1))
-		snprintf(a->node_name, sizeof(a->node_name), "node-%d", (int)getpid());
+	if (s->v.ps->node_name[0])
+		snprintf(s->node_name, sizeof(s->node_name), "%s", s->v.ps->node_name);
+	else if (gethostname(s->node_name, sizeof(s->node_name) - 1))
+		snprintf(s->node_name, sizeof(s->node_name), "node-%d", (int)getpid());
 }
 
-int agent_stores_open(struct agent *a)
+int agent_stores__open(struct agent_stores *s, const struct stores_view *v)
 {
 	size_t j;
 	int err = 0;
 
-	name_node(a);
-	for (j = 0; j < a->ps->n_policies; j++)
-		a->max_share[j] = max_share_of(&a->ps->policies[j]);
+	s->v = *v;
+	memset(s->fail_written, FAIL_UNWRITTEN, sizeof(s->fail_written));
+	memset(s->share_written, 0, sizeof(s->share_written));
+	name_node(s);
+	for (j = 0; j < s->v.ps->n_policies; j++)
+		s->max_share[j] = max_share_of(&s->v.ps->policies[j]);
 
-	if (a->ps->store.url[0])
-		err = open_endpoint(a, AGENT_STORE_MAIN, &a->ps->store);
-	if (!err && a->ps->abuse_store.url[0])
-		err = open_endpoint(a, AGENT_STORE_ABUSE, &a->ps->abuse_store);
+	if (s->v.ps->store.url[0])
+		err = open_endpoint(s, AGENT_STORE_MAIN, &s->v.ps->store);
+	if (!err && s->v.ps->abuse_store.url[0])
+		err = open_endpoint(s, AGENT_STORE_ABUSE, &s->v.ps->abuse_store);
 	return err;
 }
 
-void agent_stores_close(struct agent *a)
+void agent_stores__close(struct agent_stores *s)
 {
 	int k;
 
 	for (k = 0; k < AGENT_STORE_MAX; k++) {
-		store__close(a->stores[k]);
-		a->stores[k] = NULL;
+		store__close(s->store[k]);
+		s->store[k] = NULL;
 	}
 }
 
 /* Feed what endpoint @k saw since the last tick into its health machine. */
-static void observe(struct agent *a, enum agent_store k, __u64 now)
+static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 {
-	struct store_health *h = &a->health[k];
+	struct store_health *h = &s->health[k];
 	enum store_state was = h->state;
 	struct store_report r;
 
-	store__collect(a->stores[k], &r);
-	if (r.live_nodes && r.live_nodes != a->live_nodes[k])
+	store__collect(s->store[k], &r);
+	if (r.live_nodes && r.live_nodes != s->live_nodes[k])
 		log_event(LOG_INFO, "fleet", "store=%s node=%s live_nodes=%llu",
-			  k == AGENT_STORE_ABUSE ? a->ps->abuse_store.url : a->ps->store.url,
-			  a->node_name, (unsigned long long)r.live_nodes);
+			  k == AGENT_STORE_ABUSE ? s->v.ps->abuse_store.url : s->v.ps->store.url,
+			  s->node_name, (unsigned long long)r.live_nodes);
 	if (r.live_nodes) /* kept through faults: the degraded bound uses the last count */
-		a->live_nodes[k] = r.live_nodes;
+		s->live_nodes[k] = r.live_nodes;
 	if (r.failed)
 		store_health__observe(h, 0, now);
 	if (r.ok && r.last_ok)
 		store_health__observe(h, 1, now);
-	pthread_mutex_lock(&a->snap.lock);
-	a->snap.stores[k].up = h->state == STORE_OK;
-	a->snap.stores[k].probes_ok += r.ok;
-	a->snap.stores[k].probes_failed += r.failed;
+	pthread_mutex_lock(&s->v.snap->lock);
+	s->v.snap->stores[k].up = h->state == STORE_OK;
+	s->v.snap->stores[k].probes_ok += r.ok;
+	s->v.snap->stores[k].probes_failed += r.failed;
 	if (r.rounds) { /* the thread's own totals: add what is new */
-		a->snap.stores[k].syncs += r.rounds - a->rounds_seen[k];
-		a->snap.stores[k].lease_calls += r.leases - a->leases_seen[k];
-		a->snap.stores[k].hot_keys = r.hot_keys;
-		a->rounds_seen[k] = r.rounds;
-		a->leases_seen[k] = r.leases;
+		s->v.snap->stores[k].syncs += r.rounds - s->rounds_seen[k];
+		s->v.snap->stores[k].lease_calls += r.leases - s->leases_seen[k];
+		s->v.snap->stores[k].hot_keys = r.hot_keys;
+		s->rounds_seen[k] = r.rounds;
+		s->leases_seen[k] = r.leases;
 	}
-	a->snap.stores[k].transitions = h->transitions;
-	pthread_mutex_unlock(&a->snap.lock);
+	s->v.snap->stores[k].transitions = h->transitions;
+	pthread_mutex_unlock(&s->v.snap->lock);
 	if (h->state != was)
 		log_event(LOG_WARN, "store_state", "store=%s from=%s to=%s err=\"%s\"",
-			  k == AGENT_STORE_ABUSE ? a->ps->abuse_store.url : a->ps->store.url,
+			  k == AGENT_STORE_ABUSE ? s->v.ps->abuse_store.url : s->v.ps->store.url,
 			  was == STORE_OK ? "ok" : "fault", h->state == STORE_OK ? "ok" : "fault",
 			  h->state == STORE_OK ? "" : r.err);
 }
 
 /* Log and count one store fail-mode transition of policy @j on attachment @i. */
-static void note_transition(struct agent *a, size_t i, size_t j, __u8 was, int mode)
+static void note_transition(struct agent_stores *s, size_t i, size_t j, __u8 was, int mode)
 {
-	if (was == AGENT_FAIL_UNKNOWN && mode == SLUICE_FAIL_NONE)
+	if (was == FAIL_UNWRITTEN && mode == SLUICE_FAIL_NONE)
 		return; /* the initial write of a healthy state is no transition */
-	pthread_mutex_lock(&a->snap.lock);
-	a->snap.fail_transitions = ++a->fail_transitions;
-	pthread_mutex_unlock(&a->snap.lock);
+	pthread_mutex_lock(&s->v.snap->lock);
+	s->v.snap->fail_transitions++;
+	pthread_mutex_unlock(&s->v.snap->lock);
 	log_event(LOG_WARN, "fail_mode", "policy=%s iface=%s from=%s to=%s why=store_error",
-		  a->ps->policies[j].name, a->att[i].iface,
+		  s->v.ps->policies[j].name, s->v.att[i].iface,
 		  sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, was), sluice_fail_names[mode]);
 }
 
@@ -285,45 +291,46 @@ static void note_transition(struct agent *a, size_t i, size_t j, __u8 was, int m
  * Write policy @j of attachment @i's runtime state — its store fail mode and
  * its share of the fleet — when either changed.
  */
-static void write_runtime(struct agent *a, size_t i, size_t j, int k, __u64 now)
+static void write_runtime(struct agent_stores *s, size_t i, size_t j, int k, __u64 now)
 {
-	const struct policy *p = &a->ps->policies[j];
+	const struct policy *p = &s->v.ps->policies[j];
 	struct sluice_fail_state st = { 0 };
-	__u64 since, nodes = a->live_nodes[k] ? a->live_nodes[k] : 1;
-	int mode = store_fail_mode(p, &a->health[k], now, &since), err;
-	__u32 share = nodes < a->max_share[j] ? nodes : a->max_share[j];
-	__u8 was = a->fail_written[i][j];
+	__u64 since, nodes = s->live_nodes[k] ? s->live_nodes[k] : 1;
+	int mode = store_fail_mode(p, &s->health[k], now, &since), err;
+	__u32 share = nodes < s->max_share[j] ? nodes : s->max_share[j];
+	__u8 was = s->fail_written[i][j];
 
-	if ((mode == was && share == a->share_written[i][j]) || a->ids[i][j] == AGENT_POLICY_ABSENT)
+	if ((mode == was && share == s->share_written[i][j]) ||
+	    s->v.ids[i][j] == AGENT_POLICY_ABSENT)
 		return;
 	st.mode = mode;
 	st.since_ns = since;
 	st.share = share;
-	err = maps__write_fail(&a->att[i].maps, a->ids[i][j], &st);
+	err = maps__write_fail(&s->v.att[i].maps, s->v.ids[i][j], &st);
 	if (err) {
 		pr_warn("cannot set the runtime state of '%s' on '%s': %s", p->name,
-			a->att[i].iface, strerror(-err));
+			s->v.att[i].iface, strerror(-err));
 		return;
 	}
-	a->fail_written[i][j] = mode;
-	a->share_written[i][j] = share;
+	s->fail_written[i][j] = mode;
+	s->share_written[i][j] = share;
 	if (mode != was)
-		note_transition(a, i, j, was, mode);
+		note_transition(s, i, j, was, mode);
 }
 
-void agent_stores_tick(struct agent *a, __u64 now_ns)
+void agent_stores__tick(struct agent_stores *s, __u64 now_ns)
 {
 	size_t i, j;
 	int k;
 
 	for (k = 0; k < AGENT_STORE_MAX; k++)
-		if (a->stores[k])
-			observe(a, k, now_ns);
-	for (i = 0; i < a->n_att; i++) {
-		for (j = 0; j < a->ps->n_policies; j++) {
-			k = store_of(a, &a->ps->policies[j]);
+		if (s->store[k])
+			observe(s, k, now_ns);
+	for (i = 0; i < s->v.n_att; i++) {
+		for (j = 0; j < s->v.ps->n_policies; j++) {
+			k = store_of(s, &s->v.ps->policies[j]);
 			if (k >= 0)
-				write_runtime(a, i, j, k, now_ns);
+				write_runtime(s, i, j, k, now_ns);
 		}
 	}
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "sluice/compiler.h"
 #include "sluice/gcra.h"
 #include "budget/planner.h"
@@ -62,14 +63,6 @@ struct round {
 	size_t *n_add;	     /* by policy */
 	struct key_set seen; /* members the store returned */
 };
-
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec;
-}
 
 static int key_cmp(const void *a, const void *b)
 {

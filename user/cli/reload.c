@@ -7,14 +7,16 @@
  * through reload_seq/reload_err there.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "agent/agent.h"
+#include "base/clock.h"
 #include "cli/cmd.h"
+#include "kernel/maps.h"
 #include "policy/compile.h"
 
 #define RELOAD_WAIT_NS (10 * SLUICE_NSEC_PER_SEC) /* how long the agent may take */
@@ -67,9 +69,9 @@ static int validate(const char *path)
 static int wait_answer(const struct sluice_maps *m, __u32 seq, struct sluice_ctl *ctl)
 {
 	struct timespec poll = { .tv_nsec = RELOAD_POLL_NS };
-	__u64 deadline = agent_now_ns() + RELOAD_WAIT_NS;
+	__u64 deadline = mono_ns() + RELOAD_WAIT_NS;
 
-	while (agent_now_ns() < deadline) {
+	while (mono_ns() < deadline) {
 		if (!maps__read_ctl(m, ctl) && ctl->reload_seq != seq)
 			return 0;
 		nanosleep(&poll, NULL);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "sluice/fail.h"
-#include "agent/agent.h"
+#include "base/clock.h"
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/names.h"
@@ -181,7 +181,7 @@ static int show(const char *pin_root, const char *iface, int json)
 		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
 		return err;
 	}
-	v.now_ns = agent_now_ns();
+	v.now_ns = mono_ns();
 	v.beat_age_ns = st.ctl.heartbeat_ns ? v.now_ns - st.ctl.heartbeat_ns : 0;
 	v.lost_ns = sluice_agent_lost_ns(st.ctl.heartbeat_ns, st.ctl.agent_timeout_ns, v.now_ns);
 	if (json)

@@ -8,15 +8,18 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sluice/gcra.h"
-#include "agent/agent.h"
+#include "base/clock.h"
 #include "cli/cmd.h"
 #include "base/names.h"
+#include "kernel/maps.h"
+#include "policy/policy.h"
 
 #define TOP_DEFAULT  20
 #define PERCENT	     100.0
@@ -144,7 +147,7 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 	err = maps__read_active(&m, active, &n);
 	for (i = 0; i < n; i++)
 		t.by_id[active[i].id] = &active[i];
-	t.now = sluice_gcra_ticks(agent_now_ns());
+	t.now = sluice_gcra_ticks(mono_ns());
 	if (!err)
 		err = maps__walk_keys(&m, collect, &t);
 	maps__close(&m);

@@ -376,14 +376,9 @@ int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, si
 	return err;
 }
 
-static int is_fresh(const __u64 *fresh, __u32 id)
-{
-	return id < SLUICE_MAX_POLICIES && (fresh[id / 64] >> (id % 64)) & 1;
-}
-
 struct purge {
 	const struct sluice_maps *m;
-	const __u64 *fresh;
+	const struct idmap *fresh;
 };
 
 static int purge_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
@@ -391,21 +386,21 @@ static int purge_key(const struct sluice_key *key, const struct sluice_state *st
 	const struct purge *p = arg;
 
 	(void)st;
-	if (is_fresh(p->fresh, key->policy_id) &&
+	if (idmap_has(p->fresh, key->policy_id) &&
 	    bpf_map_delete_elem(p->m->fd[SLUICE_MAP_STATE], key) && errno != ENOENT)
 		return -errno;
 	return 0;
 }
 
 /* Delete every key of sluice_state whose policy id is in @fresh. */
-static int purge_keys(const struct sluice_maps *m, const __u64 *fresh)
+static int purge_keys(const struct sluice_maps *m, const struct idmap *fresh)
 {
 	struct purge p = { m, fresh };
 
 	return maps__walk_keys(m, purge_key, &p);
 }
 
-int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh)
+int maps__reset_ids(const struct sluice_maps *m, const struct idmap *fresh)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	struct sluice_fail_state none = { 0 };
@@ -420,7 +415,7 @@ int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh)
 		return -ENOMEM;
 	err = purge_keys(m, fresh);
 	for (id = 0; !err && id < SLUICE_MAX_POLICIES; id++) {
-		if (!is_fresh(fresh, id))
+		if (!idmap_has(fresh, id))
 			continue;
 		if (bpf_map_update_elem(m->fd[SLUICE_MAP_STATS], &id, zero_stats, BPF_ANY) ||
 		    bpf_map_update_elem(m->fd[SLUICE_MAP_FAIL], &id, &none, BPF_ANY))

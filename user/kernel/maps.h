@@ -65,14 +65,28 @@ int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 nex
  */
 int maps__read_active(const struct sluice_maps *m, struct sluice_policy *out, size_t *n);
 
+/* A set of policy ids: SLUICE_MAX_POLICIES bits. */
+struct idmap {
+	__u64 w[SLUICE_MAX_POLICIES / 64];
+};
+
+static inline void idmap_add(struct idmap *m, __u32 id)
+{
+	if (id < SLUICE_MAX_POLICIES)
+		m->w[id / 64] |= 1ULL << (id % 64);
+}
+
+static inline int idmap_has(const struct idmap *m, __u32 id)
+{
+	return id < SLUICE_MAX_POLICIES && (m->w[id / 64] >> (id % 64)) & 1;
+}
+
 /*
- * Make the ids set in @fresh (a SLUICE_MAX_POLICIES-bit map) new: delete
+ * Make the ids in @fresh new: delete
  * their keys from sluice_state, zero their counters and fail state. Only
  * for ids no active policy uses. 0 or -errno.
  */
-int maps__reset_ids(const struct sluice_maps *m, const __u64 *fresh);
-
-#define IDMAP_WORDS (SLUICE_MAX_POLICIES / 64)
+int maps__reset_ids(const struct sluice_maps *m, const struct idmap *fresh);
 
 /* Read the active policies, counters and key counts; free with status__free(). */
 int maps__read_status(const struct sluice_maps *m, struct status *st);
