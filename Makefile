@@ -61,6 +61,7 @@ BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
 BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
+.PHONY: graph
 .PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
@@ -198,6 +199,13 @@ demo:
 vmlinux:
 	$(Q)mkdir -p $(O)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(O)/vmlinux.h
+
+# graph: the include graph between user space's modules, and whether any
+# two include each other around a loop (docs/architecture.md). --files for
+# the same at file level.
+graph:
+	$(Q)tools/graph.sh
+	$(Q)tools/graph.sh --files | tail -n 1
 
 FORMAT_SRC = $(wildcard user/*/*.[ch] lib/*.[ch] include/sluice/*.h bpf/*.[ch] tests/*/*.[ch] tools/*.c bench/*.c)
 format:

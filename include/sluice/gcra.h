@@ -40,10 +40,10 @@
 
 /*
  * How far a stored TAT may be ahead of our clock beyond the tolerance and
- * still be taken as real: another CPU read a slightly later clock before it
- * stored. Anything further ahead is a TAT from before the clock wrapped
- * (idle for more than a wrap minus the tolerance) and counts as "in the
- * past". 1 s in ticks: < 2^38.
+ * still be taken as it is: another CPU read a slightly later clock before
+ * it stored. Anything further ahead is a debt the current tolerance cannot
+ * hold (a limit tightened by a reload, a degraded or shared limit) and
+ * counts as a full key. 1 s in ticks: < 2^38.
  */
 #define SLUICE_GCRA_SKEW_TICKS (SLUICE_NSEC_PER_SEC << SLUICE_GCRA_TICK_SHIFT)
 
@@ -75,16 +75,19 @@ SLUICE_INLINE __u64 sluice_gcra_incr(__u64 cost, __u64 interval_mant, __u32 inte
 
 /*
  * How far @tat is ahead of @now in ticks (mod 2^64): a key's debt under
- * tolerance @tol. 0 for a TAT in the past (a huge value mod 2^64) or from
- * before a wrap. A key idle for within tol + skew of a whole wrap (2.28
- * years) looks in debt instead, for at most its tolerance: conservative,
- * and rare.
+ * tolerance @tol. 0 for a TAT in the past: behind the clock by up to half a
+ * wrap (1.14 years). A TAT further ahead than tol + skew is a key the
+ * tolerance cannot hold: it is full (@tol), never fresh, so tightening a
+ * limit hands no key a new burst. Cost: a key idle for between half and a
+ * whole wrap looks full, once, for at most its tolerance.
  */
 SLUICE_INLINE __u64 sluice_gcra_ahead(__u64 tat, __u64 now, __u64 tol)
 {
 	__u64 ahead = tat - now;
 
-	return ahead > tol + SLUICE_GCRA_SKEW_TICKS ? 0 : ahead;
+	if (ahead >> 63)
+		return 0;
+	return ahead > tol + SLUICE_GCRA_SKEW_TICKS ? tol : ahead;
 }
 
 /*
@@ -99,7 +102,7 @@ SLUICE_INLINE int sluice_gcra_admit(__u64 tat, __u64 now, __u64 incr, __u64 tol,
 {
 	__u64 ahead = sluice_gcra_ahead(tat, now, tol);
 
-	/* ahead ≤ 2^62 + 2^38 and incr ≤ 2^61: the sum cannot wrap. */
+	/* ahead ≤ tol + 2^38 ≤ 2^62 + 2^38 and incr ≤ 2^61: the sum cannot wrap. */
 	if (ahead + incr > tol) {
 		*retry_ticks = ahead + incr - tol;
 		return 0;

@@ -484,9 +484,9 @@ static const struct step redenied_steps[] = {
 	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
 };
 
-/* A raised burst is a new limit with a fresh key. */
+/* A raised burst carries the key: its one packet spent counts against the 3. */
 static const struct step raised_steps[] = {
-	STEP(3, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(2, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
 	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
 };
 

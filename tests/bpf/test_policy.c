@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "../unit/rows.h"
+#include "sluice/gcra.h"
 #include "base/clock.h"
 #include "agent/agent.h"
 #include "expect.h"
@@ -40,7 +41,7 @@
 /* A fresh beat is stamped now; this timeout keeps it fresh however slow the test runs. */
 #define FRESH_TIMEOUT_NS (3600 * NS_PER_SEC)
 #define MOVED_MAX	 4 /* policy counters one packet moves */
-#define N_TESTS		 16
+#define N_TESTS		 18
 
 /* Addresses a step names; each family row gives their text. */
 enum addr {
@@ -630,15 +631,26 @@ static const struct step reload_before_steps[] = {
 	STEP(1, SRC_A, DST, PORT_B, DROP, 0, M("change", DROPPED)),
 };
 
+static const struct step tighten_before_steps[] = {
+	STEP(3, SRC_A, DST, PORT_B, PASS, 0, M("change", PASSED)),
+};
+
 /* keep: same name and limit, a port added: SRC_A stays limited on both ports. */
 static const struct step reload_after_steps[] = {
 	STEP(1, SRC_A, DST, DNS_PORT, DROP, 0, M("keep", DROPPED)),
 	STEP(1, SRC_A, DST, PORT_BELOW, DROP, 0, M("keep", DROPPED)),
 	STEP(2, SRC_B, DST, PORT_BELOW, PASS, 0, M("keep", PASSED)),
 	STEP(1, SRC_B, DST, DNS_PORT, DROP, 0, M("keep", DROPPED)),
-	/* change: a new limit, a fresh key with the whole new burst */
-	STEP(3, SRC_A, DST, PORT_B, PASS, 0, M("change", PASSED)),
+	/* change: the key carried into the new limit, 2 of its burst of 3 spent */
+	STEP(1, SRC_A, DST, PORT_B, PASS, 0, M("change", PASSED)),
 	STEP(1, SRC_A, DST, PORT_B, DROP, 0, M("change", DROPPED)),
+};
+
+/* change, tightened from burst 3 (all spent) to 1: full, not fresh. */
+static const struct step tightened_steps[] = {
+	STEP(1, SRC_A, DST, PORT_B, DROP, 0, M("change", DROPPED)),
+	STEP(1, SRC_B, DST, PORT_B, PASS, 0, M("change", PASSED)),
+	STEP(1, SRC_B, DST, PORT_B, DROP, 0, M("change", DROPPED)),
 };
 
 static void assert_policy(struct harness *h, const char *name, __u64 passed, __u64 dropped,
@@ -668,11 +680,34 @@ static void test_reload(void **state)
 	change = harness_policy_id(&h, "change");
 	expect_apply(&h, RELOAD_YAML("52-53", "3"));
 	assert_int_equal(harness_policy_id(&h, "keep"), keep);
-	assert_int_not_equal(harness_policy_id(&h, "change"), change);
-	/* Counters and keys: kept for keep, fresh for change. */
+	assert_int_equal(harness_policy_id(&h, "change"), change);
+	/* Counters and keys: kept for both, the limit changed or not. */
 	assert_policy(&h, "keep", 2, 1, 1);
-	assert_policy(&h, "change", 0, 0, 0);
+	assert_policy(&h, "change", 2, 1, 1);
 	RUN(&h, f, "after reload", reload_after_steps);
+	harness_close(&h);
+}
+
+/*
+ * Tightening carries a key 3 intervals in debt to exactly now + the new
+ * tolerance (1 interval): the next packet drops, where a fresh key would
+ * have had the new burst, and the key drains at the new rate from there.
+ */
+static void test_reload_tighten(void **state)
+{
+	const struct family *f = *state;
+	__u64 before, after, tat = 0, tol;
+	struct harness h;
+
+	expect_load(&h, RELOAD_YAML("53", "3"));
+	RUN(&h, f, "burst 3 spent", tighten_before_steps);
+	before = sluice_gcra_ticks(mono_ns());
+	expect_apply(&h, RELOAD_YAML("53", "1"));
+	after = sluice_gcra_ticks(mono_ns());
+	tol = harness_policy(&h, "change").limit.tolerance;
+	assert_int_equal(harness_key_tat(&h, "change", f->addr[SRC_A], &tat), 0);
+	assert_in_range(tat, before + tol, after + tol);
+	RUN(&h, f, "tightened", tightened_steps);
 	harness_close(&h);
 }
 
@@ -689,5 +724,6 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_layers, families);
 	SUITE_ADD_ROWS(&s, test_fail_modes, fail_cases);
 	SUITE_ADD_ROWS(&s, test_reload, families);
+	SUITE_ADD_ROWS(&s, test_reload_tighten, families);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_policy", tests, s.n, NULL, NULL));
 }

@@ -686,7 +686,7 @@ static const struct random_row jitter_rows[] = {
 struct idle_row {
 	const char *name;
 	__u64 past_ticks; /* how far the TAT is behind the clock */
-	int is_longest;	  /* instead: 2^64 − tol − skew − 1, the longest idle gcra.h
+	int is_longest;	  /* instead: 2^63, half a wrap, the longest idle gcra.h
 			   * still tells from a TAT ahead of the clock */
 };
 
@@ -713,7 +713,7 @@ static void test_idle(void **state)
 	for (i = 0; i < ARRAY_SIZE(idle_rows); i++) {
 		past = idle_rows[i].past_ticks;
 		if (idle_rows[i].is_longest)
-			past = 0 - c.prm.tol - SLUICE_GCRA_SKEW_TICKS - 1;
+			past = 1ULL << 63;
 		now = c.tat + past;
 		assert_exact_burst(&c, &row->pol, now);
 	}
@@ -788,33 +788,43 @@ static void test_clock_jitter(void **state)
 struct skew_row {
 	const char *name;
 	__u64 beyond_tol; /* the stored TAT is tol + this ahead of our clock */
-	int is_admitted;
+	int is_full;	  /* beyond what any tolerance holds: a full key */
 };
 
 static const struct skew_row skew_rows[] = {
 	{ "1 tick beyond tolerance: deny", 1, 0 },
 	{ "half the skew beyond tolerance: deny", SLUICE_GCRA_SKEW_TICKS / 2, 0 },
 	{ "the whole skew beyond tolerance: deny", SLUICE_GCRA_SKEW_TICKS, 0 },
-	{ "past the skew: a TAT from before a wrap, idle", SLUICE_GCRA_SKEW_TICKS + 1, 1 },
+	{ "past the skew: a tightened limit, full", SLUICE_GCRA_SKEW_TICKS + 1, 1 },
+	{ "three hours past the tolerance: full", IDLE_TICKS_HOURS, 1 },
 };
 
 /*
  * Another CPU stored a TAT from a slightly later clock: beyond the
- * tolerance but within the skew it is debt (deny, retry exact, no reset);
- * further ahead it is taken as a TAT from before the wrap.
+ * tolerance but within the skew it is debt (deny, retry exact, no reset).
+ * Further ahead it is a debt the tolerance cannot hold, a limit tightened
+ * under the key: full, never fresh. It denies (retry one increment, the TAT
+ * untouched) until the agent carries the TAT to now + tol, from which the
+ * key drains as any full key.
  */
 static void test_skew(void **state)
 {
 	const struct burst_row *row = *state;
-	__u64 now = sluice_gcra_ticks(NOW_BASE_NS), retry = 0, i;
+	__u64 now = sluice_gcra_ticks(NOW_BASE_NS), retry = 0, tat, i;
 	struct cell c;
 
 	cell_init(&c, &row->pol, now);
 	for (i = 0; i < ARRAY_SIZE(skew_rows); i++) {
 		c.tat = now + c.prm.tol + skew_rows[i].beyond_tol;
-		if (skew_rows[i].is_admitted) {
-			assert_int_equal(cell_offer(&c, now, 1, NULL), 1);
-			assert_int_equal(c.tat, now + c.prm.mant);
+		if (skew_rows[i].is_full) {
+			tat = c.tat;
+			assert_int_equal(cell_offer(&c, now, 1, &retry), 0);
+			assert_int_equal(retry, c.prm.mant);
+			assert_int_equal(cell_offer(&c, now + 1, 1, NULL), 0);
+			assert_int_equal(c.tat, tat);
+			c.tat = now + c.prm.tol; /* the agent's conversion */
+			assert_int_equal(cell_offer(&c, now + c.prm.mant - 1, 1, NULL), 0);
+			assert_int_equal(cell_offer(&c, now + c.prm.mant, 1, NULL), 1);
 			continue;
 		}
 		assert_int_equal(cell_offer(&c, now, 1, &retry), 0);

@@ -33,13 +33,17 @@ static struct policy_set *load_policy(const char *path)
 	return ps;
 }
 
-/* Ids of @c that no policy in @old (@n_old of them) has: they start afresh. */
+/*
+ * Ids of @c that no policy in @old (@n_old of them) has start afresh; ids
+ * kept with another limit have their keys carried into it.
+ */
 static void fresh_ids(const struct compiled *c, const struct sluice_policy *old, size_t n_old,
-		      struct idmap *fresh)
+		      struct idmap *fresh, struct idmap *changed)
 {
 	size_t i, j;
 
 	memset(fresh, 0, sizeof(*fresh));
+	memset(changed, 0, sizeof(*changed));
 	for (i = 0; i < c->n_policies; i++) {
 		if (!c->policies[i].name[0])
 			continue;
@@ -47,11 +51,14 @@ static void fresh_ids(const struct compiled *c, const struct sluice_policy *old,
 			;
 		if (j == n_old)
 			idmap_add(fresh, c->policies[i].id);
+		else if (memcmp(&old[j].limit, &c->policies[i].limit, sizeof(old[j].limit)))
+			idmap_add(changed, c->policies[i].id);
 	}
 }
 
 /* Give @c stable ids against what @att enforces now, and reset the new ones. */
-static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_id, int *kept)
+static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_id, int *kept,
+		       struct idmap *changed)
 {
 	struct sluice_policy *old = calloc(SLUICE_MAX_POLICIES, sizeof(*old));
 	struct idmap fresh;
@@ -61,7 +68,7 @@ static int prepare_ids(struct attachment *att, struct compiled *c, __u32 *next_i
 	if (!err)
 		err = compile_assign_ids(c, old, n_old, next_id);
 	if (!err) {
-		fresh_ids(c, old, n_old, &fresh);
+		fresh_ids(c, old, n_old, &fresh, changed);
 		err = maps__reset_ids(&att->maps, &fresh);
 	}
 	for (i = 0, *kept = 0; !err && i < c->n_policies; i++)
@@ -76,8 +83,9 @@ int agent_apply_policy(struct attachment *att, const struct policy_set *ps, cons
 	struct diag_list diags = { .file = path };
 	struct sluice_ctl ctl;
 	struct compiled c;
+	struct idmap changed;
+	size_t i, carried = 0;
 	__u32 gen;
-	size_t i;
 	int err, kept = 0;
 
 	err = maps__read_ctl(&att->maps, &ctl);
@@ -92,17 +100,21 @@ int agent_apply_policy(struct attachment *att, const struct policy_set *ps, cons
 		diag__free(&diags);
 		return err;
 	}
-	err = prepare_ids(att, &c, &ctl.next_id, &kept);
+	err = prepare_ids(att, &c, &ctl.next_id, &kept, &changed);
 	if (!err)
 		err = maps__apply(&att->maps, &c, ctl.next_id);
+	if (!err)
+		err = maps__carry_keys(&att->maps, &c, &changed, sluice_gcra_ticks(mono_ns()),
+				       &carried);
 	for (i = 0; !err && ids && i < c.n_policies; i++)
 		ids[i] = c.policies[i].name[0] ? c.policies[i].id : AGENT_POLICY_ABSENT;
 	if (err)
 		pr_warn("cannot write policy to maps of '%s': %s", att->iface, strerror(-err));
 	else
 		log_event(LOG_INFO, "apply",
-			  "iface=%s policies=%zu kept_state=%d classifier_entries=%zu gen=%u",
-			  att->iface, c.n_policies, kept, c.n_match, gen);
+			  "iface=%s policies=%zu kept_state=%d keys_carried=%zu "
+			  "classifier_entries=%zu gen=%u",
+			  att->iface, c.n_policies, kept, carried, c.n_match, gen);
 	compiled__free(&c);
 	return err;
 }

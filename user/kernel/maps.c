@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "sluice/gcra.h"
+#include "base/clock.h"
 #include "kernel/maps.h"
 
 #define KEY_BATCH 4096 /* state entries read per syscall */
@@ -254,6 +256,50 @@ int maps__walk_keys(const struct sluice_maps *m,
 	}
 	free(keys);
 	free(vals);
+	return err;
+}
+
+struct carry {
+	const struct sluice_maps *m;
+	const struct idmap *changed;
+	__u64 now;
+	__u64 tol[SLUICE_MAX_POLICIES]; /* by id: the new tolerance */
+	size_t n;
+};
+
+static int carry_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	struct carry *c = arg;
+	__u64 tol = c->tol[key->policy_id % SLUICE_MAX_POLICIES];
+	struct sluice_state to = { .tat = c->now + tol };
+
+	if (!idmap_has(c->changed, key->policy_id) || sluice_gcra_ahead(st->tat, c->now, tol) < tol)
+		return 0;
+	if (bpf_map_update_elem(c->m->fd[SLUICE_MAP_STATE], key, &to, BPF_EXIST) && errno != ENOENT)
+		return -errno; /* ENOENT: evicted meanwhile */
+	c->n++;
+	return 0;
+}
+
+int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
+		     const struct idmap *changed, __u64 now, size_t *n)
+{
+	struct carry *cr = calloc(1, sizeof(*cr));
+	size_t i;
+	int err;
+
+	if (!cr)
+		return -ENOMEM;
+	cr->m = m;
+	cr->changed = changed;
+	cr->now = now;
+	for (i = 0; i < c->n_policies; i++)
+		if (c->policies[i].name[0])
+			cr->tol[c->policies[i].id % SLUICE_MAX_POLICIES] =
+				c->policies[i].limit.tolerance;
+	err = maps__walk_keys(m, carry_key, cr);
+	*n = cr->n;
+	free(cr);
 	return err;
 }
 

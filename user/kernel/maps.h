@@ -88,6 +88,17 @@ static inline int idmap_has(const struct idmap *m, __u32 id)
  */
 int maps__reset_ids(const struct sluice_maps *m, const struct idmap *fresh);
 
+/*
+ * Carry the keys of the policies in @changed (a limit changed, the id kept)
+ * into their new limit in @c: a TAT further ahead than @now + the new
+ * tolerance becomes exactly that, a full key draining at the new rate; the
+ * rest keep theirs. Run after maps__apply(): the XDP program then never
+ * writes a TAT that far ahead, so the write cannot undo a charge. The
+ * number of keys carried into *@n; 0 or -errno.
+ */
+int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
+		     const struct idmap *changed, __u64 now, size_t *n);
+
 /* Read the active policies, counters and key counts; free with status__free(). */
 int maps__read_status(const struct sluice_maps *m, struct status *st);
 

@@ -577,11 +577,15 @@ static int id_in_use(const struct compiled *c, size_t upto, const __u32 *ids,
 	return 0;
 }
 
-/* The same policy for key state: same name, same limit, same key and cost. */
-static int same_limit(const struct sluice_policy *a, const struct sluice_policy *b)
+/*
+ * The same policy for key state: same name, same key and cost. A changed
+ * rate or burst keeps the id, and the agent carries the keys into the new
+ * limit (maps__carry_keys()).
+ */
+static int same_keys(const struct sluice_policy *a, const struct sluice_policy *b)
 {
-	return !strcmp(a->name, b->name) && !memcmp(&a->limit, &b->limit, sizeof(a->limit)) &&
-	       a->cost == b->cost && a->prefix4 == b->prefix4 && a->prefix6 == b->prefix6;
+	return !strcmp(a->name, b->name) && a->cost == b->cost && a->prefix4 == b->prefix4 &&
+	       a->prefix6 == b->prefix6;
 }
 
 static int reused_id(const struct sluice_policy *p, const struct sluice_policy *old, size_t n_old,
@@ -590,7 +594,7 @@ static int reused_id(const struct sluice_policy *p, const struct sluice_policy *
 	size_t i;
 
 	for (i = 0; i < n_old; i++) {
-		if (old[i].name[0] && same_limit(p, &old[i])) {
+		if (old[i].name[0] && same_keys(p, &old[i])) {
 			*id = old[i].id;
 			return 1;
 		}

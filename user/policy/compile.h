@@ -84,10 +84,12 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 /*
  * Give every policy of @c a stable id, so that key state and counters
  * survive a reload or restart: the id of the policy in @old (the @n_old
- * policies now enforced) with the same name and the same limit, else a new
- * id from *@next_id on, skipping every id in use; *@next_id advances.
- * Rewrites the ids in the policies and the classifier lists. Returns 0, or
- * -ENOSPC when SLUICE_MAX_POLICIES ids are in use.
+ * policies now enforced) with the same name, cost unit and key prefixes
+ * (its limit may have changed: the agent carries its keys into the new
+ * one, maps__carry_keys()), else a new id from *@next_id on, skipping
+ * every id in use; *@next_id advances. Rewrites the ids in the policies
+ * and the classifier lists. Returns 0, or -ENOSPC when SLUICE_MAX_POLICIES
+ * ids are in use.
  */
 int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size_t n_old,
 		       __u32 *next_id);
