@@ -22,11 +22,28 @@
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 
+/*
+ * What the limit stage makes of a packet: the answer of a key (limit_key(),
+ * limit_peek()), of a lease, and of a policy: one vocabulary from a key's
+ * map entry up to the layer walk.
+ */
 enum limit_result {
-	LIMIT_ADMIT = 0,
-	LIMIT_DENY,
-	LIMIT_STATE_ERR,     /* the new key could not be stored */
-	LIMIT_CAS_EXHAUSTED, /* lost SLUICE_CAS_RETRIES races */
+	LIMIT_ADMIT = 0,      /* admitted and charged */
+	LIMIT_DENY,	      /* over the limit: drop */
+	LIMIT_STATE_ERR,      /* the new key could not be stored: pass, uncharged */
+	LIMIT_CAS_EXHAUSTED,  /* lost SLUICE_CAS_RETRIES races: drop */
+	LIMIT_SKIP,	      /* the policy does not apply */
+	LIMIT_COLD,	      /* the key has no live lease: its own limit decides */
+	LIMIT_PASS_UNCHARGED, /* a shadow policy's would-drop, or failed open: pass */
+	LIMIT_CLOSED,	      /* failed closed: drop */
+	LIMIT_WOULD_DROP,     /* peek only: a shadow policy would drop */
+};
+
+/* What the limit stage does with a packet on a key. */
+enum limit_op {
+	LIMIT_OP_PEEK = 0,   /* decide only: write no state, count nothing but a drop's */
+	LIMIT_OP_ADMIT = 1,  /* decide and charge, and count what only it sees */
+	LIMIT_OP_REFUND = 2, /* give back what LIMIT_OP_ADMIT charged this packet */
 };
 
 /*

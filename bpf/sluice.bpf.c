@@ -17,26 +17,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* What one policy made of one packet (limit_policy's return value). */
-enum layer_result {
-	LAYER_COLD = -2,			   /* layer_lease(): no live lease, decide cold */
-	LAYER_SKIP = -1,			   /* the policy does not apply */
-	LAYER_ADMIT = LIMIT_ADMIT,		   /* admitted and charged */
-	LAYER_DENY = LIMIT_DENY,		   /* over the limit: drop */
-	LAYER_STATE_ERR = LIMIT_STATE_ERR,	   /* no state could be kept: pass, uncharged */
-	LAYER_CAS_EXHAUSTED = LIMIT_CAS_EXHAUSTED, /* drop */
-	LAYER_PASS_UNCHARGED,			   /* shadow would-drop, or failed open: pass */
-	LAYER_CLOSED,				   /* failed closed: drop */
-	LAYER_WOULD_DROP,			   /* peek only: a shadow policy would drop */
-};
-
-/* What limit_policy() does with the packet. */
-enum layer_op {
-	LAYER_OP_PEEK = 0,   /* decide only: write no state, count nothing but a drop's */
-	LAYER_OP_ADMIT = 1,  /* decide and charge, and count what only it sees */
-	LAYER_OP_REFUND = 2, /* give back what LAYER_OP_ADMIT charged this packet */
-};
-
 /* The policy's limit for its fail mode, or NULL when it takes no decision. */
 static __always_inline const struct sluice_gcra *layer_limit(const struct sluice_policy *p,
 							     int fail)
@@ -47,7 +27,7 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
 /*
  * A key of a cluster-scoped policy with a live lease: the lease decides,
  * whatever the fail mode, since the agent set its expiry before the store's
- * (docs/shared-budget.md). LAYER_COLD when the key has none. A refund gives
+ * (docs/shared-budget.md). LIMIT_COLD when the key has none. A refund gives
  * nothing back to a lease: the unit stays spent, which can only
  * under-admit, and the peek pass makes it rare.
  */
@@ -59,10 +39,10 @@ static __always_inline int layer_lease(struct pkt_meta *m, const struct sluice_p
 
 	s = lease_live(key, m->now, &granted);
 	if (!s)
-		return LAYER_COLD;
-	if (op == LAYER_OP_REFUND)
-		return LAYER_SKIP;
-	return lease_spend(s, granted, policy_cost(p, m->len_bytes), op == LAYER_OP_PEEK);
+		return LIMIT_COLD;
+	if (op == LIMIT_OP_REFUND)
+		return LIMIT_SKIP;
+	return lease_spend(s, granted, policy_cost(p, m->len_bytes), op == LIMIT_OP_PEEK);
 }
 
 /*
@@ -83,25 +63,25 @@ static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_po
 	m->deny_ticks = 0;
 	*fail = policy_fail_mode(p, rt, m);
 	if (*fail == SLUICE_FAIL_OPEN) {
-		if (op == LAYER_OP_ADMIT)
+		if (op == LIMIT_OP_ADMIT)
 			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
-		return LAYER_PASS_UNCHARGED;
+		return LIMIT_PASS_UNCHARGED;
 	}
 	if (*fail == SLUICE_FAIL_CLOSED)
-		return LAYER_CLOSED;
+		return LIMIT_CLOSED;
 	g = layer_limit(p, *fail);
 	incr = layer_incr(p, g, rt, *fail, m->len_bytes);
-	if (op == LAYER_OP_REFUND) {
+	if (op == LIMIT_OP_REFUND) {
 		limit_refund(key, m->now, incr);
-		return LAYER_SKIP;
+		return LIMIT_SKIP;
 	}
 	if (cluster && *fail == SLUICE_FAIL_NONE && (p->flags & SLUICE_POLICY_F_COLD_STRICT)) {
 		hot_request(key, m->now);
-		return LAYER_DENY;
+		return LIMIT_DENY;
 	}
-	r = op == LAYER_OP_PEEK ? limit_peek(key, m->now, incr, g->tolerance, &retry)
+	r = op == LIMIT_OP_PEEK ? limit_peek(key, m->now, incr, g->tolerance, &retry)
 				: limit_key(key, m->now, incr, g->tolerance, &tat, &retry);
-	if (cluster && (r == LIMIT_DENY || (r == LIMIT_ADMIT && op == LAYER_OP_ADMIT &&
+	if (cluster && (r == LIMIT_DENY || (r == LIMIT_ADMIT && op == LIMIT_OP_ADMIT &&
 					    tat - m->now > g->tolerance / 2)))
 		hot_request(key, m->now);
 	/* Only a node's own limit, as it is, stays a denial until retry (deny.bpf.h). */
@@ -111,11 +91,11 @@ static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_po
 }
 
 /*
- * One policy for one packet, as @op says (enum layer_op): returns an enum
- * layer_result. Admitting counts the outcomes only this function sees
+ * One policy for one packet, as @op says (enum limit_op): returns an enum
+ * limit_result. Admitting counts the outcomes only this function sees
  * (shadow, fail-open, degraded, leased); the caller counts passes and
  * drops. A refund undoes an admit's charge (see limit_refund) and returns
- * LAYER_SKIP.
+ * LIMIT_SKIP.
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
  * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
@@ -124,16 +104,16 @@ static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_po
  */
 __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id, int op)
 {
-	int fail = SLUICE_FAIL_NONE, r, peek = op == LAYER_OP_PEEK, stat = SLUICE_PSTAT_DEGRADED;
+	int fail = SLUICE_FAIL_NONE, r, peek = op == LIMIT_OP_PEEK, stat = SLUICE_PSTAT_DEGRADED;
 	const struct sluice_fail_state *rt;
 	const struct sluice_policy *p;
 	struct sluice_key key;
 
 	if (!m) /* a global function's pointer argument may be NULL for the verifier */
-		return LAYER_SKIP;
+		return LIMIT_SKIP;
 	p = policy_for(m, gen, id);
 	if (!p)
-		return LAYER_SKIP;
+		return LIMIT_SKIP;
 	clock_read(m);
 	/*
 	 * A shadow layer counts its would-drops, a cluster layer its leases'
@@ -143,19 +123,19 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 		m->no_cache = 1;
 	rt = policy_runtime(id, m);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	r = rt && p->scope == SLUICE_SCOPE_CLUSTER ? layer_lease(m, p, &key, op) : LAYER_COLD;
-	if (r == LAYER_COLD)
+	r = rt && p->scope == SLUICE_SCOPE_CLUSTER ? layer_lease(m, p, &key, op) : LIMIT_COLD;
+	if (r == LIMIT_COLD)
 		r = layer_cold(m, p, rt, &key, id, op, &fail);
 	else
 		stat = SLUICE_PSTAT_LEASED;
-	if (op == LAYER_OP_REFUND || r == LAYER_PASS_UNCHARGED)
+	if (op == LIMIT_OP_REFUND || r == LIMIT_PASS_UNCHARGED)
 		return r;
-	if ((r == LIMIT_DENY || r == LAYER_CLOSED) && p->mode == SLUICE_MODE_SHADOW) {
+	if ((r == LIMIT_DENY || r == LIMIT_CLOSED) && p->mode == SLUICE_MODE_SHADOW) {
 		/* A shadow policy never drops, closed or not. */
 		if (peek)
-			return LAYER_WOULD_DROP;
+			return LIMIT_WOULD_DROP;
 		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
-		r = LAYER_PASS_UNCHARGED;
+		r = LIMIT_PASS_UNCHARGED;
 	}
 	if ((stat == SLUICE_PSTAT_LEASED || fail == SLUICE_FAIL_DEGRADED) &&
 	    (!peek || r == LIMIT_DENY))
@@ -166,13 +146,13 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 /* A layer's answer that drops the packet. */
 static __always_inline int is_drop(int r)
 {
-	return r == LAYER_DENY || r == LAYER_CAS_EXHAUSTED || r == LAYER_CLOSED;
+	return r == LIMIT_DENY || r == LIMIT_CAS_EXHAUSTED || r == LIMIT_CLOSED;
 }
 
 /* Attribute a drop to the layer @id that decided it with @r. */
 static __always_inline void count_drop(__u32 id, int r, __u64 len_bytes)
 {
-	count_policy(id, r == LAYER_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED,
+	count_policy(id, r == LIMIT_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED,
 		     len_bytes);
 }
 
@@ -198,7 +178,7 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 {
 	__u32 admitted[SLUICE_MAX_LAYERS], shadowed[SLUICE_MAX_LAYERS];
 	__u32 i, n = 0, count, id;
-	int r = LAYER_SKIP, applied = 0;
+	int r = LIMIT_SKIP, applied = 0;
 
 	if (!m || !match || !why)
 		return XDP_PASS;
@@ -210,12 +190,12 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 	 */
 	for (i = 0; count > 1 && i < SLUICE_MAX_LAYERS && i < count; i++) {
 		id = match->ids[i];
-		r = limit_policy(m, gen, id, LAYER_OP_PEEK);
-		if (r == LAYER_WOULD_DROP && n < SLUICE_MAX_LAYERS)
+		r = limit_policy(m, gen, id, LIMIT_OP_PEEK);
+		if (r == LIMIT_WOULD_DROP && n < SLUICE_MAX_LAYERS)
 			shadowed[n++] = id; /* counted as would-drops if the packet drops */
 		if (is_drop(r)) {
 			/* Past plain node layers only: bpf/deny.bpf.h says why. */
-			if (m->no_cache || r != LAYER_DENY)
+			if (m->no_cache || r != LIMIT_DENY)
 				m->deny_ticks = 0;
 			m->deny_id = id;
 			count_drop(id, r, m->len_bytes);
@@ -228,25 +208,25 @@ __attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sl
 	/* Admit for real; another CPU may have spent a layer meanwhile: refund. */
 	for (i = 0; i < SLUICE_MAX_LAYERS && i < count; i++) {
 		id = match->ids[i];
-		r = limit_policy(m, gen, id, LAYER_OP_ADMIT);
-		applied |= r != LAYER_SKIP;
-		if (r == LAYER_ADMIT && n < SLUICE_MAX_LAYERS)
+		r = limit_policy(m, gen, id, LIMIT_OP_ADMIT);
+		applied |= r != LIMIT_SKIP;
+		if (r == LIMIT_ADMIT && n < SLUICE_MAX_LAYERS)
 			admitted[n++] = id;
-		else if (r == LAYER_STATE_ERR)
+		else if (r == LIMIT_STATE_ERR)
 			*why = SLUICE_TOTAL_STATE_ERR;
 		else if (is_drop(r))
 			break;
 	}
 	if (is_drop(r)) {
 		/* Layered, a drop here lost a race with the peek: not worth caching. */
-		if (count > 1 || m->no_cache || r != LAYER_DENY)
+		if (count > 1 || m->no_cache || r != LIMIT_DENY)
 			m->deny_ticks = 0;
 		m->deny_id = id;
-		if (r == LAYER_CAS_EXHAUSTED)
+		if (r == LIMIT_CAS_EXHAUSTED)
 			*why = SLUICE_TOTAL_CAS_EXHAUSTED;
 		count_drop(id, r, m->len_bytes);
 		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-			limit_policy(m, gen, admitted[i], LAYER_OP_REFUND);
+			limit_policy(m, gen, admitted[i], LIMIT_OP_REFUND);
 		return XDP_DROP;
 	}
 	if (!applied)
