@@ -10,6 +10,7 @@
 #include "sluice/key.h"
 #include "classify.bpf.h"
 #include "deny.bpf.h"
+#include "lease.bpf.h"
 #include "limit.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
@@ -22,27 +23,6 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
 							     int fail)
 {
 	return fail == SLUICE_FAIL_DEGRADED ? &p->degraded : &p->limit;
-}
-
-/*
- * A key of a cluster-scoped policy with a live lease: the lease decides,
- * whatever the fail mode, since the agent set its expiry before the store's
- * (docs/shared-budget.md). LIMIT_COLD when the key has none. A refund gives
- * nothing back to a lease: the unit stays spent, which can only
- * under-admit, and the peek pass makes it rare.
- */
-static __always_inline int layer_lease(struct pkt_meta *m, const struct sluice_policy *p,
-				       const struct sluice_key *key, int op)
-{
-	struct sluice_spend *s;
-	__u64 granted = 0;
-
-	s = lease_live(key, m->now, &granted);
-	if (!s)
-		return LIMIT_COLD;
-	if (op == LIMIT_OP_REFUND)
-		return LIMIT_SKIP;
-	return lease_spend(s, granted, policy_cost(p, m->len_bytes), op == LIMIT_OP_PEEK);
 }
 
 /*
@@ -123,7 +103,9 @@ __attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 
 		m->no_cache = 1;
 	rt = policy_runtime(id, m);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	r = rt && p->scope == SLUICE_SCOPE_CLUSTER ? layer_lease(m, p, &key, op) : LIMIT_COLD;
+	r = rt && p->scope == SLUICE_SCOPE_CLUSTER
+		    ? lease_apply(&key, m->now, policy_cost(p, m->len_bytes), op)
+		    : LIMIT_COLD;
 	if (r == LIMIT_COLD)
 		r = layer_cold(m, p, rt, &key, id, op, &fail);
 	else
