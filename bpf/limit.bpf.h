@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The map side of GCRA: the clock (this is the only reader of
- * bpf_ktime_get_ns()), the key lookup, the compare-and-swap, refunds, and
- * the fail mode a policy is in.
- * The arithmetic itself is include/sluice/gcra.h.
+ * bpf_ktime_get_ns()), the key lookup, the compare-and-swap and refunds,
+ * and the answers they give (enum limit_result). The arithmetic itself is
+ * include/sluice/gcra.h; which key a packet is charged on, and how much,
+ * is the layers' business (layer.bpf.h).
  *
  * A denied packet only reads the key's cache line; writes happen at the
  * admitted rate. A CAS lost to another CPU means that CPU admitted a packet
@@ -103,21 +104,6 @@ static __always_inline enum limit_result limit_peek(const struct sluice_key *key
 }
 
 /*
- * How long every packet of a key that just denied one of @incr will be
- * denied, from its @retry: for a byte cost, until even a one-byte packet
- * would fit (bpf/deny.bpf.h). 0: not even one tick.
- */
-static __always_inline __u64 limit_denied_for(const struct sluice_policy *p,
-					      const struct sluice_gcra *g, __u64 incr, __u64 retry)
-{
-	__u64 least = p->cost == SLUICE_COST_BYTES
-			      ? sluice_gcra_incr(1, g->interval_mant, g->interval_shift)
-			      : incr;
-
-	return retry > incr - least ? retry - (incr - least) : 0;
-}
-
-/*
  * Give back @incr a packet was charged on @key, when a later layer dropped
  * it: as if it had never arrived. Packets admitted on the key since then
  * were judged against a higher TAT, so the bound still holds. Not below
@@ -141,58 +127,6 @@ static __always_inline void limit_refund(const struct sluice_key *key, __u64 now
 		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
 			return;
 	}
-}
-
-/* What one packet costs under policy @p, in its units. */
-static __always_inline __u64 policy_cost(const struct sluice_policy *p, __u64 len_bytes)
-{
-	__u64 cost = p->cost == SLUICE_COST_BYTES ? len_bytes : 1;
-
-	return cost > SLUICE_COST_BYTES_MAX ? SLUICE_COST_BYTES_MAX
-					    : cost; /* keeps cost × mant < 2^63 (compile.c) */
-}
-
-static __always_inline __u64 policy_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
-					 __u64 len_bytes)
-{
-	return sluice_gcra_incr(policy_cost(p, len_bytes), g->interval_mant, g->interval_shift);
-}
-
-/*
- * What the agent keeps for policy @id (sluice_fail): only cluster-scoped
- * policies have it, so a generation without any skips the lookup.
- */
-static __always_inline const struct sluice_fail_state *policy_runtime(__u32 id,
-								      const struct pkt_meta *m)
-{
-	if (!(m->gen_flags & SLUICE_GEN_F_STORE))
-		return NULL;
-	return bpf_map_lookup_elem(&sluice_fail, &id);
-}
-
-/* The fail mode of policy @p now; see include/sluice/fail.h. */
-static __always_inline int policy_fail_mode(const struct sluice_policy *p,
-					    const struct sluice_fail_state *rt,
-					    const struct pkt_meta *m)
-{
-	return sluice_fail_mode(p->on_agent_loss, p->closed_after_ns, m->agent_lost_ns,
-				rt ? rt->mode : SLUICE_FAIL_NONE);
-}
-
-/*
- * One packet's increment under limit @g: a cluster-scoped limit is shared
- * by the live nodes (rt->share), an explicit local_limit is not.
- */
-static __always_inline __u64 layer_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
-					const struct sluice_fail_state *rt, int fail,
-					__u64 len_bytes)
-{
-	__u64 incr = policy_incr(p, g, len_bytes);
-
-	if (!rt || rt->share <= 1 ||
-	    (fail == SLUICE_FAIL_DEGRADED && (p->flags & SLUICE_POLICY_F_LOCAL_LIMIT)))
-		return incr;
-	return incr * rt->share; /* the agent keeps this within SLUICE_GCRA_INCR_MAX */
 }
 
 /*
