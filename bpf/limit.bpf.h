@@ -19,14 +19,14 @@
 #include <linux/errno.h>
 
 #include "maps.bpf.h"
-#include "parse.bpf.h"
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 
 /*
  * What the limit stage makes of a packet: the answer of a key (limit_key(),
- * limit_peek()), of a lease, and of a policy: one vocabulary from a key's
- * map entry up to the layer walk.
+ * limit_peek()), of a lease, of a policy and of all the layers: one
+ * vocabulary from a key's map entry up to the entry, where verdict_xdp()
+ * alone turns it into an XDP verdict.
  */
 enum limit_result {
 	LIMIT_ADMIT = 0,      /* admitted and charged */
@@ -45,6 +45,24 @@ enum limit_op {
 	LIMIT_OP_PEEK = 0,   /* decide only: write no state, count nothing but a drop's */
 	LIMIT_OP_ADMIT = 1,  /* decide and charge, and count what only it sees */
 	LIMIT_OP_REFUND = 2, /* give back what LIMIT_OP_ADMIT charged this packet */
+};
+
+/*
+ * What a packet is decided under, besides its headers: the policy
+ * generation and what the entry copied of it from sluice_ctl, the prefix
+ * sets of its addresses (the entry's classify_addrs()), and the clock
+ * (clock_read(), the only writer of now and agent_lost_ns). Each field has
+ * that one writer.
+ */
+struct limit_env {
+	__u64 src_sets;		/* sluice_addr_val.sets of the source */
+	__u64 dst_sets;		/* likewise of the destination */
+	__u64 heartbeat_ns;	/* sluice_ctl's */
+	__u64 agent_timeout_ns; /* likewise */
+	__u64 now;		/* GCRA ticks; 0 until the clock is read */
+	__u64 agent_lost_ns;	/* how long the agent has been lost; 0: it is not */
+	__u32 gen;		/* the half of the policy maps in use (sluice_ctl.active_gen) */
+	__u32 gen_flags;	/* sluice_ctl.gen_flags of that half */
 };
 
 /*
@@ -168,16 +186,26 @@ static __always_inline __u64 coarse_ns(void)
  * (make bench); a generation with a policy that asked for `clock: precise`
  * reads it for every packet. Also decides whether the agent is lost: its
  * heartbeat older than the timeout.
+ *
+ * Verifier: the heartbeat and timeout are read from @env's memory
+ * (volatile), not where the entry got them. Otherwise clang 14 carries
+ * them in registers from sluice_ctl across the deny cache's helper calls,
+ * spilling them, and sluice_xdp()'s frame grew from 232 to 272 bytes:
+ * 6.1 rounds each frame of a call chain up to 32 bytes and allows 512 in
+ * all, and sluice_xdp, walk_layers and layer_apply then came to 544
+ * ("combined stack size of 3 calls").
  */
-static __always_inline void clock_read(struct pkt_meta *m)
+static __always_inline void clock_read(struct limit_env *env)
 {
 	__u64 now_ns;
 
-	if (m->now)
+	if (env->now)
 		return;
-	now_ns = m->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns() : coarse_ns();
-	m->now = sluice_gcra_ticks(now_ns);
-	m->agent_lost_ns = sluice_agent_lost_ns(m->heartbeat_ns, m->agent_timeout_ns, now_ns);
+	now_ns = env->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns() : coarse_ns();
+	env->now = sluice_gcra_ticks(now_ns);
+	env->agent_lost_ns =
+		sluice_agent_lost_ns(*(volatile __u64 *)&env->heartbeat_ns,
+				     *(volatile __u64 *)&env->agent_timeout_ns, now_ns);
 }
 
 #endif /* SLUICE_LIMIT_BPF_H */

@@ -7,7 +7,6 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
-#include "sluice/key.h"
 #include "classify.bpf.h"
 #include "deny.bpf.h"
 #include "layer.bpf.h"
@@ -39,37 +38,46 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct pkt_meta *m)
 	return no_ports;
 }
 
-/* Source and destination prefix sets; returns 1 for an allowlisted source. */
-static __always_inline int classify_addrs(struct pkt_meta *m, __u32 gen, __u32 gen_flags)
+/*
+ * Source and destination prefix sets into @env, for its generation's
+ * flags; returns 1 for an allowlisted source.
+ */
+static __always_inline int classify_addrs(const struct pkt_meta *m, struct limit_env *env)
 {
 	struct sluice_addr_val *v;
 
-	if (gen_flags & SLUICE_GEN_F_SRC) {
-		v = addr_lookup(&sluice_src, gen, m->src);
+	if (env->gen_flags & SLUICE_GEN_F_SRC) {
+		v = addr_lookup(&sluice_src, env->gen, m->src);
 		if (v && (v->flags & SLUICE_ADDR_F_ALLOW))
 			return 1;
-		m->src_sets = v ? v->sets : 0;
+		env->src_sets = v ? v->sets : 0;
 	}
-	if (gen_flags & SLUICE_GEN_F_DST) {
-		v = addr_lookup(&sluice_dst, gen, m->dst);
-		m->dst_sets = v ? v->sets : 0;
+	if (env->gen_flags & SLUICE_GEN_F_DST) {
+		v = addr_lookup(&sluice_dst, env->gen, m->dst);
+		env->dst_sets = v ? v->sets : 0;
 	}
 	return 0;
 }
 
+/*
+ * The pipeline. What the parser learned is in m, what the packet is
+ * decided under in env, and the answer in v: its result is written here
+ * alone, and becomes the XDP verdict at out: (verdict_xdp()).
+ */
 SEC("xdp")
 int sluice_xdp(struct xdp_md *ctx)
 {
+	struct verdict v = { .result = LIMIT_PASS_UNCHARGED };
 	enum sluice_total why = SLUICE_TOTAL_MAX;
 	struct sluice_totals *totals;
 	struct sluice_match *match;
 	/* Zeroed: 6.1's verifier does not see it is read only when cache is set. */
 	struct sluice_flow flow = {};
+	struct limit_env env = {};
 	struct sluice_ctl *ctl;
 	struct pkt_meta m = {};
-	int verdict = XDP_PASS, cache;
-	int no_ports = 0;
-	__u32 zero = 0, gen, slot = 0;
+	int xdp, cache, no_ports;
+	__u32 zero = 0, slot = 0;
 	__u64 stamp;
 	long denied_by;
 
@@ -82,42 +90,45 @@ int sluice_xdp(struct xdp_md *ctx)
 	ctl = ctl_get();
 	if (!ctl)
 		goto out;
-	gen = ctl->active_gen % SLUICE_POLICY_GENS;
-	stamp = sluice_deny_stamp(ctl->generation, gen);
-	m.gen_flags = ctl->gen_flags[gen];
-	m.heartbeat_ns = ctl->heartbeat_ns;
-	m.agent_timeout_ns = ctl->agent_timeout_ns;
-	cache = !(m.gen_flags & SLUICE_GEN_F_DST);
+	env.gen = ctl->active_gen % SLUICE_POLICY_GENS;
+	stamp = sluice_deny_stamp(ctl->generation, env.gen);
+	env.gen_flags = ctl->gen_flags[env.gen];
+	env.heartbeat_ns = ctl->heartbeat_ns;
+	env.agent_timeout_ns = ctl->agent_timeout_ns;
+	cache = !(env.gen_flags & SLUICE_GEN_F_DST);
 	if (cache) {
 		flow_of(&m, &flow);
 		slot = sluice_deny_slot(&flow);
-		denied_by = deny_cached(&m, &flow, slot, stamp);
+		denied_by = deny_cached(&env, &flow, slot, stamp);
 		if (denied_by >= 0) {
-			count_policy(denied_by, SLUICE_PSTAT_DROPPED, m.len_bytes);
-			verdict = XDP_DROP;
+			v.result = LIMIT_DENY;
+			v.id = denied_by;
 			goto out;
 		}
 	}
-	if (classify_addrs(&m, gen, m.gen_flags)) {
+	if (classify_addrs(&m, &env)) {
 		why = SLUICE_TOTAL_ALLOWED;
 		goto out;
 	}
-	match = classify(&m, gen);
+	match = classify(&m, env.gen);
 	if (!match) {
-		why = SLUICE_TOTAL_NO_MATCH;
+		v.result = LIMIT_SKIP;
 		goto out;
 	}
-	verdict = walk_layers(&m, match, gen, &why);
-	if (verdict == XDP_DROP && cache && m.deny_ticks)
-		deny_store(&m, &flow, slot, m.deny_id, stamp);
+	v.result = walk_layers(&m, &env, match, &v);
+	if (v.result == LIMIT_DENY && v.deny_ticks && cache)
+		deny_store(&flow, slot, stamp, v.id, env.now, v.deny_ticks);
 out:
+	xdp = verdict_xdp(&v, &why);
+	if (xdp == XDP_DROP)
+		count_drop(v.id, v.result, m.len_bytes);
 	totals = bpf_map_lookup_elem(&sluice_totals, &zero);
-	count_total(totals, verdict == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,
+	count_total(totals, xdp == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,
 		    m.len_bytes);
 	count_total(totals, why, m.len_bytes);
 	if (no_ports)
 		count_total(totals, SLUICE_TOTAL_NO_PORTS, m.len_bytes);
-	if (m.agent_lost_ns)
+	if (env.agent_lost_ns)
 		count_total(totals, SLUICE_TOTAL_AGENT_LOST, m.len_bytes);
-	return verdict;
+	return xdp;
 }
