@@ -8,7 +8,8 @@
  * specific first, as precomputed by user/policy/compile.c. Two array reads, which
  * the verifier inlines: an LPM trie here cost a helper call, ~24 ns (make
  * bench). The cost does not depend on how many policies or prefixes are
- * loaded.
+ * loaded. Whether each of those policies does apply (its prefix sets, its
+ * tcp_syn) is the first thing a layer asks (policy_for(), layer.bpf.h).
  */
 #ifndef SLUICE_CLASSIFY_BPF_H
 #define SLUICE_CLASSIFY_BPF_H
@@ -49,29 +50,6 @@ static __always_inline struct sluice_match *classify(const struct pkt_meta *m, _
 	i = gen * SLUICE_MATCH_SLOTS + (__u32)*slot;
 	match = bpf_map_lookup_elem(&sluice_match, &i);
 	return match && match->count ? match : NULL;
-}
-
-/* Is the address with @sets in set @set (1 + bit; 0 means any address)? */
-static __always_inline int in_set(__u64 sets, __u8 set)
-{
-	return !set || (set <= SLUICE_MAX_SETS && ((sets >> (set - 1)) & 1));
-}
-
-/* The policy @id of generation @gen, or NULL when it does not apply to @m. */
-static __always_inline struct sluice_policy *policy_for(const struct pkt_meta *m, __u32 gen,
-							__u32 id)
-{
-	__u32 slot = gen * SLUICE_MAX_POLICIES + id;
-	struct sluice_policy *p;
-
-	if (id >= SLUICE_MAX_POLICIES)
-		return NULL;
-	p = bpf_map_lookup_elem(&sluice_policy, &slot);
-	if (!p || ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn))
-		return NULL;
-	if (!in_set(m->src_sets, p->src_set) || !in_set(m->dst_sets, p->dst_set))
-		return NULL;
-	return p;
 }
 
 #endif /* SLUICE_CLASSIFY_BPF_H */

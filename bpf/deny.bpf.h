@@ -90,12 +90,12 @@ static __always_inline int flow_equal(const struct sluice_flow *a, const struct 
 }
 
 /*
- * The policy that denies @m's flow @f (in @slot, sluice_deny_slot) now
- * without looking (its id), or -1. Reads the clock only when the flow is in
- * the cache.
+ * The policy that denies flow @f (in @slot, sluice_deny_slot) now without
+ * looking (its id), or -1. Reads @env's clock only when the flow is in the
+ * cache.
  */
-static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_flow *f, __u32 slot,
-					__u64 stamp)
+static __always_inline long deny_cached(struct limit_env *env, const struct sluice_flow *f,
+					__u32 slot, __u64 stamp)
 {
 	__u64 *word = deny_word(slot);
 	struct sluice_deny *d;
@@ -105,19 +105,23 @@ static __always_inline long deny_cached(struct pkt_meta *m, const struct sluice_
 	d = bpf_map_lookup_elem(&sluice_deny, &slot);
 	if (!d || !flow_equal(&d->flow, f))
 		return -1; /* another flow's slot: it keeps the bit */
-	clock_read(m);
-	if (d->stamp != stamp || (__s64)(d->until - m->now) <= 0) {
+	clock_read(env);
+	if (d->stamp != stamp || (__s64)(d->until - env->now) <= 0) {
 		*word &= ~DENY_BIT(slot);
 		return -1;
 	}
-	return m->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
+	return env->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
 }
 
-/* Remember in @slot that policy @id denies @f for m->deny_ticks (set by the limiter). */
-static __always_inline void deny_store(const struct pkt_meta *m, const struct sluice_flow *f,
-				       __u32 slot, __u32 id, __u64 stamp)
+/*
+ * Remember in @slot that policy @id denies @f from @now (GCRA ticks) for
+ * @deny_ticks (struct verdict, layer.bpf.h), or sluice_deny_ttl_ticks if
+ * that is shorter.
+ */
+static __always_inline void deny_store(const struct sluice_flow *f, __u32 slot, __u64 stamp,
+				       __u32 id, __u64 now, __u64 deny_ticks)
 {
-	__u64 ttl = m->deny_ticks < sluice_deny_ttl_ticks ? m->deny_ticks : sluice_deny_ttl_ticks;
+	__u64 ttl = deny_ticks < sluice_deny_ttl_ticks ? deny_ticks : sluice_deny_ttl_ticks;
 	__u64 *word = deny_word(slot);
 	struct sluice_deny *d = bpf_map_lookup_elem(&sluice_deny, &slot);
 
@@ -126,7 +130,7 @@ static __always_inline void deny_store(const struct pkt_meta *m, const struct sl
 	d->flow = *f;
 	d->policy_id = id;
 	d->stamp = stamp;
-	d->until = m->now + ttl;
+	d->until = now + ttl;
 	*word |= DENY_BIT(slot);
 }
 

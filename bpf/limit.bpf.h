@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The map side of GCRA: the clock (this is the only reader of
- * bpf_ktime_get_ns()), the key lookup, the compare-and-swap, refunds, and
- * the fail mode a policy is in.
- * The arithmetic itself is include/sluice/gcra.h.
+ * bpf_ktime_get_ns()), the key lookup, the compare-and-swap and refunds,
+ * and the answers they give (enum limit_result). The arithmetic itself is
+ * include/sluice/gcra.h; which key a packet is charged on, and how much,
+ * is the layers' business (layer.bpf.h).
  *
  * A denied packet only reads the key's cache line; writes happen at the
  * admitted rate. A CAS lost to another CPU means that CPU admitted a packet
@@ -18,15 +19,50 @@
 #include <linux/errno.h>
 
 #include "maps.bpf.h"
-#include "parse.bpf.h"
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 
+/*
+ * What the limit stage makes of a packet: the answer of a key (limit_key(),
+ * limit_peek()), of a lease, of a policy and of all the layers: one
+ * vocabulary from a key's map entry up to the entry, where verdict_xdp()
+ * alone turns it into an XDP verdict.
+ */
 enum limit_result {
-	LIMIT_ADMIT = 0,
-	LIMIT_DENY,
-	LIMIT_STATE_ERR,     /* the new key could not be stored */
-	LIMIT_CAS_EXHAUSTED, /* lost SLUICE_CAS_RETRIES races */
+	LIMIT_ADMIT = 0,      /* admitted and charged */
+	LIMIT_DENY,	      /* over the limit: drop */
+	LIMIT_STATE_ERR,      /* the new key could not be stored: pass, uncharged */
+	LIMIT_CAS_EXHAUSTED,  /* lost SLUICE_CAS_RETRIES races: drop */
+	LIMIT_SKIP,	      /* the policy does not apply */
+	LIMIT_COLD,	      /* the key has no live lease: its own limit decides */
+	LIMIT_PASS_UNCHARGED, /* a shadow policy's would-drop, or failed open: pass */
+	LIMIT_CLOSED,	      /* failed closed: drop */
+	LIMIT_WOULD_DROP,     /* peek only: a shadow policy would drop */
+};
+
+/* What the limit stage does with a packet on a key. */
+enum limit_op {
+	LIMIT_OP_PEEK = 0,   /* decide only: write no state, count nothing but a drop's */
+	LIMIT_OP_ADMIT = 1,  /* decide and charge, and count what only it sees */
+	LIMIT_OP_REFUND = 2, /* give back what LIMIT_OP_ADMIT charged this packet */
+};
+
+/*
+ * What a packet is decided under, besides its headers: the policy
+ * generation and what the entry copied of it from sluice_ctl, the prefix
+ * sets of its addresses (the entry's classify_addrs()), and the clock
+ * (clock_read(), the only writer of now and agent_lost_ns). Each field has
+ * that one writer.
+ */
+struct limit_env {
+	__u64 src_sets;		/* sluice_addr_val.sets of the source */
+	__u64 dst_sets;		/* likewise of the destination */
+	__u64 heartbeat_ns;	/* sluice_ctl's */
+	__u64 agent_timeout_ns; /* likewise */
+	__u64 now;		/* GCRA ticks; 0 until the clock is read */
+	__u64 agent_lost_ns;	/* how long the agent has been lost; 0: it is not */
+	__u32 gen;		/* the half of the policy maps in use (sluice_ctl.active_gen) */
+	__u32 gen_flags;	/* sluice_ctl.gen_flags of that half */
 };
 
 /*
@@ -71,78 +107,6 @@ static __always_inline enum limit_result limit_key(const struct sluice_key *key,
 	return LIMIT_CAS_EXHAUSTED;
 }
 
-static __always_inline int key_equal(const struct sluice_key *a, const struct sluice_key *b)
-{
-	return a->policy_id == b->policy_id && a->addr32[0] == b->addr32[0] &&
-	       a->addr32[1] == b->addr32[1] && a->addr32[2] == b->addr32[2] &&
-	       a->addr32[3] == b->addr32[3];
-}
-
-/*
- * The live lease of @key at @now (ticks), or NULL: none, expired (the agent
- * or the store is late: the key is cold again), or being torn down.
- *
- * A hash map recycles a replaced or deleted element at once (kernel 6.1+,
- * per-CPU free lists), so a pointer we hold may meanwhile carry another
- * key's lease: the agent replacing one key's lease and then writing the
- * next one does exactly that. The kernel writes a new element's key before
- * its value, so reading the fields first and the entry's own key last
- * tells: a key that is still ours means the fields we read were ours.
- */
-static __always_inline struct sluice_spend *lease_live(const struct sluice_key *key, __u64 now,
-						       __u64 *granted)
-{
-	const struct sluice_lease *l = bpf_map_lookup_elem(&sluice_lease, key);
-	__u64 expires;
-
-	if (!l)
-		return NULL;
-	expires = *(volatile __u64 *)&l->expires;
-	*granted = *(volatile __u64 *)&l->granted;
-	asm volatile("" ::: "memory"); /* the fields before the key */
-	if ((__s64)(expires - now) <= 0 || !key_equal(&l->key, key))
-		return NULL;
-	return bpf_map_lookup_elem(&sluice_spend, key);
-}
-
-/*
- * Spend @cost units of a live lease (@s, up to @granted), or only look
- * when @peek. The compare-and-swap makes concurrent CPUs spend at most
- * granted in total; a lost race re-reads and decides again. A denial adds
- * @cost to the local demand the agent reads (denied).
- */
-static __always_inline enum limit_result lease_spend(struct sluice_spend *s, __u64 granted,
-						     __u64 cost, int peek)
-{
-	__u64 old;
-	int i;
-
-	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
-		old = *(volatile __u64 *)&s->spent;
-		if (old + cost > granted) {
-			__sync_fetch_and_add(&s->denied, cost);
-			return LIMIT_DENY;
-		}
-		if (peek)
-			return LIMIT_ADMIT;
-		if (__sync_val_compare_and_swap(&s->spent, old, old + cost) == old)
-			return LIMIT_ADMIT;
-	}
-	return LIMIT_CAS_EXHAUSTED;
-}
-
-/*
- * Ask the agent to make @key hot: one entry per key until the agent takes
- * it, so a flood costs a lookup per packet, not an update.
- */
-static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
-{
-	struct sluice_hot h = { .since = now };
-
-	if (!bpf_map_lookup_elem(&sluice_hot, key))
-		bpf_map_update_elem(&sluice_hot, key, &h, BPF_NOEXIST);
-}
-
 /*
  * Decide without writing: LIMIT_ADMIT or LIMIT_DENY for a packet of @incr
  * on @key now, and on LIMIT_DENY *@retry as limit_key() does. A key with
@@ -155,21 +119,6 @@ static __always_inline enum limit_result limit_peek(const struct sluice_key *key
 	__u64 tat = st ? *(volatile __u64 *)&st->tat : now, new_tat;
 
 	return sluice_gcra_admit(tat, now, incr, tol, &new_tat, retry) ? LIMIT_ADMIT : LIMIT_DENY;
-}
-
-/*
- * How long every packet of a key that just denied one of @incr will be
- * denied, from its @retry: for a byte cost, until even a one-byte packet
- * would fit (bpf/deny.bpf.h). 0: not even one tick.
- */
-static __always_inline __u64 limit_denied_for(const struct sluice_policy *p,
-					      const struct sluice_gcra *g, __u64 incr, __u64 retry)
-{
-	__u64 least = p->cost == SLUICE_COST_BYTES
-			      ? sluice_gcra_incr(1, g->interval_mant, g->interval_shift)
-			      : incr;
-
-	return retry > incr - least ? retry - (incr - least) : 0;
 }
 
 /*
@@ -196,58 +145,6 @@ static __always_inline void limit_refund(const struct sluice_key *key, __u64 now
 		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
 			return;
 	}
-}
-
-/* What one packet costs under policy @p, in its units. */
-static __always_inline __u64 policy_cost(const struct sluice_policy *p, __u64 len_bytes)
-{
-	__u64 cost = p->cost == SLUICE_COST_BYTES ? len_bytes : 1;
-
-	return cost > SLUICE_COST_BYTES_MAX ? SLUICE_COST_BYTES_MAX
-					    : cost; /* keeps cost × mant < 2^63 (compile.c) */
-}
-
-static __always_inline __u64 policy_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
-					 __u64 len_bytes)
-{
-	return sluice_gcra_incr(policy_cost(p, len_bytes), g->interval_mant, g->interval_shift);
-}
-
-/*
- * What the agent keeps for policy @id (sluice_fail): only cluster-scoped
- * policies have it, so a generation without any skips the lookup.
- */
-static __always_inline const struct sluice_fail_state *policy_runtime(__u32 id,
-								      const struct pkt_meta *m)
-{
-	if (!(m->gen_flags & SLUICE_GEN_F_STORE))
-		return NULL;
-	return bpf_map_lookup_elem(&sluice_fail, &id);
-}
-
-/* The fail mode of policy @p now; see include/sluice/fail.h. */
-static __always_inline int policy_fail_mode(const struct sluice_policy *p,
-					    const struct sluice_fail_state *rt,
-					    const struct pkt_meta *m)
-{
-	return sluice_fail_mode(p->on_agent_loss, p->closed_after_ns, m->agent_lost_ns,
-				rt ? rt->mode : SLUICE_FAIL_NONE);
-}
-
-/*
- * One packet's increment under limit @g: a cluster-scoped limit is shared
- * by the live nodes (rt->share), an explicit local_limit is not.
- */
-static __always_inline __u64 layer_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
-					const struct sluice_fail_state *rt, int fail,
-					__u64 len_bytes)
-{
-	__u64 incr = policy_incr(p, g, len_bytes);
-
-	if (!rt || rt->share <= 1 ||
-	    (fail == SLUICE_FAIL_DEGRADED && (p->flags & SLUICE_POLICY_F_LOCAL_LIMIT)))
-		return incr;
-	return incr * rt->share; /* the agent keeps this within SLUICE_GCRA_INCR_MAX */
 }
 
 /*
@@ -289,16 +186,26 @@ static __always_inline __u64 coarse_ns(void)
  * (make bench); a generation with a policy that asked for `clock: precise`
  * reads it for every packet. Also decides whether the agent is lost: its
  * heartbeat older than the timeout.
+ *
+ * Verifier: the heartbeat and timeout are read from @env's memory
+ * (volatile), not where the entry got them. Otherwise clang 14 carries
+ * them in registers from sluice_ctl across the deny cache's helper calls,
+ * spilling them, and sluice_xdp()'s frame grew from 232 to 272 bytes:
+ * 6.1 rounds each frame of a call chain up to 32 bytes and allows 512 in
+ * all, and sluice_xdp, walk_layers and layer_apply then came to 544
+ * ("combined stack size of 3 calls").
  */
-static __always_inline void clock_read(struct pkt_meta *m)
+static __always_inline void clock_read(struct limit_env *env)
 {
 	__u64 now_ns;
 
-	if (m->now)
+	if (env->now)
 		return;
-	now_ns = m->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns() : coarse_ns();
-	m->now = sluice_gcra_ticks(now_ns);
-	m->agent_lost_ns = sluice_agent_lost_ns(m->heartbeat_ns, m->agent_timeout_ns, now_ns);
+	now_ns = env->gen_flags & SLUICE_GEN_F_PRECISE ? bpf_ktime_get_ns() : coarse_ns();
+	env->now = sluice_gcra_ticks(now_ns);
+	env->agent_lost_ns =
+		sluice_agent_lost_ns(*(volatile __u64 *)&env->heartbeat_ns,
+				     *(volatile __u64 *)&env->agent_timeout_ns, now_ns);
 }
 
 #endif /* SLUICE_LIMIT_BPF_H */

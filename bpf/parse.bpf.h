@@ -43,23 +43,16 @@ struct cursor {
 	void *end;
 };
 
-/* What the classifier and the limiter need of a packet. */
+/*
+ * What the parser learned about a packet: written by parse_packet() alone,
+ * read by everything after it.
+ */
 struct pkt_meta {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
 	__u32 dst[SLUICE_ADDR_LEN / 4]; /* likewise */
 	__u64 len_bytes;		/* L2 frame length */
-	__u64 src_sets;			/* sluice_addr_val.sets of the source (classify) */
-	__u64 dst_sets;			/* likewise of the destination */
-	__u32 gen_flags;		/* sluice_ctl.gen_flags of the generation */
-	__u64 heartbeat_ns;		/* copied from sluice_ctl (limit) */
-	__u64 agent_timeout_ns;
-	__u64 now;	     /* GCRA ticks; 0 until a policy applies (limit) */
-	__u64 agent_lost_ns; /* how long the agent has been lost; 0: it is not */
-	__u64 deny_ticks;    /* a drop the deny cache may keep this long (limit); 0: not */
-	__u32 deny_id;	     /* the policy that dropped the packet (limit) */
-	__u8 no_cache;	     /* a layer that needs every packet was evaluated (limit) */
-	__be16 dst_port;     /* when has_ports */
-	__u8 proto;	     /* IPPROTO_* of the transport header */
+	__be16 dst_port;		/* when has_ports */
+	__u8 proto;			/* IPPROTO_* of the transport header */
 	__u8 is_ipv4;
 	__u8 has_ports;
 	__u8 is_syn; /* TCP SYN without ACK */

@@ -7,261 +7,21 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
-#include "sluice/key.h"
 #include "classify.bpf.h"
 #include "deny.bpf.h"
-#include "limit.bpf.h"
+#include "layer.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
 #include "stats.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* What one policy made of one packet (limit_policy's return value). */
-enum layer_result {
-	LAYER_COLD = -2,			   /* layer_lease(): no live lease, decide cold */
-	LAYER_SKIP = -1,			   /* the policy does not apply */
-	LAYER_ADMIT = LIMIT_ADMIT,		   /* admitted and charged */
-	LAYER_DENY = LIMIT_DENY,		   /* over the limit: drop */
-	LAYER_STATE_ERR = LIMIT_STATE_ERR,	   /* no state could be kept: pass, uncharged */
-	LAYER_CAS_EXHAUSTED = LIMIT_CAS_EXHAUSTED, /* drop */
-	LAYER_PASS_UNCHARGED,			   /* shadow would-drop, or failed open: pass */
-	LAYER_CLOSED,				   /* failed closed: drop */
-	LAYER_WOULD_DROP,			   /* peek only: a shadow policy would drop */
-};
-
-/* What limit_policy() does with the packet. */
-enum layer_op {
-	LAYER_OP_PEEK = 0,   /* decide only: write no state, count nothing but a drop's */
-	LAYER_OP_ADMIT = 1,  /* decide and charge, and count what only it sees */
-	LAYER_OP_REFUND = 2, /* give back what LAYER_OP_ADMIT charged this packet */
-};
-
-/* The policy's limit for its fail mode, or NULL when it takes no decision. */
-static __always_inline const struct sluice_gcra *layer_limit(const struct sluice_policy *p,
-							     int fail)
-{
-	return fail == SLUICE_FAIL_DEGRADED ? &p->degraded : &p->limit;
-}
-
-/*
- * A key of a cluster-scoped policy with a live lease: the lease decides,
- * whatever the fail mode, since the agent set its expiry before the store's
- * (docs/shared-budget.md). LAYER_COLD when the key has none. A refund gives
- * nothing back to a lease: the unit stays spent, which can only
- * under-admit, and the peek pass makes it rare.
- */
-static __always_inline int layer_lease(struct pkt_meta *m, const struct sluice_policy *p,
-				       const struct sluice_key *key, int op)
-{
-	struct sluice_spend *s;
-	__u64 granted = 0;
-
-	s = lease_live(key, m->now, &granted);
-	if (!s)
-		return LAYER_COLD;
-	if (op == LAYER_OP_REFUND)
-		return LAYER_SKIP;
-	return lease_spend(s, granted, policy_cost(p, m->len_bytes), op == LAYER_OP_PEEK);
-}
-
-/*
- * A key with no live lease: the policy's fail mode, then its limit (for a
- * cluster-scoped policy, the share). A cluster key whose demand crosses the
- * hot threshold — more than half its burst used, or a drop — asks the agent
- * for a lease; in cold_mode strict any packet does, and is dropped until
- * the lease comes (while the store is healthy).
- */
-static __always_inline int layer_cold(struct pkt_meta *m, const struct sluice_policy *p,
-				      const struct sluice_fail_state *rt,
-				      const struct sluice_key *key, __u32 id, int op, int *fail)
-{
-	int cluster = rt && p->scope == SLUICE_SCOPE_CLUSTER, r;
-	const struct sluice_gcra *g;
-	__u64 incr, tat = 0, retry = 0;
-
-	m->deny_ticks = 0;
-	*fail = policy_fail_mode(p, rt, m);
-	if (*fail == SLUICE_FAIL_OPEN) {
-		if (op == LAYER_OP_ADMIT)
-			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
-		return LAYER_PASS_UNCHARGED;
-	}
-	if (*fail == SLUICE_FAIL_CLOSED)
-		return LAYER_CLOSED;
-	g = layer_limit(p, *fail);
-	incr = layer_incr(p, g, rt, *fail, m->len_bytes);
-	if (op == LAYER_OP_REFUND) {
-		limit_refund(key, m->now, incr);
-		return LAYER_SKIP;
-	}
-	if (cluster && *fail == SLUICE_FAIL_NONE && (p->flags & SLUICE_POLICY_F_COLD_STRICT)) {
-		hot_request(key, m->now);
-		return LAYER_DENY;
-	}
-	r = op == LAYER_OP_PEEK ? limit_peek(key, m->now, incr, g->tolerance, &retry)
-				: limit_key(key, m->now, incr, g->tolerance, &tat, &retry);
-	if (cluster && (r == LIMIT_DENY || (r == LIMIT_ADMIT && op == LAYER_OP_ADMIT &&
-					    tat - m->now > g->tolerance / 2)))
-		hot_request(key, m->now);
-	/* Only a node's own limit, as it is, stays a denial until retry (deny.bpf.h). */
-	if (r == LIMIT_DENY && p->scope != SLUICE_SCOPE_CLUSTER && *fail == SLUICE_FAIL_NONE)
-		m->deny_ticks = limit_denied_for(p, g, incr, retry);
-	return r;
-}
-
-/*
- * One policy for one packet, as @op says (enum layer_op): returns an enum
- * layer_result. Admitting counts the outcomes only this function sees
- * (shadow, fail-open, degraded, leased); the caller counts passes and
- * drops. A refund undoes an admit's charge (see limit_refund) and returns
- * LAYER_SKIP.
- *
- * Verifier: a global (non-static, noinline) function is verified once, on
- * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
- * iterations made kernel 6.18 with clang 14 spend 0.65 s per load exploring
- * states (see apply_policies() for the rest of the story).
- */
-__attribute__((noinline)) int limit_policy(struct pkt_meta *m, __u32 gen, __u32 id, int op)
-{
-	int fail = SLUICE_FAIL_NONE, r, peek = op == LAYER_OP_PEEK, stat = SLUICE_PSTAT_DEGRADED;
-	const struct sluice_fail_state *rt;
-	const struct sluice_policy *p;
-	struct sluice_key key;
-
-	if (!m) /* a global function's pointer argument may be NULL for the verifier */
-		return LAYER_SKIP;
-	p = policy_for(m, gen, id);
-	if (!p)
-		return LAYER_SKIP;
-	clock_read(m);
-	/*
-	 * A shadow layer counts its would-drops, a cluster layer its leases'
-	 * demand: skipped by a cached drop, they would miss packets.
-	 */
-	if (p->mode == SLUICE_MODE_SHADOW || p->scope == SLUICE_SCOPE_CLUSTER)
-		m->no_cache = 1;
-	rt = policy_runtime(id, m);
-	sluice_key_derive(&key, p, m->src, m->is_ipv4);
-	r = rt && p->scope == SLUICE_SCOPE_CLUSTER ? layer_lease(m, p, &key, op) : LAYER_COLD;
-	if (r == LAYER_COLD)
-		r = layer_cold(m, p, rt, &key, id, op, &fail);
-	else
-		stat = SLUICE_PSTAT_LEASED;
-	if (op == LAYER_OP_REFUND || r == LAYER_PASS_UNCHARGED)
-		return r;
-	if ((r == LIMIT_DENY || r == LAYER_CLOSED) && p->mode == SLUICE_MODE_SHADOW) {
-		/* A shadow policy never drops, closed or not. */
-		if (peek)
-			return LAYER_WOULD_DROP;
-		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
-		r = LAYER_PASS_UNCHARGED;
-	}
-	if ((stat == SLUICE_PSTAT_LEASED || fail == SLUICE_FAIL_DEGRADED) &&
-	    (!peek || r == LIMIT_DENY))
-		count_policy(id, stat, m->len_bytes);
-	return r;
-}
-
-/* A layer's answer that drops the packet. */
-static __always_inline int is_drop(int r)
-{
-	return r == LAYER_DENY || r == LAYER_CAS_EXHAUSTED || r == LAYER_CLOSED;
-}
-
-/* Attribute a drop to the layer @id that decided it with @r. */
-static __always_inline void count_drop(__u32 id, int r, __u64 len_bytes)
-{
-	count_policy(id, r == LAYER_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED,
-		     len_bytes);
-}
-
-/*
- * Apply every matching policy, most specific first. The first drop decides
- * and is attributed to its policy, and a dropped packet consumes no budget
- * anywhere (docs/decisions.md): with several layers, a first pass only
- * peeks, so a packet some layer drops writes nothing; the second admits for
- * real, and if another CPU spent a layer in between, the layers that had
- * admitted the packet get their charge back. A passed packet is counted as
- * passed by every policy that admitted it. Returns the verdict; sets *@why
- * to a total to count besides it, or leaves it alone.
- *
- * Verifier: a global function, verified once. Inlined, the layer loop was
- * verified again for every path through the header parser (VLANs, IPv6
- * extension chains, fragments): kernel 6.18 with clang 14 processed 639513
- * instructions, 1.04 s per load, near the 1M limit; global, 58627 (77 ms),
- * at no measurable cost per packet (make bench: 137 vs 136 ns). With the
- * peek pass, 74197 (108 ms).
- */
-__attribute__((noinline)) int apply_policies(struct pkt_meta *m, const struct sluice_match *match,
-					     __u32 gen, enum sluice_total *why)
-{
-	__u32 admitted[SLUICE_MAX_LAYERS], shadowed[SLUICE_MAX_LAYERS];
-	__u32 i, n = 0, count, id;
-	int r = LAYER_SKIP, applied = 0;
-
-	if (!m || !match || !why)
-		return XDP_PASS;
-	count = match->count; /* read once: user space may rewrite the entry meanwhile */
-	/*
-	 * Layered: find a drop first, writing nothing. Under a flood that is
-	 * what nearly every packet meets, and it then costs reads only, with no
-	 * charges to refund.
-	 */
-	for (i = 0; count > 1 && i < SLUICE_MAX_LAYERS && i < count; i++) {
-		id = match->ids[i];
-		r = limit_policy(m, gen, id, LAYER_OP_PEEK);
-		if (r == LAYER_WOULD_DROP && n < SLUICE_MAX_LAYERS)
-			shadowed[n++] = id; /* counted as would-drops if the packet drops */
-		if (is_drop(r)) {
-			/* Past plain node layers only: bpf/deny.bpf.h says why. */
-			if (m->no_cache || r != LAYER_DENY)
-				m->deny_ticks = 0;
-			m->deny_id = id;
-			count_drop(id, r, m->len_bytes);
-			for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-				count_policy(shadowed[i], SLUICE_PSTAT_SHADOW, m->len_bytes);
-			return XDP_DROP;
-		}
-	}
-	n = 0;
-	/* Admit for real; another CPU may have spent a layer meanwhile: refund. */
-	for (i = 0; i < SLUICE_MAX_LAYERS && i < count; i++) {
-		id = match->ids[i];
-		r = limit_policy(m, gen, id, LAYER_OP_ADMIT);
-		applied |= r != LAYER_SKIP;
-		if (r == LAYER_ADMIT && n < SLUICE_MAX_LAYERS)
-			admitted[n++] = id;
-		else if (r == LAYER_STATE_ERR)
-			*why = SLUICE_TOTAL_STATE_ERR;
-		else if (is_drop(r))
-			break;
-	}
-	if (is_drop(r)) {
-		/* Layered, a drop here lost a race with the peek: not worth caching. */
-		if (count > 1 || m->no_cache || r != LAYER_DENY)
-			m->deny_ticks = 0;
-		m->deny_id = id;
-		if (r == LAYER_CAS_EXHAUSTED)
-			*why = SLUICE_TOTAL_CAS_EXHAUSTED;
-		count_drop(id, r, m->len_bytes);
-		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-			limit_policy(m, gen, admitted[i], LAYER_OP_REFUND);
-		return XDP_DROP;
-	}
-	if (!applied)
-		*why = SLUICE_TOTAL_NO_MATCH; /* the port matched; sets or tcp_syn ruled out all */
-	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-		count_policy(admitted[i], SLUICE_PSTAT_PASSED, m->len_bytes);
-	return XDP_PASS;
-}
-
 /*
  * Parse @ctx's frame into @m. Returns -1 when it is unparsed, else 1 when a
  * TCP/UDP packet had no readable ports, else 0.
  *
  * Inline: as a global function (verified once) it cost 23 ns per packet
- * (make bench, drop path 159 vs 136 ns over the floor); apply_policies()
+ * (make bench, drop path 159 vs 136 ns over the floor); walk_layers()
  * being global is what keeps verification small.
  */
 static __always_inline int parse_frame(struct xdp_md *ctx, struct pkt_meta *m)
@@ -278,37 +38,46 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct pkt_meta *m)
 	return no_ports;
 }
 
-/* Source and destination prefix sets; returns 1 for an allowlisted source. */
-static __always_inline int classify_addrs(struct pkt_meta *m, __u32 gen, __u32 gen_flags)
+/*
+ * Source and destination prefix sets into @env, for its generation's
+ * flags; returns 1 for an allowlisted source.
+ */
+static __always_inline int classify_addrs(const struct pkt_meta *m, struct limit_env *env)
 {
 	struct sluice_addr_val *v;
 
-	if (gen_flags & SLUICE_GEN_F_SRC) {
-		v = addr_lookup(&sluice_src, gen, m->src);
+	if (env->gen_flags & SLUICE_GEN_F_SRC) {
+		v = addr_lookup(&sluice_src, env->gen, m->src);
 		if (v && (v->flags & SLUICE_ADDR_F_ALLOW))
 			return 1;
-		m->src_sets = v ? v->sets : 0;
+		env->src_sets = v ? v->sets : 0;
 	}
-	if (gen_flags & SLUICE_GEN_F_DST) {
-		v = addr_lookup(&sluice_dst, gen, m->dst);
-		m->dst_sets = v ? v->sets : 0;
+	if (env->gen_flags & SLUICE_GEN_F_DST) {
+		v = addr_lookup(&sluice_dst, env->gen, m->dst);
+		env->dst_sets = v ? v->sets : 0;
 	}
 	return 0;
 }
 
+/*
+ * The pipeline. What the parser learned is in m, what the packet is
+ * decided under in env, and the answer in v: its result is written here
+ * alone, and becomes the XDP verdict at out: (verdict_xdp()).
+ */
 SEC("xdp")
 int sluice_xdp(struct xdp_md *ctx)
 {
+	struct verdict v = { .result = LIMIT_PASS_UNCHARGED };
 	enum sluice_total why = SLUICE_TOTAL_MAX;
 	struct sluice_totals *totals;
 	struct sluice_match *match;
 	/* Zeroed: 6.1's verifier does not see it is read only when cache is set. */
 	struct sluice_flow flow = {};
+	struct limit_env env = {};
 	struct sluice_ctl *ctl;
 	struct pkt_meta m = {};
-	int verdict = XDP_PASS, cache;
-	int no_ports = 0;
-	__u32 zero = 0, gen, slot = 0;
+	int xdp, cache, no_ports;
+	__u32 zero = 0, slot = 0;
 	__u64 stamp;
 	long denied_by;
 
@@ -321,42 +90,45 @@ int sluice_xdp(struct xdp_md *ctx)
 	ctl = ctl_get();
 	if (!ctl)
 		goto out;
-	gen = ctl->active_gen % SLUICE_POLICY_GENS;
-	stamp = sluice_deny_stamp(ctl->generation, gen);
-	m.gen_flags = ctl->gen_flags[gen];
-	m.heartbeat_ns = ctl->heartbeat_ns;
-	m.agent_timeout_ns = ctl->agent_timeout_ns;
-	cache = !(m.gen_flags & SLUICE_GEN_F_DST);
+	env.gen = ctl->active_gen % SLUICE_POLICY_GENS;
+	stamp = sluice_deny_stamp(ctl->generation, env.gen);
+	env.gen_flags = ctl->gen_flags[env.gen];
+	env.heartbeat_ns = ctl->heartbeat_ns;
+	env.agent_timeout_ns = ctl->agent_timeout_ns;
+	cache = !(env.gen_flags & SLUICE_GEN_F_DST);
 	if (cache) {
 		flow_of(&m, &flow);
 		slot = sluice_deny_slot(&flow);
-		denied_by = deny_cached(&m, &flow, slot, stamp);
+		denied_by = deny_cached(&env, &flow, slot, stamp);
 		if (denied_by >= 0) {
-			count_policy(denied_by, SLUICE_PSTAT_DROPPED, m.len_bytes);
-			verdict = XDP_DROP;
+			v.result = LIMIT_DENY;
+			v.id = denied_by;
 			goto out;
 		}
 	}
-	if (classify_addrs(&m, gen, m.gen_flags)) {
+	if (classify_addrs(&m, &env)) {
 		why = SLUICE_TOTAL_ALLOWED;
 		goto out;
 	}
-	match = classify(&m, gen);
+	match = classify(&m, env.gen);
 	if (!match) {
-		why = SLUICE_TOTAL_NO_MATCH;
+		v.result = LIMIT_SKIP;
 		goto out;
 	}
-	verdict = apply_policies(&m, match, gen, &why);
-	if (verdict == XDP_DROP && cache && m.deny_ticks)
-		deny_store(&m, &flow, slot, m.deny_id, stamp);
+	v.result = walk_layers(&m, &env, match, &v);
+	if (v.result == LIMIT_DENY && v.deny_ticks && cache)
+		deny_store(&flow, slot, stamp, v.id, env.now, v.deny_ticks);
 out:
+	xdp = verdict_xdp(&v, &why);
+	if (xdp == XDP_DROP)
+		count_drop(v.id, v.result, m.len_bytes);
 	totals = bpf_map_lookup_elem(&sluice_totals, &zero);
-	count_total(totals, verdict == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,
+	count_total(totals, xdp == XDP_DROP ? SLUICE_TOTAL_DROPPED : SLUICE_TOTAL_PASSED,
 		    m.len_bytes);
 	count_total(totals, why, m.len_bytes);
 	if (no_ports)
 		count_total(totals, SLUICE_TOTAL_NO_PORTS, m.len_bytes);
-	if (m.agent_lost_ns)
+	if (env.agent_lost_ns)
 		count_total(totals, SLUICE_TOTAL_AGENT_LOST, m.len_bytes);
-	return verdict;
+	return xdp;
 }

@@ -198,7 +198,7 @@ static void test_two_cpus_one_key(void **state)
  * global one that does. Exactly the global burst passes, and the per-source
  * key is charged for exactly the packets that passed: a packet the global
  * layer drops — also one that raced past the first, read-only pass — leaves
- * no charge on the per-source key (refunds, bpf/sluice.bpf.c). Such races
+ * no charge on the per-source key (refunds, bpf/layer.bpf.h). Such races
  * are rare: with refunds disabled this failed in 1 of 5 runs (charged 4001).
  */
 static void test_two_cpus_layered(void **state)
