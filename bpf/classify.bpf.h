@@ -3,7 +3,7 @@
  * Policy lookup. The source (when the generation has an allowlist or
  * source sets) and the destination (when it has destination sets) are each
  * looked up once in an LPM trie whose longest match tells which prefix sets
- * the address is in; the packet's class (its port, or its protocol) indexes
+ * the address is in; the packet's service (its port, or its protocol) indexes
  * an array whose slot names the list of every policy that may apply, most
  * specific first, as precomputed by user/policy/compile.c. Two array reads, which
  * the verifier inlines: an LPM trie here cost a helper call, ~24 ns (make
@@ -16,7 +16,7 @@
 
 #include "maps.bpf.h"
 #include "parse.bpf.h"
-#include "sluice/class.h"
+#include "sluice/svc.h"
 
 static __always_inline struct sluice_ctl *ctl_get(void)
 {
@@ -39,8 +39,7 @@ static __always_inline struct sluice_addr_val *addr_lookup(void *trie, __u32 gen
 
 static __always_inline struct sluice_match *classify(const struct pkt_meta *m, __u32 gen)
 {
-	__u32 i = gen * SLUICE_CLASSES +
-		  sluice_class_of(m->proto, m->has_ports, bpf_ntohs(m->dst_port));
+	__u32 i = gen * SLUICE_SVCS + sluice_svc_of(m->proto, m->has_ports, bpf_ntohs(m->dst_port));
 	struct sluice_match *match;
 	__u64 *slot;
 

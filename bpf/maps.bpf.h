@@ -39,7 +39,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_CLASSES);
+	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_SVCS);
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(map_flags, BPF_F_MMAPABLE);

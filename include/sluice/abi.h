@@ -170,20 +170,20 @@ struct sluice_addr_val {
 SLUICE_ASSERT_SIZE(struct sluice_addr_val, 16);
 
 /*
- * The classifier (bpf/classify.bpf.h): sluice_class maps a packet's class —
- * its TCP or UDP destination port, or its protocol when it has no ports —
+ * The classifier (bpf/classify.bpf.h): sluice_class maps a packet's service
+ * — its TCP or UDP destination port, or its protocol when it has no ports —
  * to a slot of sluice_match, the list of every policy that may apply. Both
- * are arrays with a half per generation: gen × SLUICE_CLASSES + class, gen
+ * are arrays with a half per generation: gen × SLUICE_SVCS + service, gen
  * × SLUICE_MATCH_SLOTS + slot. user/policy/compile.c fills them from prefixes of
  * (protocol, port), longest first, as a trie would answer.
  */
 #define SLUICE_PROTOS 256 /* IP protocol numbers */
 
-enum sluice_class_base {
-	SLUICE_CLASS_TCP = 0,						  /* + port */
-	SLUICE_CLASS_UDP = SLUICE_CLASS_TCP + (1U << SLUICE_PORT_BITS),	  /* + port */
-	SLUICE_CLASS_PROTO = SLUICE_CLASS_UDP + (1U << SLUICE_PORT_BITS), /* + protocol */
-	SLUICE_CLASSES = SLUICE_CLASS_PROTO + SLUICE_PROTOS,
+enum sluice_svc_base {
+	SLUICE_SVC_TCP = 0,					      /* + port */
+	SLUICE_SVC_UDP = SLUICE_SVC_TCP + (1U << SLUICE_PORT_BITS),   /* + port */
+	SLUICE_SVC_PROTO = SLUICE_SVC_UDP + (1U << SLUICE_PORT_BITS), /* + protocol */
+	SLUICE_SVCS = SLUICE_SVC_PROTO + SLUICE_PROTOS,
 };
 
 /* Value of sluice_match: every policy that applies, most specific first. */

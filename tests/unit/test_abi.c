@@ -73,7 +73,7 @@ static const struct map_case map_cases[] = {
 	MAP_CASE(SLUICE_MAP_HOT, BPF_MAP_TYPE_LRU_HASH, struct sluice_key, struct sluice_hot,
 		 SLUICE_HOT_ENTRIES, 0),
 	MAP_CASE(SLUICE_MAP_CLASS, BPF_MAP_TYPE_ARRAY, __u32, __u64,
-		 SLUICE_POLICY_GENS * SLUICE_CLASSES, BPF_F_MMAPABLE),
+		 SLUICE_POLICY_GENS * SLUICE_SVCS, BPF_F_MMAPABLE),
 };
 /* clang-format on */
 

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "sluice/gcra.h"
-#include "sluice/class.h"
+#include "sluice/svc.h"
 #include "policy/compile.h"
 #include "policy/policy.h"
 
@@ -672,7 +672,7 @@ static void check_lookup(const struct policy_set *ps, const struct match_entry *
 	const struct match_entry *e =
 		lpm_lookup(v, n, key_bits(gen, proto, port < 0 ? 0 : port), len);
 	size_t n_want = brute_force(ps, proto, port, want, ARRAY_SIZE(want));
-	__u32 slot = low->classes[sluice_class_of(proto, port >= 0, port < 0 ? 0 : port)];
+	__u32 slot = low->classes[sluice_svc_of(proto, port >= 0, port < 0 ? 0 : port)];
 	const struct sluice_match *got = &low->slots[slot];
 
 	/* The arrays answer as the trie would: the brute-force list, or none. */
@@ -703,7 +703,7 @@ static void check_all_lookups(const struct policy_set *ps, const struct compiled
 					 IPPROTO_OTHER };
 	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to structs */
 	const struct match_entry **v = calloc(c->n_match ? c->n_match : 1, sizeof(*v));
-	struct lowered low = { calloc(SLUICE_CLASSES, sizeof(__u32)),
+	struct lowered low = { calloc(SLUICE_SVCS, sizeof(__u32)),
 			       calloc(SLUICE_MATCH_SLOTS, sizeof(struct sluice_match)), 0 };
 	size_t i, j, n;
 	int port;

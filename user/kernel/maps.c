@@ -142,13 +142,13 @@ static int clear_gen(int fd, size_t key_size, __u32 gen)
  */
 static int write_classes(int fd, __u32 gen, const __u32 *classes)
 {
-	size_t len = SLUICE_POLICY_GENS * SLUICE_CLASSES * sizeof(__u64), i;
+	size_t len = SLUICE_POLICY_GENS * SLUICE_SVCS * sizeof(__u64), i;
 	__u64 *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), *half;
 
 	if (map == MAP_FAILED)
 		return -errno;
-	half = map + (size_t)gen * SLUICE_CLASSES;
-	for (i = 0; i < SLUICE_CLASSES; i++)
+	half = map + (size_t)gen * SLUICE_SVCS;
+	for (i = 0; i < SLUICE_SVCS; i++)
 		half[i] = classes[i];
 	return munmap(map, len) ? -errno : 0;
 }
@@ -156,7 +156,7 @@ static int write_classes(int fd, __u32 gen, const __u32 *classes)
 /* The classifier into generation c->gen's half of sluice_match and sluice_class. */
 static int write_match(const struct sluice_maps *m, const struct compiled *c)
 {
-	__u32 *classes = calloc(SLUICE_CLASSES, sizeof(*classes));
+	__u32 *classes = calloc(SLUICE_SVCS, sizeof(*classes));
 	struct sluice_match *slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*slots));
 	__u32 gen = c->gen % SLUICE_POLICY_GENS;
 	size_t n_slots = 0;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sluice/class.h"
+#include "sluice/svc.h"
 #include "sluice/gcra.h"
 #include "policy/compile.h"
 
@@ -411,18 +411,18 @@ static void fill_classes(__u32 *classes, const struct match_entry *e, __u32 slot
 	__u32 plen = e->key.prefixlen, port, first = 0, n = PORT_SPACE, i;
 
 	if (plen == SLUICE_MATCH_BITS_GEN) {
-		for (i = 0; i < SLUICE_CLASSES; i++)
+		for (i = 0; i < SLUICE_SVCS; i++)
 			classes[i] = slot;
 		return;
 	}
 	if (plen == SLUICE_MATCH_BITS_PROTO)
-		classes[sluice_class_of(e->key.proto, 0, 0)] = slot;
+		classes[sluice_svc_of(e->key.proto, 0, 0)] = slot;
 	else {
 		first = ntohs(e->key.dst_port);
 		n = 1U << (SLUICE_MATCH_BITS_PORT - plen);
 	}
 	for (port = first; is_ported(e->key.proto) && port < first + n; port++)
-		classes[sluice_class_of(e->key.proto, 1, port)] = slot;
+		classes[sluice_svc_of(e->key.proto, 1, port)] = slot;
 }
 
 int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_match *slots,
@@ -441,7 +441,7 @@ int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_matc
 		free(slot_of);
 		return (int)n;
 	}
-	memset(classes, 0, SLUICE_CLASSES * sizeof(*classes));
+	memset(classes, 0, SLUICE_SVCS * sizeof(*classes));
 	memset(slots, 0, SLUICE_MATCH_SLOTS * sizeof(*slots));
 	for (i = 0; i < c->n_match; i++) {
 		slots[slot_of[i]] = c->match[i].val;

@@ -96,7 +96,7 @@ int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size
 
 /*
  * The classifier of @c as the XDP program reads it: in @classes
- * (SLUICE_CLASSES of them) the slot of each class's policy list, 0 for
+ * (SLUICE_SVCS of them) the slot of each class's policy list, 0 for
  * none; in @slots (SLUICE_MATCH_SLOTS) the lists, equal lists sharing a
  * slot, slot 0 empty; *@n_slots is one past the last slot used. Each class
  * gets the longest entry that matches it, as an LPM trie would. Call after
