@@ -33,7 +33,7 @@ struct {
 } sluice_policy SEC(".maps");
 
 /*
- * The classifier: a packet's class → a slot of sluice_match (abi.h).
+ * The classifier: a packet's service → a slot of sluice_match (abi.h).
  * Mapped by the agent, which writes a generation's 2^17 slots in one pass.
  * A u64 each: an array element takes 8 bytes in memory whatever its size.
  */
