@@ -12,7 +12,6 @@
  * Nothing here parses YAML or computes GCRA parameters; policy.c and
  * compile.c do, and a policy they reject is never printed.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -21,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/addr.h"
 #include "cli/cmd.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
@@ -284,30 +284,16 @@ static void add_limit(struct line *l, const struct policy_rate *r, __u64 burst)
 
 /* ---- addresses ------------------------------------------------------------------ */
 
-static int prefix_is_ipv4(const struct policy_prefix *p)
-{
-	static const __u8 v4mapped[SLUICE_V4MAPPED_BITS / BITS_PER_BYTE] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
-	};
-
-	return p->bits >= SLUICE_V4MAPPED_BITS && !memcmp(p->addr, v4mapped, sizeof(v4mapped));
-}
-
 /* "10.0.0.0/8", "2001:db8::/32", and a single address without its length. */
 static void add_prefix(struct line *l, const struct policy_prefix *p)
 {
-	int is_ipv4 = prefix_is_ipv4(p);
-	const __u8 *a = is_ipv4 ? p->addr + SLUICE_V4MAPPED_BITS / BITS_PER_BYTE : p->addr;
-	int bits = is_ipv4 ? p->bits - SLUICE_V4MAPPED_BITS : p->bits;
-	char text[INET6_ADDRSTRLEN];
+	int is_host = p->bits == SLUICE_ADDR_BITS;
+	char text[ADDR_TEXT_LEN];
 
-	if (!inet_ntop(is_ipv4 ? AF_INET : AF_INET6, a, text, sizeof(text))) {
-		line__add(l, "(unprintable: %s)", strerror(errno));
-		return;
-	}
-	line__add(l, "%s", text);
-	if (bits != (is_ipv4 ? SLUICE_IPV4_BITS : SLUICE_ADDR_BITS))
-		line__add(l, "/%d", bits);
+	if (addr_text(text, sizeof(text), p->addr, is_host ? -1 : p->bits))
+		line__add(l, "(unprintable)");
+	else
+		line__add(l, "%s", text);
 }
 
 /* The first LIST_SHOWN prefixes of @list, then "and N more". */

@@ -21,7 +21,6 @@
  * the parse early.
  */
 #define _GNU_SOURCE /* the GNU strerror_r */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +34,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "base/addr.h"
 #include "policy/policy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -672,22 +672,6 @@ static const char *duration_text(char *buf, __u64 ns)
 
 #define prefix_error(err, errlen, s, ...) value_error((err), (errlen), (s), "a prefix", __VA_ARGS__)
 
-#define V4MAPPED_BYTES	(SLUICE_V4MAPPED_BITS / BITS_PER_BYTE)
-#define PREFIX_TEXT_LEN (INET6_ADDRSTRLEN + sizeof("/128"))
-
-/* @in with every bit past the first @bits cleared, into @out. */
-static void mask_addr(const __u8 *in, unsigned int bits, __u8 *out)
-{
-	size_t i;
-
-	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
-		unsigned int keep = bits > BITS_PER_BYTE ? BITS_PER_BYTE : bits;
-
-		out[i] = keep ? in[i] & (__u8)(UINT8_MAX << (BITS_PER_BYTE - keep)) : 0;
-		bits -= keep;
-	}
-}
-
 static int prefix_equal(const struct policy_prefix *a, const struct policy_prefix *b)
 {
 	return a->bits == b->bits && !memcmp(a->addr, b->addr, SLUICE_ADDR_LEN);
@@ -700,7 +684,7 @@ static int prefix_contains(const struct policy_prefix *outer, const struct polic
 
 	if (outer->bits > inner->bits)
 		return 0;
-	mask_addr(inner->addr, outer->bits, masked);
+	addr_mask(inner->addr, outer->bits, masked);
 	return !memcmp(masked, outer->addr, SLUICE_ADDR_LEN);
 }
 
@@ -733,41 +717,15 @@ static int prefix_covered(const struct policy_prefix *p, const struct policy_pre
 	return prefix_covered(&half, cover);
 }
 
-/* The address of a prefix: IPv4 into the mapped space ::ffff:0:0/96, IPv6 as is. */
-static int prefix_addr(const char *text, int is_ipv6, __u8 *addr)
-{
-	static const __u8 v4mapped[V4MAPPED_BYTES] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (is_ipv6)
-		return inet_pton(AF_INET6, text, addr) == 1 ? 0 : -EINVAL;
-	memcpy(addr, v4mapped, sizeof(v4mapped));
-	return inet_pton(AF_INET, text, addr + V4MAPPED_BYTES) == 1 ? 0 : -EINVAL;
-}
-
-/* @p as its family is written, "10.0.0.0/8" or "2001:db8::/32": 0, or -ENAMETOOLONG. */
-static int prefix_text(char *buf, size_t len, const struct policy_prefix *p, int is_ipv6)
-{
-	const __u8 *a = is_ipv6 ? p->addr : p->addr + V4MAPPED_BYTES;
-	int bits = is_ipv6 ? p->bits : p->bits - SLUICE_V4MAPPED_BITS;
-	char addr[INET6_ADDRSTRLEN];
-	int n;
-
-	if (!inet_ntop(is_ipv6 ? AF_INET6 : AF_INET, a, addr, sizeof(addr)))
-		return -errno;
-	n = snprintf(buf, len, "%s/%d", addr, bits);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 /* "'S' has host bits set (did you mean M?)" into @err; returns -EINVAL. */
-static int host_bits_error(char *err, size_t errlen, const char *s, const struct policy_prefix *p,
-			   int is_ipv6)
+static int host_bits_error(char *err, size_t errlen, const char *s, const struct policy_prefix *p)
 {
-	struct policy_prefix net = *p;
-	char text[PREFIX_TEXT_LEN];
+	__u8 net[SLUICE_ADDR_LEN];
+	char text[ADDR_TEXT_LEN];
 
-	mask_addr(p->addr, p->bits, net.addr);
+	addr_mask(p->addr, p->bits, net);
 	/* A cut message is still a message; snprintf() terminates it. */
-	if (prefix_text(text, sizeof(text), &net, is_ipv6))
+	if (addr_text(text, sizeof(text), net, p->bits))
 		snprintf(err, errlen, "'%.*s%s' has host bits set", SHOW(s));
 	else
 		snprintf(err, errlen, "'%.*s%s' has host bits set (did you mean %s?)", SHOW(s),
@@ -833,13 +791,13 @@ int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, siz
 		memcpy(text, s, addr_len);
 		text[addr_len] = '\0';
 	}
-	if (addr_len >= sizeof(text) || prefix_addr(text, is_ipv6, p.addr))
+	if (addr_len >= sizeof(text) || addr_parse(text, p.addr) != !is_ipv6)
 		return address_error(err, errlen, s, addr_len, is_ipv6);
 	if (slash && prefix_length(s, slash + 1, bits, is_ipv6, &bits, err, errlen))
 		return -EINVAL;
 	p.bits = (__u8)(is_ipv6 ? bits : SLUICE_V4MAPPED_BITS + bits);
 	if (!prefix_contains(&p, &p)) /* not equal to itself masked to its length */
-		return host_bits_error(err, errlen, s, &p, is_ipv6);
+		return host_bits_error(err, errlen, s, &p);
 	*out = p;
 	return 0;
 }
