@@ -35,13 +35,11 @@
 #include <yaml.h>
 
 #include "base/addr.h"
+#include "base/names.h"
 #include "policy/policy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define SI_KILO	      1000ULL
-#define SI_MEGA	      (SI_KILO * SI_KILO)
-#define SI_GIGA	      (SI_KILO * SI_MEGA)
 #define BITS_PER_BYTE 8
 #define DECIMAL_BASE  10
 #define PORT_MIN      1
@@ -49,11 +47,9 @@
 #define ERRNO_MSG_LEN 128
 
 #define WALK_MAX_FIELDS	  16 /* rows of the largest mapping table; bits of walk.bad */
-#define VALUE_SHOW_MAX	  40 /* characters of a user's value quoted in a message */
 #define POLICY_NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 #define IFNAME_BAD_CHARS  "/: \t"
 #define PORT_EXPECTED	  "a port such as 53 or a range such as \"1024-65535\""
-#define PERIOD_EXPECTED	  "s, min, h or day, optionally with a count such as 15m"
 #define PREFIX_EXPECTED                                                                            \
 	"an address such as 192.0.2.1 or a prefix such as 10.0.0.0/8 or 2001:db8::/32"
 #define PREFIXES_EXPECTED "a prefix such as 10.0.0.0/8, or a sequence of them"
@@ -68,13 +64,6 @@
 #define AGENT_TIMEOUT_NS_MAX SLUICE_NSEC_PER_HOUR
 #define HEARTBEAT_TIMEOUTS   2
 #define HEARTBEAT_NS_MAX     (AGENT_TIMEOUT_NS_MAX / HEARTBEAT_TIMEOUTS)
-
-/*
- * A user's value quoted in a message: '%.*s%s' with SHOW(s) prints at most
- * VALUE_SHOW_MAX characters and "..." when it cut, so the cause and hint
- * that follow always fit in DIAG_MSG_LEN.
- */
-#define SHOW(s) VALUE_SHOW_MAX, (s), (strlen(s) > VALUE_SHOW_MAX ? "..." : "")
 
 /* Everything one parse needs; lives on the stack of policy_set__parse(). */
 struct pctx {
@@ -91,7 +80,7 @@ struct walk;
  * path is @path; it returns 0, or -EINVAL once it has reported the problem.
  */
 struct field {
-	const char *name; /* the key; first member, see join_names() */
+	const char *name; /* the key; first member, see names_join() */
 	int (*parse)(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path);
 	const char *missing; /* NULL: optional; else required, and the hint when absent */
 };
@@ -161,11 +150,6 @@ static struct src_pos node_pos(const yaml_node_t *n)
 
 static const struct src_pos no_pos; /* a problem of the whole file */
 
-static int show_len(size_t len)
-{
-	return len > VALUE_SHOW_MAX ? VALUE_SHOW_MAX : (int)len;
-}
-
 static const char *scalar_text(const yaml_node_t *n)
 {
 	return (const char *)n->data.scalar.value;
@@ -204,7 +188,8 @@ static const char *kind_name(const yaml_node_t *n)
 static int expected(struct pctx *c, const yaml_node_t *n, const char *path, const char *want)
 {
 	if (n->type == YAML_SCALAR_NODE && !is_null(n))
-		return REPORT(c, n, path, "expected %s, got '%.*s%s'", want, SHOW(scalar_text(n)));
+		return REPORT(c, n, path, "expected %s, got '%.*s%s'", want,
+			      DIAG_SHOW(scalar_text(n)));
 	return REPORT(c, n, path, "expected %s, got %s", want, kind_name(n));
 }
 
@@ -224,7 +209,7 @@ static const char *scalar_of(struct pctx *c, const yaml_node_t *n, const char *p
 		return NULL;
 	}
 	if (strlen(s) != n->data.scalar.length) {
-		REPORT(c, n, path, "'%.*s%s' contains a NUL character (expected %s)", SHOW(s),
+		REPORT(c, n, path, "'%.*s%s' contains a NUL character (expected %s)", DIAG_SHOW(s),
 		       want);
 		return NULL;
 	}
@@ -263,291 +248,16 @@ static int path_index(struct pctx *c, char *buf, const char *parent, int i)
 	return path_fmt(c, buf, "%s[%d]", parent, i);
 }
 
-/*
- * "a, b or c" from the non-empty names of a table whose rows start with a
- * const char *name; cut short (still terminated) if @len is too small.
- */
-/* Append @name as item @i of @total to the "a, b or c" in @buf: 0, or -1 once cut. */
-static int join_append(char *buf, size_t len, size_t *off, size_t i, size_t total, const char *name)
-{
-	const char *sep = i == 0 ? "" : i + 1 < total ? ", " : " or ";
-	int w = snprintf(buf + *off, len - *off, "%s%s", sep, name);
-
-	if (w < 0 || (size_t)w >= len - *off)
-		return -1;
-	*off += w;
-	return 0;
-}
-
-static void join_names(char *buf, size_t len, const void *table, size_t n, size_t stride)
-{
-	const char *row = table;
-	size_t i, total = 0, done = 0, off = 0;
-
-	/* A false positive: the analyzer does not follow a stride through a table's rows. */
-	/* NOLINTBEGIN(clang-analyzer-core.NullDereference) */
-	for (i = 0; i < n; i++)
-		total += **(const char *const *)(row + i * stride) != '\0';
-	/* NOLINTEND(clang-analyzer-core.NullDereference) */
-	buf[0] = '\0';
-	for (i = 0; i < n; i++) {
-		const char *name = *(const char *const *)(row + i * stride);
-
-		if (!name[0])
-			continue;
-		if (join_append(buf, len, &off, done++, total, name))
-			return;
-	}
-}
-
-/* "eth0, eth1 or eth2" from @n interface names; cut short (still terminated) like join_names(). */
+/* "eth0, eth1 or eth2" from @n interface names; cut short (still terminated) like names_join(). */
 static void join_ifnames(char *buf, size_t len, const char (*names)[POLICY_IFNAME_LEN], size_t n)
 {
 	size_t i, off = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < n; i++) {
-		if (join_append(buf, len, &off, i, n, names[i]))
+		if (names_join_one(buf, len, &off, i, n, names[i]))
 			return;
 	}
-}
-
-/* ---- numbers and units ------------------------------------------------- */
-
-enum qty_err {
-	QTY_OK = 0,
-	QTY_NO_NUMBER, /* no digit where the number starts */
-	QTY_DECIMAL,   /* digits, then '.' */
-	QTY_RANGE,     /* does not fit in a __u64 */
-};
-
-/* The decimal digits at *@s (before @end) into *@n; *@s moves past them. */
-static enum qty_err scan_count(const char **s, const char *end, __u64 *n)
-{
-	const char *p = *s;
-	__u64 v = 0;
-
-	for (; p < end && isdigit((unsigned char)*p); p++) {
-		if (__builtin_mul_overflow(v, DECIMAL_BASE, &v) ||
-		    __builtin_add_overflow(v, (__u64)(*p - '0'), &v))
-			return QTY_RANGE;
-	}
-	if (p == *s)
-		return QTY_NO_NUMBER;
-	if (p < end && *p == '.')
-		return QTY_DECIMAL;
-	*s = p;
-	*n = v;
-	return QTY_OK;
-}
-
-/* A whole string of decimal digits: 0, or -EINVAL, or -ERANGE. */
-static int parse_u64(const char *s, const char *end, __u64 *n)
-{
-	switch (scan_count(&s, end, n)) {
-	case QTY_OK: return s == end ? 0 : -EINVAL;
-	case QTY_RANGE: return -ERANGE;
-	default: return -EINVAL;
-	}
-}
-
-/* What follows the number of a rate or a burst. */
-struct amount_unit {
-	const char *name; /* as written; "" for packets; first member, see join_names() */
-	__u64 mult;	  /* bytes or bits per unit */
-	enum sluice_cost cost;
-	int is_bits;
-};
-
-static const struct amount_unit amount_units[] = {
-	{ "", 1, SLUICE_COST_PKTS, 0 },
-	{ "B", 1, SLUICE_COST_BYTES, 0 },
-	{ "kB", SI_KILO, SLUICE_COST_BYTES, 0 },
-	{ "MB", SI_MEGA, SLUICE_COST_BYTES, 0 },
-	{ "GB", SI_GIGA, SLUICE_COST_BYTES, 0 },
-	{ "bit", 1, SLUICE_COST_BYTES, 1 },
-	{ "kbit", SI_KILO, SLUICE_COST_BYTES, 1 },
-	{ "Mbit", SI_MEGA, SLUICE_COST_BYTES, 1 },
-	{ "Gbit", SI_GIGA, SLUICE_COST_BYTES, 1 },
-};
-
-struct period_unit {
-	const char *name;
-	__u64 ns;
-};
-
-/* PERIOD_EXPECTED names one spelling of each; keep it in step. */
-static const struct period_unit period_units[] = {
-	{ "s", SLUICE_NSEC_PER_SEC },  { "sec", SLUICE_NSEC_PER_SEC },
-	{ "m", SLUICE_NSEC_PER_MIN },  { "min", SLUICE_NSEC_PER_MIN },
-	{ "h", SLUICE_NSEC_PER_HOUR }, { "hour", SLUICE_NSEC_PER_HOUR },
-	{ "d", SLUICE_NSEC_PER_DAY },  { "day", SLUICE_NSEC_PER_DAY },
-};
-
-/* The duration units; DURATION_EXPECTED-style messages list them with join_names(). */
-static const struct period_unit duration_units[] = {
-	{ "ms", SLUICE_NSEC_PER_MSEC }, { "s", SLUICE_NSEC_PER_SEC },  { "m", SLUICE_NSEC_PER_MIN },
-	{ "min", SLUICE_NSEC_PER_MIN }, { "h", SLUICE_NSEC_PER_HOUR },
-};
-
-static const struct amount_unit *find_amount_unit(const char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(amount_units); i++) {
-		if (strlen(amount_units[i].name) == len && !memcmp(amount_units[i].name, s, len))
-			return &amount_units[i];
-	}
-	return NULL;
-}
-
-static const struct period_unit *find_period_unit(const struct period_unit *units, size_t n,
-						  const char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (strlen(units[i].name) == len && !memcmp(units[i].name, s, len))
-			return &units[i];
-	}
-	return NULL;
-}
-
-static void amount_unit_names(char *buf, size_t len)
-{
-	join_names(buf, len, amount_units, ARRAY_SIZE(amount_units), sizeof(amount_units[0]));
-}
-
-/* ---- rates -------------------------------------------------------------- */
-
-/* "'S' is not WHAT: CAUSE" into @err, cut to @errlen; returns -EINVAL. */
-__attribute__((format(printf, 5, 6))) static int
-value_error(char *err, size_t errlen, const char *s, const char *what, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!errlen)
-		return -EINVAL;
-	n = snprintf(err, errlen, "'%.*s%s' is not %s: ", SHOW(s), what);
-	if (n < 0 || (size_t)n >= errlen)
-		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - n, fmt, ap); /* a cut message is still a message */
-	va_end(ap);
-	return -EINVAL;
-}
-
-#define rate_error(err, errlen, s, ...) value_error((err), (errlen), (s), "a rate", __VA_ARGS__)
-
-/* "<N>[<unit>]" of @s up to @slash: the amount in units, and the unit. */
-static int rate_amount(const char *s, const char *slash, __u64 *amount,
-		       const struct amount_unit **unit, char *err, size_t errlen)
-{
-	char names[DIAG_MSG_LEN / 2];
-	const char *p = s;
-
-	switch (scan_count(&p, slash, amount)) {
-	case QTY_OK: break;
-	case QTY_NO_NUMBER:
-		return rate_error(err, errlen, s,
-				  "no count before the unit "
-				  "(expected a positive integer, such as 100/s)");
-	case QTY_DECIMAL:
-		return rate_error(err, errlen, s,
-				  "decimals are not supported; use a smaller unit "
-				  "or a longer period, such as 2500kbit/s instead of 2.5Mbit/s");
-	case QTY_RANGE: return rate_error(err, errlen, s, "the count does not fit in 64 bits");
-	}
-	*unit = find_amount_unit(p, slash - p);
-	if (!*unit) {
-		amount_unit_names(names, sizeof(names));
-		return rate_error(err, errlen, s,
-				  "unknown unit '%.*s' (expected none for packets, or %s)",
-				  show_len(slash - p), p, names);
-	}
-	if (*amount == 0)
-		return rate_error(err, errlen, s,
-				  "a rate of zero admits nothing (expected at least 1)");
-	if (__builtin_mul_overflow(*amount, (*unit)->mult, amount))
-		return rate_error(err, errlen, s, "the amount does not fit in 64 bits");
-	return 0;
-}
-
-/* "[<M>]<period>" at @p, the part after the slash of @s. */
-static int rate_period(const char *s, const char *p, __u64 *period_ns, char *err, size_t errlen)
-{
-	const char *end = p + strlen(p);
-	const struct period_unit *u;
-	__u64 count = 1;
-
-	switch (scan_count(&p, end, &count)) {
-	case QTY_OK:
-		if (count == 0)
-			return rate_error(err, errlen, s,
-					  "the period count is zero "
-					  "(expected a positive count such as 15m)");
-		break;
-	case QTY_NO_NUMBER: break;
-	case QTY_DECIMAL:
-		return rate_error(err, errlen, s,
-				  "decimals are not supported; use a smaller unit, "
-				  "such as 90m instead of 1.5h");
-	case QTY_RANGE:
-		return rate_error(err, errlen, s, "the period does not fit in 64-bit nanoseconds");
-	}
-	if (p == end)
-		return rate_error(err, errlen, s, "no unit after the '/' (expected %s)",
-				  PERIOD_EXPECTED);
-	u = find_period_unit(period_units, ARRAY_SIZE(period_units), p, end - p);
-	if (!u)
-		return rate_error(err, errlen, s, "unknown unit '%.*s' (expected %s)",
-				  show_len(end - p), p, PERIOD_EXPECTED);
-	if (__builtin_mul_overflow(count, u->ns, period_ns))
-		return rate_error(err, errlen, s, "the period does not fit in 64-bit nanoseconds");
-	return 0;
-}
-
-int policy_parse_rate(const char *s, struct policy_rate *out, char *err, size_t errlen)
-{
-	const struct amount_unit *unit = NULL;
-	const char *slash;
-	__u64 amount = 0, period_ns = 0;
-	int err_rate;
-
-	if (s[strcspn(s, " \t")])
-		return rate_error(err, errlen, s,
-				  "it contains a space (expected no spaces, such as 100/s)");
-	slash = strchr(s, '/');
-	if (!slash)
-		return rate_error(err, errlen, s,
-				  "no period "
-				  "(expected a rate such as 100/s or 10Mbit/s)");
-	err_rate = rate_amount(s, slash, &amount, &unit, err, errlen);
-	if (err_rate)
-		return err_rate;
-	err_rate = rate_period(s, slash + 1, &period_ns, err, errlen);
-	if (err_rate)
-		return err_rate;
-	/* Bits per (8 × period) is bytes per period, exactly and without division. */
-	if (unit->is_bits && __builtin_mul_overflow(period_ns, BITS_PER_BYTE, &period_ns))
-		return rate_error(err, errlen, s, "the period does not fit in 64-bit nanoseconds");
-	out->amount = amount;
-	out->period_ns = period_ns;
-	out->cost = unit->cost;
-	return 0;
-}
-
-/*
- * -1, 0 or 1 as @a admits less than, as much as or more than @b over any
- * time; both count the same cost unit. Exact: each product is below 2^128.
- */
-static int rate_cmp(const struct policy_rate *a, const struct policy_rate *b)
-{
-	unsigned __int128 x = (unsigned __int128)a->amount * b->period_ns;
-	unsigned __int128 y = (unsigned __int128)b->amount * a->period_ns;
-
-	return (x > y) - (x < y);
 }
 
 /*
@@ -583,94 +293,10 @@ static __u64 scale_ceil(__u64 n, unsigned __int128 num, unsigned __int128 den)
 	return q + (r != 0);
 }
 
-/* ---- durations ------------------------------------------------------------ */
-
-#define duration_error(err, errlen, s, ...)                                                        \
-	value_error((err), (errlen), (s), "a duration", __VA_ARGS__)
-
-static void duration_unit_names(char *buf, size_t len)
-{
-	join_names(buf, len, duration_units, ARRAY_SIZE(duration_units), sizeof(duration_units[0]));
-}
-
-/* "<N><unit>" with N >= 0: whether zero is allowed is the caller's to say. */
-static int scan_duration(const char *s, __u64 *ns, char *err, size_t errlen)
-{
-	const char *p = s, *end = s + strlen(s);
-	char names[DIAG_MSG_LEN / 2];
-	const struct period_unit *u;
-	__u64 n = 0;
-
-	if (s[strcspn(s, " \t")])
-		return duration_error(err, errlen, s,
-				      "it contains a space (expected no spaces, such as 5s)");
-	switch (scan_count(&p, end, &n)) {
-	case QTY_OK: break;
-	case QTY_NO_NUMBER:
-		return duration_error(err, errlen, s,
-				      "no count before the unit (expected a "
-				      "positive integer and a unit, such as 250ms or 5s)");
-	case QTY_DECIMAL:
-		return duration_error(err, errlen, s,
-				      "decimals are not supported; use a smaller "
-				      "unit, such as 1500ms instead of 1.5s");
-	case QTY_RANGE: return duration_error(err, errlen, s, "the count does not fit in 64 bits");
-	}
-	duration_unit_names(names, sizeof(names));
-	if (p == end)
-		return duration_error(err, errlen, s,
-				      "no unit after the count (expected %s, "
-				      "such as 5s)",
-				      names);
-	u = find_period_unit(duration_units, ARRAY_SIZE(duration_units), p, end - p);
-	if (!u)
-		return duration_error(err, errlen, s, "unknown unit '%.*s' (expected %s)",
-				      show_len(end - p), p, names);
-	if (__builtin_mul_overflow(n, u->ns, ns))
-		return duration_error(err, errlen, s, "it does not fit in 64-bit nanoseconds");
-	return 0;
-}
-
-int policy_parse_duration(const char *s, __u64 *ns, char *err, size_t errlen)
-{
-	__u64 v = 0;
-	int ret = scan_duration(s, &v, err, errlen);
-
-	if (ret)
-		return ret;
-	if (v == 0)
-		return duration_error(err, errlen, s,
-				      "it is zero (expected a positive duration, "
-				      "such as 5s)");
-	*ns = v;
-	return 0;
-}
-
-#define DURATION_TEXT_LEN 32 /* "18446744073709551615ns" and the NUL */
-
-/* @ns in the largest unit that holds it exactly, for messages: "2s", "30min", "15ms". */
-static const char *duration_text(char *buf, __u64 ns)
-{
-	size_t i = ARRAY_SIZE(duration_units);
-	int n;
-
-	while (i-- > 0) {
-		if (ns && ns % duration_units[i].ns == 0)
-			break;
-	}
-	if (i < ARRAY_SIZE(duration_units))
-		n = snprintf(buf, DURATION_TEXT_LEN, "%llu%s", ns / duration_units[i].ns,
-			     duration_units[i].name);
-	else
-		n = snprintf(buf, DURATION_TEXT_LEN, "%lluns", ns);
-	if (n < 0 || n >= DURATION_TEXT_LEN)
-		buf[0] = '\0'; /* cannot happen: DURATION_TEXT_LEN holds any __u64 and a unit */
-	return buf;
-}
-
 /* ---- prefixes ------------------------------------------------------------- */
 
-#define prefix_error(err, errlen, s, ...) value_error((err), (errlen), (s), "a prefix", __VA_ARGS__)
+#define prefix_error(err, errlen, s, ...)                                                          \
+	diag_value_error((err), (errlen), (s), "a prefix", __VA_ARGS__)
 
 static int prefix_equal(const struct policy_prefix *a, const struct policy_prefix *b)
 {
@@ -726,9 +352,9 @@ static int host_bits_error(char *err, size_t errlen, const char *s, const struct
 	addr_mask(p->addr, p->bits, net);
 	/* A cut message is still a message; snprintf() terminates it. */
 	if (addr_text(text, sizeof(text), net, p->bits))
-		snprintf(err, errlen, "'%.*s%s' has host bits set", SHOW(s));
+		snprintf(err, errlen, "'%.*s%s' has host bits set", DIAG_SHOW(s));
 	else
-		snprintf(err, errlen, "'%.*s%s' has host bits set (did you mean %s?)", SHOW(s),
+		snprintf(err, errlen, "'%.*s%s' has host bits set (did you mean %s?)", DIAG_SHOW(s),
 			 text);
 	return -EINVAL;
 }
@@ -737,7 +363,7 @@ static int host_bits_error(char *err, size_t errlen, const char *s, const struct
 static int prefix_length(const char *s, const char *p, __u64 max_bits, int is_ipv6, __u64 *bits,
 			 char *err, size_t errlen)
 {
-	int ret = parse_u64(p, p + strlen(p), bits);
+	int ret = units_parse_u64(p, p + strlen(p), bits);
 
 	if (!p[0])
 		return prefix_error(err, errlen, s, "no length after the '/' (expected 0 to %llu)",
@@ -746,12 +372,12 @@ static int prefix_length(const char *s, const char *p, __u64 max_bits, int is_ip
 		return prefix_error(err, errlen, s,
 				    "the length '%.*s%s' is not a number "
 				    "(expected 0 to %llu)",
-				    SHOW(p), max_bits);
+				    DIAG_SHOW(p), max_bits);
 	if (ret || *bits > max_bits)
 		return prefix_error(err, errlen, s,
 				    "the length /%.*s%s is out of range "
 				    "(expected 0 to %llu for %s)",
-				    SHOW(p), max_bits, is_ipv6 ? "IPv6" : "IPv4");
+				    DIAG_SHOW(p), max_bits, is_ipv6 ? "IPv6" : "IPv4");
 	return 0;
 }
 
@@ -769,8 +395,8 @@ static int address_error(char *err, size_t errlen, const char *s, size_t addr_le
 	return prefix_error(err, errlen, s,
 			    "'%.*s%s' is not an %s address (expected an address "
 			    "such as %s)",
-			    show_len(addr_len), s, addr_len > VALUE_SHOW_MAX ? "..." : "", family,
-			    example);
+			    diag_show_len(addr_len), s, addr_len > DIAG_SHOW_MAX ? "..." : "",
+			    family, example);
 }
 
 int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen)
@@ -824,9 +450,9 @@ static int walk__unknown(struct pctx *c, const struct walk *w, const yaml_node_t
 {
 	char names[DIAG_MSG_LEN / 2];
 
-	join_names(names, sizeof(names), w->fields, w->n_fields, sizeof(w->fields[0]));
-	return REPORT(c, k, w->path, "unknown key '%.*s%s' (expected %s)", SHOW(scalar_text(k)),
-		      names);
+	names_join(names, sizeof(names), w->fields, w->n_fields, sizeof(w->fields[0]));
+	return REPORT(c, k, w->path, "unknown key '%.*s%s' (expected %s)",
+		      DIAG_SHOW(scalar_text(k)), names);
 }
 
 /* Sort the mapping's pairs into table rows; report unknown and duplicate keys. */
@@ -904,9 +530,9 @@ static int report_bad_char(struct pctx *c, const yaml_node_t *val, const char *p
 
 	if (isascii(ch) && isprint(ch))
 		return REPORT(c, val, path, "%s '%.*s%s' has a bad character '%c' (%s)", what,
-			      SHOW(s), ch, allowed);
-	return REPORT(c, val, path, "%s '%.*s%s' has a bad byte 0x%02x (%s)", what, SHOW(s), ch,
-		      allowed);
+			      DIAG_SHOW(s), ch, allowed);
+	return REPORT(c, val, path, "%s '%.*s%s' has a bad byte 0x%02x (%s)", what, DIAG_SHOW(s),
+		      ch, allowed);
 }
 
 /* A prefix length 1..@max_bits. */
@@ -919,23 +545,23 @@ static int parse_prefix_len(struct pctx *c, const yaml_node_t *val, const char *
 
 	if (!s)
 		return -EINVAL;
-	err = parse_u64(s, s + strlen(s), &bits);
+	err = units_parse_u64(s, s + strlen(s), &bits);
 	if (err == -EINVAL)
 		return REPORT(c, val, path,
 			      "prefix length '%.*s%s' is not a number "
 			      "(expected 1 to %llu)",
-			      SHOW(s), max_bits);
+			      DIAG_SHOW(s), max_bits);
 	if (err || bits > max_bits)
 		return REPORT(c, val, path,
 			      "prefix length '%.*s%s' is out of range "
 			      "(expected 1 to %llu)",
-			      SHOW(s), max_bits);
+			      DIAG_SHOW(s), max_bits);
 	if (bits == 0)
 		return REPORT(c, val, path,
 			      "prefix length '%.*s%s' is out of range "
 			      "(expected 1 to %llu); for one bucket shared by all sources, "
 			      "leave out 'key'",
-			      SHOW(s), max_bits);
+			      DIAG_SHOW(s), max_bits);
 	*out = (__u8)bits;
 	return 0;
 }
@@ -955,12 +581,13 @@ static int parse_bool(struct pctx *c, const yaml_node_t *val, const char *path, 
 			return 0;
 		}
 	}
-	return REPORT(c, val, path, "'%.*s%s' is not a boolean (expected true or false)", SHOW(s));
+	return REPORT(c, val, path, "'%.*s%s' is not a boolean (expected true or false)",
+		      DIAG_SHOW(s));
 }
 
 /* A name of an enum's value, as written in the file. */
 struct enum_name {
-	const char *name; /* first member, see join_names() */
+	const char *name; /* first member, see names_join() */
 	int value;
 };
 
@@ -972,7 +599,7 @@ static int parse_enum(struct pctx *c, const yaml_node_t *val, const char *path, 
 	const char *s;
 	size_t i;
 
-	join_names(want, sizeof(want), names, n, sizeof(names[0]));
+	names_join(want, sizeof(want), names, n, sizeof(names[0]));
 	s = scalar_of(c, val, path, want);
 	if (!s)
 		return -EINVAL;
@@ -982,7 +609,7 @@ static int parse_enum(struct pctx *c, const yaml_node_t *val, const char *path, 
 			return 0;
 		}
 	}
-	return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", what, SHOW(s), want);
+	return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", what, DIAG_SHOW(s), want);
 }
 
 /* An interface name as the kernel takes it: 1..15 bytes, no '/', ':' or space. */
@@ -998,7 +625,7 @@ static const char *ifname_of(struct pctx *c, const yaml_node_t *item, const char
 		REPORT(c, item, path,
 		       "interface name '%.*s%s' is too long: %zu characters "
 		       "(at most %d)",
-		       SHOW(s), len, POLICY_IFNAME_LEN - 1);
+		       DIAG_SHOW(s), len, POLICY_IFNAME_LEN - 1);
 		return NULL;
 	}
 	if (s[strcspn(s, IFNAME_BAD_CHARS)]) {
@@ -1108,7 +735,7 @@ static int report_duplicates(struct pctx *c, const struct policy_prefix_list *li
 		if (item && !path_index(c, first, path, (int)(sorted[head] - list->v)))
 			err = REPORT(c, item, ipath,
 				     "prefix '%.*s%s' is listed twice (first as %s)",
-				     SHOW(scalar_text(item)), first);
+				     DIAG_SHOW(scalar_text(item)), first);
 	}
 	free(sorted);
 	return err;
@@ -1153,7 +780,7 @@ enum match_field {
 };
 
 struct proto_name {
-	const char *name; /* first member, see join_names() */
+	const char *name; /* first member, see names_join() */
 	__u8 proto;
 };
 
@@ -1177,9 +804,9 @@ static int parse_proto(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 			return 0;
 		}
 	}
-	join_names(names, sizeof(names), proto_names, ARRAY_SIZE(proto_names),
+	names_join(names, sizeof(names), proto_names, ARRAY_SIZE(proto_names),
 		   sizeof(proto_names[0]));
-	return REPORT(c, val, path, "unknown protocol '%.*s%s' (expected %s)", SHOW(s), names);
+	return REPORT(c, val, path, "unknown protocol '%.*s%s' (expected %s)", DIAG_SHOW(s), names);
 }
 
 /* The proto as the user wrote it, for messages; the default when absent. */
@@ -1201,8 +828,8 @@ static enum port_err scan_ports(const char *s, __u64 *lo, __u64 *hi)
 	const char *dash = strchr(s, '-');
 	int err_lo, err_hi;
 
-	err_lo = parse_u64(s, dash ? dash : end, lo);
-	err_hi = dash ? parse_u64(dash + 1, end, hi) : err_lo;
+	err_lo = units_parse_u64(s, dash ? dash : end, lo);
+	err_hi = dash ? units_parse_u64(dash + 1, end, hi) : err_lo;
 	if (!dash)
 		*hi = *lo;
 	if (err_lo == -EINVAL || err_hi == -EINVAL)
@@ -1225,15 +852,15 @@ static int parse_dst_port(struct pctx *c, struct walk *w, const yaml_node_t *val
 	case PORTS_OK: break;
 	case PORTS_SYNTAX:
 		return REPORT(c, val, path, "'%.*s%s' is not a port or a port range (expected %s)",
-			      SHOW(s), PORT_EXPECTED);
+			      DIAG_SHOW(s), PORT_EXPECTED);
 	case PORTS_RANGE:
 		return REPORT(c, val, path, "port '%.*s%s' is out of range (expected %d to %d)",
-			      SHOW(s), PORT_MIN, PORT_MAX);
+			      DIAG_SHOW(s), PORT_MIN, PORT_MAX);
 	case PORTS_BACKWARDS:
 		return REPORT(c, val, path,
 			      "port range '%.*s%s' is backwards (expected low-high, "
 			      "such as \"%llu-%llu\")",
-			      SHOW(s), hi, lo);
+			      DIAG_SHOW(s), hi, lo);
 	}
 	if (walk__ok(w, MATCHF_PROTO) && m->proto != IPPROTO_TCP && m->proto != IPPROTO_UDP &&
 	    m->proto != POLICY_PROTO_ANY)
@@ -1280,7 +907,7 @@ static int report_excludes_nothing(struct pctx *c, const yaml_node_t *val, const
 	return REPORT(c, item, ipath,
 		      "'%.*s%s' excludes nothing: it is not inside any src prefix "
 		      "(expected a prefix inside one of src)",
-		      SHOW(scalar_text(item)));
+		      DIAG_SHOW(scalar_text(item)));
 }
 
 /*
@@ -1493,11 +1120,6 @@ static const struct class_defaults class_defaults[SLUICE_CLASS_MAX] = {
 				 POLICY_CLOSED_AFTER_NS_ABUSE },
 };
 
-static const char *const cost_names[SLUICE_COST_MAX] = {
-	[SLUICE_COST_PKTS] = "packets",
-	[SLUICE_COST_BYTES] = "bytes",
-};
-
 static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	const struct policy_slot *slot = w->obj;
@@ -1511,7 +1133,7 @@ static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 		return REPORT(c, val, path,
 			      "policy name '%.*s%s' is too long: %zu characters "
 			      "(at most %d)",
-			      SHOW(s), len, SLUICE_NAME_LEN - 1);
+			      DIAG_SHOW(s), len, SLUICE_NAME_LEN - 1);
 	i = strspn(s, POLICY_NAME_CHARS);
 	if (s[i])
 		return report_bad_char(c, val, path, "policy name", s, i,
@@ -1585,15 +1207,15 @@ static int burst_in_cost_units(struct pctx *c, struct walk *w, const yaml_node_t
 		return REPORT(c, val, path,
 			      "%s '%.*s%s' is a size but rate '%.*s%s' counts "
 			      "packets (expected a packet count such as 200)",
-			      what, SHOW(s), SHOW(scalar_text(w->val[POLF_RATE])));
+			      what, DIAG_SHOW(s), DIAG_SHOW(scalar_text(w->val[POLF_RATE])));
 	if (__builtin_mul_overflow(n, u->mult, &total))
 		return REPORT(c, val, path, "'%.*s%s' is not a burst: it does not fit in 64 bits",
-			      SHOW(s));
+			      DIAG_SHOW(s));
 	if (u->is_bits && total % BITS_PER_BYTE)
 		return REPORT(c, val, path,
 			      "%s '%.*s%s' is not a whole number of bytes "
 			      "(expected a multiple of 8 bits)",
-			      what, SHOW(s));
+			      what, DIAG_SHOW(s));
 	*out = u->is_bits ? total / BITS_PER_BYTE : total;
 	return 0;
 }
@@ -1614,35 +1236,35 @@ static int scan_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 
 	if (!s)
 		return -EINVAL;
-	switch (scan_count(&p, s + strlen(s), &n)) {
+	switch (units_scan_count(&p, s + strlen(s), &n)) {
 	case QTY_OK: break;
 	case QTY_NO_NUMBER:
 		return REPORT(c, val, path,
 			      "'%.*s%s' is not a burst: no number (expected a "
 			      "positive integer such as 200, or 64kB for a byte rate)",
-			      SHOW(s));
+			      DIAG_SHOW(s));
 	case QTY_DECIMAL:
 		return REPORT(c, val, path,
 			      "'%.*s%s' is not a burst: decimals are not supported "
 			      "(expected a whole number, such as 1500B instead of 1.5kB)",
-			      SHOW(s));
+			      DIAG_SHOW(s));
 	case QTY_RANGE:
 		return REPORT(c, val, path, "'%.*s%s' is not a burst: it does not fit in 64 bits",
-			      SHOW(s));
+			      DIAG_SHOW(s));
 	}
-	u = find_amount_unit(p, strlen(p));
+	u = units_find_amount(p, strlen(p));
 	if (!u) {
-		amount_unit_names(names, sizeof(names));
+		units_amount_names(names, sizeof(names));
 		return REPORT(c, val, path,
 			      "'%.*s%s' is not a burst: unknown unit '%.*s%s' "
 			      "(expected none, or %s for a byte rate)",
-			      SHOW(s), SHOW(p), names);
+			      DIAG_SHOW(s), DIAG_SHOW(p), names);
 	}
 	if (n == 0)
 		return REPORT(c, val, path,
 			      "'%.*s%s' is not a burst: a burst of zero admits "
 			      "nothing (expected at least 1)",
-			      SHOW(s));
+			      DIAG_SHOW(s));
 	return burst_in_cost_units(c, w, val, path, what, n, u, out);
 }
 
@@ -1787,7 +1409,7 @@ static int parse_closed_after(struct pctx *c, struct walk *w, const yaml_node_t 
 		slot_policy(w)->closed_after_ns = 0; /* degraded for as long as the fault lasts */
 		return 0;
 	}
-	if (scan_duration(s, &ns, err, sizeof(err)))
+	if (units_scan_duration(s, &ns, err, sizeof(err)))
 		return REPORT(c, val, path, "%s", err);
 	if (ns == 0)
 		return REPORT(
@@ -1795,7 +1417,7 @@ static int parse_closed_after(struct pctx *c, struct walk *w, const yaml_node_t 
 			"closed_after '%.*s%s' is zero (expected a positive "
 			"duration such as 30s, or never); to close at once, set on_agent_loss "
 			"or on_store_error to closed",
-			SHOW(s));
+			DIAG_SHOW(s));
 	if (check_closed_after_applies(c, w, val, path))
 		return -EINVAL;
 	slot_policy(w)->closed_after_ns = ns;
@@ -1813,13 +1435,13 @@ static int check_local_rate(struct pctx *c, const struct walk *w, const yaml_nod
 		return REPORT(c, val, path,
 			      "local_limit '%.*s%s' counts %s but rate '%.*s%s' "
 			      "counts %s (expected the rate's unit)",
-			      SHOW(s), cost_names[p->local_rate.cost], SHOW(rate),
-			      cost_names[p->rate.cost]);
-	if (rate_cmp(&p->local_rate, &p->rate) > 0)
+			      DIAG_SHOW(s), sluice_cost_names[p->local_rate.cost], DIAG_SHOW(rate),
+			      sluice_cost_names[p->rate.cost]);
+	if (policy_rate_cmp(&p->local_rate, &p->rate) > 0)
 		return REPORT(c, val, path,
 			      "local_limit '%.*s%s' is looser than rate '%.*s%s' "
 			      "(expected at most the rate)",
-			      SHOW(s), SHOW(rate));
+			      DIAG_SHOW(s), DIAG_SHOW(rate));
 	return 0;
 }
 
@@ -1856,7 +1478,8 @@ static int parse_local_burst(struct pctx *c, struct walk *w, const yaml_node_t *
 		return REPORT(c, val, path,
 			      "local_burst '%.*s%s' is more than burst '%.*s%s' "
 			      "(expected at most the burst)",
-			      SHOW(scalar_text(val)), SHOW(scalar_text(w->val[POLF_BURST])));
+			      DIAG_SHOW(scalar_text(val)),
+			      DIAG_SHOW(scalar_text(w->val[POLF_BURST])));
 	p->local_burst = n;
 	return 0;
 }
@@ -2013,8 +1636,8 @@ static int policy_decides_first(const struct policy *earlier, const struct polic
 	       earlier->keyed == later->keyed && earlier->ipv4_prefix == later->ipv4_prefix &&
 	       earlier->ipv6_prefix == later->ipv6_prefix &&
 	       earlier->rate.cost == later->rate.cost &&
-	       rate_cmp(&earlier->rate, &later->rate) <= 0 && earlier->burst <= later->burst &&
-	       match_equal(&earlier->match, &later->match);
+	       policy_rate_cmp(&earlier->rate, &later->rate) <= 0 &&
+	       earlier->burst <= later->burst && match_equal(&earlier->match, &later->match);
 }
 
 /* Report each valid policy (@ok[i]) that an earlier valid one always decides before. */
@@ -2145,21 +1768,21 @@ static int parse_duration_value(struct pctx *c, const yaml_node_t *val, const ch
 static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct policy_set *ps = w->obj;
-	char bound[DURATION_TEXT_LEN];
+	char bound[UNITS_TEXT_LEN];
 	__u64 ns = 0;
 
 	if (parse_duration_value(c, val, path, &ns))
 		return -EINVAL;
 	if (ns < HEARTBEAT_NS_MIN)
-		return REPORT(c, val, path,
-			      "heartbeat '%.*s%s' is too short (expected at least %s)",
-			      SHOW(scalar_text(val)), duration_text(bound, HEARTBEAT_NS_MIN));
+		return REPORT(
+			c, val, path, "heartbeat '%.*s%s' is too short (expected at least %s)",
+			DIAG_SHOW(scalar_text(val)), units_duration_exact(bound, HEARTBEAT_NS_MIN));
 	if (ns > HEARTBEAT_NS_MAX)
 		return REPORT(c, val, path,
 			      "heartbeat '%.*s%s' is too long (expected at most %s, "
 			      "as the timeout is at most %d heartbeats and at most 1h)",
-			      SHOW(scalar_text(val)), duration_text(bound, HEARTBEAT_NS_MAX),
-			      HEARTBEAT_TIMEOUTS);
+			      DIAG_SHOW(scalar_text(val)),
+			      units_duration_exact(bound, HEARTBEAT_NS_MAX), HEARTBEAT_TIMEOUTS);
 	ps->heartbeat_ns = ns;
 	return 0;
 }
@@ -2167,14 +1790,15 @@ static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *va
 static int parse_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct policy_set *ps = w->obj;
-	char need[DURATION_TEXT_LEN], beat[DURATION_TEXT_LEN];
+	char need[UNITS_TEXT_LEN], beat[UNITS_TEXT_LEN];
 	__u64 ns = 0;
 
 	if (parse_duration_value(c, val, path, &ns))
 		return -EINVAL;
 	if (ns > AGENT_TIMEOUT_NS_MAX)
 		return REPORT(c, val, path, "timeout '%.*s%s' is too long (expected at most %s)",
-			      SHOW(scalar_text(val)), duration_text(need, AGENT_TIMEOUT_NS_MAX));
+			      DIAG_SHOW(scalar_text(val)),
+			      units_duration_exact(need, AGENT_TIMEOUT_NS_MAX));
 	/* With a bad heartbeat the user sees that error; don't guess at this one. */
 	if (w->val[AGENTF_HEARTBEAT] && !walk__ok(w, AGENTF_HEARTBEAT))
 		return 0;
@@ -2185,9 +1809,9 @@ static int parse_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val,
 			"timeout '%.*s%s' is shorter than %d heartbeats of %s "
 			"(expected at least %s); one late heartbeat would be taken for a lost "
 			"agent",
-			SHOW(scalar_text(val)), HEARTBEAT_TIMEOUTS,
-			duration_text(beat, ps->heartbeat_ns),
-			duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns));
+			DIAG_SHOW(scalar_text(val)), HEARTBEAT_TIMEOUTS,
+			units_duration_exact(beat, ps->heartbeat_ns),
+			units_duration_exact(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns));
 	ps->agent_timeout_ns = ns;
 	return 0;
 }
@@ -2201,7 +1825,7 @@ static const struct field agent_fields[AGENTF_MAX] = {
 static int check_default_timeout(struct pctx *c, const struct walk *aw)
 {
 	const struct policy_set *ps = aw->obj;
-	char need[DURATION_TEXT_LEN], dflt[DURATION_TEXT_LEN];
+	char need[UNITS_TEXT_LEN], dflt[UNITS_TEXT_LEN];
 	char path[DIAG_FIELD_LEN];
 
 	if (!walk__ok(aw, AGENTF_HEARTBEAT) || aw->val[AGENTF_TIMEOUT] ||
@@ -2212,9 +1836,9 @@ static int check_default_timeout(struct pctx *c, const struct walk *aw)
 	return REPORT(c, aw->val[AGENTF_HEARTBEAT], path,
 		      "heartbeat '%.*s%s' needs a timeout of "
 		      "at least %s, and the default is %s; set agent.timeout",
-		      SHOW(scalar_text(aw->val[AGENTF_HEARTBEAT])),
-		      duration_text(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns),
-		      duration_text(dflt, ps->agent_timeout_ns));
+		      DIAG_SHOW(scalar_text(aw->val[AGENTF_HEARTBEAT])),
+		      units_duration_exact(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns),
+		      units_duration_exact(dflt, ps->agent_timeout_ns));
 }
 
 static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
@@ -2279,10 +1903,10 @@ static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char
 	const char *addrs = s + strlen(URL_SENTINEL), *slash = strchr(addrs, '/'), *a, *comma;
 
 	if (!slash || !slash[1])
-		return REPORT(c, val, path, "'%.*s%s' has no master name (%s)", SHOW(s),
+		return REPORT(c, val, path, "'%.*s%s' has no master name (%s)", DIAG_SHOW(s),
 			      URL_EXPECTED);
 	if (slash == addrs)
-		return REPORT(c, val, path, "'%.*s%s' has no sentinel address (%s)", SHOW(s),
+		return REPORT(c, val, path, "'%.*s%s' has no sentinel address (%s)", DIAG_SHOW(s),
 			      URL_EXPECTED);
 	for (a = addrs;; a = comma + 1) {
 		comma = memchr(a, ',', slash - a);
@@ -2292,7 +1916,7 @@ static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char
 			return REPORT(c, val, path,
 				      "'%.*s' in '%.*s%s' is not a sentinel address (expected "
 				      "host:port with a port from %d to %d)",
-				      (int)(comma - a), a, SHOW(s), PORT_MIN, PORT_MAX);
+				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
 		if (comma == slash)
 			return 0;
 	}
@@ -2310,7 +1934,7 @@ static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *va
 			return -EINVAL;
 	} else if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) != 0 || !s[strlen(URL_REDIS)]) &&
 		   (strncmp(s, URL_UNIX, strlen(URL_UNIX)) != 0 || s[strlen(URL_UNIX)] != '/')) {
-		return REPORT(c, val, path, "'%.*s%s' is not a store URL (%s)", SHOW(s),
+		return REPORT(c, val, path, "'%.*s%s' is not a store URL (%s)", DIAG_SHOW(s),
 			      URL_EXPECTED);
 	}
 	if (strlen(s) >= sizeof(e->url))
@@ -2329,7 +1953,7 @@ static int parse_password_file(struct pctx *c, struct walk *w, const yaml_node_t
 	if (!s)
 		return -EINVAL;
 	if (!*s || strlen(s) >= sizeof(e->password_file))
-		return REPORT(c, val, path, "'%.*s%s' is not a file name", SHOW(s));
+		return REPORT(c, val, path, "'%.*s%s' is not a file name", DIAG_SHOW(s));
 	snprintf(e->password_file, sizeof(e->password_file), "%s", s);
 	return 0;
 }
@@ -2337,7 +1961,7 @@ static int parse_password_file(struct pctx *c, struct walk *w, const yaml_node_t
 static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val,
 			       const char *path)
 {
-	char bound[DURATION_TEXT_LEN];
+	char bound[UNITS_TEXT_LEN];
 	__u64 ns = 0;
 
 	if (parse_duration_value(c, val, path, &ns))
@@ -2346,7 +1970,8 @@ static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t
 		return REPORT(c, val, path,
 			      "timeout '%.*s%s' is out of range (expected more than 0 "
 			      "and at most %s: the store is asked on every sync)",
-			      SHOW(scalar_text(val)), duration_text(bound, STORE_TIMEOUT_NS_MAX));
+			      DIAG_SHOW(scalar_text(val)),
+			      units_duration_exact(bound, STORE_TIMEOUT_NS_MAX));
 	endpoint_of(w)->timeout_ns = ns;
 	return 0;
 }
@@ -2378,14 +2003,14 @@ static int parse_abuse_store(struct pctx *c, struct walk *w, const yaml_node_t *
 static int parse_store_interval(struct pctx *c, const yaml_node_t *val, const char *path,
 				__u64 min_ns, __u64 *out)
 {
-	char bound[DURATION_TEXT_LEN];
+	char bound[UNITS_TEXT_LEN];
 	__u64 ns = 0;
 
 	if (parse_duration_value(c, val, path, &ns))
 		return -EINVAL;
 	if (ns < min_ns)
 		return REPORT(c, val, path, "'%.*s%s' is too short (expected at least %s)",
-			      SHOW(scalar_text(val)), duration_text(bound, min_ns));
+			      DIAG_SHOW(scalar_text(val)), units_duration_exact(bound, min_ns));
 	*out = ns;
 	return 0;
 }
@@ -2416,10 +2041,10 @@ static int parse_name_into(struct pctx *c, const yaml_node_t *val, const char *p
 			return REPORT(c, val, path,
 				      "'%.*s%s' is not a name (expected printable "
 				      "characters, no spaces)",
-				      SHOW(s));
+				      DIAG_SHOW(s));
 	if (!i || i >= POLICY_NAME_MAX)
 		return REPORT(c, val, path, "'%.*s%s' is not a name (expected 1 to %d characters)",
-			      SHOW(s), POLICY_NAME_MAX - 1);
+			      DIAG_SHOW(s), POLICY_NAME_MAX - 1);
 	snprintf(out, POLICY_NAME_MAX, "%s", s);
 	return 0;
 }
@@ -2558,7 +2183,7 @@ static int scan_events(struct pctx *c, const char *buf, size_t len)
 			err = REPORT_AT(c, mark_pos(ev.start_mark), "",
 					"YAML alias '*%.*s%s' is not supported; write the value "
 					"out in full",
-					SHOW((const char *)ev.data.alias.anchor));
+					DIAG_SHOW((const char *)ev.data.alias.anchor));
 		} else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
 			err = REPORT_AT(c, mark_pos(ev.start_mark), "",
 					"a second YAML document is not supported "

@@ -12,17 +12,12 @@
 
 #include "sluice/abi.h"
 #include "base/diag.h"
+#include "policy/units.h"
 
 #define POLICY_PROTO_ANY      0 /* match every IP protocol; IPPROTO_IP is never a match value */
 #define POLICY_FILE_MAX_BYTES (1 << 20) /* larger policy files are refused */
 #define POLICY_IFNAME_LEN     16	/* IFNAMSIZ */
 #define POLICY_MAX_IFACES     64
-
-struct policy_rate {
-	__u64 amount;	 /* cost units admitted per period_ns: packets or bytes */
-	__u64 period_ns; /* > 0; bit rates are stored as bits per (8 × period) */
-	enum sluice_cost cost;
-};
 
 #define POLICY_MAX_PREFIXES	  1024	/* entries of one prefix list */
 #define POLICY_ALLOW_MAX_PREFIXES 65536 /* entries of the allowlist */
@@ -137,12 +132,6 @@ struct policy_set *policy_set__parse(const char *name, const char *buf, size_t l
 				     struct diag_list *diags);
 
 void policy_set__free(struct policy_set *ps);
-
-/* "100/s", "5/15m", "10Mbit/s": 0, or -EINVAL with a message in @err. */
-int policy_parse_rate(const char *s, struct policy_rate *out, char *err, size_t errlen);
-
-/* "250ms", "5s", "2m", "1h": 0, or -EINVAL with a message in @err. */
-int policy_parse_duration(const char *s, __u64 *ns, char *err, size_t errlen);
 
 /* "10.0.0.0/8", "2001:db8::/32", "192.0.2.1": 0, or -EINVAL with a message in @err. */
 int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen);
