@@ -149,7 +149,7 @@ static void test_gcra(void **state)
 {
 	const struct gcra_case *t = *state;
 	struct policy_rate rate = { .amount = 0, .period_ns = SLUICE_NSEC_PER_SEC };
-	struct gcra_params g = { 0 };
+	struct sluice_gcra g = { 0 };
 	char err[ERR_LEN] = "", perr[ERR_LEN] = "";
 	__u64 incr;
 	int rc;

@@ -36,7 +36,17 @@ const char *const sluice_mode_names[SLUICE_MODE_MAX] = {
 	[SLUICE_MODE_SHADOW] = "shadow",
 };
 
-/* The cost unit as messages about a policy name it. */
+/* A policy file writes these too: class, scope, and the cost in messages. */
+const char *const sluice_class_names[SLUICE_CLASS_MAX] = {
+	[SLUICE_CLASS_SHEDDING] = "shedding",
+	[SLUICE_CLASS_ABUSE] = "abuse",
+};
+
+const char *const sluice_scope_names[SLUICE_SCOPE_MAX] = {
+	[SLUICE_SCOPE_NODE] = "node",
+	[SLUICE_SCOPE_CLUSTER] = "cluster",
+};
+
 const char *const sluice_cost_names[SLUICE_COST_MAX] = {
 	[SLUICE_COST_PKTS] = "packets",
 	[SLUICE_COST_BYTES] = "bytes",
@@ -45,6 +55,17 @@ const char *const sluice_cost_names[SLUICE_COST_MAX] = {
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v)
 {
 	return v < n && names[v] ? names[v] : "?";
+}
+
+int sluice_name_find(const char *const *names, unsigned int n, unsigned int first, const char *word)
+{
+	unsigned int v;
+
+	for (v = first; v < n; v++) {
+		if (names[v] && !strcmp(names[v], word))
+			return (int)v;
+	}
+	return -1;
 }
 
 int names_join_one(char *buf, size_t len, size_t *off, size_t i, size_t total, const char *name)

@@ -16,10 +16,16 @@ extern const char *const sluice_total_names[SLUICE_TOTAL_MAX];
 extern const char *const sluice_pstat_names[SLUICE_PSTAT_MAX];
 extern const char *const sluice_fail_names[SLUICE_FAIL_MAX];
 extern const char *const sluice_mode_names[SLUICE_MODE_MAX];
+extern const char *const sluice_class_names[SLUICE_CLASS_MAX];
+extern const char *const sluice_scope_names[SLUICE_SCOPE_MAX];
 extern const char *const sluice_cost_names[SLUICE_COST_MAX];
 
 /* @names[@v], or "?" when @v is out of range (a map written by someone else). */
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v);
+
+/* The value @first..@n - 1 whose word in @names is @word, or -1. */
+int sluice_name_find(const char *const *names, unsigned int n, unsigned int first,
+		     const char *word);
 
 /*
  * "a, b or c" from the non-empty names of @n table rows @stride bytes

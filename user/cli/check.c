@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "base/addr.h"
+#include "base/names.h"
 #include "cli/cmd.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
@@ -181,13 +182,7 @@ static void add_ifnames(struct line *l, const char (*names)[POLICY_IFNAME_LEN], 
 
 static const char *proto_text(__u8 proto)
 {
-	switch (proto) {
-	case IPPROTO_TCP: return "tcp";
-	case IPPROTO_UDP: return "udp";
-	case IPPROTO_ICMP: return "icmp";
-	case IPPROTO_ICMPV6: return "icmpv6";
-	default: return "any protocol";
-	}
+	return proto == POLICY_PROTO_ANY ? "any protocol" : policy_proto_name(proto);
 }
 
 static void print_match(struct line *l, const struct policy_match *m)
@@ -233,10 +228,9 @@ static void print_key(struct line *l, const struct policy *p)
 static void print_header(struct line *l, const struct policy *p, const struct sluice_policy *sp)
 {
 	line__add(l, "%s (id %u): ", p->name, sp->id);
-	if (p->mode == SLUICE_MODE_ENFORCE)
-		line__add(l, "enforce: drops what is over the limit");
-	else
-		line__add(l, "shadow: counts would-drops, drops nothing");
+	line__add(l, "%s: %s", sluice_mode_names[p->mode],
+		  p->mode == SLUICE_MODE_ENFORCE ? "drops what is over the limit"
+						 : "counts would-drops, drops nothing");
 	line__print(l);
 }
 
@@ -312,13 +306,12 @@ static void print_fail(struct line *l, const struct policy *p, const char *fault
 
 	line__add(l, "  if %s: ", fault);
 	if (mode == SLUICE_FAIL_OPEN)
-		line__add(l, "open: unlimited");
+		line__add(l, "%s: unlimited", sluice_fail_names[mode]);
 	else if (mode == SLUICE_FAIL_CLOSED)
-		line__add(
-			l,
-			p->mode == SLUICE_MODE_SHADOW
-				? "closed: counts all its traffic as would-drop"
-				: "closed: drops all its traffic (allowlisted sources still pass)");
+		line__add(l, "%s: %s", sluice_fail_names[mode],
+			  p->mode == SLUICE_MODE_SHADOW
+				  ? "counts all its traffic as would-drop"
+				  : "drops all its traffic (allowlisted sources still pass)");
 	else if (p->has_local_limit)
 		line__add(l, "degraded to %s %s (burst %s)", units_rate_text(rate, &p->local_rate),
 			  per_key_text(p), amount_text(b, p->local_burst, p->rate.cost));
@@ -370,18 +363,18 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 	print_key(&l, p);
 	line__add(&l, "  limit: ");
 	add_limit(&l, &p->rate, p->burst);
-	line__add(&l, p->scope == POLICY_SCOPE_CLUSTER ? ", across the cluster (store)"
+	line__add(&l, p->scope == SLUICE_SCOPE_CLUSTER ? ", across the cluster (store)"
 						       : ", on this node");
 	line__print(&l);
 	print_burst_math(&l, p);
-	if (p->scope == POLICY_SCOPE_CLUSTER)
+	if (p->scope == SLUICE_SCOPE_CLUSTER)
 		print_cluster(&l, p, interval_ns);
-	line__add(&l, "  class: %s",
-		  p->class == SLUICE_CLASS_ABUSE ? "abuse (makes an attack uneconomical)"
-						 : "shedding (protects capacity)");
+	line__add(&l, "  class: %s (%s)", sluice_class_names[p->class],
+		  p->class == SLUICE_CLASS_ABUSE ? "makes an attack uneconomical"
+						 : "protects capacity");
 	line__print(&l);
 	print_fail(&l, p, "the agent dies", p->on_agent_loss);
-	if (p->scope == POLICY_SCOPE_CLUSTER) {
+	if (p->scope == SLUICE_SCOPE_CLUSTER) {
 		print_fail(&l, p, "the store fails", p->on_store_error);
 	} else {
 		line__add(&l, "  if the store fails: unaffected (node scope uses no store)");

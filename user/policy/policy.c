@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,7 @@ struct walk {
 	const yaml_node_t *key[WALK_MAX_FIELDS]; /* by table row; NULL when absent */
 	const yaml_node_t *val[WALK_MAX_FIELDS];
 	unsigned int bad; /* bit per row whose handler rejected the value */
+	size_t row;	  /* the row whose handler runs: for handlers shared by rows */
 };
 
 /*
@@ -501,6 +503,7 @@ static int walk__run(struct pctx *c, struct walk *w)
 					     f->missing);
 			continue;
 		}
+		w->row = row;
 		if (path_key(c, path, w->path, f->name) || f->parse(c, w, w->val[row], path)) {
 			w->bad |= 1u << row;
 			err = -EINVAL;
@@ -583,33 +586,6 @@ static int parse_bool(struct pctx *c, const yaml_node_t *val, const char *path, 
 	}
 	return REPORT(c, val, path, "'%.*s%s' is not a boolean (expected true or false)",
 		      DIAG_SHOW(s));
-}
-
-/* A name of an enum's value, as written in the file. */
-struct enum_name {
-	const char *name; /* first member, see names_join() */
-	int value;
-};
-
-/* One of @names (say "enforce or shadow"), else "unknown WHAT 'S' (expected ...)". */
-static int parse_enum(struct pctx *c, const yaml_node_t *val, const char *path, const char *what,
-		      const struct enum_name *names, size_t n, int *out)
-{
-	char want[DIAG_MSG_LEN / 2];
-	const char *s;
-	size_t i;
-
-	names_join(want, sizeof(want), names, n, sizeof(names[0]));
-	s = scalar_of(c, val, path, want);
-	if (!s)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (!strcmp(s, names[i].name)) {
-			*out = names[i].value;
-			return 0;
-		}
-	}
-	return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", what, DIAG_SHOW(s), want);
 }
 
 /* An interface name as the kernel takes it: 1..15 bytes, no '/', ':' or space. */
@@ -779,15 +755,25 @@ enum match_field {
 	MATCHF_MAX,
 };
 
-struct proto_name {
-	const char *name; /* first member, see names_join() */
+/* The words of match.proto, in the order messages list them. */
+static const struct proto_name {
+	const char *name; /* first member, for names_join() */
 	__u8 proto;
-};
-
-static const struct proto_name proto_names[] = {
+} proto_names[] = {
 	{ "tcp", IPPROTO_TCP },	      { "udp", IPPROTO_UDP },	   { "icmp", IPPROTO_ICMP },
 	{ "icmpv6", IPPROTO_ICMPV6 }, { "any", POLICY_PROTO_ANY },
 };
+
+const char *policy_proto_name(__u8 proto)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(proto_names); i++) {
+		if (proto_names[i].proto == proto)
+			return proto_names[i].name;
+	}
+	return NULL;
+}
 
 static int parse_proto(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
@@ -1075,37 +1061,94 @@ enum policy_field {
 	POLF_MAX,
 };
 
-static const struct enum_name mode_names[] = {
-	{ "enforce", SLUICE_MODE_ENFORCE },
-	{ "shadow", SLUICE_MODE_SHADOW },
+/* The words of two fields that are flags, not ABI enums: indexed by the flag. */
+static const char *const cold_mode_names[] = { "share", "strict" }; /* policy.cold_strict */
+static const char *const clock_names[] = { "coarse", "precise" };   /* policy.clock_precise */
+
+/* A cluster policy needs the store (TOPF_STORE is walked before the policies). */
+static int check_scope(struct pctx *c, const struct walk *w, const yaml_node_t *val,
+		       const char *path, int v)
+{
+	(void)w;
+	if (v == SLUICE_SCOPE_CLUSTER && !c->ps->store.url[0])
+		return REPORT(c, val, path,
+			      "scope 'cluster' needs a store (expected a top-level "
+			      "'store' with 'redis'); without one the limit holds per node");
+	return 0;
+}
+
+/* How a key of a cluster policy without a lease is held (docs/shared-budget.md). */
+static int check_cold_mode(struct pctx *c, const struct walk *w, const yaml_node_t *val,
+			   const char *path, int v)
+{
+	(void)v;
+	if (slot_policy(w)->scope != SLUICE_SCOPE_CLUSTER)
+		return REPORT(c, val, path,
+			      "cold_mode applies to 'scope: cluster' policies only: a node "
+			      "policy has no cold keys");
+	return 0;
+}
+
+/* A field that is one of a few words: the word's index in @words is the value. */
+struct word_field {
+	const char *what;	  /* in "unknown WHAT 'x'" */
+	const char *const *words; /* indexed by value */
+	unsigned int n;
+	unsigned int first; /* values below it are not a file's to choose (SLUICE_FAIL_NONE) */
+	size_t offset;	    /* of the int-sized field in struct policy */
+	int (*check)(struct pctx *c, const struct walk *w, const yaml_node_t *val, const char *path,
+		     int v); /* NULL, or 0 / -EINVAL once reported */
 };
 
-static const struct enum_name scope_names[] = {
-	{ "node", POLICY_SCOPE_NODE },
-	{ "cluster", POLICY_SCOPE_CLUSTER },
+#define WORD_FIELD(what, words, n, first, member, check)                                           \
+	{                                                                                          \
+		(what), (words), (n), (first), offsetof(struct policy, member), (check)            \
+	}
+
+/* By policy_fields row; the clock is docs/decisions.md's "The clock". */
+static const struct word_field word_fields[POLF_MAX] = {
+	[POLF_MODE] = WORD_FIELD("mode", sluice_mode_names, SLUICE_MODE_MAX, 0, mode, NULL),
+	[POLF_CLASS] = WORD_FIELD("class", sluice_class_names, SLUICE_CLASS_MAX, 0, class, NULL),
+	[POLF_ON_AGENT_LOSS] = WORD_FIELD("fail mode", sluice_fail_names, SLUICE_FAIL_MAX,
+					  SLUICE_FAIL_OPEN, on_agent_loss, NULL),
+	[POLF_ON_STORE_ERROR] = WORD_FIELD("fail mode", sluice_fail_names, SLUICE_FAIL_MAX,
+					   SLUICE_FAIL_OPEN, on_store_error, NULL),
+	[POLF_SCOPE] =
+		WORD_FIELD("scope", sluice_scope_names, SLUICE_SCOPE_MAX, 0, scope, check_scope),
+	[POLF_COLD_MODE] = WORD_FIELD("cold_mode", cold_mode_names, ARRAY_SIZE(cold_mode_names), 0,
+				      cold_strict, check_cold_mode),
+	[POLF_CLOCK] =
+		WORD_FIELD("clock", clock_names, ARRAY_SIZE(clock_names), 0, clock_precise, NULL),
 };
 
-static const struct enum_name cold_mode_names[] = {
-	{ "share", 0 },
-	{ "strict", 1 },
-};
+/* Enums are int-sized here, so parse_word() may store any of them as an int. */
+_Static_assert(sizeof(enum sluice_mode) == sizeof(int), "enum sluice_mode is not an int");
+_Static_assert(sizeof(enum sluice_class) == sizeof(int), "enum sluice_class is not an int");
+_Static_assert(sizeof(enum sluice_fail) == sizeof(int), "enum sluice_fail is not an int");
+_Static_assert(sizeof(enum sluice_scope) == sizeof(int), "enum sluice_scope is not an int");
 
-static const struct enum_name clock_names[] = {
-	{ "coarse", 0 },
-	{ "precise", 1 },
-};
+/* The handler of every word_fields row: one of its words, else "unknown WHAT 'S' (expected ...)".
+ */
+static int parse_word(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	const struct word_field *f = &word_fields[w->row];
+	char want[DIAG_MSG_LEN / 2];
+	const char *s;
+	int v;
 
-static const struct enum_name class_names[] = {
-	{ "shedding", SLUICE_CLASS_SHEDDING },
-	{ "abuse", SLUICE_CLASS_ABUSE },
-};
-
-/* SLUICE_FAIL_NONE is normal enforcement, never a policy's choice. */
-static const struct enum_name fail_names[] = {
-	{ "open", SLUICE_FAIL_OPEN },
-	{ "degraded", SLUICE_FAIL_DEGRADED },
-	{ "closed", SLUICE_FAIL_CLOSED },
-};
+	names_join(want, sizeof(want), f->words + f->first, f->n - f->first, sizeof(*f->words));
+	s = scalar_of(c, val, path, want);
+	if (!s)
+		return -EINVAL;
+	v = sluice_name_find(f->words, f->n, f->first, s);
+	if (v < 0)
+		return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", f->what,
+			      DIAG_SHOW(s), want);
+	if (f->check && f->check(c, w, val, path, v))
+		return -EINVAL;
+	memcpy((char *)slot_policy(w) + f->offset, &v, sizeof(v));
+	return 0;
+}
 
 /* What a policy's class implies for the fail fields it leaves out (DESIGN.md, "Fail modes"). */
 struct class_defaults {
@@ -1276,101 +1319,6 @@ static int parse_burst(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	return scan_burst(c, w, val, path, "burst", &p->burst);
 }
 
-static int parse_mode(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
-{
-	int v;
-
-	if (parse_enum(c, val, path, "mode", mode_names, ARRAY_SIZE(mode_names), &v))
-		return -EINVAL;
-	slot_policy(w)->mode = v;
-	return 0;
-}
-
-/* A cluster policy needs the store (TOPF_STORE is walked before the policies). */
-static int parse_scope(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
-{
-	const struct policy_set *ps = c->ps;
-	int v;
-
-	if (parse_enum(c, val, path, "scope", scope_names, ARRAY_SIZE(scope_names), &v))
-		return -EINVAL;
-	if (v == POLICY_SCOPE_CLUSTER && !ps->store.url[0])
-		return REPORT(c, val, path,
-			      "scope 'cluster' needs a store (expected a top-level "
-			      "'store' with 'redis'); without one the limit holds per node");
-	slot_policy(w)->scope = v;
-	return 0;
-}
-
-/* How a key of a cluster policy without a lease is held (docs/shared-budget.md). */
-static int parse_cold_mode(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
-{
-	int v;
-
-	if (parse_enum(c, val, path, "cold_mode", cold_mode_names, ARRAY_SIZE(cold_mode_names), &v))
-		return -EINVAL;
-	if (slot_policy(w)->scope != POLICY_SCOPE_CLUSTER)
-		return REPORT(c, val, path,
-			      "cold_mode applies to 'scope: cluster' policies only: a node "
-			      "policy has no cold keys");
-	slot_policy(w)->cold_strict = v;
-	return 0;
-}
-
-/* Which clock decides (docs/decisions.md, "The clock"). */
-static int parse_clock(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
-{
-	int v;
-
-	if (parse_enum(c, val, path, "clock", clock_names, ARRAY_SIZE(clock_names), &v))
-		return -EINVAL;
-	slot_policy(w)->clock_precise = v;
-	return 0;
-}
-
-static int parse_class(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
-{
-	int v;
-
-	if (parse_enum(c, val, path, "class", class_names, ARRAY_SIZE(class_names), &v))
-		return -EINVAL;
-	slot_policy(w)->class = v;
-	return 0;
-}
-
-static int parse_on_agent_loss(struct pctx *c, struct walk *w, const yaml_node_t *val,
-			       const char *path)
-{
-	int v;
-
-	if (parse_enum(c, val, path, "fail mode", fail_names, ARRAY_SIZE(fail_names), &v))
-		return -EINVAL;
-	slot_policy(w)->on_agent_loss = v;
-	return 0;
-}
-
-static int parse_on_store_error(struct pctx *c, struct walk *w, const yaml_node_t *val,
-				const char *path)
-{
-	int v;
-
-	if (parse_enum(c, val, path, "fail mode", fail_names, ARRAY_SIZE(fail_names), &v))
-		return -EINVAL;
-	slot_policy(w)->on_store_error = v;
-	return 0;
-}
-
-static const char *fail_text(enum sluice_fail f)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(fail_names); i++) {
-		if (fail_names[i].value == (int)f)
-			return fail_names[i].name;
-	}
-	return "none";
-}
-
 /* closed_after applies only to a degraded fail mode, as given or by the class's default. */
 static int check_closed_after_applies(struct pctx *c, const struct walk *w, const yaml_node_t *val,
 				      const char *path)
@@ -1391,7 +1339,8 @@ static int check_closed_after_applies(struct pctx *c, const struct walk *w, cons
 		      "closed_after never applies: it ends degraded mode, and "
 		      "neither on_agent_loss (%s) nor on_store_error (%s) is degraded; remove it, "
 		      "or set one of them to degraded",
-		      fail_text(agent), fail_text(store));
+		      sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, agent),
+		      sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, store));
 }
 
 #define CLOSED_AFTER_NEVER "never"
@@ -1492,16 +1441,16 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_RATE] = { "rate", parse_rate, "every policy needs a rate, such as rate: 100/s" },
 	[POLF_BURST] = { "burst", parse_burst,
 			 "every policy needs a burst, such as burst: 200 (what may pass at once)" },
-	[POLF_MODE] = { "mode", parse_mode, NULL },
-	[POLF_CLASS] = { "class", parse_class, NULL },
-	[POLF_ON_AGENT_LOSS] = { "on_agent_loss", parse_on_agent_loss, NULL },
-	[POLF_ON_STORE_ERROR] = { "on_store_error", parse_on_store_error, NULL },
+	[POLF_MODE] = { "mode", parse_word, NULL },
+	[POLF_CLASS] = { "class", parse_word, NULL },
+	[POLF_ON_AGENT_LOSS] = { "on_agent_loss", parse_word, NULL },
+	[POLF_ON_STORE_ERROR] = { "on_store_error", parse_word, NULL },
 	[POLF_CLOSED_AFTER] = { "closed_after", parse_closed_after, NULL },
 	[POLF_LOCAL_LIMIT] = { "local_limit", parse_local_limit, NULL },
 	[POLF_LOCAL_BURST] = { "local_burst", parse_local_burst, NULL },
-	[POLF_SCOPE] = { "scope", parse_scope, NULL },
-	[POLF_COLD_MODE] = { "cold_mode", parse_cold_mode, NULL },
-	[POLF_CLOCK] = { "clock", parse_clock, NULL },
+	[POLF_SCOPE] = { "scope", parse_word, NULL },
+	[POLF_COLD_MODE] = { "cold_mode", parse_word, NULL },
+	[POLF_CLOCK] = { "clock", parse_word, NULL },
 };
 
 /* ---- the file ------------------------------------------------------------ */

@@ -47,12 +47,6 @@ struct policy_match {
 	size_t n_ifaces;
 };
 
-/* Where a policy's limit holds: on this node, or across the fleet through the store. */
-enum policy_scope {
-	POLICY_SCOPE_NODE = 0,
-	POLICY_SCOPE_CLUSTER = 1,
-};
-
 #define POLICY_URL_LEN	     256
 #define POLICY_NAME_MAX	     128 /* a node or fleet name, with its NUL */
 #define POLICY_FLEET_DEFAULT "sluice"
@@ -84,7 +78,7 @@ struct policy {
 	struct policy_rate rate;
 	__u64 burst;			/* cost units, >= 1 */
 	enum sluice_mode mode;		/* enforce (default) or shadow */
-	enum policy_scope scope;	/* node (default) or cluster (needs a store) */
+	enum sluice_scope scope;	/* node (default) or cluster (needs a store) */
 	int cold_strict;		/* cluster: cold_mode strict, a key without a lease drops */
 	int clock_precise;		/* clock: precise (bpf_ktime_get_ns), not coarse */
 	enum sluice_class class;	/* shedding (default) or abuse */
@@ -132,6 +126,9 @@ struct policy_set *policy_set__parse(const char *name, const char *buf, size_t l
 				     struct diag_list *diags);
 
 void policy_set__free(struct policy_set *ps);
+
+/* The word of match.proto for @proto ("tcp", ..., "any"), or NULL for none. */
+const char *policy_proto_name(__u8 proto);
 
 /* "10.0.0.0/8", "2001:db8::/32", "192.0.2.1": 0, or -EINVAL with a message in @err. */
 int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen);
