@@ -2339,8 +2339,12 @@ struct policy_set *policy_set__load(const char *path, struct diag_list *diags)
 		return NULL;
 	}
 	ps = policy_set__parse(path, buf, len, diags);
-	err = errno;
+	err = ps ? policy_validate(ps, diags) : -errno;
 	free(buf);
-	errno = err;
+	if (err) {
+		policy_set__free(ps);
+		errno = -err;
+		return NULL;
+	}
 	return ps;
 }

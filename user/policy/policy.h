@@ -114,14 +114,27 @@ struct policy_set {
 };
 
 /*
- * Parse and validate @path. On success returns a policy_set the caller
+ * What a parsed set must also satisfy, which only its compiled form knows:
+ * every rate and burst within gcra.h's range, at most SLUICE_MAX_LAYERS
+ * policies on one packet, prefix sets and classifier lists that fit the
+ * maps, on any interface. policy_set__load() calls it on every set it
+ * returns. 0, -EINVAL with every problem in @diags, or -ENOMEM.
+ */
+int policy_validate(const struct policy_set *ps, struct diag_list *diags);
+
+/*
+ * Parse and validate @path (policy_validate() included). On success returns a policy_set the caller
  * frees with policy_set__free(). On failure returns NULL with errno set;
  * for bad input (errno EINVAL) every problem found is in @diags, whose
  * file member is set to @path.
  */
 struct policy_set *policy_set__load(const char *path, struct diag_list *diags);
 
-/* Same, from a buffer; @name is what messages call the file. */
+/*
+ * Parse @buf as policy_set__load() does, without policy_validate(): every
+ * field and what spans them, not what only compiling knows. @name is what
+ * messages call the file.
+ */
 struct policy_set *policy_set__parse(const char *name, const char *buf, size_t len,
 				     struct diag_list *diags);
 
