@@ -9,7 +9,7 @@
  * file's text, so what is printed is what would be enforced.
  *
  * Output lines are wrapped at 80 columns, continuation rows indented.
- * Nothing here parses YAML or computes GCRA parameters; policy.c and
+ * Nothing here parses YAML or computes GCRA parameters; policy/ and
  * compile.c do, and a policy they reject is never printed.
  */
 #include <errno.h>
