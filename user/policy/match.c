@@ -285,13 +285,7 @@ static const struct field match_fields[MATCHF_MAX] = {
 
 int parse_match(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
-	struct walk mw = {
-		.obj = w->obj,
-		.map = val,
-		.path = path,
-		.fields = match_fields,
-		.n_fields = MATCHF_MAX,
-	};
+	struct walk mw = WALK_INIT(w->obj, val, path, match_fields, MATCHF_MAX);
 
 	return walk_mapping(c, &mw);
 }

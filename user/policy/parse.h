@@ -78,6 +78,12 @@ struct walk {
 	size_t row;	  /* the row whose handler runs: for handlers shared by rows */
 };
 
+/* A walk of the mapping @m at field path @p against the table @f (@n rows), filling @o. */
+#define WALK_INIT(o, m, p, f, n)                                                                   \
+	{                                                                                          \
+		.obj = (o), .map = (m), .path = (p), .fields = (f), .n_fields = (n)                \
+	}
+
 /*
  * What the policy and match handlers fill: one policy; the ones before it,
  * for unique names; and the file's interfaces, for the policy's iface list.

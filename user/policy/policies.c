@@ -235,13 +235,7 @@ static int parse_name(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 static int parse_key(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct policy *p = slot_policy(w);
-	struct walk kw = {
-		.obj = p,
-		.map = val,
-		.path = path,
-		.fields = key_fields,
-		.n_fields = KEYF_MAX,
-	};
+	struct walk kw = WALK_INIT(p, val, path, key_fields, KEYF_MAX);
 
 	if (walk_mapping(c, &kw))
 		return -EINVAL;
@@ -509,13 +503,7 @@ static void policy__set_defaults(struct policy *p, const struct walk *w)
 static int parse_policy(struct pctx *c, struct policy_slot *slot, const yaml_node_t *item,
 			const char *path)
 {
-	struct walk w = {
-		.obj = slot,
-		.map = item,
-		.path = path,
-		.fields = policy_fields,
-		.n_fields = POLF_MAX,
-	};
+	struct walk w = WALK_INIT(slot, item, path, policy_fields, POLF_MAX);
 
 	slot->p->pos = node_pos(item);
 	slot->p->match.proto = POLICY_PROTO_ANY;

@@ -193,13 +193,7 @@ static int check_default_timeout(struct pctx *c, const struct walk *aw)
 
 static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
-	struct walk aw = {
-		.obj = w->obj,
-		.map = val,
-		.path = path,
-		.fields = agent_fields,
-		.n_fields = AGENTF_MAX,
-	};
+	struct walk aw = WALK_INIT(w->obj, val, path, agent_fields, AGENTF_MAX);
 
 	if (walk_mapping(c, &aw))
 		return -EINVAL;
@@ -337,13 +331,7 @@ static int parse_abuse_store(struct pctx *c, struct walk *w, const yaml_node_t *
 			     const char *path)
 {
 	struct policy_set *ps = c->ps;
-	struct walk ew = {
-		.obj = &ps->abuse_store,
-		.map = val,
-		.path = path,
-		.fields = endpoint_fields,
-		.n_fields = ENDPF_MAX,
-	};
+	struct walk ew = WALK_INIT(&ps->abuse_store, val, path, endpoint_fields, ENDPF_MAX);
 
 	(void)w;
 	ps->abuse_store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
@@ -428,13 +416,7 @@ static const struct field node_fields[NODEF_MAX] = {
 
 static int parse_node(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
-	struct walk nw = {
-		.obj = w->obj,
-		.map = val,
-		.path = path,
-		.fields = node_fields,
-		.n_fields = NODEF_MAX,
-	};
+	struct walk nw = WALK_INIT(w->obj, val, path, node_fields, NODEF_MAX);
 
 	return walk_mapping(c, &nw);
 }
@@ -442,13 +424,7 @@ static int parse_node(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct policy_set *ps = w->obj;
-	struct walk sw = {
-		.obj = &ps->store,
-		.map = val,
-		.path = path,
-		.fields = store_fields,
-		.n_fields = STOREF_MAX,
-	};
+	struct walk sw = WALK_INIT(&ps->store, val, path, store_fields, STOREF_MAX);
 
 	ps->store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
 	return walk_mapping(c, &sw);
