@@ -47,6 +47,8 @@ BIN := $(O)/sluice
 
 # Tools and tests.
 PKT_OBJ := $(O)/lib/pkt.o
+# Tools that link the packet builder without the library need its addresses.
+ADDR_OBJ := $(O)/user/base/addr.o
 HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
@@ -109,7 +111,7 @@ $(BIN): $(CMD_OBJ) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(FLOOD): $(O)/tools/flood.o $(PKT_OBJ)
+$(FLOOD): $(O)/tools/flood.o $(PKT_OBJ) $(ADDR_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -139,7 +141,7 @@ $(BENCH_BIN): $(O)/bench/bench.o $(HARNESS_OBJ) $(PKT_OBJ) $(LIB) | $(BPF_OBJ) $
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BENCH_GEN): $(O)/bench/gen.o $(PKT_OBJ) | $(BENCH_BPF_OBJ)
+$(BENCH_GEN): $(O)/bench/gen.o $(PKT_OBJ) $(ADDR_OBJ) | $(BENCH_BPF_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -24,6 +24,7 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 
+#include "base/addr.h"
 #include "lib/pkt.h"
 
 #define PKT_IPV4_VERSION	4
@@ -67,12 +68,6 @@ struct pkt_frag_hdr {
 	__u8 reserved;
 	__be16 frag_off; /* offset << 3 | M */
 	__be32 identification;
-};
-
-/* ::ffff:0:0/96, the prefix of an IPv4-mapped address */
-static const __u8 pkt_v4mapped_prefix[SLUICE_V4MAPPED_BITS / PKT_BYTE_BITS] = {
-	[SLUICE_V4MAPPED_BITS / PKT_BYTE_BITS - 2] = 0xff,
-	[SLUICE_V4MAPPED_BITS / PKT_BYTE_BITS - 1] = 0xff,
 };
 
 static void __attribute__((noreturn, format(printf, 1, 2))) pkt_die(const char *fmt, ...)
@@ -304,10 +299,10 @@ struct pkt *pkt_ipv6(struct pkt *p, const char *src, const char *dst)
 
 struct pkt *pkt_ip16(struct pkt *p, const __u8 *src, const __u8 *dst)
 {
-	const size_t v4_off = sizeof(pkt_v4mapped_prefix);
-	int is_ipv4 = pkt_addr16_is_ipv4(src);
+	const size_t v4_off = ADDR_V4MAPPED_LEN;
+	int is_ipv4 = addr_is_v4mapped(src);
 
-	if (is_ipv4 != pkt_addr16_is_ipv4(dst))
+	if (is_ipv4 != addr_is_v4mapped(dst))
 		pkt_die("%s: source and destination are of different address families", __func__);
 	if (is_ipv4)
 		put_ipv4(p, src + v4_off, dst + v4_off, 0, PKT_IPV4_DF, __func__);
@@ -596,28 +591,9 @@ void pkt_l4_set_sport(__u8 *l4, __u8 proto, __u16 sport)
 	put_be16(l4 + csum_off, old_csum);
 }
 
-int pkt_addr16_is_ipv4(const __u8 *addr)
-{
-	return !memcmp(addr, pkt_v4mapped_prefix, sizeof(pkt_v4mapped_prefix));
-}
-
-int pkt_addr16_parse(const char *s, __u8 *out)
-{
-	__u8 a4[sizeof(struct in_addr)];
-
-	if (inet_pton(AF_INET, s, a4) == 1) {
-		memcpy(out, pkt_v4mapped_prefix, sizeof(pkt_v4mapped_prefix));
-		memcpy(out + sizeof(pkt_v4mapped_prefix), a4, sizeof(a4));
-		return 1;
-	}
-	if (inet_pton(AF_INET6, s, out) == 1)
-		return 0;
-	return -EINVAL;
-}
-
 int pkt_addr16(const char *s, __u8 *out)
 {
-	int ret = pkt_addr16_parse(s, out);
+	int ret = addr_parse(s, out);
 
 	if (ret < 0)
 		pkt_die("'%s' is not an IPv4 or IPv6 address", s);

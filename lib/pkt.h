@@ -164,15 +164,9 @@ struct pkt *pkt_truncate(struct pkt *p, size_t len);
 void pkt_l4_set_sport(__u8 *l4, __u8 proto, __u16 sport);
 
 /*
- * Parse an IPv4 or IPv6 address into @out (SLUICE_ADDR_LEN bytes, network
- * order, IPv4 mapped as in struct sluice_key). Returns 1 for IPv4, 0 for IPv6, -EINVAL otherwise.
+ * As addr_parse() (base/addr.h: 16 bytes, IPv4 mapped; 1 for IPv4, 0 for
+ * IPv6), but aborts on anything that is not an address.
  */
-int pkt_addr16_parse(const char *s, __u8 *out);
-
-/* As pkt_addr16_parse(), but aborts on anything that is not an address. */
 int pkt_addr16(const char *s, __u8 *out);
-
-/* 1 when the 16-byte @addr is IPv4-mapped (::ffff:0:0/96). */
-int pkt_addr16_is_ipv4(const __u8 *addr);
 
 #endif /* SLUICE_TESTS_PKT_H */

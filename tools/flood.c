@@ -33,6 +33,7 @@
 #include <linux/if_ether.h>
 #include <linux/tcp.h>
 
+#include "base/addr.h"
 #include "lib/pkt.h"
 
 #define FLOOD_COUNT_MAX		  10000000ULL
@@ -173,7 +174,7 @@ static void parse_mac(const char *opt, const char *s, __u8 *mac)
 
 static void parse_addr(const char *opt, const char *s, __u8 *out)
 {
-	if (pkt_addr16_parse(s, out) < 0)
+	if (addr_parse(s, out) < 0)
 		usage_error("--%s: '%s' is not an IPv4 or IPv6 address", opt, s);
 }
 
@@ -323,13 +324,13 @@ static void parse_one(struct flood_opts *o, int c, const char *arg)
 /* Cross-option checks once everything is parsed. */
 static void check_opts(const struct flood_opts *o)
 {
-	int is_ipv4 = pkt_addr16_is_ipv4(o->dst);
+	int is_ipv4 = addr_is_v4mapped(o->dst);
 	size_t i;
 
 	if (!o->ifindex || !o->has_dst_mac || !o->n_srcs || !o->has_dst || !o->count_pkts)
 		usage_error("--iface, --dst-mac, --src, --dst and --count are required");
 	for (i = 0; i < o->n_srcs; i++)
-		if (pkt_addr16_is_ipv4(o->srcs[i]) != is_ipv4)
+		if (addr_is_v4mapped(o->srcs[i]) != is_ipv4)
 			usage_error("--src: every source must be of the family of --dst");
 	if (o->n_srcs * o->src_count > FLOOD_SOURCES_MAX)
 		usage_error("--src, --src-count: %zu x %llu sources is more than %llu", o->n_srcs,
@@ -389,7 +390,7 @@ static __u32 xorshift32(__u32 *s)
 /* Build the frame of one source into @p. */
 static int build_frame(const struct flood_opts *o, const __u8 *src, __u32 *seed, struct pkt *p)
 {
-	int is_ipv4 = pkt_addr16_is_ipv4(src);
+	int is_ipv4 = addr_is_v4mapped(src);
 	__be32 seq;
 
 	pkt_eth(p, o->dst_mac, o->src_mac);

@@ -60,6 +60,7 @@ enum sluice_mode {
 enum sluice_scope {
 	SLUICE_SCOPE_NODE = 0,	  /* this node's own limit */
 	SLUICE_SCOPE_CLUSTER = 1, /* one limit across the fleet, through the store */
+	SLUICE_SCOPE_MAX,
 };
 
 /* What a limit is for; it sets the default fail modes (docs/fail-modes.md). */

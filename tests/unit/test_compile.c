@@ -149,7 +149,7 @@ static void test_gcra(void **state)
 {
 	const struct gcra_case *t = *state;
 	struct policy_rate rate = { .amount = 0, .period_ns = SLUICE_NSEC_PER_SEC };
-	struct gcra_params g = { 0 };
+	struct sluice_gcra g = { 0 };
 	char err[ERR_LEN] = "", perr[ERR_LEN] = "";
 	__u64 incr;
 	int rc;
@@ -240,7 +240,7 @@ struct diag_case {
 };
 
 /* clang-format off */
-/* Each policy is slower than the ones before it, so each can decide (policy.c: never decides). */
+/* Each policy is slower than the ones before it, so each can decide (policies.c: never decides). */
 #define LAYER_POLICY(n) "  - { name: p" #n ", match: { proto: udp, dst_port: 53 }, rate: 1/1" #n "s, burst: 1 }\n"
 #define ANY_POLICY(n) "  - { name: a" #n ", rate: 1/1" #n "s, burst: 1 }\n"
 
@@ -811,7 +811,8 @@ static char *random_yaml(__u32 seed)
 					"    key: { ipv4_prefix: %d, ipv6_prefix: %d }\n",
 					v4[prng_below(&s, ARRAY_SIZE(v4))],
 					v6[prng_below(&s, ARRAY_SIZE(v6))]);
-		/* Each slower than the last, so that each can decide (policy.c: never decides). */
+		/* Each slower than the last, so that each can decide (policies.c: never decides).
+		 */
 		off += snprintf(buf + off, YAML_LEN - off, "    rate: 1/%zus\n    burst: 1\n",
 				i + 1);
 		assert_true(off < YAML_LEN);

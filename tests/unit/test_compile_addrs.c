@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/addr.h"
 #include "policy/compile.h"
 #include "policy/policy.h"
 #include "rows.h"
@@ -275,9 +276,9 @@ static void check_sets_distinct(const struct policy_set *ps, const struct compil
 	}
 }
 
-static const char *addr_text(const __u8 *addr, char *buf)
+static const char *probe_text(const __u8 *addr, char *buf)
 {
-	return inet_ntop(AF_INET6, addr, buf, INET6_ADDRSTRLEN) ? buf : "?";
+	return addr_text(buf, INET6_ADDRSTRLEN, addr, -1) ? "?" : buf;
 }
 
 /* What the XDP program learns about @addr, against brute-force membership. */
@@ -292,16 +293,16 @@ static void check_addr(const struct policy_set *ps, const struct compiled *c, co
 	if (c->gen_flags & SLUICE_GEN_F_SRC) {
 		src = lpm_lookup(c->src, c->n_src, addr);
 		if (!src)
-			fail_msg("%s: no sluice_src entry matches", addr_text(addr, text));
+			fail_msg("%s: no sluice_src entry matches", probe_text(addr, text));
 	}
 	if (c->gen_flags & SLUICE_GEN_F_DST) {
 		dst = lpm_lookup(c->dst, c->n_dst, addr);
 		if (!dst)
-			fail_msg("%s: no sluice_dst entry matches", addr_text(addr, text));
+			fail_msg("%s: no sluice_dst entry matches", probe_text(addr, text));
 	}
 	allowed = src && (src->flags & SLUICE_ADDR_F_ALLOW);
 	if (allowed != in_list(&ps->allow, addr))
-		fail_msg("%s: allow flag %d, expected %d", addr_text(addr, text), allowed,
+		fail_msg("%s: allow flag %d, expected %d", probe_text(addr, text), allowed,
 			 !allowed);
 	for (i = 0; i < ps->n_policies; i++) {
 		if (!c->policies[i].name[0])
@@ -310,13 +311,13 @@ static void check_addr(const struct policy_set *ps, const struct compiled *c, co
 		want = (!m->src.n || in_list(&m->src, addr)) && !in_list(&m->src_except, addr);
 		got = in_set(src ? src->sets : 0, c->policies[i].src_set);
 		if (got != want)
-			fail_msg("%s: policy '%s' src match %d, expected %d", addr_text(addr, text),
-				 ps->policies[i].name, got, want);
+			fail_msg("%s: policy '%s' src match %d, expected %d",
+				 probe_text(addr, text), ps->policies[i].name, got, want);
 		want = !m->dst.n || in_list(&m->dst, addr);
 		got = in_set(dst ? dst->sets : 0, c->policies[i].dst_set);
 		if (got != want)
-			fail_msg("%s: policy '%s' dst match %d, expected %d", addr_text(addr, text),
-				 ps->policies[i].name, got, want);
+			fail_msg("%s: policy '%s' dst match %d, expected %d",
+				 probe_text(addr, text), ps->policies[i].name, got, want);
 	}
 }
 
@@ -522,12 +523,8 @@ static const char *const bases[2][BASES] = {
 
 static void prefix_cut(struct policy_prefix *p, const __u8 *addr, int bits)
 {
-	int b;
-
 	memset(p, 0, sizeof(*p));
-	memcpy(p->addr, addr, SLUICE_ADDR_LEN);
-	for (b = bits; b < SLUICE_ADDR_BITS; b++)
-		addr_set_bit(p->addr, b, 0);
+	addr_mask(addr, bits, p->addr);
 	p->bits = bits;
 }
 
@@ -564,8 +561,7 @@ static void prefix_random(__u64 *rng, struct policy_prefix *p)
  */
 static int prefix_inside(__u64 *rng, const struct policy_prefix *outer, struct policy_prefix *p)
 {
-	static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
-	int is_ipv4 = outer->bits >= V4MAPPED_BITS && !memcmp(outer->addr, mapped, sizeof(mapped));
+	int is_ipv4 = outer->bits >= V4MAPPED_BITS && addr_is_v4mapped(outer->addr);
 	__u8 addr[SLUICE_ADDR_LEN];
 	int b;
 
@@ -578,17 +574,13 @@ static int prefix_inside(__u64 *rng, const struct policy_prefix *outer, struct p
 	return 1;
 }
 
+/* As a policy file writes it; YAML wants an IPv6 prefix quoted. */
 static void prefix_print(const struct policy_prefix *p, char *out, size_t len)
 {
-	static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
-	char text[INET6_ADDRSTRLEN];
+	char text[ADDR_TEXT_LEN];
 
-	if (p->bits >= V4MAPPED_BITS && !memcmp(p->addr, mapped, sizeof(mapped)))
-		snprintf(out, len, "%u.%u.%u.%u/%d", p->addr[12], p->addr[13], p->addr[14],
-			 p->addr[15], p->bits - V4MAPPED_BITS);
-	else
-		snprintf(out, len, "\"%s/%d\"", inet_ntop(AF_INET6, p->addr, text, sizeof(text)),
-			 p->bits);
+	assert_int_equal(addr_text(text, sizeof(text), p->addr, p->bits), 0);
+	snprintf(out, len, strchr(text, ':') ? "\"%s\"" : "%s", text);
 }
 
 /* Append ", @key: [...]" with @n distinct prefixes of @v; nothing when @n is 0. */

@@ -21,6 +21,7 @@
 
 #include "sluice/abi.h"
 #include "sluice/key.h"
+#include "base/addr.h"
 #include "rows.h"
 
 #define POLICY_ID_LAST	(SLUICE_MAX_POLICIES - 1)
@@ -70,14 +71,10 @@ static const struct derive_row derive_rows[] = {
 	{ "global policy, IPv6 source", "2001:db8::1", 0, PREFIX_GLOBAL, POLICY_ID_LAST, "::" },
 };
 
-/* @text as a 16-byte address; IPv4 comes out IPv4-mapped, ::ffff:a.b.c.d. */
-static void addr_parse(union addr *a, const char *text, int is_ipv4)
+/* @text as a 16-byte address of the family @is_ipv4 says; IPv4 comes out IPv4-mapped. */
+static void addr_of(union addr *a, const char *text, int is_ipv4)
 {
-	char mapped[INET6_ADDRSTRLEN];
-	int len = snprintf(mapped, sizeof(mapped), "%s%s", is_ipv4 ? "::ffff:" : "", text);
-
-	assert_true(len > 0 && (size_t)len < sizeof(mapped));
-	assert_int_equal(inet_pton(AF_INET6, mapped, a->bytes), 1);
+	assert_int_equal(addr_parse(text, a->bytes), is_ipv4);
 }
 
 /*
@@ -101,7 +98,7 @@ static void key_derive_text(struct sluice_key *key, const struct sluice_policy *
 {
 	union addr a, before;
 
-	addr_parse(&a, src, is_ipv4);
+	addr_of(&a, src, is_ipv4);
 	before = a;
 	memset(key, KEY_POISON, sizeof(*key));
 	sluice_key_derive(key, p, a.words, is_ipv4);
@@ -117,7 +114,7 @@ static void test_derive(void **state)
 
 	policy_build(&p, row->policy_id, row->prefix, row->is_ipv4);
 	key_derive_text(&key, &p, row->src, row->is_ipv4);
-	addr_parse(&w, row->want, 0);
+	addr_of(&w, row->want, 0);
 	memset(&want, 0, sizeof(want));
 	want.policy_id = row->policy_id;
 	memcpy(want.addr, w.bytes, sizeof(want.addr));

@@ -32,6 +32,7 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 
+#include "base/addr.h"
 #include "lib/pkt.h"
 
 #define CSUM_OK	       0xffff /* one's complement sum over a correct header */
@@ -310,12 +311,12 @@ static void test_addr16(void **state)
 	(void)state;
 	assert_int_equal(pkt_addr16("10.0.0.1", out), 1);
 	assert_memory_equal(out, v4, sizeof(v4));
-	assert_true(pkt_addr16_is_ipv4(out));
+	assert_true(addr_is_v4mapped(out));
 	assert_int_equal(pkt_addr16("fd00::1", out), 0);
 	assert_memory_equal(out, v6, sizeof(v6));
-	assert_false(pkt_addr16_is_ipv4(out));
-	assert_int_equal(pkt_addr16_parse("10.0.0.256", out), -EINVAL);
-	assert_int_equal(pkt_addr16_parse("", out), -EINVAL);
+	assert_false(addr_is_v4mapped(out));
+	assert_int_equal(addr_parse("10.0.0.256", out), -EINVAL);
+	assert_int_equal(addr_parse("", out), -EINVAL);
 }
 
 static void test_truncate(void **state)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Unit tests of the policy file parser (user/policy/policy.c) and the diagnostics
+ * Unit tests of the policy file parser (user/policy/, behind parse.h) and the diagnostics
  * it prints (user/base/diag.c). Every table row is one named cmocka case:
  *
  *   rate/<name>     policy_parse_rate(): the exact amount, period and cost,

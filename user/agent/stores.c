@@ -56,7 +56,7 @@ static int read_password(const struct policy_store *e, char *out, size_t len)
 /* The endpoint the file gives a policy, or -1 when it depends on none. */
 static int endpoint_of(const struct policy_set *ps, const struct policy *p)
 {
-	if (p->scope != POLICY_SCOPE_CLUSTER)
+	if (p->scope != SLUICE_SCOPE_CLUSTER)
 		return -1;
 	if (p->class == SLUICE_CLASS_ABUSE && ps->abuse_store.url[0])
 		return AGENT_STORE_ABUSE;
@@ -187,7 +187,7 @@ static __u32 max_share_of(const struct policy *p)
 	__u64 cost_max = p->rate.cost == SLUICE_COST_BYTES ? SLUICE_COST_BYTES_MAX : 1;
 	__u64 cost_min = p->rate.cost == SLUICE_COST_BYTES ? AGENT_MIN_FRAME_BYTES : 1;
 	__u64 by_range, by_burst;
-	struct gcra_params g;
+	struct sluice_gcra g;
 	char err[DIAG_MSG_LEN];
 
 	if (compile_gcra(&p->rate, p->burst, &g, err, sizeof(err)))

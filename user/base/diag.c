@@ -108,3 +108,20 @@ void diag__free(struct diag_list *d)
 	d->n = 0;
 	d->cap = 0;
 }
+
+int diag_value_error(char *err, size_t errlen, const char *s, const char *what, const char *fmt,
+		     ...)
+{
+	va_list ap;
+	int n;
+
+	if (!errlen)
+		return -EINVAL;
+	n = snprintf(err, errlen, "'%.*s%s' is not %s: ", DIAG_SHOW(s), what);
+	if (n < 0 || (size_t)n >= errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap); /* a cut message is still a message */
+	va_end(ap);
+	return -EINVAL;
+}

@@ -14,9 +14,24 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #define DIAG_FIELD_LEN 128
 #define DIAG_MSG_LEN   512
+
+/*
+ * A user's value quoted in a message: '%.*s%s' with DIAG_SHOW(s) prints at
+ * most DIAG_SHOW_MAX characters and "..." when it cut, so the cause and
+ * hint that follow always fit in DIAG_MSG_LEN.
+ */
+#define DIAG_SHOW_MAX 40
+#define DIAG_SHOW(s)  DIAG_SHOW_MAX, (s), (strlen(s) > DIAG_SHOW_MAX ? "..." : "")
+
+/* The '%.*s' precision of @len characters of a user's value, cut like DIAG_SHOW(). */
+static inline int diag_show_len(size_t len)
+{
+	return len > DIAG_SHOW_MAX ? DIAG_SHOW_MAX : (int)len;
+}
 
 struct src_pos {
 	int line; /* 1-based; 0 = no position (a file-level problem) */
@@ -39,6 +54,15 @@ struct diag_list {
 /* Append one error; printf-style message. Returns 0, or -ENOMEM. */
 __attribute__((format(printf, 4, 5))) int diag__add(struct diag_list *d, struct src_pos pos,
 						    const char *field, const char *fmt, ...);
+
+/*
+ * "'S' is not WHAT: CAUSE" into @err of @errlen bytes, S quoted as
+ * DIAG_SHOW() does and the cause printf-style; cut, still terminated, when
+ * too long. For parsers of one value, whose caller adds where it stands.
+ * Returns -EINVAL.
+ */
+__attribute__((format(printf, 5, 6))) int diag_value_error(char *err, size_t errlen, const char *s,
+							   const char *what, const char *fmt, ...);
 
 /* Print every error, one per line, in the shape above. */
 void diag__print(const struct diag_list *d, FILE *out);

@@ -9,10 +9,9 @@
  * file's text, so what is printed is what would be enforced.
  *
  * Output lines are wrapped at 80 columns, continuation rows indented.
- * Nothing here parses YAML or computes GCRA parameters; policy.c and
+ * Nothing here parses YAML or computes GCRA parameters; policy/ and
  * compile.c do, and a policy they reject is never printed.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -21,18 +20,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/addr.h"
+#include "base/names.h"
 #include "cli/cmd.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
 #include "policy/policy.h"
 
-#define BITS_PER_BYTE 8
-
 #define ETH_FRAME_MAX_BYTES 1514   /* 1500 bytes of MTU and the Ethernet header, no FCS */
 #define OUT_COLS	    80	   /* every output row fits */
 #define OUT_HANG	    "    " /* indent of a wrapped line's continuation rows */
 #define LINE_LEN	    2048   /* one logical line; LIST_SHOWN keeps lines far shorter */
-#define TEXT_LEN	    64	   /* one rate, size or duration */
 #define LIST_SHOWN	    4	   /* prefixes or interfaces named before "and N more" */
 #define UTF8_CONT_MASK	    0xc0   /* a UTF-8 continuation byte is 10xxxxxx */
 #define UTF8_CONT	    0x80
@@ -105,152 +103,13 @@ static void line__print(struct line *l)
 
 /* ---- quantities as words ------------------------------------------------------ */
 
-struct unit {
-	const char *name;
-	__u64 mult;
-};
-
-static const struct unit si_units[] = {
-	{ "G", 1000000000ULL },
-	{ "M", 1000000ULL },
-	{ "k", 1000ULL },
-	{ "", 1 },
-};
-
-/* Periods as the policy grammar spells them, largest first. */
-static const struct unit period_units[] = {
-	{ "day", SLUICE_NSEC_PER_DAY },
-	{ "h", SLUICE_NSEC_PER_HOUR },
-	{ "min", SLUICE_NSEC_PER_MIN },
-	{ "s", SLUICE_NSEC_PER_SEC },
-};
-
-/* Durations for reading, largest first; the last one catches everything. */
-static const struct unit duration_units[] = {
-	{ " day", SLUICE_NSEC_PER_DAY },
-	{ "h", SLUICE_NSEC_PER_HOUR },
-	{ "min", SLUICE_NSEC_PER_MIN },
-	{ "s", SLUICE_NSEC_PER_SEC },
-	{ "ms", SLUICE_NSEC_PER_MSEC },
-	{ "µs", SLUICE_NSEC_PER_USEC },
-	{ "ns", 1 },
-};
-
-#define N_SI	    (sizeof(si_units) / sizeof(si_units[0]))
-#define N_PERIODS   (sizeof(period_units) / sizeof(period_units[0]))
-#define N_DURATIONS (sizeof(duration_units) / sizeof(duration_units[0]))
-
-/* @n exactly, with the largest SI prefix that divides it: 64000 B is "64kB". */
-static const char *si_exact(char *buf, __u64 n, const char *unit)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < N_SI && (n == 0 || n % si_units[i].mult); i++)
-		;
-	snprintf(buf, TEXT_LEN, "%llu%s%s", (unsigned long long)(n / si_units[i].mult),
-		 si_units[i].name, unit);
-	return buf;
-}
-
-/* @v to three digits with an SI prefix: 1250000 B/s is "1.25MB/s". */
-static const char *si_approx(char *buf, double v, const char *unit)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < N_SI && v < (double)si_units[i].mult; i++)
-		;
-	snprintf(buf, TEXT_LEN, "%.3g%s%s", v / (double)si_units[i].mult, si_units[i].name, unit);
-	return buf;
-}
-
-/*
- * @ns for reading, to three digits: in the largest unit of which it is a
- * whole number ("1h", "90s") or at least two ("2.5min"), or, from seconds
- * down, at least one ("1.43s", "800ms").
- */
-static const char *duration_text(char *buf, double ns)
-{
-	double n = 0;
-	size_t i;
-
-	for (i = 0; i + 1 < N_DURATIONS; i++) {
-		n = ns / (double)duration_units[i].mult;
-		if (n >= 2 || (n >= 1 && (n == (double)(__u64)n ||
-					  duration_units[i].mult <= SLUICE_NSEC_PER_SEC)))
-			break;
-	}
-	n = ns / (double)duration_units[i].mult;
-	snprintf(buf, TEXT_LEN, "%.3g%s%s", n, duration_units[i].name,
-		 duration_units[i].mult == SLUICE_NSEC_PER_DAY && n != 1 ? "s" : "");
-	return buf;
-}
-
-/* "/s", "/15min", "/day": @period_ns in the largest unit it is a whole number of. */
-static void period_text(char *buf, size_t len, __u64 period_ns)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < N_PERIODS && period_ns % period_units[i].mult; i++)
-		;
-	if (period_ns == period_units[i].mult)
-		snprintf(buf, len, "/%s", period_units[i].name);
-	else
-		snprintf(buf, len, "/%llu%s",
-			 (unsigned long long)(period_ns / period_units[i].mult),
-			 period_units[i].name);
-}
-
-/* How many of its unit @period_ns is: the smaller, the more natural the spelling. */
-static __u64 period_count(__u64 period_ns)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < N_PERIODS && period_ns % period_units[i].mult; i++)
-		;
-	return period_ns / period_units[i].mult;
-}
-
-/*
- * A bit rate is stored as bytes per 8 × the period. Spell a byte rate in
- * bits when that period reads better: 10Mbit/s, not 10MB/8s; 1MB/h, not
- * 1Mbit/450s.
- */
-static int rate_is_bits(const struct policy_rate *r)
-{
-	__u64 bit_period_ns = r->period_ns / BITS_PER_BYTE;
-
-	return r->cost == SLUICE_COST_BYTES &&
-	       r->period_ns % (BITS_PER_BYTE * SLUICE_NSEC_PER_SEC) == 0 &&
-	       period_count(bit_period_ns) < period_count(r->period_ns);
-}
-
-static double rate_per_sec(const struct policy_rate *r)
-{
-	return (double)r->amount * (double)SLUICE_NSEC_PER_SEC / (double)r->period_ns;
-}
-
-/* The rate as a policy file would write it: "100/s", "5/15min", "10Mbit/s", "2MB/s". */
-static const char *rate_text(char *buf, const struct policy_rate *r)
-{
-	int bits = rate_is_bits(r);
-	size_t n;
-
-	if (r->cost == SLUICE_COST_PKTS)
-		snprintf(buf, TEXT_LEN, "%llu", (unsigned long long)r->amount);
-	else
-		si_exact(buf, r->amount, bits ? "bit" : "B");
-	n = strlen(buf); /* at most 20 digits and "Gbit": the period fits behind */
-	period_text(buf + n, TEXT_LEN - n, bits ? r->period_ns / BITS_PER_BYTE : r->period_ns);
-	return buf;
-}
-
 /* A count of packets: whole numbers as they are, fractions to three digits. */
 static const char *count_text(char *buf, double v, const char *unit)
 {
 	if (v == (double)(__u64)v)
-		snprintf(buf, TEXT_LEN, "%llu%s", (unsigned long long)v, unit);
+		snprintf(buf, UNITS_TEXT_LEN, "%llu%s", (unsigned long long)v, unit);
 	else
-		snprintf(buf, TEXT_LEN, "%.3g%s", v, unit);
+		snprintf(buf, UNITS_TEXT_LEN, "%.3g%s", v, unit);
 	return buf;
 }
 
@@ -258,56 +117,42 @@ static const char *count_text(char *buf, double v, const char *unit)
 static const char *per_sec_text(char *buf, const struct policy_rate *r)
 {
 	if (r->cost == SLUICE_COST_BYTES)
-		return si_approx(buf, rate_per_sec(r), "B/s");
-	return count_text(buf, rate_per_sec(r), "/s");
+		return units_si_approx(buf, units_per_sec(r), "B/s");
+	return count_text(buf, units_per_sec(r), "/s");
 }
 
 /* An amount of the policy's cost unit: "200 packets", "64kB". */
 static const char *amount_text(char *buf, __u64 n, enum sluice_cost cost)
 {
 	if (cost == SLUICE_COST_BYTES)
-		return si_exact(buf, n, "B");
-	snprintf(buf, TEXT_LEN, "%llu packet%s", (unsigned long long)n, n == 1 ? "" : "s");
+		return units_si_exact(buf, n, "B");
+	snprintf(buf, UNITS_TEXT_LEN, "%llu packet%s", (unsigned long long)n, n == 1 ? "" : "s");
 	return buf;
 }
 
 /* "100/s, burst 200 packets" and, when the file's unit is not per second, "(0.167/s)". */
 static void add_limit(struct line *l, const struct policy_rate *r, __u64 burst)
 {
-	char rate[TEXT_LEN], per_s[TEXT_LEN], b[TEXT_LEN];
+	char rate[UNITS_TEXT_LEN], per_s[UNITS_TEXT_LEN], b[UNITS_TEXT_LEN];
 
-	line__add(l, "%s", rate_text(rate, r));
-	if (r->period_ns != SLUICE_NSEC_PER_SEC || rate_is_bits(r))
+	line__add(l, "%s", units_rate_text(rate, r));
+	if (r->period_ns != SLUICE_NSEC_PER_SEC)
 		line__add(l, " (%s)", per_sec_text(per_s, r));
 	line__add(l, ", burst %s", amount_text(b, burst, r->cost));
 }
 
 /* ---- addresses ------------------------------------------------------------------ */
 
-static int prefix_is_ipv4(const struct policy_prefix *p)
-{
-	static const __u8 v4mapped[SLUICE_V4MAPPED_BITS / BITS_PER_BYTE] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
-	};
-
-	return p->bits >= SLUICE_V4MAPPED_BITS && !memcmp(p->addr, v4mapped, sizeof(v4mapped));
-}
-
 /* "10.0.0.0/8", "2001:db8::/32", and a single address without its length. */
 static void add_prefix(struct line *l, const struct policy_prefix *p)
 {
-	int is_ipv4 = prefix_is_ipv4(p);
-	const __u8 *a = is_ipv4 ? p->addr + SLUICE_V4MAPPED_BITS / BITS_PER_BYTE : p->addr;
-	int bits = is_ipv4 ? p->bits - SLUICE_V4MAPPED_BITS : p->bits;
-	char text[INET6_ADDRSTRLEN];
+	int is_host = p->bits == SLUICE_ADDR_BITS;
+	char text[ADDR_TEXT_LEN];
 
-	if (!inet_ntop(is_ipv4 ? AF_INET : AF_INET6, a, text, sizeof(text))) {
-		line__add(l, "(unprintable: %s)", strerror(errno));
-		return;
-	}
-	line__add(l, "%s", text);
-	if (bits != (is_ipv4 ? SLUICE_IPV4_BITS : SLUICE_ADDR_BITS))
-		line__add(l, "/%d", bits);
+	if (addr_text(text, sizeof(text), p->addr, is_host ? -1 : p->bits))
+		line__add(l, "(unprintable)");
+	else
+		line__add(l, "%s", text);
 }
 
 /* The first LIST_SHOWN prefixes of @list, then "and N more". */
@@ -337,13 +182,7 @@ static void add_ifnames(struct line *l, const char (*names)[POLICY_IFNAME_LEN], 
 
 static const char *proto_text(__u8 proto)
 {
-	switch (proto) {
-	case IPPROTO_TCP: return "tcp";
-	case IPPROTO_UDP: return "udp";
-	case IPPROTO_ICMP: return "icmp";
-	case IPPROTO_ICMPV6: return "icmpv6";
-	default: return "any protocol";
-	}
+	return proto == POLICY_PROTO_ANY ? "any protocol" : policy_proto_name(proto);
 }
 
 static void print_match(struct line *l, const struct policy_match *m)
@@ -389,10 +228,9 @@ static void print_key(struct line *l, const struct policy *p)
 static void print_header(struct line *l, const struct policy *p, const struct sluice_policy *sp)
 {
 	line__add(l, "%s (id %u): ", p->name, sp->id);
-	if (p->mode == SLUICE_MODE_ENFORCE)
-		line__add(l, "enforce: drops what is over the limit");
-	else
-		line__add(l, "shadow: counts would-drops, drops nothing");
+	line__add(l, "%s: %s", sluice_mode_names[p->mode],
+		  p->mode == SLUICE_MODE_ENFORCE ? "drops what is over the limit"
+						 : "counts would-drops, drops nothing");
 	line__print(l);
 }
 
@@ -403,34 +241,35 @@ static void print_header(struct line *l, const struct policy *p, const struct sl
  */
 static void print_burst_math(struct line *l, const struct policy *p)
 {
-	char b[TEXT_LEN], r[TEXT_LEN], per_s[TEXT_LEN], refill[TEXT_LEN];
-	double rate = rate_per_sec(&p->rate);
+	char b[UNITS_TEXT_LEN], r[UNITS_TEXT_LEN], per_s[UNITS_TEXT_LEN], refill[UNITS_TEXT_LEN];
+	double rate = units_per_sec(&p->rate);
 	int bytes = p->rate.cost == SLUICE_COST_BYTES;
 
 	if (bytes) {
-		si_exact(b, p->burst, "B");
-		si_approx(r, rate, "B");
+		units_si_exact(b, p->burst, "B");
+		units_si_approx(r, rate, "B");
 	} else {
 		count_text(b, (double)p->burst, "");
 		count_text(r, rate, "");
 	}
-	line__add(l,
-		  "  admits at most %s + %s·t%s over any t seconds: a full burst of %s at "
-		  "once, then %s; an empty bucket refills in %s",
-		  b, r, bytes ? "" : " packets", b, per_sec_text(per_s, &p->rate),
-		  duration_text(refill, (double)p->burst / rate * (double)SLUICE_NSEC_PER_SEC));
+	line__add(
+		l,
+		"  admits at most %s + %s·t%s over any t seconds: a full burst of %s at "
+		"once, then %s; an empty bucket refills in %s",
+		b, r, bytes ? "" : " packets", b, per_sec_text(per_s, &p->rate),
+		units_duration_text(refill, (double)p->burst / rate * (double)SLUICE_NSEC_PER_SEC));
 	line__print(l);
 	if (!p->clock_precise) {
 		struct timespec res = { 0 };
-		char tick[TEXT_LEN], extra[TEXT_LEN], worst[TEXT_LEN];
+		char tick[UNITS_TEXT_LEN], extra[UNITS_TEXT_LEN], worst[UNITS_TEXT_LEN];
 		double tick_ns, per_tick;
 
 		clock_getres(CLOCK_MONOTONIC_COARSE, &res);
 		tick_ns = (double)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec;
 		per_tick = rate * tick_ns / SLUICE_NSEC_PER_SEC;
 		if (bytes) {
-			si_approx(extra, per_tick, "B");
-			si_approx(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "B");
+			units_si_approx(extra, per_tick, "B");
+			units_si_approx(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "B");
 		} else {
 			count_text(extra, per_tick, "");
 			count_text(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "");
@@ -438,7 +277,8 @@ static void print_burst_math(struct line *l, const struct policy *p)
 		line__add(l,
 			  "  clock: coarse (tick %s here): up to %s%s more in any window (%s at "
 			  "worst); clock: precise removes that",
-			  duration_text(tick, tick_ns), extra, bytes ? "" : " packets", worst);
+			  units_duration_text(tick, tick_ns), extra, bytes ? "" : " packets",
+			  worst);
 		line__print(l);
 	}
 	/* A key's whole burst is the most one packet can cost: say when frames can't fit. */
@@ -462,24 +302,24 @@ static const char *per_key_text(const struct policy *p)
 static void print_fail(struct line *l, const struct policy *p, const char *fault,
 		       enum sluice_fail mode)
 {
-	char rate[TEXT_LEN], b[TEXT_LEN], after[TEXT_LEN];
+	char rate[UNITS_TEXT_LEN], b[UNITS_TEXT_LEN], after[UNITS_TEXT_LEN];
 
 	line__add(l, "  if %s: ", fault);
 	if (mode == SLUICE_FAIL_OPEN)
-		line__add(l, "open: unlimited");
+		line__add(l, "%s: unlimited", sluice_fail_names[mode]);
 	else if (mode == SLUICE_FAIL_CLOSED)
-		line__add(
-			l,
-			p->mode == SLUICE_MODE_SHADOW
-				? "closed: counts all its traffic as would-drop"
-				: "closed: drops all its traffic (allowlisted sources still pass)");
+		line__add(l, "%s: %s", sluice_fail_names[mode],
+			  p->mode == SLUICE_MODE_SHADOW
+				  ? "counts all its traffic as would-drop"
+				  : "drops all its traffic (allowlisted sources still pass)");
 	else if (p->has_local_limit)
-		line__add(l, "degraded to %s %s (burst %s)", rate_text(rate, &p->local_rate),
+		line__add(l, "degraded to %s %s (burst %s)", units_rate_text(rate, &p->local_rate),
 			  per_key_text(p), amount_text(b, p->local_burst, p->rate.cost));
 	else
 		line__add(l, "degraded to its own limit (local enforcement)");
 	if (mode == SLUICE_FAIL_DEGRADED && p->closed_after_ns)
-		line__add(l, "; closed after %s", duration_text(after, (double)p->closed_after_ns));
+		line__add(l, "; closed after %s",
+			  units_duration_text(after, (double)p->closed_after_ns));
 	else if (mode == SLUICE_FAIL_DEGRADED)
 		line__add(l, "; never closed");
 	line__print(l);
@@ -492,9 +332,9 @@ static void print_fail(struct line *l, const struct policy *p, const char *fault
  */
 static void print_cluster(struct line *l, const struct policy *p, __u64 interval_ns)
 {
-	double per_interval = rate_per_sec(&p->rate) * (double)interval_ns /
+	double per_interval = units_per_sec(&p->rate) * (double)interval_ns /
 			      (double)SLUICE_NSEC_PER_SEC * LEASE_LOOKAHEAD;
-	char iv[TEXT_LEN];
+	char iv[UNITS_TEXT_LEN];
 
 	if (p->cold_strict)
 		line__add(l, "  cold_mode strict: a key's first packets are dropped until its "
@@ -508,7 +348,8 @@ static void print_cluster(struct line *l, const struct policy *p, __u64 interval
 			l,
 			"  note: a burst below %d sync intervals of the rate (%.0f, sync_interval "
 			"%s) keeps a hot key below its rate when one node carries it",
-			LEASE_LOOKAHEAD, per_interval, duration_text(iv, (double)interval_ns));
+			LEASE_LOOKAHEAD, per_interval,
+			units_duration_text(iv, (double)interval_ns));
 		line__print(l);
 	}
 }
@@ -522,18 +363,18 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 	print_key(&l, p);
 	line__add(&l, "  limit: ");
 	add_limit(&l, &p->rate, p->burst);
-	line__add(&l, p->scope == POLICY_SCOPE_CLUSTER ? ", across the cluster (store)"
+	line__add(&l, p->scope == SLUICE_SCOPE_CLUSTER ? ", across the cluster (store)"
 						       : ", on this node");
 	line__print(&l);
 	print_burst_math(&l, p);
-	if (p->scope == POLICY_SCOPE_CLUSTER)
+	if (p->scope == SLUICE_SCOPE_CLUSTER)
 		print_cluster(&l, p, interval_ns);
-	line__add(&l, "  class: %s",
-		  p->class == SLUICE_CLASS_ABUSE ? "abuse (makes an attack uneconomical)"
-						 : "shedding (protects capacity)");
+	line__add(&l, "  class: %s (%s)", sluice_class_names[p->class],
+		  p->class == SLUICE_CLASS_ABUSE ? "makes an attack uneconomical"
+						 : "protects capacity");
 	line__print(&l);
 	print_fail(&l, p, "the agent dies", p->on_agent_loss);
-	if (p->scope == POLICY_SCOPE_CLUSTER) {
+	if (p->scope == SLUICE_SCOPE_CLUSTER) {
 		print_fail(&l, p, "the store fails", p->on_store_error);
 	} else {
 		line__add(&l, "  if the store fails: unaffected (node scope uses no store)");
@@ -545,7 +386,7 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 
 static void print_file(const struct policy_set *ps)
 {
-	char beat[TEXT_LEN], timeout[TEXT_LEN];
+	char beat[UNITS_TEXT_LEN], timeout[UNITS_TEXT_LEN];
 	struct line l = { .len = 0 };
 
 	line__add(&l, "interfaces: ");
@@ -564,8 +405,8 @@ static void print_file(const struct policy_set *ps)
 	}
 	line__print(&l);
 	line__add(&l, "agent: heartbeat every %s; taken for dead after %s without one",
-		  duration_text(beat, (double)ps->heartbeat_ns),
-		  duration_text(timeout, (double)ps->agent_timeout_ns));
+		  units_duration_text(beat, (double)ps->heartbeat_ns),
+		  units_duration_text(timeout, (double)ps->agent_timeout_ns));
 	line__print(&l);
 }
 

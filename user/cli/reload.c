@@ -17,7 +17,7 @@
 #include "base/clock.h"
 #include "cli/cmd.h"
 #include "kernel/maps.h"
-#include "policy/compile.h"
+#include "policy/policy.h"
 
 #define RELOAD_WAIT_NS (10 * SLUICE_NSEC_PER_SEC) /* how long the agent may take */
 #define RELOAD_POLL_NS 20000000L		  /* 20 ms */
@@ -46,23 +46,19 @@ static int is_sluice(__u32 pid)
 	return !strcmp(comm, "sluice\n");
 }
 
-/* Validate @path as the agent would; print every error. 0 or -EINVAL. */
-static int validate(const char *path)
+/* Load @path as the agent would (policy_validate() included); print every error. 0 or -EINVAL. */
+static int precheck(const char *path)
 {
 	struct diag_list diags = { .file = path };
 	struct policy_set *ps = policy_set__load(path, &diags);
-	struct compiled c;
-	int err = ps ? compile_policies(ps, 0, NULL, &c, &diags) : -EINVAL;
 
-	if (!err)
-		compiled__free(&c);
 	if (diags.n)
 		diag__print(&diags, stderr);
 	else if (!ps)
 		fprintf(stderr, "sluice: cannot read policy '%s': %s\n", path, strerror(errno));
 	diag__free(&diags);
 	policy_set__free(ps);
-	return err ? -EINVAL : 0;
+	return ps ? 0 : -EINVAL;
 }
 
 /* Wait until the agent answers (reload_seq moves). 0, or -ETIMEDOUT. */
@@ -94,7 +90,7 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 			iface);
 		err = -ESRCH;
 	}
-	if (!err && config && validate(config)) {
+	if (!err && config && precheck(config)) {
 		fprintf(stderr, "sluice: reload rejected; still enforcing generation %llu\n",
 			(unsigned long long)ctl.generation);
 		err = -EINVAL;

@@ -133,7 +133,8 @@ static void print_json_policy(const struct view *v, const struct policy_status *
 	       (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_agent_loss),
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, ps->policy.on_store_error),
-	       ps->policy.scope ? "cluster" : "node", (unsigned long long)ps->keys);
+	       sluice_name(sluice_scope_names, SLUICE_SCOPE_MAX, ps->policy.scope),
+	       (unsigned long long)ps->keys);
 	printf(",\"share\":%u", ps->fail.share > 1 ? ps->fail.share : 1);
 	for (i = 0; i < SLUICE_PSTAT_MAX; i++)
 		printf(",\"%s_pkts\":%llu,\"%s_bytes\":%llu", sluice_pstat_names[i],

@@ -6,7 +6,6 @@
  * denied until it drains); a denied packet never writes its key, so keys
  * under attack sit at the top. Works while no agent runs.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
@@ -17,13 +16,13 @@
 #include "sluice/gcra.h"
 #include "base/clock.h"
 #include "cli/cmd.h"
+#include "base/addr.h"
 #include "base/names.h"
 #include "kernel/maps.h"
 #include "policy/policy.h"
 
-#define TOP_DEFAULT  20
-#define PERCENT	     100.0
-#define KEY_TEXT_LEN (INET6_ADDRSTRLEN + sizeof("/128"))
+#define TOP_DEFAULT 20
+#define PERCENT	    100.0
 
 static const char usage_text[] =
 	"usage: sluice top [--iface <iface>] [--count <n>] [--json] [--pin-root <dir>]\n\n"
@@ -88,25 +87,17 @@ static int by_fill(const void *a, const void *b)
 /* "10.1.2.0/24", "2001:db8::/48", or "*" for a policy's one global key. */
 static void key_text(char *buf, const struct top_key *k)
 {
-	const __u8 *a = k->key.addr;
-	int is_v4 = !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", SLUICE_V4MAPPED_BITS / 8);
-	int bits = is_v4 ? k->policy->prefix4 : k->policy->prefix6;
-	char addr[INET6_ADDRSTRLEN];
+	int bits = addr_is_v4mapped(k->key.addr) ? k->policy->prefix4 : k->policy->prefix6;
 
-	if (!bits) {
-		snprintf(buf, KEY_TEXT_LEN, "*");
-		return;
-	}
-	if (is_v4)
-		inet_ntop(AF_INET, a + SLUICE_V4MAPPED_BITS / 8, addr, sizeof(addr));
-	else
-		inet_ntop(AF_INET6, a, addr, sizeof(addr));
-	snprintf(buf, KEY_TEXT_LEN, "%s/%d", addr, is_v4 ? bits - SLUICE_V4MAPPED_BITS : bits);
+	if (!bits)
+		snprintf(buf, ADDR_TEXT_LEN, "*");
+	else if (addr_text(buf, ADDR_TEXT_LEN, k->key.addr, bits))
+		snprintf(buf, ADDR_TEXT_LEN, "?"); /* cannot happen: ADDR_TEXT_LEN holds any */
 }
 
 static void print_top(const struct top *t, size_t count, int json)
 {
-	char key[KEY_TEXT_LEN];
+	char key[ADDR_TEXT_LEN];
 	size_t i, n = t->n < count ? t->n : count;
 
 	if (json)

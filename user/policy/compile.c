@@ -27,7 +27,7 @@
 
 static const __u8 ported_protos[] = { IPPROTO_TCP, IPPROTO_UDP };
 
-int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params *out, char *err,
+int compile_gcra(const struct policy_rate *rate, __u64 burst, struct sluice_gcra *out, char *err,
 		 size_t errlen)
 {
 	unsigned __int128 period_ticks = (unsigned __int128)rate->period_ns
@@ -73,25 +73,19 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params
 				 SLUICE_NSEC_PER_DAY);
 		return -EOVERFLOW;
 	}
+	memset(out, 0, sizeof(*out));
 	out->interval_mant = mant;
 	out->interval_shift = shift;
 	out->tolerance = tol;
 	return 0;
 }
 
-static void gcra_to_abi(struct sluice_gcra *out, const struct gcra_params *g)
-{
-	out->interval_mant = g->interval_mant;
-	out->interval_shift = g->interval_shift;
-	out->tolerance = g->tolerance;
-}
-
 static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 id,
-			const struct gcra_params *g, const struct gcra_params *degraded)
+			const struct sluice_gcra *g, const struct sluice_gcra *degraded)
 {
 	memset(sp, 0, sizeof(*sp));
-	gcra_to_abi(&sp->limit, g);
-	gcra_to_abi(&sp->degraded, degraded);
+	sp->limit = *g;
+	sp->degraded = *degraded;
 	sp->closed_after_ns = p->closed_after_ns;
 	sp->id = id;
 	sp->cost = p->rate.cost;
@@ -473,7 +467,7 @@ static int check_slots(const struct compiled *c, struct diag_list *diags)
 }
 
 /* One limit of policy @id; @local says it is the local (degraded) one. */
-static int compile_limit(const struct policy *p, __u32 id, int local, struct gcra_params *g,
+static int compile_limit(const struct policy *p, __u32 id, int local, struct sluice_gcra *g,
 			 struct diag_list *diags)
 {
 	const struct policy_rate *rate = local ? &p->local_rate : &p->rate;
@@ -494,7 +488,7 @@ static int compile_limit(const struct policy *p, __u32 id, int local, struct gcr
 static int compile_one(const struct policy *p, __u32 id, const char *iface,
 		       struct sluice_policy *out, struct diag_list *diags)
 {
-	struct gcra_params g, degraded;
+	struct sluice_gcra g, degraded;
 
 	if (compile_limit(p, id, 0, &g, diags))
 		return -EINVAL;
@@ -534,7 +528,7 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 		compile_one(&ps->policies[i], i, iface, &out->policies[i], diags);
 		if (!policy_on_iface(&ps->policies[i], iface))
 			continue;
-		if (ps->policies[i].scope == POLICY_SCOPE_CLUSTER)
+		if (ps->policies[i].scope == SLUICE_SCOPE_CLUSTER)
 			out->gen_flags |= SLUICE_GEN_F_STORE;
 		if (ps->policies[i].clock_precise)
 			out->gen_flags |= SLUICE_GEN_F_PRECISE;

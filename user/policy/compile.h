@@ -66,12 +66,6 @@ struct compiled {
 #define COMPILE_MATCH_MAX 65536
 #define COMPILE_ADDR_MAX  (SLUICE_ADDR_ENTRIES / SLUICE_POLICY_GENS)
 
-struct gcra_params {
-	__u64 interval_mant;
-	__u8 interval_shift;
-	__u64 tolerance;
-};
-
 /*
  * Compile @ps for policy generation @gen and interface @iface (NULL: the
  * policies of every interface) into @out (caller frees with
@@ -120,7 +114,7 @@ void compiled__free(struct compiled *c);
  * @err -ERANGE when the rate and -EOVERFLOW when the burst is beyond what
  * gcra.h can hold.
  */
-int compile_gcra(const struct policy_rate *rate, __u64 burst, struct gcra_params *out, char *err,
+int compile_gcra(const struct policy_rate *rate, __u64 burst, struct sluice_gcra *out, char *err,
 		 size_t errlen);
 
 #endif /* SLUICE_COMPILE_H */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/addr.h"
 #include "policy/compile.h"
 
 #define ROOT_BITS 0
@@ -52,21 +53,6 @@ static int cmp_prefix(const void *a, const void *b)
 static int cmp_node(const void *a, const void *b)
 {
 	return cmp_prefix(&((const struct node *)a)->prefix, &((const struct node *)b)->prefix);
-}
-
-static void mask_prefix(struct policy_prefix *p, __u8 bits)
-{
-	int i;
-
-	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
-		int keep = (int)bits - i * 8;
-
-		if (keep <= 0)
-			p->addr[i] = 0;
-		else if (keep < 8)
-			p->addr[i] &= (__u8)(0xff << (8 - keep));
-	}
-	p->bits = bits;
 }
 
 static int same_list(const struct policy_prefix_list *a, const struct policy_prefix_list *b)
@@ -160,7 +146,8 @@ static struct sluice_addr_val node_value(const struct addr_builder *b, size_t i,
 
 	for (l = 0; l < n_lengths && lengths[l] <= b->nodes[i].prefix.bits; l++) {
 		key.prefix = b->nodes[i].prefix;
-		mask_prefix(&key.prefix, lengths[l]);
+		addr_mask(key.prefix.addr, lengths[l], key.prefix.addr);
+		key.prefix.bits = lengths[l];
 		anc = bsearch(&key, b->nodes, b->n, sizeof(*b->nodes), cmp_node);
 		if (!anc)
 			continue;

@@ -12,17 +12,12 @@
 
 #include "sluice/abi.h"
 #include "base/diag.h"
+#include "policy/units.h"
 
 #define POLICY_PROTO_ANY      0 /* match every IP protocol; IPPROTO_IP is never a match value */
 #define POLICY_FILE_MAX_BYTES (1 << 20) /* larger policy files are refused */
 #define POLICY_IFNAME_LEN     16	/* IFNAMSIZ */
 #define POLICY_MAX_IFACES     64
-
-struct policy_rate {
-	__u64 amount;	 /* cost units admitted per period_ns: packets or bytes */
-	__u64 period_ns; /* > 0; bit rates are stored as bits per (8 × period) */
-	enum sluice_cost cost;
-};
 
 #define POLICY_MAX_PREFIXES	  1024	/* entries of one prefix list */
 #define POLICY_ALLOW_MAX_PREFIXES 65536 /* entries of the allowlist */
@@ -50,12 +45,6 @@ struct policy_match {
 	struct policy_prefix_list dst;	      /* empty: any destination */
 	char (*ifaces)[POLICY_IFNAME_LEN];    /* owned; none: every interface */
 	size_t n_ifaces;
-};
-
-/* Where a policy's limit holds: on this node, or across the fleet through the store. */
-enum policy_scope {
-	POLICY_SCOPE_NODE = 0,
-	POLICY_SCOPE_CLUSTER = 1,
 };
 
 #define POLICY_URL_LEN	     256
@@ -89,7 +78,7 @@ struct policy {
 	struct policy_rate rate;
 	__u64 burst;			/* cost units, >= 1 */
 	enum sluice_mode mode;		/* enforce (default) or shadow */
-	enum policy_scope scope;	/* node (default) or cluster (needs a store) */
+	enum sluice_scope scope;	/* node (default) or cluster (needs a store) */
 	int cold_strict;		/* cluster: cold_mode strict, a key without a lease drops */
 	int clock_precise;		/* clock: precise (bpf_ktime_get_ns), not coarse */
 	enum sluice_class class;	/* shedding (default) or abuse */
@@ -125,24 +114,34 @@ struct policy_set {
 };
 
 /*
- * Parse and validate @path. On success returns a policy_set the caller
+ * What a parsed set must also satisfy, which only its compiled form knows:
+ * every rate and burst within gcra.h's range, at most SLUICE_MAX_LAYERS
+ * policies on one packet, prefix sets and classifier lists that fit the
+ * maps, on any interface. policy_set__load() calls it on every set it
+ * returns. 0, -EINVAL with every problem in @diags, or -ENOMEM.
+ */
+int policy_validate(const struct policy_set *ps, struct diag_list *diags);
+
+/*
+ * Parse and validate @path (policy_validate() included). On success returns a policy_set the caller
  * frees with policy_set__free(). On failure returns NULL with errno set;
  * for bad input (errno EINVAL) every problem found is in @diags, whose
  * file member is set to @path.
  */
 struct policy_set *policy_set__load(const char *path, struct diag_list *diags);
 
-/* Same, from a buffer; @name is what messages call the file. */
+/*
+ * Parse @buf as policy_set__load() does, without policy_validate(): every
+ * field and what spans them, not what only compiling knows. @name is what
+ * messages call the file.
+ */
 struct policy_set *policy_set__parse(const char *name, const char *buf, size_t len,
 				     struct diag_list *diags);
 
 void policy_set__free(struct policy_set *ps);
 
-/* "100/s", "5/15m", "10Mbit/s": 0, or -EINVAL with a message in @err. */
-int policy_parse_rate(const char *s, struct policy_rate *out, char *err, size_t errlen);
-
-/* "250ms", "5s", "2m", "1h": 0, or -EINVAL with a message in @err. */
-int policy_parse_duration(const char *s, __u64 *ns, char *err, size_t errlen);
+/* The word of match.proto for @proto ("tcp", ..., "any"), or NULL for none. */
+const char *policy_proto_name(__u8 proto);
 
 /* "10.0.0.0/8", "2001:db8::/32", "192.0.2.1": 0, or -EINVAL with a message in @err. */
 int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen);

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The sections of a policy file around its policies: the top-level table
+ * (interfaces, allow, agent, node, store, policies) and its defaults, the
+ * agent's heartbeat and timeout, the store's endpoints and fleet settings,
+ * and the node's name. The policies themselves are policies.c's.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/parse.h"
+
+/*
+ * The agent's clock: a heartbeat faster than HEARTBEAT_NS_MIN costs CPU for
+ * nothing, and the agent is lost after at least HEARTBEAT_TIMEOUTS missed
+ * heartbeats, so that one late heartbeat is not an outage.
+ */
+#define HEARTBEAT_NS_MIN     (10 * SLUICE_NSEC_PER_MSEC)
+#define AGENT_TIMEOUT_NS_MAX SLUICE_NSEC_PER_HOUR
+#define HEARTBEAT_TIMEOUTS   2
+#define HEARTBEAT_NS_MAX     (AGENT_TIMEOUT_NS_MAX / HEARTBEAT_TIMEOUTS)
+
+enum agent_field {
+	AGENTF_HEARTBEAT = 0,
+	AGENTF_TIMEOUT, /* after AGENTF_HEARTBEAT: it must span several heartbeats */
+	AGENTF_MAX,
+};
+
+enum store_field {
+	STOREF_REDIS = 0,
+	STOREF_PASSWORD_FILE,
+	STOREF_TIMEOUT,
+	STOREF_SYNC_INTERVAL,
+	STOREF_HOLD_DOWN,
+	STOREF_ABUSE,
+	STOREF_FLEET,
+	STOREF_MAX,
+};
+
+enum node_field {
+	NODEF_NAME = 0,
+	NODEF_MAX,
+};
+
+enum endpoint_field {
+	ENDPF_REDIS = 0,
+	ENDPF_PASSWORD_FILE,
+	ENDPF_TIMEOUT,
+	ENDPF_MAX,
+};
+
+_Static_assert(AGENTF_MAX <= WALK_MAX_FIELDS, "agent_fields outgrew struct walk");
+_Static_assert(TOPF_MAX <= WALK_MAX_FIELDS, "top_fields outgrew struct walk");
+_Static_assert(STOREF_MAX <= WALK_MAX_FIELDS, "store_fields outgrew struct walk");
+
+static int parse_iface(struct pctx *c, struct policy_set *ps, int i, const yaml_node_t *item,
+		       const char *path)
+{
+	const char *s = ifname_of(c, item, path);
+	int j;
+
+	if (!s)
+		return -EINVAL;
+	j = find_ifname(ps->ifaces, i, s);
+	if (j >= 0)
+		return REPORT(c, item, path,
+			      "interface '%s' is listed twice (first as "
+			      "interfaces[%d])",
+			      s, j);
+	memcpy(ps->ifaces[i], s, strlen(s) + 1);
+	return 0;
+}
+
+static int parse_interfaces(struct pctx *c, struct walk *w, const yaml_node_t *seq,
+			    const char *path)
+{
+	struct policy_set *ps = w->obj;
+	char ipath[DIAG_FIELD_LEN];
+	int i, n, err = 0;
+
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return expected(c, seq, path, "a sequence of interface names such as [eth0]");
+	n = seq_len(seq);
+	if (n > POLICY_MAX_IFACES)
+		return REPORT(c, seq, path, "%d interfaces are too many (at most %d)", n,
+			      POLICY_MAX_IFACES);
+	ps->n_ifaces = n;
+	for (i = 0; i < n; i++) {
+		const yaml_node_t *item = node_at(c, seq->data.sequence.items.start[i]);
+
+		if (!item || path_index(c, ipath, path, i) || parse_iface(c, ps, i, item, ipath))
+			err = -EINVAL;
+	}
+	return err;
+}
+
+static int parse_allow(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+
+	return parse_prefix_list(c, val, path, POLICY_ALLOW_MAX_PREFIXES, NULL, &ps->allow);
+}
+
+static int parse_duration_value(struct pctx *c, const yaml_node_t *val, const char *path, __u64 *ns)
+{
+	const char *s = scalar_of(c, val, path, "a duration such as 5s");
+	char err[DIAG_MSG_LEN];
+
+	if (!s)
+		return -EINVAL;
+	if (policy_parse_duration(s, ns, err, sizeof(err)))
+		return REPORT(c, val, path, "%s", err);
+	return 0;
+}
+
+static int parse_heartbeat(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+	char bound[UNITS_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (ns < HEARTBEAT_NS_MIN)
+		return REPORT(
+			c, val, path, "heartbeat '%.*s%s' is too short (expected at least %s)",
+			DIAG_SHOW(scalar_text(val)), units_duration_exact(bound, HEARTBEAT_NS_MIN));
+	if (ns > HEARTBEAT_NS_MAX)
+		return REPORT(c, val, path,
+			      "heartbeat '%.*s%s' is too long (expected at most %s, "
+			      "as the timeout is at most %d heartbeats and at most 1h)",
+			      DIAG_SHOW(scalar_text(val)),
+			      units_duration_exact(bound, HEARTBEAT_NS_MAX), HEARTBEAT_TIMEOUTS);
+	ps->heartbeat_ns = ns;
+	return 0;
+}
+
+static int parse_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+	char need[UNITS_TEXT_LEN], beat[UNITS_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (ns > AGENT_TIMEOUT_NS_MAX)
+		return REPORT(c, val, path, "timeout '%.*s%s' is too long (expected at most %s)",
+			      DIAG_SHOW(scalar_text(val)),
+			      units_duration_exact(need, AGENT_TIMEOUT_NS_MAX));
+	/* With a bad heartbeat the user sees that error; don't guess at this one. */
+	if (w->val[AGENTF_HEARTBEAT] && !walk__ok(w, AGENTF_HEARTBEAT))
+		return 0;
+	/* heartbeat_ns <= HEARTBEAT_NS_MAX: the product fits */
+	if (ns < HEARTBEAT_TIMEOUTS * ps->heartbeat_ns)
+		return REPORT(
+			c, val, path,
+			"timeout '%.*s%s' is shorter than %d heartbeats of %s "
+			"(expected at least %s); one late heartbeat would be taken for a lost "
+			"agent",
+			DIAG_SHOW(scalar_text(val)), HEARTBEAT_TIMEOUTS,
+			units_duration_exact(beat, ps->heartbeat_ns),
+			units_duration_exact(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns));
+	ps->agent_timeout_ns = ns;
+	return 0;
+}
+
+static const struct field agent_fields[AGENTF_MAX] = {
+	[AGENTF_HEARTBEAT] = { "heartbeat", parse_heartbeat, NULL },
+	[AGENTF_TIMEOUT] = { "timeout", parse_timeout, NULL },
+};
+
+/* A heartbeat given alone must still fit the default timeout. */
+static int check_default_timeout(struct pctx *c, const struct walk *aw)
+{
+	const struct policy_set *ps = aw->obj;
+	char need[UNITS_TEXT_LEN], dflt[UNITS_TEXT_LEN];
+	char path[DIAG_FIELD_LEN];
+
+	if (!walk__ok(aw, AGENTF_HEARTBEAT) || aw->val[AGENTF_TIMEOUT] ||
+	    ps->agent_timeout_ns >= HEARTBEAT_TIMEOUTS * ps->heartbeat_ns)
+		return 0;
+	if (path_key(c, path, aw->path, "heartbeat"))
+		return -EINVAL;
+	return REPORT(c, aw->val[AGENTF_HEARTBEAT], path,
+		      "heartbeat '%.*s%s' needs a timeout of "
+		      "at least %s, and the default is %s; set agent.timeout",
+		      DIAG_SHOW(scalar_text(aw->val[AGENTF_HEARTBEAT])),
+		      units_duration_exact(need, HEARTBEAT_TIMEOUTS * ps->heartbeat_ns),
+		      units_duration_exact(dflt, ps->agent_timeout_ns));
+}
+
+static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct walk aw = WALK_INIT(w->obj, val, path, agent_fields, AGENTF_MAX);
+
+	if (walk_mapping(c, &aw))
+		return -EINVAL;
+	return check_default_timeout(c, &aw);
+}
+
+/* ---- store ---- */
+
+#define URL_REDIS    "redis://"
+#define URL_UNIX     "unix://"
+#define URL_SENTINEL "sentinel://"
+#define URL_EXPECTED                                                                               \
+	"expected redis://host:port, unix:///path/to/redis.sock or "                               \
+	"sentinel://host:port[,host:port...]/master-name"
+#define PORT_DIGITS_MAX	     5			 /* in PORT_MAX */
+#define STORE_TIMEOUT_NS_MAX SLUICE_NSEC_PER_SEC /* a slower store is a failed one */
+#define SYNC_INTERVAL_NS_MIN 10000000ULL	 /* 10 ms */
+
+/* The endpoint a walk fills: the store itself, or store.abuse. */
+static struct policy_store *endpoint_of(struct walk *w)
+{
+	return w->obj;
+}
+
+/* One sentinel address, host:port, of @n bytes at @a; 0 or -1. */
+static int check_sentinel_addr(const char *a, size_t n)
+{
+	size_t colon = n, digits;
+	unsigned long port = 0;
+
+	while (colon && a[colon - 1] != ':')
+		colon--;
+	digits = n - colon;
+	if (colon < 2 || !digits || digits > PORT_DIGITS_MAX)
+		return -1;
+	for (; colon < n; colon++) {
+		if (!isdigit((unsigned char)a[colon]))
+			return -1;
+		port = port * DECIMAL_BASE + (a[colon] - '0');
+	}
+	return port >= PORT_MIN && port <= PORT_MAX ? 0 : -1;
+}
+
+/*
+ * sentinel://host:port[,host:port...]/master-name: at least one address,
+ * each with a port, and a name. Reports the first problem.
+ */
+static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char *path,
+			      const char *s)
+{
+	const char *addrs = s + strlen(URL_SENTINEL), *slash = strchr(addrs, '/'), *a, *comma;
+
+	if (!slash || !slash[1])
+		return REPORT(c, val, path, "'%.*s%s' has no master name (%s)", DIAG_SHOW(s),
+			      URL_EXPECTED);
+	if (slash == addrs)
+		return REPORT(c, val, path, "'%.*s%s' has no sentinel address (%s)", DIAG_SHOW(s),
+			      URL_EXPECTED);
+	for (a = addrs;; a = comma + 1) {
+		comma = memchr(a, ',', slash - a);
+		if (!comma)
+			comma = slash;
+		if (check_sentinel_addr(a, comma - a))
+			return REPORT(c, val, path,
+				      "'%.*s' in '%.*s%s' is not a sentinel address (expected "
+				      "host:port with a port from %d to %d)",
+				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+		if (comma == slash)
+			return 0;
+	}
+}
+
+static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	const char *s = scalar_of(c, val, path, "a URL such as redis://127.0.0.1:6379");
+	struct policy_store *e = endpoint_of(w);
+
+	if (!s)
+		return -EINVAL;
+	if (!strncmp(s, URL_SENTINEL, strlen(URL_SENTINEL))) {
+		if (check_sentinel_url(c, val, path, s))
+			return -EINVAL;
+	} else if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) != 0 || !s[strlen(URL_REDIS)]) &&
+		   (strncmp(s, URL_UNIX, strlen(URL_UNIX)) != 0 || s[strlen(URL_UNIX)] != '/')) {
+		return REPORT(c, val, path, "'%.*s%s' is not a store URL (%s)", DIAG_SHOW(s),
+			      URL_EXPECTED);
+	}
+	if (strlen(s) >= sizeof(e->url))
+		return REPORT(c, val, path, "the URL is longer than %zu bytes", sizeof(e->url) - 1);
+	snprintf(e->url, sizeof(e->url), "%s", s);
+	e->pos = node_pos(val);
+	return 0;
+}
+
+static int parse_password_file(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	const char *s = scalar_of(c, val, path, "a file holding the password");
+	struct policy_store *e = endpoint_of(w);
+
+	if (!s)
+		return -EINVAL;
+	if (!*s || strlen(s) >= sizeof(e->password_file))
+		return REPORT(c, val, path, "'%.*s%s' is not a file name", DIAG_SHOW(s));
+	snprintf(e->password_file, sizeof(e->password_file), "%s", s);
+	return 0;
+}
+
+static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	char bound[UNITS_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (!ns || ns > STORE_TIMEOUT_NS_MAX)
+		return REPORT(c, val, path,
+			      "timeout '%.*s%s' is out of range (expected more than 0 "
+			      "and at most %s: the store is asked on every sync)",
+			      DIAG_SHOW(scalar_text(val)),
+			      units_duration_exact(bound, STORE_TIMEOUT_NS_MAX));
+	endpoint_of(w)->timeout_ns = ns;
+	return 0;
+}
+
+static const struct field endpoint_fields[ENDPF_MAX] = {
+	[ENDPF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
+	[ENDPF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
+	[ENDPF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
+};
+
+/* store.abuse: abuse policies' own endpoint, so they never share a failure domain. */
+static int parse_abuse_store(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			     const char *path)
+{
+	struct policy_set *ps = c->ps;
+	struct walk ew = WALK_INIT(&ps->abuse_store, val, path, endpoint_fields, ENDPF_MAX);
+
+	(void)w;
+	ps->abuse_store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
+	return walk_mapping(c, &ew);
+}
+
+static int parse_store_interval(struct pctx *c, const yaml_node_t *val, const char *path,
+				__u64 min_ns, __u64 *out)
+{
+	char bound[UNITS_TEXT_LEN];
+	__u64 ns = 0;
+
+	if (parse_duration_value(c, val, path, &ns))
+		return -EINVAL;
+	if (ns < min_ns)
+		return REPORT(c, val, path, "'%.*s%s' is too short (expected at least %s)",
+			      DIAG_SHOW(scalar_text(val)), units_duration_exact(bound, min_ns));
+	*out = ns;
+	return 0;
+}
+
+static int parse_sync_interval(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	(void)w;
+	return parse_store_interval(c, val, path, SYNC_INTERVAL_NS_MIN, &c->ps->sync_interval_ns);
+}
+
+static int parse_hold_down(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	return parse_store_interval(c, val, path, c->ps->sync_interval_ns, &c->ps->hold_down_ns);
+}
+
+/* A node or fleet name: printable, no spaces, shorter than POLICY_NAME_MAX. */
+static int parse_name_into(struct pctx *c, const yaml_node_t *val, const char *path, char *out)
+{
+	const char *s = scalar_of(c, val, path, "a name");
+	size_t i;
+
+	if (!s)
+		return -EINVAL;
+	for (i = 0; s[i]; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return REPORT(c, val, path,
+				      "'%.*s%s' is not a name (expected printable "
+				      "characters, no spaces)",
+				      DIAG_SHOW(s));
+	if (!i || i >= POLICY_NAME_MAX)
+		return REPORT(c, val, path, "'%.*s%s' is not a name (expected 1 to %d characters)",
+			      DIAG_SHOW(s), POLICY_NAME_MAX - 1);
+	snprintf(out, POLICY_NAME_MAX, "%s", s);
+	return 0;
+}
+
+static int parse_fleet(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	return parse_name_into(c, val, path, c->ps->fleet);
+}
+
+/* The store's own fields are the endpoint's plus the fleet-wide settings. */
+static const struct field store_fields[STOREF_MAX] = {
+	[STOREF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
+	[STOREF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
+	[STOREF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
+	[STOREF_SYNC_INTERVAL] = { "sync_interval", parse_sync_interval, NULL },
+	[STOREF_HOLD_DOWN] = { "hold_down", parse_hold_down, NULL },
+	[STOREF_ABUSE] = { "abuse", parse_abuse_store, NULL },
+	[STOREF_FLEET] = { "fleet", parse_fleet, NULL },
+};
+
+static int parse_node_name(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	return parse_name_into(c, val, path, c->ps->node_name);
+}
+
+static const struct field node_fields[NODEF_MAX] = {
+	[NODEF_NAME] = { "name", parse_node_name, NULL },
+};
+
+static int parse_node(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct walk nw = WALK_INIT(w->obj, val, path, node_fields, NODEF_MAX);
+
+	return walk_mapping(c, &nw);
+}
+
+static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct policy_set *ps = w->obj;
+	struct walk sw = WALK_INIT(&ps->store, val, path, store_fields, STOREF_MAX);
+
+	ps->store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
+	return walk_mapping(c, &sw);
+}
+
+static const struct field top_fields[TOPF_MAX] = {
+	[TOPF_INTERFACES] = { "interfaces", parse_interfaces, NULL },
+	[TOPF_ALLOW] = { "allow", parse_allow, NULL },
+	[TOPF_AGENT] = { "agent", parse_agent, NULL },
+	[TOPF_NODE] = { "node", parse_node, NULL },
+	[TOPF_STORE] = { "store", parse_store, NULL },
+	[TOPF_POLICIES] = { "policies", parse_policies,
+			    "a policy file needs a sequence of policies under 'policies'" },
+};
+
+int parse_root(struct pctx *c, struct policy_set *ps)
+{
+	const yaml_node_t *root = yaml_document_get_root_node(c->doc);
+	struct walk w = {
+		.obj = ps,
+		.map = root,
+		.path = "",
+		.what = "a mapping with 'policies'",
+		.fields = top_fields,
+		.n_fields = TOPF_MAX,
+	};
+
+	ps->heartbeat_ns = POLICY_HEARTBEAT_NS_DEFAULT;
+	ps->agent_timeout_ns = POLICY_AGENT_TIMEOUT_NS_DEFAULT;
+	ps->sync_interval_ns = POLICY_SYNC_INTERVAL_NS_DEFAULT;
+	ps->hold_down_ns = POLICY_HOLD_DOWN_NS_DEFAULT;
+	snprintf(ps->fleet, sizeof(ps->fleet), "%s", POLICY_FLEET_DEFAULT);
+	if (!root || is_null(root))
+		return report_empty(c);
+	return walk_mapping(c, &w);
+}
