@@ -23,10 +23,8 @@
 #include "base/names.h"
 #include "budget/store.h"
 
-#define PASSWORD_ENV	      "SLUICE_STORE_PASSWORD"
-#define AGENT_MIN_FRAME_BYTES 64    /* the smallest Ethernet frame, no FCS */
-#define AGENT_SHARE_MAX	      65535 /* more nodes than this share as if this many */
-#define FAIL_UNWRITTEN	      0xff  /* fail_written[]: write it on the next tick */
+#define PASSWORD_ENV   "SLUICE_STORE_PASSWORD"
+#define FAIL_UNWRITTEN 0xff /* fail_written[]: write it on the next tick */
 
 /* The password: the first line of password_file, else $SLUICE_STORE_PASSWORD. */
 static int read_password(const struct policy_store *e, char *out, size_t len)
@@ -175,30 +173,6 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	return 0;
 }
 
-/*
- * The largest share policy @p may be split into: increment × share must
- * stay within SLUICE_GCRA_INCR_MAX (gcra.h), and within the tolerance for
- * one packet (or minimum frame), or the key could never admit anything.
- * Past that the fleet admits up to nodes / share times the limit (a cold
- * key's known cost, docs/shared-budget.md).
- */
-static __u32 max_share_of(const struct policy *p)
-{
-	__u64 cost_max = p->rate.cost == SLUICE_COST_BYTES ? SLUICE_COST_BYTES_MAX : 1;
-	__u64 cost_min = p->rate.cost == SLUICE_COST_BYTES ? AGENT_MIN_FRAME_BYTES : 1;
-	__u64 by_range, by_burst;
-	struct sluice_gcra g;
-	char err[DIAG_MSG_LEN];
-
-	if (compile_gcra(&p->rate, p->burst, &g, err, sizeof(err)))
-		return 1;
-	by_range = SLUICE_GCRA_INCR_MAX /
-		   sluice_gcra_incr(cost_max, g.interval_mant, g.interval_shift);
-	by_burst = g.tolerance / sluice_gcra_incr(cost_min, g.interval_mant, g.interval_shift);
-	by_range = by_range < by_burst ? by_range : by_burst;
-	return by_range < 1 ? 1 : by_range > AGENT_SHARE_MAX ? AGENT_SHARE_MAX : by_range;
-}
-
 static void name_node(struct agent_stores *s)
 {
 	if (s->v.ps->node_name[0])
@@ -217,7 +191,7 @@ int agent_stores__open(struct agent_stores *s, const struct stores_view *v)
 	memset(s->share_written, 0, sizeof(s->share_written));
 	name_node(s);
 	for (j = 0; j < s->v.ps->n_policies; j++)
-		s->max_share[j] = max_share_of(&s->v.ps->policies[j]);
+		s->max_share[j] = compile_share_max(&s->v.ps->policies[j]);
 
 	if (s->v.ps->store.url[0])
 		err = open_endpoint(s, AGENT_STORE_MAIN, &s->v.ps->store);

@@ -628,3 +628,20 @@ int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size
 	free(ids);
 	return err;
 }
+
+__u32 compile_share_max(const struct policy *p)
+{
+	__u64 cost_max = p->rate.cost == SLUICE_COST_BYTES ? SLUICE_COST_BYTES_MAX : 1;
+	__u64 cost_min = p->rate.cost == SLUICE_COST_BYTES ? COMPILE_MIN_FRAME_BYTES : 1;
+	__u64 by_range, by_burst;
+	struct sluice_gcra g;
+	char err[DIAG_MSG_LEN];
+
+	if (compile_gcra(&p->rate, p->burst, &g, err, sizeof(err)))
+		return 1;
+	by_range = SLUICE_GCRA_INCR_MAX /
+		   sluice_gcra_incr(cost_max, g.interval_mant, g.interval_shift);
+	by_burst = g.tolerance / sluice_gcra_incr(cost_min, g.interval_mant, g.interval_shift);
+	by_range = by_range < by_burst ? by_range : by_burst;
+	return by_range < 1 ? 1 : by_range > COMPILE_SHARE_MAX ? COMPILE_SHARE_MAX : by_range;
+}

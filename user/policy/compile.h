@@ -117,4 +117,17 @@ void compiled__free(struct compiled *c);
 int compile_gcra(const struct policy_rate *rate, __u64 burst, struct sluice_gcra *out, char *err,
 		 size_t errlen);
 
+#define COMPILE_MIN_FRAME_BYTES 64    /* the smallest Ethernet frame, no FCS */
+#define COMPILE_SHARE_MAX	65535 /* more nodes than this share as if this many */
+
+/*
+ * The largest share cluster policy @p may be split into: increment × share
+ * must stay within SLUICE_GCRA_INCR_MAX (gcra.h), and within the tolerance
+ * for one packet (or minimum frame), or the key could never admit anything.
+ * Past that the fleet admits up to nodes / share times the limit (a cold
+ * key's known cost, docs/shared-budget.md). 1 for a limit that does not
+ * compile.
+ */
+__u32 compile_share_max(const struct policy *p);
+
 #endif /* SLUICE_COMPILE_H */
