@@ -13,8 +13,8 @@
 #   tools/graph.sh --files   the same at file level
 set -euo pipefail
 
-level=module
-[[ ${1:-} == --files ]] && level=file
+level='module'
+[[ ${1:-} == --files ]] && level='file'
 roots=()
 for r in user lib include; do [[ -d $r ]] && roots+=("$r"); done
 

@@ -51,7 +51,7 @@ static void fresh_ids(const struct compiled *c, const struct sluice_policy *old,
 			;
 		if (j == n_old)
 			idmap_add(fresh, c->policies[i].id);
-		else if (memcmp(&old[j].limit, &c->policies[i].limit, sizeof(old[j].limit)))
+		else if (memcmp(&old[j].limit, &c->policies[i].limit, sizeof(old[j].limit)) != 0)
 			idmap_add(changed, c->policies[i].id);
 	}
 }
