@@ -107,18 +107,6 @@ static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 
 	snprintf(sp->name, sizeof(sp->name), "%s", p->name);
 }
 
-int policy_on_iface(const struct policy *p, const char *iface)
-{
-	size_t i;
-
-	if (!iface || !p->match.n_ifaces)
-		return 1;
-	for (i = 0; i < p->match.n_ifaces; i++)
-		if (!strcmp(p->match.ifaces[i], iface))
-			return 1;
-	return 0;
-}
-
 static int policy_applies_to_proto(const struct policy *p, __u8 proto)
 {
 	return p->match.proto == POLICY_PROTO_ANY || p->match.proto == proto;

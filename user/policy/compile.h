@@ -104,9 +104,6 @@ int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_matc
 int compile_addrs(const struct policy_set *ps, const char *iface, struct compiled *out,
 		  struct diag_list *diags);
 
-/* Does policy @p apply on interface @iface (NULL: any)? */
-int policy_on_iface(const struct policy *p, const char *iface);
-
 void compiled__free(struct compiled *c);
 
 /*

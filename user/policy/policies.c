@@ -594,3 +594,15 @@ int parse_policies(struct pctx *c, struct walk *w, const yaml_node_t *seq, const
 		err = -EINVAL;
 	return err;
 }
+
+int policy_on_iface(const struct policy *p, const char *iface)
+{
+	size_t i;
+
+	if (!iface || !p->match.n_ifaces)
+		return 1;
+	for (i = 0; i < p->match.n_ifaces; i++)
+		if (!strcmp(p->match.ifaces[i], iface))
+			return 1;
+	return 0;
+}

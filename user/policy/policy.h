@@ -140,6 +140,9 @@ struct policy_set *policy_set__parse(const char *name, const char *buf, size_t l
 
 void policy_set__free(struct policy_set *ps);
 
+/* Does policy @p apply on interface @iface (NULL: any)? */
+int policy_on_iface(const struct policy *p, const char *iface);
+
 /* The word of match.proto for @proto ("tcp", ..., "any"), or NULL for none. */
 const char *policy_proto_name(__u8 proto);
 
