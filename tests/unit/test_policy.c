@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "policy_test.h"
 #include "rows.h"
 
@@ -1340,6 +1341,60 @@ static void test_parse_buffer(void **state)
 	policy_set__free(NULL);
 }
 
+/* ---- adversarial files ------------------------------------------------------ */
+
+#define HOSTILE_CPU_NS (SLUICE_NSEC_PER_SEC) /* issue #12: a 1 MiB file refused within 1 s */
+
+struct hostile_row {
+	const char *name;
+	const char *unit;  /* repeated to fill POLICY_FILE_MAX_BYTES */
+	const char *first; /* the first line of what diag__print() writes, after "<test>:" */
+};
+
+/*
+ * 1 MiB files built to cost the parser: nesting past POLICY_NESTING_MAX
+ * in each style (refused as the level opens, with its line and column) and
+ * a flat sequence as long as the size allows (linear). Each is refused in
+ * a fraction of HOSTILE_CPU_NS of CPU time; a scanner cost growing with the
+ * depth took 16.8 s on 80 KB of brackets.
+ */
+static const struct hostile_row hostile_rows[] = {
+	{ "flow sequences", "[", "1:17: YAML nested deeper than 16 levels" },
+	{ "flow mappings", "{a: ", "1:65: YAML nested deeper than 16 levels" },
+	{ "block sequences", "- ", "1:33: YAML nested deeper than 16 levels" },
+	{ "a flat sequence", "- 1\n", "1:1: expected a mapping with 'policies', got a sequence\n" },
+};
+
+static void test_hostile(void **state)
+{
+	const struct hostile_row *row = *state;
+	size_t unit = strlen(row->unit), len = POLICY_FILE_MAX_BYTES / unit * unit;
+	char *buf = malloc(len + 1), *printed, *want;
+	struct diag_list d = { 0 };
+	__u64 t0, spent;
+	size_t i;
+
+	assert_non_null(buf);
+	for (i = 0; i < len; i += unit)
+		memcpy(buf + i, row->unit, unit);
+	buf[len] = '\0';
+	t0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	assert_null(policy_set__parse("<test>", buf, len, &d));
+	spent = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - t0;
+	printed = print_diags(&d);
+	assert_true(asprintf(&want, "<test>:%s", row->first) > 0);
+	if (strncmp(printed, want, strlen(want)))
+		fail_msg("%s: printed %.200s, expected it to start with %s", row->name, printed,
+			 want);
+	print_message("%s: %zu bytes refused in %llu us of CPU\n", row->name, len,
+		      (unsigned long long)(spent / SLUICE_NSEC_PER_USEC));
+	assert_true(spent < HOSTILE_CPU_NS);
+	free(want);
+	free(printed);
+	free(buf);
+	diag__free(&d);
+}
+
 /* ---- running -------------------------------------------------------------- */
 
 static size_t fixture_tests(struct CMUnitTest *tests, size_t n, size_t max, char **paths,
@@ -1392,6 +1447,7 @@ int main(void)
 	TABLE_TESTS(tests, n, local_burst_cases, test_local_burst);
 	TABLE_TESTS(tests, n, agent_cases, test_agent);
 	TABLE_TESTS(tests, n, semantic_cases, test_semantic);
+	TABLE_TESTS(tests, n, hostile_rows, test_hostile);
 	n = fixture_tests(tests, n, ARRAY_SIZE(tests), good, n_good, test_good_fixture);
 	n = fixture_tests(tests, n, ARRAY_SIZE(tests), bad, n_bad, test_bad_fixture);
 	for (i = 0; i < ARRAY_SIZE(fixed); i++)

@@ -292,9 +292,14 @@ static void count_reload(struct agent *a, int ok)
 
 int agent__reload(struct agent *a)
 {
-	struct policy_set *ps = load_policy(a->opts.config_path);
+	struct policy_set *ps;
 	size_t i;
 	int err;
+
+	/* A beat first: reading, compiling and applying then have the whole
+	 * agent.timeout before the XDP program would think the agent lost. */
+	beat(a, getpid());
+	ps = load_policy(a->opts.config_path);
 
 	if (!ps) {
 		pr_warn("reload rejected; still enforcing '%s' generation %llu",

@@ -284,10 +284,14 @@ static int carry_key(const struct sluice_key *key, const struct sluice_state *st
 int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
 		     const struct idmap *changed, __u64 now, size_t *n)
 {
-	struct carry *cr = calloc(1, sizeof(*cr));
+	struct carry *cr;
 	size_t i;
 	int err;
 
+	*n = 0;
+	if (idmap_empty(changed))
+		return 0; /* no limit changed: no walk over every key */
+	cr = calloc(1, sizeof(*cr));
 	if (!cr)
 		return -ENOMEM;
 	cr->m = m;

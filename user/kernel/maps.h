@@ -81,6 +81,16 @@ static inline int idmap_has(const struct idmap *m, __u32 id)
 	return id < SLUICE_MAX_POLICIES && (m->w[id / 64] >> (id % 64)) & 1;
 }
 
+static inline int idmap_empty(const struct idmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < SLUICE_MAX_POLICIES / 64; i++)
+		if (m->w[i])
+			return 0;
+	return 1;
+}
+
 /*
  * Make the ids in @fresh new: delete
  * their keys from sluice_state, zero their counters and fail state. Only

@@ -17,7 +17,9 @@
 
 #include "policy/parse.h"
 
-#define ERRNO_MSG_LEN 128
+#define ERRNO_MSG_LEN  128
+#define UTF8_CONT_MASK 0xc0 /* a UTF-8 continuation byte is 10xxxxxx */
+#define UTF8_CONT_BITS 0x80
 
 static const struct src_pos no_pos; /* a problem of the whole file */
 
@@ -28,17 +30,36 @@ int report_empty(struct pctx *c)
 
 /* ---- YAML in ------------------------------------------------------------- */
 
-static int report_yaml_error(struct pctx *c, const yaml_parser_t *parser)
+/*
+ * Where byte @off of @buf is, for a reader error (libyaml gives only the
+ * offset): lines from 1, columns in characters (UTF-8 lead bytes) from 1.
+ */
+static struct src_pos offset_pos(const char *buf, size_t len, size_t off)
+{
+	struct src_pos pos = { .line = 1, .col = 1 };
+	size_t i;
+
+	for (i = 0; i < off && i < len; i++) {
+		if (buf[i] == '\n') {
+			pos.line++;
+			pos.col = 1;
+		} else if (((unsigned char)buf[i] & UTF8_CONT_MASK) != UTF8_CONT_BITS) {
+			pos.col++;
+		}
+	}
+	return pos;
+}
+
+static int report_yaml_error(struct pctx *c, const yaml_parser_t *parser, const char *buf,
+			     size_t len)
 {
 	const char *problem = parser->problem ? parser->problem : "unknown error";
 
 	if (parser->error == YAML_MEMORY_ERROR)
 		return pctx__fail(c, -ENOMEM);
 	if (parser->error == YAML_READER_ERROR)
-		return REPORT_AT(c, no_pos, "",
-				 "cannot parse YAML: %s at byte %zu "
-				 "(expected UTF-8 text)",
-				 problem, parser->problem_offset);
+		return REPORT_AT(c, offset_pos(buf, len, parser->problem_offset), "",
+				 "cannot parse YAML: %s (expected UTF-8 text)", problem);
 	if (parser->context)
 		return REPORT_AT(c, mark_pos(parser->problem_mark), "",
 				 "cannot parse YAML: %s (%s that starts at line %zu)", problem,
@@ -46,22 +67,95 @@ static int report_yaml_error(struct pctx *c, const yaml_parser_t *parser)
 	return REPORT_AT(c, mark_pos(parser->problem_mark), "", "cannot parse YAML: %s", problem);
 }
 
-/*
- * Check the event stream: syntax, aliases (a shared node would make every
- * message about it point at the anchor), and exactly one document.
- */
-static int scan_events(struct pctx *c, const char *buf, size_t len)
+/* The document being composed from the event stream. */
+struct composer {
+	yaml_document_t *doc;
+	int open[POLICY_NESTING_MAX + 1]; /* node ids of the open collections */
+	int key[POLICY_NESTING_MAX + 1];  /* a mapping's key waiting for its value, or 0 */
+	int depth;
+};
+
+/* Node @id (from a yaml_document_add_*()) into its parent, with its marks. */
+static int attach(struct composer *k, int id, const yaml_event_t *ev)
 {
+	yaml_node_t *n = yaml_document_get_node(k->doc, id);
+	int parent = k->depth ? k->open[k->depth - 1] : 0;
+	int *key = k->depth ? &k->key[k->depth - 1] : NULL;
+
+	if (!id || !n)
+		return -ENOMEM;
+	n->start_mark = ev->start_mark;
+	n->end_mark = ev->end_mark;
+	if (!parent)
+		return 0; /* the root: the document's first node */
+	if (yaml_document_get_node(k->doc, parent)->type == YAML_SEQUENCE_NODE)
+		return yaml_document_append_sequence_item(k->doc, parent, id) ? 0 : -ENOMEM;
+	if (!*key) {
+		*key = id;
+		return 0;
+	}
+	id = yaml_document_append_mapping_pair(k->doc, parent, *key, id) ? 0 : -ENOMEM;
+	*key = 0;
+	return id;
+}
+
+/* One event into the document; a start past POLICY_NESTING_MAX is reported. */
+static int compose(struct pctx *c, struct composer *k, const yaml_event_t *ev)
+{
+	yaml_char_t *tag = NULL; /* the default tags: the walk reads no tag */
+	int id;
+
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		id = yaml_document_add_scalar(k->doc, tag, ev->data.scalar.value,
+					      (int)ev->data.scalar.length, ev->data.scalar.style);
+		return attach(k, id, ev);
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		if (k->depth == POLICY_NESTING_MAX)
+			return REPORT_AT(c, mark_pos(ev->start_mark), "",
+					 "YAML nested deeper than %d levels (a policy file needs "
+					 "5)",
+					 POLICY_NESTING_MAX);
+		id = ev->type == YAML_SEQUENCE_START_EVENT
+			     ? yaml_document_add_sequence(k->doc, tag,
+							  ev->data.sequence_start.style)
+			     : yaml_document_add_mapping(k->doc, tag, ev->data.mapping_start.style);
+		if (attach(k, id, ev))
+			return -ENOMEM;
+		k->key[k->depth] = 0;
+		k->open[k->depth++] = id;
+		return 0;
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT: k->depth--; return 0;
+	default: return 0;
+	}
+}
+
+/*
+ * The one pass over the file: libyaml's events, checked as they come
+ * (syntax, nesting, aliases, which would make every message about a shared
+ * node point at its anchor, and exactly one document) and composed into
+ * @doc. Nesting is refused as it is announced, before libyaml's scanner,
+ * whose cost grows with the depth of flow collections, can go deeper.
+ */
+static int load_document(struct pctx *c, const char *buf, size_t len, yaml_document_t *doc)
+{
+	struct composer k = { .doc = doc };
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	int docs = 0, done = 0, err = 0;
 
 	if (!yaml_parser_initialize(&parser))
 		return pctx__fail(c, -ENOMEM);
+	if (!yaml_document_initialize(doc, NULL, NULL, NULL, 1, 1)) {
+		yaml_parser_delete(&parser);
+		return pctx__fail(c, -ENOMEM);
+	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	while (!done) {
+	while (!done && !err) {
 		if (!yaml_parser_parse(&parser, &ev)) {
-			err = report_yaml_error(c, &parser);
+			err = report_yaml_error(c, &parser, buf, len);
 			break;
 		}
 		if (ev.type == YAML_ALIAS_EVENT) {
@@ -73,28 +167,19 @@ static int scan_events(struct pctx *c, const char *buf, size_t len)
 			err = REPORT_AT(c, mark_pos(ev.start_mark), "",
 					"a second YAML document is not supported "
 					"(expected one policy document per file)");
-			done = 1;
+		} else {
+			err = compose(c, &k, &ev);
+			if (err == -ENOMEM)
+				err = pctx__fail(c, err);
 		}
-		done |= ev.type == YAML_STREAM_END_EVENT;
+		done = ev.type == YAML_STREAM_END_EVENT;
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&parser);
 	if (!err && docs == 0)
 		err = report_empty(c);
-	return err;
-}
-
-static int load_document(struct pctx *c, const char *buf, size_t len, yaml_document_t *doc)
-{
-	yaml_parser_t parser;
-	int err = 0;
-
-	if (!yaml_parser_initialize(&parser))
-		return pctx__fail(c, -ENOMEM);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, doc))
-		err = report_yaml_error(c, &parser); /* libyaml freed the partial document */
-	yaml_parser_delete(&parser);
+	if (err)
+		yaml_document_delete(doc);
 	return err;
 }
 
@@ -135,7 +220,7 @@ struct policy_set *policy_set__parse(const char *name, const char *buf, size_t l
 	if (!ps)
 		return NULL;
 	c.ps = ps;
-	if (!scan_events(&c, buf, len) && !load_document(&c, buf, len, &doc)) {
+	if (!load_document(&c, buf, len, &doc)) {
 		c.doc = &doc;
 		parse_root(&c, ps);
 		yaml_document_delete(&doc);

@@ -16,6 +16,7 @@
 
 #define POLICY_PROTO_ANY      0 /* match every IP protocol; IPPROTO_IP is never a match value */
 #define POLICY_FILE_MAX_BYTES (1 << 20) /* larger policy files are refused */
+#define POLICY_NESTING_MAX    16	/* collections inside collections; a file needs 5 */
 #define POLICY_IFNAME_LEN     16	/* IFNAMSIZ */
 #define POLICY_MAX_IFACES     64
 
