@@ -35,7 +35,9 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# mode=0700, as systemd mounts it: a world-writable bpffs lets any user
+# create a pin directory before the agent does (#12).
 if ! mountpoint -q /sys/fs/bpf; then
 	echo "deps: mounting bpffs on /sys/fs/bpf" >&2
-	mount -t bpf bpf /sys/fs/bpf
+	mount -t bpf -o mode=0700 bpf /sys/fs/bpf
 fi

@@ -8,10 +8,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -48,6 +50,55 @@ static int mkdir_p(const char *dir)
 		*p = '/';
 	}
 	return mkdir(path, PIN_DIR_MODE) && errno != EEXIST ? -errno : 0;
+}
+
+/*
+ * A pin directory must be ours: owned by our user and writable by nobody
+ * else. Another user who can write it can remove the pins, and with the
+ * link's pin the XDP program (#12: a squatter's directory, reused).
+ */
+static int check_owned(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st))
+		return -errno;
+	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	pr_warn("refusing pin directory '%s': owned by uid %u with mode %04o; it must be owned by "
+		"uid %u and writable by no one else, or another user could remove the pins",
+		dir, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777),
+		(unsigned int)geteuid());
+	return -EPERM;
+}
+
+/*
+ * One agent per interface: an exclusive flock() on its pin directory, held
+ * until the attachment closes (or the process ends). A second agent is
+ * told the pid the first wrote into sluice_ctl, and changes nothing.
+ */
+static int lock_pin_dir(struct attachment *a)
+{
+	char path[PATH_MAX];
+	struct sluice_ctl ctl = { 0 };
+	__u32 zero = 0;
+	int fd;
+
+	a->lock_fd = open(a->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (a->lock_fd < 0)
+		return -errno;
+	if (!flock(a->lock_fd, LOCK_EX | LOCK_NB))
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return -errno;
+	fd = pin_path(path, a->pin_dir, sluice_map_names[SLUICE_MAP_CTL]) ? -1 : bpf_obj_get(path);
+	if (fd >= 0 && bpf_map_lookup_elem(fd, &zero, &ctl))
+		ctl.agent_pid = 0;
+	if (fd >= 0)
+		close(fd);
+	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface",
+		a->iface, ctl.agent_pid, a->pin_dir);
+	return -EBUSY;
 }
 
 /* If @pin_dir holds maps, they must be ours: same ABI, and their state size. */
@@ -149,6 +200,7 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 
 	memset(a, 0, sizeof(*a));
 	a->link_fd = -1;
+	a->lock_fd = -1;
 	maps__init(&a->maps);
 	snprintf(a->iface, sizeof(a->iface), "%s", iface);
 	a->ifindex = if_nametoindex(iface);
@@ -163,6 +215,13 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 			pin_root, iface, strerror(-err), pin_root);
 		return err;
 	}
+	err = check_owned(pin_root);
+	if (!err)
+		err = check_owned(a->pin_dir);
+	if (!err)
+		err = lock_pin_dir(a);
+	if (err)
+		return err;
 	err = check_pinned(a->pin_dir, &pinned_keys);
 	if (err)
 		return err;
@@ -275,6 +334,9 @@ void attachment__close(struct attachment *a)
 	a->link_fd = -1;
 	sluice_bpf__destroy(a->skel);
 	a->skel = NULL;
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
+	a->lock_fd = -1;
 }
 
 int loader_unpin(const char *pin_dir)

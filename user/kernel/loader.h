@@ -29,6 +29,7 @@ struct attachment {
 	int prog_fd;		 /* borrowed from skel */
 	int link_fd;		 /* -1 until attached */
 	int reused;		 /* maps came from pins: key state was kept */
+	int lock_fd;		 /* the pin directory, flock()ed: one agent per interface */
 };
 
 /* <pin_root>/<iface>, or -ENAMETOOLONG. */
