@@ -20,7 +20,7 @@ endif
 CLANG ?= clang
 CC ?= gcc
 BPFTOOL ?= bpftool
-ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
+ARCH_INC := /usr/include/$(shell $(CC) -print-multiarch)
 
 # Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
 PKGS = libbpf yaml-0.1 hiredis libmicrohttpd
@@ -63,7 +63,7 @@ BENCH_BPF_OBJ := $(BENCH_BPF_SRC:bench/%.bpf.c=$(O)/bench/%.bpf.o)
 BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
-.PHONY: graph
+.PHONY: graph fuzz
 .PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
@@ -269,6 +269,30 @@ VALGRIND := valgrind --error-exitcode=1 --leak-check=full
 check-valgrind: $(UNIT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_WRAPPER='$(VALGRIND)' SLUICE_TEST_LOGS=$(TEST_LOGS) \
 		tests/run-tier unit-valgrind $(UNIT_BIN)
+
+# fuzz: the libFuzzer targets tests/fuzz/fuzz_NAME.c, each FUZZ_SECONDS
+# (default 60), on a clang build of the library with ASan and UBSan of its
+# own, from the seeds in tests/fuzz/corpus/NAME (new inputs are kept in
+# $(O)/fuzz/corpus/NAME). Not part of `make test`; a crash it finds is kept
+# as a regression case (tests/fuzz/README).
+FUZZ_O := $(O)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_MAKE = $(MAKE) --no-print-directory O=$(FUZZ_O) CC=clang \
+	CFLAGS='-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link' LDFLAGS='$(FUZZ_SAN)'
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(Q)tools/deps.sh fuzz
+	$(Q)$(FUZZ_MAKE) -s -j2 $(FUZZ_O)/libsluice.a
+	$(Q)set -e; for t in $(FUZZ_NAMES); do \
+		clang -std=gnu11 -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude -Iuser -I. \
+			$(PKG_CFLAGS) tests/fuzz/fuzz_$$t.c $(FUZZ_O)/libsluice.a $(LDLIBS) \
+			-o $(FUZZ_O)/fuzz_$$t; \
+		mkdir -p $(FUZZ_O)/corpus/$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_O)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_O)/ $(FUZZ_O)/corpus/$$t tests/fuzz/corpus/$$t; \
+	done
 
 PREFIX ?= /usr/local
 install: $(BIN)
