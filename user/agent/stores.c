@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -26,29 +27,69 @@
 #define PASSWORD_ENV   "SLUICE_STORE_PASSWORD"
 #define FAIL_UNWRITTEN 0xff /* fail_written[]: write it on the next tick */
 
-/* The password: the first line of password_file, else $SLUICE_STORE_PASSWORD. */
+/*
+ * A password file is the agent's alone, as ssh requires of keys: owned by
+ * its user, readable by nobody else.
+ */
+static int check_secret(const char *path, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_uid == geteuid() && !(st.st_mode & (S_IRWXG | S_IRWXO)))
+		return 0;
+	pr_warn("refusing the store password file '%s': owned by uid %u with mode %04o; it must "
+		"be owned by uid %u and readable by no one else (chmod 600)",
+		path, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777),
+		(unsigned int)geteuid());
+	return -EPERM;
+}
+
+/*
+ * The password: the first line of password_file, else $SLUICE_STORE_PASSWORD.
+ * One that does not fit @len is refused, never cut.
+ */
 static int read_password(const struct policy_store *e, char *out, size_t len)
 {
-	const char *env = getenv(PASSWORD_ENV);
+	const char *env = getenv(PASSWORD_ENV), *from = e->password_file;
 	FILE *f;
+	int err;
 
 	out[0] = '\0';
 	if (!e->password_file[0]) {
-		if (env)
-			snprintf(out, len, "%s", env);
+		from = "$" PASSWORD_ENV;
+		if (env && snprintf(out, len, "%s", env) >= (int)len)
+			goto too_long;
 		return 0;
 	}
-	f = fopen(e->password_file, "r");
+	f = fopen(e->password_file, "re");
 	if (!f) {
 		pr_warn("cannot read the store password '%s': %s", e->password_file,
 			strerror(errno));
 		return -errno;
 	}
-	if (!fgets(out, len, f))
+	err = check_secret(e->password_file, fileno(f));
+	if (!err && !fgets(out, len, f))
 		out[0] = '\0';
-	out[strcspn(out, "\r\n")] = '\0';
+	/* A full buffer without the line's end: more follows, unless the file ends. */
+	if (!err && !strpbrk(out, "\r\n") && strlen(out) == len - 1) {
+		int next = getc(f);
+
+		if (next != EOF && next != '\n' && next != '\r')
+			err = -ENAMETOOLONG;
+	}
 	fclose(f);
+	if (err == -ENAMETOOLONG)
+		goto too_long;
+	if (err)
+		return err;
+	out[strcspn(out, "\r\n")] = '\0';
 	return 0;
+too_long:
+	memset(out, 0, len);
+	pr_warn("refusing the store password from %s: longer than %zu bytes", from, len - 1);
+	return -ENAMETOOLONG;
 }
 
 /* The endpoint the file gives a policy, or -1 when it depends on none. */
@@ -147,6 +188,7 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	int err;
 
 	snprintf(cfg.url, sizeof(cfg.url), "%s", e->url);
+	snprintf(cfg.username, sizeof(cfg.username), "%s", e->username);
 	snprintf(cfg.node, sizeof(cfg.node), "%s", s->node_name);
 	snprintf(cfg.fleet, sizeof(cfg.fleet), "%s:nodes", s->v.ps->fleet);
 	err = read_password(e, cfg.password, sizeof(cfg.password));

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <hiredis.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +102,17 @@ const char *store_reply_error(const char *conn_err, const redisReply *r)
 
 /* One command on @c (@what in errors) that must answer @want; 0 or -1 with @err. */
 static int command(redisContext *c, const char *what, const char *want, char *err, size_t len,
-		   const char *fmt, const char *arg)
+		   const char *fmt, ...)
 {
-	redisReply *r = arg ? redisCommand(c, fmt, arg) : redisCommand(c, fmt);
-	int ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) &&
-		 !strcmp(r->str, want);
+	redisReply *r;
+	va_list ap;
+	int ok;
+
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) &&
+	     !strcmp(r->str, want);
 
 	if (!ok)
 		snprintf(err, len, "'%s' on '%s': %s", fmt, what, store_reply_error(c->errstr, r));
@@ -120,6 +127,17 @@ static int is_master_addr(const redisReply *r)
 	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	       r->element[0]->type == REDIS_REPLY_STRING &&
 	       r->element[1]->type == REDIS_REPLY_STRING;
+}
+
+/* AUTH [username] password on @c (called @who in errors), when a password is set. */
+static int auth(redisContext *c, const struct store_config *cfg, const char *who, char *err,
+		size_t len)
+{
+	if (!cfg->password[0])
+		return 0;
+	if (cfg->username[0])
+		return command(c, who, "OK", err, len, "AUTH %s %s", cfg->username, cfg->password);
+	return command(c, who, "OK", err, len, "AUTH %s", cfg->password);
 }
 
 /*
@@ -137,7 +155,7 @@ static int ask_sentinel(const struct store_config *cfg, const char *addr, const 
 
 	if (!c)
 		return -1;
-	if (cfg->password[0] && command(c, addr, "OK", err, len, "AUTH %s", cfg->password))
+	if (auth(c, cfg, addr, err, len))
 		goto out;
 	r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", name);
 	if (is_master_addr(r) &&
@@ -229,7 +247,7 @@ static redisContext *open_ctx(const struct store_config *cfg, char *err, size_t 
 
 	if (!c)
 		return NULL;
-	if ((cfg->password[0] && command(c, cfg->url, "OK", err, len, "AUTH %s", cfg->password)) ||
+	if (auth(c, cfg, cfg->url, err, len) ||
 	    (has_scheme(cfg->url, URL_SENTINEL) && check_master(c, cfg->url, err, len))) {
 		redisFree(c);
 		return NULL;
@@ -263,7 +281,7 @@ static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t l
 		ret = lease_round(s->lease, s->ctx, &s->sc, s->cfg.fleet, s->cfg.node, ttl_us, full,
 				  live, err, len);
 	else
-		ret = full ? command(s->ctx, s->cfg.url, "PONG", err, len, "PING", NULL) : 0;
+		ret = full ? command(s->ctx, s->cfg.url, "PONG", err, len, "PING") : 0;
 	lease_state__stats(s->lease, &st);
 	pthread_mutex_lock(&s->lock);
 	s->pending.rounds = st.rounds;

@@ -16,14 +16,15 @@
 #define STORE_ERR_LEN	   640 /* a URL, a hiredis error and our words */
 
 struct store_config {
-	char url[STORE_URL_LEN];      /* redis://host:port, unix:///path or
-				       * sentinel://host:port[,host:port...]/master */
-	char password[STORE_URL_LEN]; /* empty: none; never from the command line; the
-				       * sentinels' too */
-	__u64 timeout_ns;	      /* every connect and command */
-	__u64 interval_ns;	      /* between probes (the sync interval) */
-	char node[STORE_NAME_LEN];    /* this node in the fleet; "" probes with PING only */
-	char fleet[STORE_NAME_LEN];   /* the membership sorted set's key */
+	char url[STORE_URL_LEN];       /* redis://host:port, unix:///path or
+					* sentinel://host:port[,host:port...]/master */
+	char username[STORE_NAME_LEN]; /* a Redis ACL user; empty: the default user */
+	char password[STORE_URL_LEN];  /* empty: none; never from the command line; the
+					* sentinels' too */
+	__u64 timeout_ns;	       /* every connect and command */
+	__u64 interval_ns;	       /* between probes (the sync interval) */
+	char node[STORE_NAME_LEN];     /* this node in the fleet; "" probes with PING only */
+	char fleet[STORE_NAME_LEN];    /* the membership sorted set's key */
 	struct lease_plan *plan; /* hot keys' leases (budget/planner.h); the store takes it; NULL:
 				  * none */
 };

@@ -56,6 +56,7 @@ struct policy_match {
 /* One store endpoint (Redis). */
 struct policy_store {
 	char url[POLICY_URL_LEN];	     /* redis://host:port or unix:///path; "" none */
+	char username[POLICY_NAME_MAX];	     /* a Redis ACL user; "" the default user */
 	char password_file[POLICY_PATH_LEN]; /* "" none: then $SLUICE_STORE_PASSWORD, if set */
 	__u64 timeout_ns;		     /* every connect and command */
 	struct src_pos pos;

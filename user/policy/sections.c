@@ -30,6 +30,7 @@ enum agent_field {
 
 enum store_field {
 	STOREF_REDIS = 0,
+	STOREF_USERNAME,
 	STOREF_PASSWORD_FILE,
 	STOREF_TIMEOUT,
 	STOREF_SYNC_INTERVAL,
@@ -46,6 +47,7 @@ enum node_field {
 
 enum endpoint_field {
 	ENDPF_REDIS = 0,
+	ENDPF_USERNAME,
 	ENDPF_PASSWORD_FILE,
 	ENDPF_TIMEOUT,
 	ENDPF_MAX,
@@ -218,21 +220,37 @@ static struct policy_store *endpoint_of(struct walk *w)
 	return w->obj;
 }
 
-/* One sentinel address, host:port, of @n bytes at @a; 0 or -1. */
-static int check_sentinel_addr(const char *a, size_t n)
+/*
+ * One address of @n bytes at @a: host:port or [v6]:port, or, unless
+ * @need_port, the host alone (Redis's default port). 0 or -1.
+ */
+static int check_host_port(const char *a, size_t n, int need_port)
 {
-	size_t colon = n, digits;
+	const char *end = a + n, *colon = NULL, *p;
 	unsigned long port = 0;
 
-	while (colon && a[colon - 1] != ':')
-		colon--;
-	digits = n - colon;
-	if (colon < 2 || !digits || digits > PORT_DIGITS_MAX)
-		return -1;
-	for (; colon < n; colon++) {
-		if (!isdigit((unsigned char)a[colon]))
+	if (n && a[0] == '[') {
+		p = memchr(a, ']', n);
+		if (!p || p == a + 1)
 			return -1;
-		port = port * DECIMAL_BASE + (a[colon] - '0');
+		colon = p + 1 < end ? p + 1 : NULL;
+		if (colon && *colon != ':')
+			return -1;
+	} else {
+		for (p = a; p < end; p++)
+			if (*p == ':')
+				colon = p;
+		if (colon == a || !n)
+			return -1; /* no host */
+	}
+	if (!colon)
+		return need_port ? -1 : 0;
+	if (end - colon - 1 < 1 || end - colon - 1 > PORT_DIGITS_MAX)
+		return -1;
+	for (p = colon + 1; p < end; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		port = port * DECIMAL_BASE + (unsigned long)(*p - '0');
 	}
 	return port >= PORT_MIN && port <= PORT_MAX ? 0 : -1;
 }
@@ -256,7 +274,7 @@ static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char
 		comma = memchr(a, ',', slash - a);
 		if (!comma)
 			comma = slash;
-		if (check_sentinel_addr(a, comma - a))
+		if (check_host_port(a, comma - a, 1))
 			return REPORT(c, val, path,
 				      "'%.*s' in '%.*s%s' is not a sentinel address (expected "
 				      "host:port with a port from %d to %d)",
@@ -273,11 +291,21 @@ static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *va
 
 	if (!s)
 		return -EINVAL;
+	if (strncmp(s, URL_UNIX, strlen(URL_UNIX)) != 0 && strchr(s, '@'))
+		return REPORT(c, val, path,
+			      "the URL holds a user or password before '@' (not shown here), "
+			      "which would reach logs and metrics (expected 'username' and "
+			      "'password_file', or $SLUICE_STORE_PASSWORD)");
 	if (!strncmp(s, URL_SENTINEL, strlen(URL_SENTINEL))) {
 		if (check_sentinel_url(c, val, path, s))
 			return -EINVAL;
-	} else if ((strncmp(s, URL_REDIS, strlen(URL_REDIS)) != 0 || !s[strlen(URL_REDIS)]) &&
-		   (strncmp(s, URL_UNIX, strlen(URL_UNIX)) != 0 || s[strlen(URL_UNIX)] != '/')) {
+	} else if (!strncmp(s, URL_REDIS, strlen(URL_REDIS))) {
+		if (check_host_port(s + strlen(URL_REDIS), strlen(s + strlen(URL_REDIS)), 0))
+			return REPORT(c, val, path,
+				      "'%.*s%s' is not a Redis address (expected "
+				      "redis://host[:port] with a port from %d to %d)",
+				      DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+	} else if (strncmp(s, URL_UNIX, strlen(URL_UNIX)) != 0 || s[strlen(URL_UNIX)] != '/') {
 		return REPORT(c, val, path, "'%.*s%s' is not a store URL (%s)", DIAG_SHOW(s),
 			      URL_EXPECTED);
 	}
@@ -285,6 +313,26 @@ static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *va
 		return REPORT(c, val, path, "the URL is longer than %zu bytes", sizeof(e->url) - 1);
 	snprintf(e->url, sizeof(e->url), "%s", s);
 	e->pos = node_pos(val);
+	return 0;
+}
+
+/* A Redis ACL user name: printable, no spaces (it goes into AUTH as one word). */
+static int parse_username(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	const char *s = scalar_of(c, val, path, "a Redis ACL user name");
+	struct policy_store *e = endpoint_of(w);
+	const char *p;
+
+	if (!s)
+		return -EINVAL;
+	for (p = s; *p && isgraph((unsigned char)*p); p++)
+		;
+	if (!*s || *p || strlen(s) >= sizeof(e->username))
+		return REPORT(c, val, path,
+			      "'%.*s%s' is not a user name (expected 1 to %zu printable "
+			      "characters, no spaces)",
+			      DIAG_SHOW(s), sizeof(e->username) - 1);
+	snprintf(e->username, sizeof(e->username), "%s", s);
 	return 0;
 }
 
@@ -322,6 +370,7 @@ static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t
 
 static const struct field endpoint_fields[ENDPF_MAX] = {
 	[ENDPF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
+	[ENDPF_USERNAME] = { "username", parse_username, NULL },
 	[ENDPF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
 	[ENDPF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
 };
@@ -396,6 +445,7 @@ static int parse_fleet(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 /* The store's own fields are the endpoint's plus the fleet-wide settings. */
 static const struct field store_fields[STOREF_MAX] = {
 	[STOREF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
+	[STOREF_USERNAME] = { "username", parse_username, NULL },
 	[STOREF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
 	[STOREF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
 	[STOREF_SYNC_INTERVAL] = { "sync_interval", parse_sync_interval, NULL },
