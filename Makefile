@@ -23,7 +23,7 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
 
 # Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
-PKGS = libbpf yaml-0.1 hiredis libmicrohttpd
+PKGS = libbpf yaml-0.1 hiredis libmicrohttpd libsystemd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 

@@ -13,7 +13,7 @@ set -euo pipefail
 PACKAGES=(
 	make gcc clang llvm clang-format pkg-config bpftool
 	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
-	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
+	libyaml-dev libhiredis-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev
 	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables valgrind
 	clang-tidy cppcheck shellcheck
