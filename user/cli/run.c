@@ -184,7 +184,8 @@ int cmd_run(int argc, char **argv)
 			notify__progress(&n, mono_ns());
 		nanosleep(&tick, NULL);
 	}
-	notify__stopping(&n);
+	if (!err) /* a failed start stops nothing that systemd saw start */
+		notify__stopping(&n);
 	agent__stop(a);
 	free(a);
 	return err ? EXIT_FAIL : EXIT_OK;
