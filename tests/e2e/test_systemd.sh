@@ -15,7 +15,9 @@
 #     file, and STOPPING=1 on SIGTERM;
 #   - each log line starts with its syslog priority (<4> warn, <6> info,
 #     <7> debug) when stderr is the journal's stream, and with nothing when
-#     JOURNAL_STREAM is unset or names another file.
+#     JOURNAL_STREAM is unset or names another file;
+#   - the agent, `reload` and `status` work with only the capabilities that
+#     deploy/sluice.service grants (read from it).
 # When systemd is PID 1, the agent also runs under systemd-run as
 # Type=notify with a watchdog, which must restart it once it hangs.
 source "$(dirname "$0")/lib.sh"
@@ -151,11 +153,29 @@ check_prefix "libbpf debug, <7>" '^<7>libbpf: '
 e2e_equal "level=info lines without <6>" "$(grep 'level=info' "$log" | grep -vc '^<6>')" 0
 e2e_equal "level=warn lines without <4>" "$(grep 'level=warn' "$log" | grep -vc '^<4>')" 0
 
-# Agents 2 and 3: JOURNAL_STREAM unset, and naming another file (the
-# policy): no prefix on any line.
-E2E_AGENT_VERBOSITY=-vv e2e_start_agent "$WORK/policy.yaml"
+# Agent 2: JOURNAL_STREAM unset, and only the capabilities the unit grants
+# (deploy/sluice.service's CapabilityBoundingSet=): it attaches, answers a
+# reload and reports its status. No line has a prefix.
+unit_caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$ROOT/deploy/sluice.service")
+caps=$(tr 'A-Z ' 'a-z\n' <<<"$unit_caps" | sed 's/^cap_/+/' | paste -sd, -)
+cat >"$WORK/capped" <<SH
+#!/bin/sh
+exec setpriv --bounding-set=-all,$caps --inh-caps=-all,$caps --ambient-caps=-all,$caps $SLUICE "\$@"
+SH
+chmod +x "$WORK/capped"
+SLUICE=$WORK/capped E2E_AGENT_VERBOSITY=-vv e2e_start_agent "$WORK/policy.yaml"
+held=$(capsh --decode="$(awk '/^CapEff:/ { print $2 }' "/proc/$AGENT_PID/status")" | cut -d= -f2)
+e2e_equal "agent 2's capabilities are the unit's" "$(tr , '\n' <<<"$held" | sort | paste -sd' ' -)" \
+	"$(tr 'A-Z ' 'a-z\n' <<<"$unit_caps" | sort | paste -sd' ' -)"
+"$WORK/capped" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" >/dev/null ||
+	e2e_fail "sluice reload with the unit's capabilities failed"
+"$WORK/capped" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" >/dev/null ||
+	e2e_fail "sluice status with the unit's capabilities failed"
+echo "ok: with $unit_caps only: run, reload and status work"
 e2e_stop_agent
 e2e_equal "lines with a prefix, JOURNAL_STREAM unset" "$(grep -c '^<[0-9]>' "$AGENT_LOG")" 0
+
+# Agent 3: JOURNAL_STREAM naming another file (the policy): no prefix.
 JOURNAL_STREAM=$(stat -c '%d:%i' "$WORK/policy.yaml") E2E_AGENT_VERBOSITY=-vv \
 	e2e_start_agent "$WORK/policy.yaml"
 e2e_stop_agent
