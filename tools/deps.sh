@@ -7,7 +7,8 @@
 #
 # `tools/deps.sh kernels` also installs what the kernel matrix needs
 # (tests/kernel/matrix.sh): QEMU, a static busybox and cpio for its
-# initramfs, zstd for compressed kernel modules.
+# initramfs, zstd for compressed kernel modules. `tools/deps.sh pkg` adds
+# what building and checking the Debian package needs (tests/pkg/test_deb.sh).
 set -euo pipefail
 
 PACKAGES=(
@@ -20,6 +21,9 @@ PACKAGES=(
 )
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
+fi
+if [ "${1:-}" = pkg ]; then
+	PACKAGES+=(dpkg-dev debhelper lintian man-db systemd)
 fi
 
 missing=()
