@@ -23,7 +23,7 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -print-multiarch)
 
 # Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
-PKGS = libbpf yaml-0.1 hiredis libmicrohttpd
+PKGS = libbpf yaml-0.1 hiredis libmicrohttpd libsystemd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 
@@ -64,7 +64,7 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: graph fuzz
-.PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install vmlinux
+.PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
 all: $(BIN) $(FLOOD) $(SINK)
@@ -101,7 +101,7 @@ $(BENCH_BPF_OBJ): $(O)/bench/%.bpf.o: $(O)/bench/%.tmp.bpf.o
 $(O)/%.o: %.c | $(SKEL)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(USER_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	$(call msg,AR,$@)
@@ -294,10 +294,27 @@ fuzz:
 			-artifact_prefix=$(FUZZ_O)/ $(FUZZ_O)/corpus/$$t tests/fuzz/corpus/$$t; \
 	done
 
+# install: the binary, the man page, the systemd unit (its paths rewritten
+# for SBINDIR) and, once tools/completion/sluice.bash exists, the bash
+# completion. DESTDIR and PREFIX as usual; debian/rules sets
+# UNITDIR=/lib/systemd/system (Debian 12's). uninstall removes the same.
 PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+COMPLETION := $(wildcard tools/completion/sluice.bash)
+INSTALLED := $(SBINDIR)/sluice $(MANDIR)/man8/sluice.8 $(UNITDIR)/sluice.service \
+	$(if $(COMPLETION),$(COMPLETIONDIR)/sluice)
 install: $(BIN)
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/sluice
-	install -D -m 0644 user/cli/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/sluice
+	install -D -m 0644 user/cli/sluice.8 $(DESTDIR)$(MANDIR)/man8/sluice.8
+	sed 's|/usr/local/sbin/sluice|$(SBINDIR)/sluice|g' deploy/sluice.service > $(O)/sluice.service
+	install -D -m 0644 $(O)/sluice.service $(DESTDIR)$(UNITDIR)/sluice.service
+	$(if $(COMPLETION),install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/sluice)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 
 clean:
 	rm -rf $(O)

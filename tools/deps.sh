@@ -7,20 +7,24 @@
 #
 # `tools/deps.sh kernels` also installs what the kernel matrix needs
 # (tests/kernel/matrix.sh): QEMU, a static busybox and cpio for its
-# initramfs, zstd for compressed kernel modules. `tools/deps.sh fuzz` adds
-# clang's libFuzzer runtime, for `make fuzz`.
+# initramfs, zstd for compressed kernel modules. `tools/deps.sh pkg` adds
+# what building and checking the Debian package needs (tests/pkg/test_deb.sh);
+# `tools/deps.sh fuzz` clang's libFuzzer runtime, for `make fuzz`.
 set -euo pipefail
 
 PACKAGES=(
 	make gcc clang llvm clang-format pkg-config bpftool
 	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
-	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
+	libyaml-dev libhiredis-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev
 	redis-server redis-sentinel redis-tools
-	iproute2 nftables iptables valgrind
+	iproute2 nftables iptables valgrind libcap2-bin
 	clang-tidy cppcheck shellcheck
 )
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
+fi
+if [ "${1:-}" = pkg ]; then
+	PACKAGES+=(dpkg-dev debhelper lintian man-db systemd)
 fi
 if [ "${1:-}" = fuzz ]; then
 	PACKAGES+=(libclang-rt-14-dev) # libFuzzer, for `make fuzz`

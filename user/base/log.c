@@ -1,16 +1,29 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The log level is one of the few pieces of file-scope state user space
- * allows (STYLE.md): it is set once from the command line.
+ * allows (STYLE.md): it is set once from the command line, and with it
+ * whether stderr is the journal (then each line starts with its syslog
+ * priority, so `journalctl -p warning` finds the warnings).
  */
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/log.h"
 
 static enum log_level log_level = LOG_WARN;
+static int log_to_journal; /* stderr is the journal's stream: lines carry "<N>" */
+
+/* sd-daemon(3)'s priority prefixes: LOG_WARNING, LOG_INFO, LOG_DEBUG of syslog(3). */
+static const char *const journal_prefixes[] = {
+	[LOG_WARN] = "<4>",
+	[LOG_INFO] = "<6>",
+	[LOG_DEBUG] = "<7>",
+};
 
 static const char *const level_names[] = {
 	[LOG_WARN] = "warn",
@@ -18,9 +31,40 @@ static const char *const level_names[] = {
 	[LOG_DEBUG] = "debug",
 };
 
+/*
+ * Is stderr the journal? systemd passes "DEV:INO" of the stream it connects
+ * to stdout/stderr in JOURNAL_STREAM (systemd.exec(5)); comparing it with
+ * stderr tells a redirected stderr (2>file, a pipe) from the journal's.
+ */
+static int stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char *end;
+
+	if (!env)
+		return 0;
+	dev = strtoull(env, &end, 10);
+	if (end == env || *end != ':')
+		return 0;
+	env = end + 1;
+	ino = strtoull(env, &end, 10);
+	if (end == env || *end || fstat(STDERR_FILENO, &st))
+		return 0;
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
 void log_set_level(enum log_level level)
 {
 	log_level = level;
+	log_to_journal = stderr_is_journal();
+}
+
+/* What starts a line at @level: its priority for the journal, or nothing. */
+static const char *line_prefix(enum log_level level)
+{
+	return log_to_journal ? journal_prefixes[level] : "";
 }
 
 enum log_level log_get_level(void)
@@ -34,7 +78,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
 	if (level > log_level)
 		return;
-	fputs("sluice: ", stderr);
+	fprintf(stderr, "%ssluice: ", line_prefix(level));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -53,8 +97,8 @@ void log_event(enum log_level level, const char *event, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "ts=%s.%03ldZ level=%s event=%s", when, ts.tv_nsec / 1000000,
-		level_names[level], event);
+	fprintf(stderr, "%sts=%s.%03ldZ level=%s event=%s", line_prefix(level), when,
+		ts.tv_nsec / 1000000, level_names[level], event);
 	if (fmt && *fmt) {
 		fputc(' ', stderr);
 		va_start(ap, fmt);
@@ -72,7 +116,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 	if (ours > log_level)
 		return 0;
-	fputs("libbpf: ", stderr);
+	/* A multi-line message (a verifier log) has the prefix on its first line only. */
+	fprintf(stderr, "%slibbpf: ", line_prefix(ours));
 	return vfprintf(stderr, fmt, ap);
 }
 

@@ -14,6 +14,11 @@ enum log_level {
 	LOG_DEBUG = 2,
 };
 
+/*
+ * Set once at startup. Also looks at JOURNAL_STREAM: when stderr is the
+ * journal, every line starts with its syslog priority ("<4>" warn, "<6>"
+ * info, "<7>" debug), which the journal reads and strips.
+ */
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 

@@ -14,7 +14,9 @@
 
 #include "agent/agent.h"
 #include "cli/cmd.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/notify.h"
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
@@ -141,11 +143,20 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	return 0;
 }
 
+/* Attached, the policy applied: tell systemd (Type=notify), after a reload too. */
+static void tell_ready(struct notify *n, const struct agent *a, int reload_err)
+{
+	notify__ready(n, "%senforcing '%s' generation %llu",
+		      reload_err ? "reload rejected; still " : "", a->opts.config_path,
+		      (unsigned long long)a->generation);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = XDP_MODE_AUTO };
 	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
 	struct agent *a;
+	struct notify n;
 	int err = parse_opts(argc, argv, &o);
 
 	if (err)
@@ -157,15 +168,24 @@ int cmd_run(int argc, char **argv)
 		free(a);
 		return EXIT_FAIL;
 	}
+	notify__init(&n);
 	err = agent__start(a, &o);
+	if (!err)
+		tell_ready(&n, a, 0);
 	while (!err && !stop_requested) {
 		if (reload_requested) {
 			reload_requested = 0;
-			agent__reload(a); /* a rejected reload keeps the running policy */
+			notify__reloading(&n);
+			/* a rejected reload keeps the running policy */
+			tell_ready(&n, a, agent__reload(a));
 		}
-		agent__tick(a);
+		/* Only a loop that gets through its work feeds the watchdog. */
+		if (!agent__tick(a))
+			notify__progress(&n, mono_ns());
 		nanosleep(&tick, NULL);
 	}
+	if (!err) /* a failed start stops nothing that systemd saw start */
+		notify__stopping(&n);
 	agent__stop(a);
 	free(a);
 	return err ? EXIT_FAIL : EXIT_OK;
