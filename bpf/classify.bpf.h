@@ -37,9 +37,10 @@ static __always_inline struct sluice_addr_val *addr_lookup(void *trie, __u32 gen
 	return bpf_map_lookup_elem(trie, &k);
 }
 
-static __always_inline struct sluice_match *classify(const struct pkt_meta *m, __u32 gen)
+/* The policies that may apply to service @svc in generation @gen, or NULL. */
+static __always_inline struct sluice_match *classify_svc(__u32 gen, __u32 svc)
 {
-	__u32 i = gen * SLUICE_SVCS + sluice_svc_of(m->proto, m->has_ports, bpf_ntohs(m->dst_port));
+	__u32 i = gen * SLUICE_SVCS + svc;
 	struct sluice_match *match;
 	__u64 *slot;
 
@@ -49,6 +50,11 @@ static __always_inline struct sluice_match *classify(const struct pkt_meta *m, _
 	i = gen * SLUICE_MATCH_SLOTS + (__u32)*slot;
 	match = bpf_map_lookup_elem(&sluice_match, &i);
 	return match && match->count ? match : NULL;
+}
+
+static __always_inline struct sluice_match *classify(const struct pkt_meta *m, __u32 gen)
+{
+	return classify_svc(gen, sluice_svc_of(m->proto, m->has_ports, bpf_ntohs(m->dst_port)));
 }
 
 #endif /* SLUICE_CLASSIFY_BPF_H */

@@ -19,6 +19,7 @@
 #include "sluice/gcra.h"
 #include "sluice/key.h"
 #include "classify.bpf.h"
+#include "frag.bpf.h"
 #include "lease.bpf.h"
 #include "limit.bpf.h"
 #include "maps.bpf.h"
@@ -31,7 +32,7 @@
  * saying the same: id the walk (the layer that dropped) or the entry (a
  * cached drop's policy); deny_ticks layer_cold(); no_cache layer_apply()
  * (a layer that needs every packet) or the walk (past its peek pass);
- * state_err the walk.
+ * state_err and noted the walk.
  */
 struct verdict {
 	__u64 deny_ticks; /* the deny cache may keep this drop so long (ticks); 0: not */
@@ -39,7 +40,8 @@ struct verdict {
 	__s32 result;	  /* enum limit_result */
 	__u8 no_cache;	  /* a drop from here on is not to be cached */
 	__u8 state_err;	  /* a layer could not store a new key (passed, uncharged) */
-	__u8 pad[6];
+	__u8 noted;	  /* a first fragment's policies are noted (frag_note()) */
+	__u8 pad[5];
 };
 
 /* Is the address with @sets in set @set (1 + bit; 0 means any address)? */
@@ -48,9 +50,13 @@ static __always_inline int in_set(__u64 sets, __u8 set)
 	return !set || (set <= SLUICE_MAX_SETS && ((sets >> (set - 1)) & 1));
 }
 
-/* The policy @id of @env's generation, or NULL when it does not apply to @m. */
-static __always_inline struct sluice_policy *policy_for(const struct pkt_meta *m,
-							const struct limit_env *env, __u32 id)
+/*
+ * The policy @id of @env's generation, or NULL when it does not apply to @m.
+ * A later fragment's policies (@op LIMIT_OP_CHARGE) were chosen by its first
+ * fragment: only those of a byte cost apply to it.
+ */
+static __always_inline struct sluice_policy *
+policy_for(const struct pkt_meta *m, const struct limit_env *env, __u32 id, int op)
 {
 	__u32 slot = env->gen * SLUICE_MAX_POLICIES + id;
 	struct sluice_policy *p;
@@ -58,6 +64,8 @@ static __always_inline struct sluice_policy *policy_for(const struct pkt_meta *m
 	if (id >= SLUICE_MAX_POLICIES)
 		return NULL;
 	p = bpf_map_lookup_elem(&sluice_policy, &slot);
+	if (p && op == LIMIT_OP_CHARGE)
+		return p->cost == SLUICE_COST_BYTES ? p : NULL;
 	if (!p || ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn))
 		return NULL;
 	if (!in_set(env->src_sets, p->src_set) || !in_set(env->dst_sets, p->dst_set))
@@ -167,8 +175,8 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
 		return LIMIT_CLOSED;
 	g = layer_limit(p, *fail);
 	incr = layer_incr(p, g, rt, *fail, m->len_bytes);
-	if (op == LIMIT_OP_REFUND) {
-		limit_refund(key, env->now, incr);
+	if (op == LIMIT_OP_REFUND || op == LIMIT_OP_CHARGE) {
+		limit_move(key, env->now, incr, op);
 		return LIMIT_SKIP;
 	}
 	if (cluster && *fail == SLUICE_FAIL_NONE && (p->flags & SLUICE_POLICY_F_COLD_STRICT)) {
@@ -193,9 +201,9 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
  * One policy for one packet, as @op says (enum limit_op): returns an enum
  * limit_result. Admitting counts the outcomes only this function sees
  * (shadow, fail-open, degraded, leased); the walk counts passes, the entry
- * drops. A refund undoes an admit's charge (see limit_refund) and returns
- * LIMIT_SKIP. Reads the clock into @env; sets v->no_cache, and
- * v->deny_ticks (layer_cold()).
+ * drops. A refund undoes an admit's charge, and a charge adds a later
+ * fragment's bytes (see limit_move); both return LIMIT_SKIP. Reads the clock into @env; sets
+ * v->no_cache, and v->deny_ticks (layer_cold()).
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
  * its own. Inlined into the layer loop, SLUICE_MAX_LAYERS × SLUICE_CAS_RETRIES
@@ -213,7 +221,7 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 	/* A global function's pointer arguments may be NULL for the verifier. */
 	if (!m || !env || !v)
 		return LIMIT_SKIP;
-	p = policy_for(m, env, id);
+	p = policy_for(m, env, id, op);
 	if (!p)
 		return LIMIT_SKIP;
 	clock_read(env);
@@ -232,7 +240,7 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 		r = layer_cold(m, env, v, p, rt, &key, id, op, &fail);
 	else
 		stat = SLUICE_PSTAT_LEASED;
-	if (op == LIMIT_OP_REFUND || r == LIMIT_PASS_UNCHARGED)
+	if (op == LIMIT_OP_REFUND || op == LIMIT_OP_CHARGE || r == LIMIT_PASS_UNCHARGED)
 		return r;
 	if ((r == LIMIT_DENY || r == LIMIT_CLOSED) && p->mode == SLUICE_MODE_SHADOW) {
 		/* A shadow policy never drops, closed or not. */
@@ -245,12 +253,6 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 	    (!peek || r == LIMIT_DENY))
 		count_policy(id, stat, m->len_bytes);
 	return r;
-}
-
-/* A layer's answer that drops the packet. */
-static __always_inline int is_drop(int r)
-{
-	return r == LIMIT_DENY || r == LIMIT_CAS_EXHAUSTED || r == LIMIT_CLOSED;
 }
 
 /* Attribute a drop to the policy @id that decided it with @r. */
@@ -281,7 +283,11 @@ static __always_inline void count_drop(__u32 id, int r, __u64 len_bytes)
 __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit_env *env,
 					  const struct sluice_match *match, struct verdict *v)
 {
-	__u32 admitted[SLUICE_MAX_LAYERS], shadowed[SLUICE_MAX_LAYERS];
+	/* One after the other: shadowed in the peek pass, admitted in the admit pass. */
+	union {
+		__u32 shadowed[SLUICE_MAX_LAYERS];
+		struct frag_ids admitted;
+	} u;
 	__u32 i, n = 0, count, id;
 	int r = LIMIT_SKIP, applied = 0;
 
@@ -297,11 +303,11 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 		id = match->ids[i];
 		r = layer_apply(m, env, v, id, LIMIT_OP_PEEK);
 		if (r == LIMIT_WOULD_DROP && n < SLUICE_MAX_LAYERS)
-			shadowed[n++] = id; /* counted as would-drops if the packet drops */
+			u.shadowed[n++] = id; /* counted as would-drops if the packet drops */
 		if (is_drop(r)) {
 			v->id = id;
 			for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-				count_policy(shadowed[i], SLUICE_PSTAT_SHADOW, m->len_bytes);
+				count_policy(u.shadowed[i], SLUICE_PSTAT_SHADOW, m->len_bytes);
 			return r;
 		}
 	}
@@ -315,7 +321,7 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 		r = layer_apply(m, env, v, id, LIMIT_OP_ADMIT);
 		applied |= r != LIMIT_SKIP;
 		if (r == LIMIT_ADMIT && n < SLUICE_MAX_LAYERS)
-			admitted[n++] = id;
+			u.admitted.id[n++] = id;
 		else if (r == LIMIT_STATE_ERR)
 			v->state_err = 1;
 		else if (is_drop(r))
@@ -324,13 +330,51 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 	if (is_drop(r)) {
 		v->id = id;
 		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-			layer_apply(m, env, v, admitted[i], LIMIT_OP_REFUND);
+			layer_apply(m, env, v, u.admitted.id[i], LIMIT_OP_REFUND);
 		return r;
 	}
 	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-		count_policy(admitted[i], SLUICE_PSTAT_PASSED, m->len_bytes);
+		count_policy(u.admitted.id[i], SLUICE_PSTAT_PASSED, m->len_bytes);
+	if (m->frag == PKT_FRAG_FIRST)
+		v->noted = frag_note(m, &u.admitted, n);
 	/* No policy applied: the port matched, but sets or tcp_syn ruled out all. */
 	return applied ? LIMIT_ADMIT : LIMIT_SKIP;
+}
+
+/*
+ * A later fragment (frag.bpf.h): the verdict of its first fragment into
+ * @v, its bytes charged to the byte-cost policies that admitted the first,
+ * and counted as passed by every policy that did. Returns the total to
+ * count: SLUICE_TOTAL_FRAGMENTS, or SLUICE_TOTAL_FRAG_ORPHAN with @v
+ * untouched when its first is not tracked. Reads the clock into @env.
+ *
+ * Verifier: a global function, like walk_layers(), for the same reason;
+ * its frame sits beside walk_layers() in the 512 bytes of the call chain
+ * (sluice_xdp → frag_layers → layer_apply), so it keeps nothing on it.
+ */
+__attribute__((noinline)) int frag_layers(const struct pkt_meta *m, struct limit_env *env,
+					  struct verdict *v)
+{
+	struct sluice_frag *f;
+	__u32 i, n, id;
+
+	if (!m || !env || !v)
+		return SLUICE_TOTAL_FRAG_ORPHAN;
+	clock_read(env);
+	f = frag_lookup(m, env->now);
+	if (!f)
+		return SLUICE_TOTAL_FRAG_ORPHAN;
+	v->result = f->result;
+	v->id = f->drop_id;
+	if (is_drop(v->result))
+		return SLUICE_TOTAL_FRAGMENTS;
+	n = f->n_ids;
+	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++) {
+		id = f->ids[i];
+		layer_apply(m, env, v, id, LIMIT_OP_CHARGE);
+		count_policy(id, SLUICE_PSTAT_PASSED, m->len_bytes);
+	}
+	return SLUICE_TOTAL_FRAGMENTS;
 }
 
 /*

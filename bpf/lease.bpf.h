@@ -92,7 +92,8 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
  * whatever the fail mode, since the agent set its expiry before the
  * store's (docs/shared-budget.md). LIMIT_COLD when the key has none. A
  * refund gives nothing back to a lease (LIMIT_SKIP): the unit stays spent,
- * which can only under-admit, and the peek pass makes it rare.
+ * which can only under-admit, and the peek pass makes it rare. A later
+ * fragment's charge is spent whatever is left (LIMIT_SKIP).
  */
 static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, __u64 cost, int op)
 {
@@ -104,6 +105,10 @@ static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, 
 		return LIMIT_COLD;
 	if (op == LIMIT_OP_REFUND)
 		return LIMIT_SKIP;
+	if (op == LIMIT_OP_CHARGE) {
+		__sync_fetch_and_add(&s->spent, cost); /* past granted: the agent's debt to sync */
+		return LIMIT_SKIP;
+	}
 	return lease_spend(s, granted, cost, op == LIMIT_OP_PEEK);
 }
 

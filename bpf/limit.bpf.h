@@ -38,13 +38,23 @@ enum limit_result {
 	LIMIT_PASS_UNCHARGED, /* a shadow policy's would-drop, or failed open: pass */
 	LIMIT_CLOSED,	      /* failed closed: drop */
 	LIMIT_WOULD_DROP,     /* peek only: a shadow policy would drop */
+	LIMIT_REFUSED,	      /* dropped before any policy: a tiny fragment, an orphan, or
+			       * unparsed (the entry counts which); no policy's drop */
 };
+
+/* An answer that drops the packet. */
+static __always_inline int is_drop(int r)
+{
+	return r == LIMIT_DENY || r == LIMIT_CAS_EXHAUSTED || r == LIMIT_CLOSED ||
+	       r == LIMIT_REFUSED;
+}
 
 /* What the limit stage does with a packet on a key. */
 enum limit_op {
 	LIMIT_OP_PEEK = 0,   /* decide only: write no state, count nothing but a drop's */
 	LIMIT_OP_ADMIT = 1,  /* decide and charge, and count what only it sees */
 	LIMIT_OP_REFUND = 2, /* give back what LIMIT_OP_ADMIT charged this packet */
+	LIMIT_OP_CHARGE = 3, /* charge a later fragment's bytes, whatever the key's debt */
 };
 
 /*
@@ -122,13 +132,18 @@ static __always_inline enum limit_result limit_peek(const struct sluice_key *key
 }
 
 /*
- * Give back @incr a packet was charged on @key, when a later layer dropped
- * it: as if it had never arrived. Packets admitted on the key since then
- * were judged against a higher TAT, so the bound still holds. Not below
- * now: the key had no older debt to forgive. Out of retries, the charge
- * stays (conservative).
+ * Move @key's TAT by @incr outside a decision, as @op says. LIMIT_OP_REFUND
+ * gives back what a packet was charged, when a later layer dropped it: as
+ * if it had never arrived. Packets admitted on the key since then were
+ * judged against a higher TAT, so the bound still holds. Not below now:
+ * the key had no older debt to forgive. LIMIT_OP_CHARGE adds a later
+ * fragment's cost whatever the debt (gcra.h, sluice_gcra_charge()): its
+ * datagram was admitted whole with its first fragment. A key with no state
+ * (evicted) is left alone. Out of retries, the TAT stays (a refund then
+ * under-admits; a charge can lose the race only to packets admitted on
+ * the key meanwhile).
  */
-static __always_inline void limit_refund(const struct sluice_key *key, __u64 now, __u64 incr)
+static __always_inline void limit_move(const struct sluice_key *key, __u64 now, __u64 incr, int op)
 {
 	struct sluice_state *st;
 	__u64 old, new_tat;
@@ -139,9 +154,13 @@ static __always_inline void limit_refund(const struct sluice_key *key, __u64 now
 		if (!st)
 			return;
 		old = *(volatile __u64 *)&st->tat;
-		new_tat = old - incr;
-		if ((__s64)(new_tat - now) < 0)
-			new_tat = now;
+		if (op == LIMIT_OP_CHARGE) {
+			new_tat = sluice_gcra_charge(old, now, incr);
+		} else {
+			new_tat = old - incr;
+			if ((__s64)(new_tat - now) < 0)
+				new_tat = now;
+		}
 		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
 			return;
 	}

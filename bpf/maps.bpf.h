@@ -14,6 +14,7 @@
 
 #include "sluice/abi.h"
 #include "sluice/deny.h"
+#include "sluice/frag.h"
 
 /* Shared, not per-CPU: per-CPU limit state would admit ncpu times the limit. */
 struct {
@@ -110,6 +111,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sluice_deny_bits);
 } sluice_deny_bits SEC(".maps");
+
+/*
+ * Datagrams whose later fragments are still to come (frag.bpf.h). Shared,
+ * not per-CPU: a datagram's fragments may arrive on any CPU. Not pinned:
+ * the program's own. The loader may change its size before load.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_FRAG_ENTRIES_DEFAULT);
+	__type(key, struct sluice_frag_key);
+	__type(value, struct sluice_frag);
+} sluice_frags SEC(".maps");
+
+/* A first fragment's entry while it is built: off the 512-byte stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_frag_tmp);
+} sluice_frag_tmp SEC(".maps");
 
 /* An address trie: (generation, address) → the prefix sets it is in. */
 #define SLUICE_ADDR_TRIE(name)                                                                     \

@@ -67,10 +67,16 @@ int harness_apply(struct harness *h, const char *yaml)
 }
 
 static __u64 deny_ttl_ns;
+static __u32 max_datagrams;
 
 void harness_set_deny_ttl(__u64 ns)
 {
 	deny_ttl_ns = ns;
+}
+
+void harness_set_max_datagrams(__u32 n)
+{
+	max_datagrams = n;
 }
 
 int harness_load(struct harness *h, const char *yaml, __u32 max_keys)
@@ -81,9 +87,10 @@ int harness_load(struct harness *h, const char *yaml, __u32 max_keys)
 	memset(h, 0, sizeof(*h));
 	snprintf(h->pin_root, sizeof(h->pin_root), "%s/%s%d-%u", BPFFS_ROOT, PIN_ROOT_PREFIX,
 		 getpid(), seq++);
-	err = attachment__load(
-		&h->att, h->pin_root, HARNESS_IFACE,
-		&(struct load_opts){ .max_keys = max_keys, .deny_ttl_ns = deny_ttl_ns });
+	err = attachment__load(&h->att, h->pin_root, HARNESS_IFACE,
+			       &(struct load_opts){ .max_keys = max_keys,
+						    .deny_ttl_ns = deny_ttl_ns,
+						    .max_datagrams = max_datagrams });
 	h->loaded = 1;
 	if (!err)
 		err = harness_apply(h, yaml);

@@ -33,6 +33,9 @@ int harness_load(struct harness *h, const char *yaml, __u32 max_keys);
 /* The deny cache's TTL of every object this process loads from now on (0: the default). */
 void harness_set_deny_ttl(__u64 ns);
 
+/* The datagram table's size of every object this process loads from now on (0: the default). */
+void harness_set_max_datagrams(__u32 n);
+
 /* Apply another policy to the loaded object, as a reload would. */
 int harness_apply(struct harness *h, const char *yaml);
 

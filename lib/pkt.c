@@ -29,8 +29,9 @@
 
 #define PKT_IPV4_VERSION	4
 #define PKT_IPV6_VERSION	6
-#define PKT_IHL_UNIT_BYTES	4  /* IPv4 IHL and TCP data offset count 32-bit words */
-#define PKT_IPV4_OPTS_MAX_BYTES 40 /* IHL 15 */
+#define PKT_IHL_UNIT_BYTES	4    /* IPv4 IHL and TCP data offset count 32-bit words */
+#define PKT_IHL_MASK		0x0f /* IHL: the low 4 bits of an IPv4 header's first byte */
+#define PKT_IPV4_OPTS_MAX_BYTES 40   /* IHL 15 */
 #define PKT_TTL			64
 #define PKT_IPV4_DF		0x4000 /* frag_off bits, host order */
 #define PKT_IPV4_MF		0x2000
@@ -377,6 +378,143 @@ struct pkt *pkt_ipv6_frag(struct pkt *p, __u16 off_units8, int has_more)
 	off = put_layer(p, PKT_LAYER_IPV6_FRAG, &fh, sizeof(fh), __func__);
 	set_next(p, PKT_NEXT_IPPROTO, off + offsetof(struct pkt_frag_hdr, nexthdr));
 	return p;
+}
+
+static void finish_ipv4(struct pkt *p, size_t off);
+
+/* The offset of layer @i's next-protocol field (an IP header's or an extension header's). */
+static size_t ipproto_field(const struct pkt *p, unsigned int i, const char *who)
+{
+	size_t off = p->layers[i].off_bytes;
+
+	switch (p->layers[i].kind) {
+	case PKT_LAYER_IPV4: return off + offsetof(struct iphdr, protocol);
+	case PKT_LAYER_IPV6: return off + offsetof(struct ipv6hdr, nexthdr);
+	case PKT_LAYER_IPV6_EXT:
+	case PKT_LAYER_IPV6_FRAG: return off; /* nexthdr is the first byte of both */
+	default: pkt_die("%s: layer %u has no IP protocol field", who, i);
+	}
+}
+
+/* Is the extension header of @type unfragmentable (before the fragment header)? */
+static int is_unfragmentable(__u8 type)
+{
+	return type == IPPROTO_HOPOPTS || type == IPPROTO_ROUTING;
+}
+
+/*
+ * The layers of @p's unfragmentable part: its IP header (the first) and,
+ * for IPv6, leading hop-by-hop and routing headers. Returns one past the
+ * last of them; *@ip is the IP header's layer.
+ */
+static unsigned int unfragmentable_end(const struct pkt *p, unsigned int *ip, const char *who)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->n_layers; i++)
+		if (p->layers[i].kind == PKT_LAYER_IPV4 || p->layers[i].kind == PKT_LAYER_IPV6)
+			break;
+	if (i == p->n_layers)
+		pkt_die("%s: the frame has no IP header", who);
+	*ip = i++;
+	if (p->layers[*ip].kind == PKT_LAYER_IPV4)
+		return i;
+	while (i < p->n_layers && p->layers[i].kind == PKT_LAYER_IPV6_EXT &&
+	       is_unfragmentable(p->buf[ipproto_field(p, i - 1, who)]))
+		i++;
+	return i;
+}
+
+/* Where @p's fragmentable part starts: after its unfragmentable part's last header. */
+static size_t fragmentable_start(const struct pkt *p, unsigned int end, unsigned int ip)
+{
+	size_t off = p->layers[end - 1].off_bytes;
+
+	if (end - 1 == ip && p->layers[ip].kind == PKT_LAYER_IPV4)
+		return off + (p->buf[off] & PKT_IHL_MASK) * PKT_IHL_UNIT_BYTES;
+	if (end - 1 == ip)
+		return off + sizeof(struct ipv6hdr);
+	return off + ((size_t)p->buf[off + offsetof(struct ipv6_opt_hdr, hdrlen)] + 1) *
+			     PKT_EXT_UNIT_BYTES;
+}
+
+size_t pkt_fragmentable_len(const struct pkt *dgram)
+{
+	unsigned int ip, end = unfragmentable_end(dgram, &ip, __func__);
+
+	return dgram->len - fragmentable_start(dgram, end, ip);
+}
+
+static void check_fragment(const struct pkt *dgram, size_t start, size_t off, size_t len,
+			   int has_more)
+{
+	if (off % PKT_EXT_UNIT_BYTES || (has_more && len % PKT_EXT_UNIT_BYTES) ||
+	    off / PKT_EXT_UNIT_BYTES > PKT_FRAG_OFF_MAX || start + off + len > dgram->len)
+		pkt_die("pkt_fragment: %zu bytes at %zu of a %zu-byte fragmentable part are no "
+			"fragment (offsets and all but the last length are multiples of 8)",
+			len, off, dgram->len - start);
+}
+
+struct pkt *pkt_fragment(struct pkt *frag, const struct pkt *dgram, size_t off, size_t len,
+			 int has_more)
+{
+	unsigned int ip, end = unfragmentable_end(dgram, &ip, __func__);
+	size_t start = fragmentable_start(dgram, end, ip), ip_off = dgram->layers[ip].off_bytes;
+	__u16 units8 = off / PKT_EXT_UNIT_BYTES;
+	size_t field;
+
+	check_fragment(dgram, start, off, len, has_more);
+	memcpy(frag->buf, dgram->buf, start);
+	memcpy(frag->layers, dgram->layers, end * sizeof(frag->layers[0]));
+	frag->n_layers = end;
+	frag->len = start;
+	frag->l3_off = dgram->l3_off;
+	frag->l4_off = 0;
+	frag->is_truncated = 0;
+	if (dgram->layers[ip].kind == PKT_LAYER_IPV4) {
+		put_be16(frag->buf + ip_off + offsetof(struct iphdr, frag_off),
+			 units8 | (has_more ? PKT_IPV4_MF : 0));
+		put_be16(frag->buf + ip_off + offsetof(struct iphdr, id), PKT_FRAG_ID);
+		set_next(frag, PKT_NEXT_NONE, 0);
+	} else {
+		field = ipproto_field(frag, end - 1, __func__);
+		set_next(frag, PKT_NEXT_IPPROTO, field);
+		pkt_ipv6_frag(frag, units8, has_more);
+		/* The fragment header's next header is the first fragmentable header. */
+		frag->buf[frag->layers[frag->n_layers - 1].off_bytes] = dgram->buf[field];
+		set_next(frag, PKT_NEXT_NONE, 0);
+	}
+	if (dgram->l4_off >= start + off && dgram->l4_off < start + off + len)
+		frag->l4_off = frag->len + dgram->l4_off - start - off;
+	memcpy(frag->buf + frag->len, dgram->buf + start + off, len);
+	frag->len += len;
+	pkt_finish(frag);
+	return frag;
+}
+
+struct pkt *pkt_set_frag_id(struct pkt *p, __u32 id)
+{
+	unsigned int i;
+	size_t off;
+	__be32 be;
+
+	for (i = 0; i < p->n_layers; i++) {
+		off = p->layers[i].off_bytes;
+		if (p->layers[i].kind == PKT_LAYER_IPV6_FRAG) {
+			be = htonl(id);
+			memcpy(p->buf + off + offsetof(struct pkt_frag_hdr, identification), &be,
+			       sizeof(be));
+			return p;
+		}
+		if (p->layers[i].kind == PKT_LAYER_IPV4 &&
+		    get_be16(p->buf + off + offsetof(struct iphdr, frag_off)) &
+			    (PKT_IPV4_MF | PKT_FRAG_OFF_MAX)) {
+			put_be16(p->buf + off + offsetof(struct iphdr, id), id & PKT_CSUM_MASK);
+			finish_ipv4(p, off);
+			return p;
+		}
+	}
+	pkt_die("%s: the frame is no fragment", __func__);
 }
 
 /* Append an L4 header @hdr of @kind and protocol @proto; nothing but payload may follow. */

@@ -26,7 +26,7 @@
 #include "sluice/abi.h"
 
 #define PKT_MAX_BYTES  9216 /* a jumbo frame, no FCS */
-#define PKT_LAYERS_MAX 16   /* headers in one frame, payload not counted */
+#define PKT_LAYERS_MAX 32   /* headers in one frame, payload not counted */
 
 enum pkt_layer_kind {
 	PKT_LAYER_ETH = 0,
@@ -124,6 +124,29 @@ struct pkt *pkt_ipv6_ext(struct pkt *p, __u8 type, __u8 len_units8);
 
 /* An IPv6 fragment header: offset @off_units8 (0..8191), M set when @has_more. */
 struct pkt *pkt_ipv6_frag(struct pkt *p, __u16 off_units8, int has_more);
+
+/*
+ * Set the id of the fragment @p is (its IPv4 id, or the identification of
+ * its IPv6 fragment header) to @id; IPv4 takes the low 16 bits. Aborts when
+ * @p is no fragment.
+ */
+struct pkt *pkt_set_frag_id(struct pkt *p, __u32 id);
+
+/*
+ * Into @frag, the fragment of the finished datagram @dgram that carries
+ * @len bytes of its fragmentable part from @off on: for IPv4 what follows
+ * the IPv4 header, for IPv6 what follows the IPv6 header and any leading
+ * hop-by-hop and routing headers (the unfragmentable part), before which a
+ * fragment header goes. @off is a multiple of 8, and so is @len unless
+ * this is the last fragment (!@has_more). The fragment is finished (IP
+ * lengths and checksum, the fragment id of pkt_ipv4_frag()); the
+ * transport checksum stays the datagram's. Returns @frag.
+ */
+struct pkt *pkt_fragment(struct pkt *frag, const struct pkt *dgram, size_t off, size_t len,
+			 int has_more);
+
+/* Bytes of @dgram's fragmentable part (see pkt_fragment()). */
+size_t pkt_fragmentable_len(const struct pkt *dgram);
 
 /* A UDP header; ports in host order. Length and checksum by pkt_finish(). */
 struct pkt *pkt_udp(struct pkt *p, __u16 sport, __u16 dport);

@@ -4,9 +4,10 @@
  * manual checks. It prebuilds one frame per source address with the test
  * packet builder (lib/pkt.c), so every checksum is valid and a real
  * stack accepts the frames, and sends them round-robin with sendmmsg() on an
- * AF_PACKET socket bound to one interface. Every run is bounded by a packet
- * count and by a wall-clock cap, and the only interface it writes to is the
- * one it is given.
+ * AF_PACKET socket bound to one interface. With --frag-first-bytes each
+ * frame is a datagram sent as its fragments, cut as it goes out, with an id
+ * of its own. Every run is bounded by a packet count and by a wall-clock
+ * cap, and the only interface it writes to is the one it is given.
  *
  * Not here: receiving, measuring the receiver, or any sluice logic.
  */
@@ -51,6 +52,11 @@
 #define FLOOD_DPORT_DEFAULT	  9 /* discard */
 #define FLOOD_VID_MAX		  4095
 #define FLOOD_NO_VLAN		  (-1)
+#define FLOOD_FRAG_UNIT_BYTES	  8    /* fragment offsets count 8-byte units */
+#define FLOOD_FRAG_HDR_BYTES	  8    /* an IPv6 fragment header */
+#define FLOOD_FRAG_BYTES_DEFAULT  1448 /* data of a later fragment: 1500-byte IPv6 frames */
+#define FLOOD_FRAG_SOURCES_MAX	  256  /* each keeps its whole datagram */
+#define FLOOD_IPV6_EXT_MAX	  24   /* --ipv6-ext: fits PKT_LAYERS_MAX with the rest */
 
 enum flood_proto {
 	FLOOD_PROTO_UDP = 0,
@@ -88,8 +94,11 @@ struct flood_opts {
 	__u64 start_at_ns; /* CLOCK_MONOTONIC; 0: now */
 	__u64 on_ms;	   /* with period_ms: send only in the first on_ms of every period */
 	__u64 period_ms;
-	size_t size_bytes; /* frame without FCS, padded up to this; 0: ETH_ZLEN or headers */
-	int vlan_id;	   /* FLOOD_NO_VLAN or 0..4095 */
+	size_t size_bytes;	 /* frame without FCS, padded up to this; 0: ETH_ZLEN or headers */
+	int vlan_id;		 /* FLOOD_NO_VLAN or 0..4095 */
+	size_t frag_first_bytes; /* fragment: the first fragment's data; 0: whole frames */
+	size_t frag_bytes;	 /* each later fragment's data */
+	unsigned int ipv6_ext;	 /* destination options headers before the transport header */
 	int is_quiet;
 };
 
@@ -99,6 +108,7 @@ struct flood_frame {
 	size_t len;
 	size_t l4_off;
 	__u8 l4_proto;
+	struct pkt *dgram; /* fragmenting: the whole datagram, cut as it is sent */
 };
 
 struct flood {
@@ -106,11 +116,14 @@ struct flood {
 	int fd;
 	struct flood_frame *frames;
 	size_t n_frames;
-	__u8 *slots; /* FLOOD_BATCH_MAX copies, for per-packet source ports */
+	__u8 *slots; /* FLOOD_BATCH_MAX copies, for per-packet source ports and fragments */
 	size_t slot_bytes;
+	size_t frags_per_dgram; /* frames per --count unit: 1, or a datagram's fragments */
+	__u32 frag_id_base;	/* fragment ids count up from here, one per datagram */
+	struct pkt *frag;	/* the fragment being cut */
 	struct mmsghdr msgs[FLOOD_BATCH_MAX];
 	struct iovec iovs[FLOOD_BATCH_MAX];
-	__u64 sent_pkts;
+	__u64 sent_pkts; /* frames */
 	__u64 enobufs;
 	__u64 start_ns;
 	__u64 end_ns;	     /* when the last frame was handed to the kernel */
@@ -125,6 +138,7 @@ static const char cli_synopsis[] =
 	"                    [--dport <port>] [--sport <port>] [--pps <rate>]\n"
 	"                    [--duration-ms <ms>] [--start-at-ns <ns>]\n"
 	"                    [--on-ms <ms> --period-ms <ms>] [--size <bytes>] [--vlan <vid>]\n"
+	"                    [--frag-first-bytes <n> [--frag-bytes <n>]] [--ipv6-ext <n>]\n"
 	"                    [--src-mac <mac>] [-q | --quiet] [-h | --help]\n";
 
 static const char options_help[] =
@@ -157,6 +171,13 @@ static const char options_help[] =
 	"  --size <bytes>        frame length without FCS, padded with payload\n"
 	"                        (default 60, or the headers when longer)\n"
 	"  --vlan <vid>          add an 802.1Q tag, 0..4095\n"
+	"  --frag-first-bytes <n>  send each frame as a datagram's fragments: the first\n"
+	"                        carries n bytes after the IP header (a multiple of 8;\n"
+	"                        8 is a UDP header alone), each next one --frag-bytes;\n"
+	"                        --count, --pps and sent= count datagrams, frames= frames\n"
+	"  --frag-bytes <n>      data of each later fragment, a multiple of 8 (default 1448)\n"
+	"  --ipv6-ext <n>        n destination options headers before the transport header\n"
+	"                        (IPv6 only, 0..24)\n"
 	"  -q, --quiet           print no summary\n"
 	"  -h, --help            print this help\n";
 
@@ -240,6 +261,9 @@ enum flood_opt {
 	OPT_PERIOD_MS,
 	OPT_SIZE,
 	OPT_VLAN,
+	OPT_FRAG_FIRST_BYTES,
+	OPT_FRAG_BYTES,
+	OPT_IPV6_EXT,
 };
 
 static const struct option long_opts[] = {
@@ -260,6 +284,9 @@ static const struct option long_opts[] = {
 	{ "period-ms", required_argument, NULL, OPT_PERIOD_MS },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "vlan", required_argument, NULL, OPT_VLAN },
+	{ "frag-first-bytes", required_argument, NULL, OPT_FRAG_FIRST_BYTES },
+	{ "frag-bytes", required_argument, NULL, OPT_FRAG_BYTES },
+	{ "ipv6-ext", required_argument, NULL, OPT_IPV6_EXT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -288,6 +315,16 @@ static int parse_number_opt(struct flood_opts *o, int c, const char *arg)
 		return 1;
 	case OPT_SIZE: o->size_bytes = parse_u64("size", arg, 0, PKT_MAX_BYTES); return 1;
 	case OPT_VLAN: o->vlan_id = parse_u64("vlan", arg, 0, FLOOD_VID_MAX); return 1;
+	case OPT_FRAG_FIRST_BYTES:
+		o->frag_first_bytes =
+			parse_u64("frag-first-bytes", arg, FLOOD_FRAG_UNIT_BYTES, PKT_MAX_BYTES);
+		return 1;
+	case OPT_FRAG_BYTES:
+		o->frag_bytes = parse_u64("frag-bytes", arg, FLOOD_FRAG_UNIT_BYTES, PKT_MAX_BYTES);
+		return 1;
+	case OPT_IPV6_EXT:
+		o->ipv6_ext = parse_u64("ipv6-ext", arg, 0, FLOOD_IPV6_EXT_MAX);
+		return 1;
 	}
 	return 0;
 }
@@ -340,6 +377,16 @@ static void check_opts(const struct flood_opts *o)
 	if (o->on_ms && (o->on_ms > o->period_ms || !o->rate_pps))
 		usage_error("--on-ms: needs --pps and at most --period-ms (%llu)",
 			    (unsigned long long)o->period_ms);
+	if (o->frag_first_bytes % FLOOD_FRAG_UNIT_BYTES || o->frag_bytes % FLOOD_FRAG_UNIT_BYTES)
+		usage_error("--frag-first-bytes, --frag-bytes: not a multiple of %d",
+			    FLOOD_FRAG_UNIT_BYTES);
+	if (o->frag_first_bytes && !o->sport)
+		usage_error("--frag-first-bytes: needs a fixed --sport (the port is in the first "
+			    "fragment only)");
+	if (o->frag_first_bytes && o->n_srcs * o->src_count > FLOOD_FRAG_SOURCES_MAX)
+		usage_error("--frag-first-bytes: at most %d sources", FLOOD_FRAG_SOURCES_MAX);
+	if (o->ipv6_ext && is_ipv4)
+		usage_error("--ipv6-ext: the sources are IPv4");
 	/* a start far ahead is a typo or another clock, and would hang the caller */
 	if (o->start_at_ns >
 	    clock_ns(CLOCK_MONOTONIC) + FLOOD_DURATION_MS_MAX * SLUICE_NSEC_PER_MSEC)
@@ -356,6 +403,7 @@ static void parse_opts(struct flood_opts *o, int argc, char **argv)
 	o->dport = FLOOD_DPORT_DEFAULT;
 	o->duration_ms = FLOOD_DURATION_MS_DEFAULT;
 	o->vlan_id = FLOOD_NO_VLAN;
+	o->frag_bytes = FLOOD_FRAG_BYTES_DEFAULT;
 	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1)
 		parse_one(o, c, optarg);
 	if (optind < argc)
@@ -391,12 +439,15 @@ static __u32 xorshift32(__u32 *s)
 static int build_frame(const struct flood_opts *o, const __u8 *src, __u32 *seed, struct pkt *p)
 {
 	int is_ipv4 = addr_is_v4mapped(src);
+	unsigned int i;
 	__be32 seq;
 
 	pkt_eth(p, o->dst_mac, o->src_mac);
 	if (o->vlan_id != FLOOD_NO_VLAN)
 		pkt_vlan(p, ETH_P_8021Q, o->vlan_id);
 	pkt_ip16(p, src, o->dst);
+	for (i = 0; i < o->ipv6_ext; i++)
+		pkt_ipv6_ext(p, IPPROTO_DSTOPTS, 0);
 	if (o->proto == FLOOD_PROTO_UDP)
 		pkt_udp(p, o->sport ? o->sport : FLOOD_SPORT_FIRST, o->dport);
 	else if (o->proto == FLOOD_PROTO_TCP_SYN)
@@ -411,6 +462,30 @@ static int build_frame(const struct flood_opts *o, const __u8 *src, __u32 *seed,
 		memcpy(p->buf + p->l4_off + offsetof(struct tcphdr, seq), &seq, sizeof(seq));
 	}
 	pkt_finish(p);
+	return 0;
+}
+
+/*
+ * Keep datagram @p of @fr to be cut into fragments as it is sent: all
+ * sources' datagrams have one length, so each is cut into
+ * f->frags_per_dgram. 0, or -EMSGSIZE when the first fragment would hold
+ * all of it, or -ENOMEM.
+ */
+static int flood__keep_dgram(struct flood *f, struct flood_frame *fr, struct pkt *p)
+{
+	const struct flood_opts *o = &f->opts;
+	size_t total = pkt_fragmentable_len(p);
+
+	if (o->frag_first_bytes >= total)
+		return -EMSGSIZE;
+	fr->dgram = malloc(sizeof(*fr->dgram));
+	if (!fr->dgram)
+		return -ENOMEM;
+	*fr->dgram = *p;
+	/* an IPv6 fragment carries a fragment header the datagram has not */
+	if (p->len + FLOOD_FRAG_HDR_BYTES > f->slot_bytes)
+		f->slot_bytes = p->len + FLOOD_FRAG_HDR_BYTES;
+	f->frags_per_dgram = 1 + (total - o->frag_first_bytes + o->frag_bytes - 1) / o->frag_bytes;
 	return 0;
 }
 
@@ -444,13 +519,17 @@ static int flood__build_frames(struct flood *f)
 		f->frames[i].l4_off = p->l4_off;
 		f->frames[i].l4_proto = o->proto == FLOOD_PROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP;
 		f->slot_bytes = p->len > f->slot_bytes ? p->len : f->slot_bytes;
+		err = o->frag_first_bytes ? flood__keep_dgram(f, &f->frames[i], p) : 0;
+		if (err)
+			goto fail;
 	}
 	free(p);
 	return 0;
 fail:
 	fprintf(stderr, "sluice-flood: cannot build the frame of source %zu: %s%s\n", i,
 		strerror(-err),
-		err == -EMSGSIZE ? "; --size is smaller than the headers"
+		err == -EMSGSIZE ? "; --size is smaller than the headers, or --frag-first-bytes "
+				   "holds the whole datagram"
 		: err == -ERANGE ? "; --src-count runs past the end of the address space"
 				 : "");
 	free(p);
@@ -494,12 +573,41 @@ static int flood__open_socket(struct flood *f)
 	return 0;
 }
 
+/*
+ * Cut fragment @part of datagram number @dgram into slot @i: the first
+ * carries --frag-first-bytes, each next --frag-bytes, the last what is left.
+ */
+static void flood__fill_fragment(struct flood *f, unsigned int i, __u64 dgram, size_t part)
+{
+	const struct flood_opts *o = &f->opts;
+	const struct pkt *d = f->frames[dgram % f->n_frames].dgram;
+	size_t total = pkt_fragmentable_len(d), off = 0, len = o->frag_first_bytes;
+	__u8 *slot = f->slots + (size_t)i * f->slot_bytes;
+
+	if (part) {
+		off = o->frag_first_bytes + (part - 1) * o->frag_bytes;
+		len = o->frag_bytes;
+	}
+	if (off + len > total)
+		len = total - off;
+	pkt_fragment(f->frag, d, off, len, off + len < total);
+	/* one id per datagram; ids wrap (IPv4 has 16 bits), long after reassembly ends */
+	pkt_set_frag_id(f->frag, f->frag_id_base + (__u32)dgram);
+	memcpy(slot, f->frag->buf, f->frag->len);
+	f->iovs[i].iov_base = slot;
+	f->iovs[i].iov_len = f->frag->len;
+}
+
 /* Point message @i of the batch at the frame of packet number @seq. */
 static void flood__fill(struct flood *f, unsigned int i, __u64 seq)
 {
 	const struct flood_frame *fr = &f->frames[seq % f->n_frames];
 	__u8 *slot;
 
+	if (f->opts.frag_first_bytes) {
+		flood__fill_fragment(f, i, seq / f->frags_per_dgram, seq % f->frags_per_dgram);
+		return;
+	}
 	f->iovs[i].iov_len = fr->len;
 	f->iovs[i].iov_base = fr->data;
 	if (f->opts.sport || f->opts.proto == FLOOD_PROTO_ICMP)
@@ -530,8 +638,8 @@ static void sleep_until(__u64 t_ns)
 static __u64 flood__due_ns(const struct flood *f)
 {
 	const struct flood_opts *o = &f->opts;
-	/* sent_pkts <= 1e7 and SLUICE_NSEC_PER_SEC = 1e9: the product fits in 64 bits */
-	__u64 on_time_ns = f->sent_pkts * SLUICE_NSEC_PER_SEC / o->rate_pps;
+	/* datagrams sent <= 1e7 and SLUICE_NSEC_PER_SEC = 1e9: the product fits in 64 bits */
+	__u64 on_time_ns = f->sent_pkts / f->frags_per_dgram * SLUICE_NSEC_PER_SEC / o->rate_pps;
 	__u64 on_ns, period_ns, periods;
 
 	if (!o->on_ms)
@@ -593,11 +701,11 @@ static int flood__send(struct flood *f, unsigned int n, __u64 deadline_ns)
 /* Frames in the next batch: all that is left, at most FLOOD_BATCH_MAX or 1 ms of them. */
 static unsigned int flood__batch_len(const struct flood *f)
 {
-	__u64 left = f->opts.count_pkts - f->sent_pkts;
+	__u64 left = f->opts.count_pkts * f->frags_per_dgram - f->sent_pkts;
 	__u64 n = FLOOD_BATCH_MAX;
 
-	if (f->opts.rate_pps && f->opts.rate_pps / FLOOD_BATCHES_PER_SEC < n)
-		n = f->opts.rate_pps / FLOOD_BATCHES_PER_SEC;
+	if (f->opts.rate_pps && f->opts.rate_pps * f->frags_per_dgram / FLOOD_BATCHES_PER_SEC < n)
+		n = f->opts.rate_pps * f->frags_per_dgram / FLOOD_BATCHES_PER_SEC;
 	if (!n)
 		n = 1;
 	return left < n ? left : n;
@@ -613,7 +721,7 @@ static int flood__run(struct flood *f)
 	flood__wait_start(f);
 	f->end_ns = f->start_ns;
 	deadline_ns = f->start_ns + o->duration_ms * SLUICE_NSEC_PER_MSEC;
-	while (f->sent_pkts < o->count_pkts && !stop_requested) {
+	while (f->sent_pkts < o->count_pkts * f->frags_per_dgram && !stop_requested) {
 		now = clock_ns(CLOCK_MONOTONIC);
 		if (now >= deadline_ns)
 			break;
@@ -650,6 +758,8 @@ static int flood__init(struct flood *f)
 	int err;
 
 	f->fd = -1;
+	f->frags_per_dgram = 1;
+	f->frag_id_base = (__u32)clock_ns(CLOCK_MONOTONIC) ^ (__u32)getpid();
 	if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) {
 		err = -errno;
 		fprintf(stderr, "sluice-flood: cannot install signal handlers: %s\n",
@@ -663,7 +773,8 @@ static int flood__init(struct flood *f)
 	if (err)
 		return err;
 	f->slots = calloc(FLOOD_BATCH_MAX, f->slot_bytes);
-	if (!f->slots) {
+	f->frag = f->opts.frag_first_bytes ? calloc(1, sizeof(*f->frag)) : NULL;
+	if (!f->slots || (f->opts.frag_first_bytes && !f->frag)) {
 		fprintf(stderr, "sluice-flood: cannot allocate send buffers: %s\n",
 			strerror(ENOMEM));
 		return -ENOMEM;
@@ -681,10 +792,12 @@ static int flood__print_summary(const struct flood *f)
 	int ret;
 
 	ret = printf("sent=%llu elapsed_ms=%llu enobufs=%llu late_max_ms=%llu",
-		     (unsigned long long)f->sent_pkts,
+		     (unsigned long long)(f->sent_pkts / f->frags_per_dgram),
 		     (unsigned long long)((f->end_ns - f->start_ns) / SLUICE_NSEC_PER_MSEC),
 		     (unsigned long long)f->enobufs,
 		     (unsigned long long)(f->late_max_ns / SLUICE_NSEC_PER_MSEC));
+	if (ret >= 0 && f->opts.frag_first_bytes)
+		ret = printf(" frames=%llu", (unsigned long long)f->sent_pkts);
 	if (ret >= 0 && f->opts.start_at_ns)
 		ret = printf(" start_late_ms=%llu",
 			     (unsigned long long)(f->start_late_ns / SLUICE_NSEC_PER_MSEC));
@@ -698,8 +811,11 @@ static void flood__free(struct flood *f)
 	size_t i;
 
 	if (f->frames)
-		for (i = 0; i < f->n_frames; i++)
+		for (i = 0; i < f->n_frames; i++) {
 			free(f->frames[i].data);
+			free(f->frames[i].dgram);
+		}
+	free(f->frag);
 	free(f->frames);
 	free(f->slots);
 	free(f->opts.srcs);

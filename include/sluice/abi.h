@@ -15,7 +15,7 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 4
+#define SLUICE_ABI_VERSION 5
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES	     4096  /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
@@ -24,9 +24,9 @@
 #define SLUICE_NAME_LEN		     32	   /* policy name including the terminating NUL */
 #define SLUICE_MATCH_SLOTS	     16384 /* distinct policy lists per generation; slot 0: none */
 #define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
-#define SLUICE_VLAN_MAX		     2 /* 802.1Q / 802.1ad tags parsed */
-#define SLUICE_IPV6_EXT_MAX	     6 /* IPv6 extension headers skipped before giving up */
-#define SLUICE_CAS_RETRIES	     8 /* compare-and-swap attempts on one key per packet */
+#define SLUICE_VLAN_MAX		     2	/* 802.1Q / 802.1ad tags parsed */
+#define SLUICE_IPV6_EXT_MAX	     16 /* IPv6 extension headers followed; more: unparsed */
+#define SLUICE_CAS_RETRIES	     8	/* compare-and-swap attempts on one key per packet */
 #define SLUICE_MAX_SETS		     64 /* distinct source (and destination) prefix sets per generation */
 #define SLUICE_ADDR_ENTRIES	     262144 /* prefixes of both generations in sluice_src, sluice_dst */
 #define SLUICE_LEASE_ENTRIES	     65536 /* hot keys of cluster-scoped policies holding a lease */
@@ -184,7 +184,8 @@ enum sluice_svc_base {
 	SLUICE_SVC_TCP = 0,					      /* + port */
 	SLUICE_SVC_UDP = SLUICE_SVC_TCP + (1U << SLUICE_PORT_BITS),   /* + port */
 	SLUICE_SVC_PROTO = SLUICE_SVC_UDP + (1U << SLUICE_PORT_BITS), /* + protocol */
-	SLUICE_SVCS = SLUICE_SVC_PROTO + SLUICE_PROTOS,
+	SLUICE_SVC_UNPARSED = SLUICE_SVC_PROTO + SLUICE_PROTOS, /* unparsed: charge, any protocol */
+	SLUICE_SVCS,
 };
 
 /* Value of sluice_match: every policy that applies, most specific first. */
@@ -200,6 +201,29 @@ enum sluice_gen_flag {
 	SLUICE_GEN_F_DST = 1 << 1,     /* destination prefix sets: look up sluice_dst */
 	SLUICE_GEN_F_STORE = 1 << 2,   /* cluster-scoped policies: look up sluice_fail */
 	SLUICE_GEN_F_PRECISE = 1 << 3, /* a policy asked for the precise clock: read it for all */
+	SLUICE_GEN_F_UNPARSED_CHARGE = 1 << 4, /* unparsed: charge (neither bit: drop) */
+	SLUICE_GEN_F_UNPARSED_PASS = 1 << 5,   /* unparsed: pass */
+	SLUICE_GEN_F_ORPHAN_PASS = 1 << 6,     /* fragments.orphan: pass (else drop) */
+};
+
+/*
+ * What the file says of a packet whose headers the program cannot finish
+ * (`unparsed:`, docs/policy.md): an IP header it cannot read, more VLAN
+ * tags than SLUICE_VLAN_MAX, or more IPv6 extension headers than
+ * SLUICE_IPV6_EXT_MAX. Compiled into sluice_ctl.gen_flags.
+ */
+enum sluice_unparsed {
+	SLUICE_UNPARSED_DROP = 0,   /* the default: nothing the kernel delivers escapes */
+	SLUICE_UNPARSED_CHARGE = 1, /* every policy whose address sets match, any protocol */
+	SLUICE_UNPARSED_PASS = 2,
+	SLUICE_UNPARSED_MAX,
+};
+
+/* What the file says of a later fragment whose first is not tracked (`fragments: { orphan: }`). */
+enum sluice_orphan {
+	SLUICE_ORPHAN_DROP = 0, /* the default: its datagram is never delivered without a first */
+	SLUICE_ORPHAN_PASS = 1,
+	SLUICE_ORPHAN_MAX,
 };
 
 /* Value of sluice_ctl, a one-element array written only by the agent. */
@@ -309,16 +333,24 @@ struct sluice_pstats {
 
 /* Interface-wide counters, a one-element per-CPU array. */
 enum sluice_total {
-	SLUICE_TOTAL_PASSED = 0,	/* every XDP_PASS */
-	SLUICE_TOTAL_DROPPED = 1,	/* every XDP_DROP */
-	SLUICE_TOTAL_UNPARSED = 2,	/* not IPv4/IPv6, or L2/L3 truncated or malformed: passed */
-	SLUICE_TOTAL_NO_PORTS = 3,	/* IP parsed, ports not (non-first fragment, truncated or
-					 * unknown L4): classified by protocol only */
-	SLUICE_TOTAL_NO_MATCH = 4,	/* no policy applies: passed */
+	SLUICE_TOTAL_PASSED = 0,   /* every XDP_PASS */
+	SLUICE_TOTAL_DROPPED = 1,  /* every XDP_DROP */
+	SLUICE_TOTAL_NOT_IP = 2,   /* neither IPv4 nor IPv6 (ARP, ...): no policy applies, passed */
+	SLUICE_TOTAL_NO_PORTS = 3, /* IP parsed, ports not (a truncated TCP/UDP header that
+				    * is no first fragment): classified by protocol only */
+	SLUICE_TOTAL_NO_MATCH = 4, /* no policy applies: passed */
 	SLUICE_TOTAL_STATE_ERR = 5,	/* a new key could not be stored: passed */
 	SLUICE_TOTAL_CAS_EXHAUSTED = 6, /* SLUICE_CAS_RETRIES lost races on one key: dropped */
 	SLUICE_TOTAL_ALLOWED = 7,	/* an allowlisted source: passed, never limited */
 	SLUICE_TOTAL_AGENT_LOST = 8,	/* decided while the agent's heartbeat was stale */
+	SLUICE_TOTAL_UNPARSED_DROP = 9, /* headers not finished (enum sluice_unparsed): dropped */
+	SLUICE_TOTAL_UNPARSED_CHARGE = 10, /* likewise, charged to every policy that may apply */
+	SLUICE_TOTAL_UNPARSED_PASS = 11,   /* likewise, passed */
+	SLUICE_TOTAL_FRAGMENTS = 12,	   /* a later fragment: followed its first (frag.h) */
+	SLUICE_TOTAL_FRAG_ORPHAN = 13,	   /* a later fragment whose first is not tracked:
+					    * fragments.orphan decides */
+	SLUICE_TOTAL_FRAG_TINY = 14,	   /* a first fragment cut short (RFC 1858, 7112), or
+					    * IPv4 TCP at offset 1: dropped */
 	SLUICE_TOTAL_MAX,
 };
 
@@ -358,21 +390,24 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 #endif
 
 /*
- * The program's own per-CPU caches (bpf/maps.bpf.h): not pinned, so a new
+ * The program's own maps (bpf/maps.bpf.h): per-CPU caches and scratch, and
+ * the datagram table (an LRU hash every CPU shares). Not pinned, so a new
  * program starts them empty, and nothing but the program reads them.
  */
 enum sluice_cache {
 	SLUICE_CACHE_CLOCK = 0,
 	SLUICE_CACHE_DENY,
 	SLUICE_CACHE_DENY_BITS,
+	SLUICE_CACHE_FRAGS,
+	SLUICE_CACHE_FRAG_TMP,
 	SLUICE_CACHE_MAX,
 };
 
 #ifndef __bpf__
 static const char *const sluice_cache_names[SLUICE_CACHE_MAX] = {
-	[SLUICE_CACHE_CLOCK] = "sluice_clock",
-	[SLUICE_CACHE_DENY] = "sluice_deny",
-	[SLUICE_CACHE_DENY_BITS] = "sluice_deny_bits",
+	[SLUICE_CACHE_CLOCK] = "sluice_clock",	       [SLUICE_CACHE_DENY] = "sluice_deny",
+	[SLUICE_CACHE_DENY_BITS] = "sluice_deny_bits", [SLUICE_CACHE_FRAGS] = "sluice_frags",
+	[SLUICE_CACHE_FRAG_TMP] = "sluice_frag_tmp",
 };
 #endif
 

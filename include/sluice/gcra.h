@@ -111,4 +111,23 @@ SLUICE_INLINE int sluice_gcra_admit(__u64 tat, __u64 now, __u64 incr, __u64 tol,
 	return 1;
 }
 
+/*
+ * Charge @incr on a key whatever its debt: the TAT a later fragment of an
+ * admitted datagram leaves (bpf/limit.bpf.h). A TAT in the past counts from
+ * @now; the debt is capped at SLUICE_GCRA_TOL_MAX ticks, so it never wraps
+ * (debt ≤ 2^62 and incr ≤ 2^61 before the cap). A debt beyond the tolerance
+ * is a full key (sluice_gcra_ahead()) until the clock catches up with it.
+ */
+SLUICE_INLINE __u64 sluice_gcra_charge(__u64 tat, __u64 now, __u64 incr)
+{
+	__u64 ahead = tat - now;
+
+	if (ahead >> 63)
+		ahead = 0;
+	if (ahead > SLUICE_GCRA_TOL_MAX)
+		ahead = SLUICE_GCRA_TOL_MAX;
+	ahead += incr;
+	return now + (ahead > SLUICE_GCRA_TOL_MAX ? SLUICE_GCRA_TOL_MAX : ahead);
+}
+
 #endif /* SLUICE_GCRA_H */

@@ -99,6 +99,20 @@ void expect_deltas(const struct status *before, const struct status *after, __u6
 	expect_counts(before, after, by, i, want, where);
 }
 
+int expect_setup(void **state, struct harness *h, const char *yaml)
+{
+	if (harness_load(h, yaml, HARNESS_MAX_KEYS))
+		return -1;
+	*state = h;
+	return 0;
+}
+
+int expect_teardown(void **state)
+{
+	harness_close(*state);
+	return 0;
+}
+
 void expect_load(struct harness *h, const char *yaml)
 {
 	if (harness_load(h, yaml, HARNESS_MAX_KEYS))

@@ -54,6 +54,15 @@ void expect_deltas(const struct status *before, const struct status *after, __u6
 		   unsigned int totals, const struct moved *moved, size_t n_moved,
 		   const char *where);
 
+/*
+ * A cmocka setup's body: load @yaml into @h (a test file's own static
+ * harness, HARNESS_MAX_KEYS keys) and make it *@state; -1 when it cannot.
+ */
+int expect_setup(void **state, struct harness *h, const char *yaml);
+
+/* A cmocka teardown: close the harness expect_setup() made *@state. */
+int expect_teardown(void **state);
+
 /* harness_load() with HARNESS_MAX_KEYS keys; fails the test, naming @yaml. */
 void expect_load(struct harness *h, const char *yaml);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * BPF_PROG_TEST_RUN on the real object: every protocol and encapsulation
- * the parser handles, truncated at every length, and malformed headers.
+ * the parser handles, IPv6 extension chains of every length up to the
+ * parser's and beyond, truncated at every length, and malformed headers.
  * Each case asserts the exact verdict and the exact counter deltas: which
  * policies counted the packet, and which interface totals moved.
  */
@@ -19,18 +20,24 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "expect.h"
 #include "lib/harness.h"
 
-#define DNS_PORT	   53
-#define SSH_PORT	   22
-#define OTHER_PORT	   54
-#define TCP_SPORT	   40001
-#define FRAG_OFF_UNITS8	   100 /* a non-first fragment */
-#define IPV4_OPTS_BYTES	   12
-#define IPV4_MAX_HDR_BYTES 60
-#define EXT_LEN_UNITS8	   1 /* a 16-byte extension header */
-#define VLAN_ID		   100
-#define VLAN_ID_INNER	   200
+#define DNS_PORT	    53
+#define SSH_PORT	    22
+#define OTHER_PORT	    54
+#define TCP_SPORT	    40001
+#define FRAG_OFF_UNITS8	    100 /* a non-first fragment */
+#define IPV4_OPTS_BYTES	    12
+#define IPV4_MAX_HDR_BYTES  60
+#define EXT_LEN_UNITS8	    1 /* a 16-byte extension header */
+#define VLAN_ID		    100
+#define VLAN_ID_INNER	    200
+#define IPV6_FRAG_HDR_BYTES 8
+#define IPV4_FRAG_OFF_BYTE  6	 /* the byte of frag_off with MF */
+#define IPV4_MF_BIT	    0x20 /* in that byte */
+#define EXT_CHAIN_BEYOND    4	 /* chains this much longer than the parser follows */
+#define ORPHAN_FRAG_ID	    7	 /* a datagram no first fragment here has */
 
 /* Burst far above what a test sends: nothing here is ever limited. */
 static const char policy_yaml[] = "policies:\n"
@@ -133,7 +140,7 @@ static void ipv6_exts_dns(struct pkt *p, const struct parse_case *c)
 		TCP_SPORT, DNS_PORT);
 }
 
-/* One more extension header than the parser follows: ports are unknown. */
+/* One more extension header than the parser follows: unparsed, dropped by default. */
 static void ipv6_too_many_exts(struct pkt *p, const struct parse_case *c)
 {
 	int i;
@@ -174,6 +181,7 @@ static void later_frag(struct pkt *p, const struct parse_case *c, int tcp)
 		pkt_tcp(p, TCP_SPORT, SSH_PORT, TCP_FLAG_SYN);
 	else
 		pkt_udp(p, TCP_SPORT, DNS_PORT);
+	pkt_set_frag_id(p, ORPHAN_FRAG_ID); /* not the first fragment's above */
 }
 
 static void later_frag_udp(struct pkt *p, const struct parse_case *c)
@@ -209,6 +217,10 @@ static void arp(struct pkt *p, const struct parse_case *c)
 	{                                                                                          \
 		XDP_PASS, (mask), (totals)                                                         \
 	}
+#define DROP_WITH(totals)                                                                          \
+	{                                                                                          \
+		XDP_DROP, 0, (totals)                                                              \
+	}
 
 static const struct parse_case cases[] = {
 	{ "ipv4 udp dns", V4, udp_dns, PASS_BY(P(DNS)) },
@@ -219,28 +231,25 @@ static const struct parse_case cases[] = {
 	{ "ipv6 802.1q", V6, vlan_dns, PASS_BY(P(DNS)) },
 	{ "ipv4 802.1ad+802.1q", V4, qinq_dns, PASS_BY(P(DNS)) },
 	{ "ipv6 802.1ad+802.1q", V6, qinq_dns, PASS_BY(P(DNS)) },
-	{ "ipv4 three vlan tags", V4, three_vlans, PASS_WITH(0, T(SLUICE_TOTAL_UNPARSED)) },
+	{ "ipv4 three vlan tags", V4, three_vlans, DROP_WITH(T(SLUICE_TOTAL_UNPARSED_DROP)) },
 	{ "ipv4 options", V4, ipv4_opts_dns, PASS_BY(P(DNS)) },
 	{ "ipv6 hop+routing+dstopts", V6, ipv6_exts_dns, PASS_BY(P(DNS)) },
 	{ "ipv6 too many ext headers", V6, ipv6_too_many_exts,
-	  PASS_WITH(0, T(SLUICE_TOTAL_NO_MATCH)) },
+	  DROP_WITH(T(SLUICE_TOTAL_UNPARSED_DROP)) },
 	{ "ipv4 tcp syn", V4, tcp_syn, PASS_BY(P(SSH_SYN) | P(TCP_ALL)) },
 	{ "ipv6 tcp syn", V6, tcp_syn, PASS_BY(P(SSH_SYN) | P(TCP_ALL)) },
 	{ "ipv4 tcp syn+ack", V4, tcp_synack, PASS_BY(P(TCP_ALL)) },
 	{ "ipv6 tcp syn+ack", V6, tcp_synack, PASS_BY(P(TCP_ALL)) },
 	{ "ipv4 first fragment", V4, first_frag_dns, PASS_BY(P(DNS)) },
 	{ "ipv6 first fragment", V6, first_frag_dns, PASS_BY(P(DNS)) },
-	{ "ipv4 later udp fragment", V4, later_frag_udp,
-	  PASS_WITH(0, T(SLUICE_TOTAL_NO_PORTS) | T(SLUICE_TOTAL_NO_MATCH)) },
-	{ "ipv6 later udp fragment", V6, later_frag_udp,
-	  PASS_WITH(0, T(SLUICE_TOTAL_NO_PORTS) | T(SLUICE_TOTAL_NO_MATCH)) },
-	{ "ipv4 later tcp fragment", V4, later_frag_tcp,
-	  PASS_WITH(P(TCP_ALL), T(SLUICE_TOTAL_NO_PORTS)) },
-	{ "ipv6 later tcp fragment", V6, later_frag_tcp,
-	  PASS_WITH(P(TCP_ALL), T(SLUICE_TOTAL_NO_PORTS)) },
+	/* Never a first fragment with this id: orphans (tests/bpf/test_frag.c has the rest). */
+	{ "ipv4 later udp fragment", V4, later_frag_udp, DROP_WITH(T(SLUICE_TOTAL_FRAG_ORPHAN)) },
+	{ "ipv6 later udp fragment", V6, later_frag_udp, DROP_WITH(T(SLUICE_TOTAL_FRAG_ORPHAN)) },
+	{ "ipv4 later tcp fragment", V4, later_frag_tcp, DROP_WITH(T(SLUICE_TOTAL_FRAG_ORPHAN)) },
+	{ "ipv6 later tcp fragment", V6, later_frag_tcp, DROP_WITH(T(SLUICE_TOTAL_FRAG_ORPHAN)) },
 	{ "ipv4 icmp echo", V4, icmp_echo, PASS_BY(P(ICMP4)) },
 	{ "ipv6 icmpv6 echo", V6, icmp_echo, PASS_BY(P(ICMP6)) },
-	{ "arp", V4, arp, PASS_WITH(0, T(SLUICE_TOTAL_UNPARSED)) },
+	{ "arp", V4, arp, PASS_WITH(0, T(SLUICE_TOTAL_NOT_IP)) },
 };
 
 struct snapshot {
@@ -288,7 +297,9 @@ static void check_packet(struct harness *h, const char *name, const struct pkt *
 				 !!(want->policies & P(i)));
 	}
 	for (j = 0; j < SLUICE_TOTAL_MAX; j++) {
-		want_total = (want->totals & T(j)) || j == SLUICE_TOTAL_PASSED;
+		want_total = (want->totals & T(j)) ||
+			     j == (want->verdict == XDP_PASS ? SLUICE_TOTAL_PASSED
+							     : SLUICE_TOTAL_DROPPED);
 		if (after.totals[j] - before.totals[j] != want_total)
 			fail_msg("%s (len %zu): total %d moved by %llu, expected %llu", name,
 				 p->len, j,
@@ -301,16 +312,7 @@ static int setup(void **state)
 {
 	static struct harness h;
 
-	if (harness_load(&h, policy_yaml, HARNESS_MAX_KEYS))
-		return -1;
-	*state = &h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_close(*state);
-	return 0;
+	return expect_setup(state, &h, policy_yaml);
 }
 
 static void test_protocols(void **state)
@@ -325,23 +327,43 @@ static void test_protocols(void **state)
 	}
 }
 
-/*
- * What a frame cut at @len must do: before the IP header is complete it is
- * unparsed; after it, a TCP/UDP packet without a whole transport header is
- * classified without ports.
- */
-static struct expect truncated_expect(const struct pkt *full, size_t len, __u8 proto,
-				      unsigned int by_proto)
+/* Where @p's fragment header ends (IPv4: its IP header), or 0 when @p is no fragment. */
+static size_t frag_end(const struct pkt *p)
 {
-	struct expect e = { XDP_PASS, 0, T(SLUICE_TOTAL_UNPARSED) };
+	unsigned int i;
 
+	for (i = 0; i < p->n_layers; i++) {
+		if (p->layers[i].kind == PKT_LAYER_IPV6_FRAG)
+			return p->layers[i].off_bytes + IPV6_FRAG_HDR_BYTES;
+		if (p->layers[i].kind == PKT_LAYER_IPV4 &&
+		    (p->buf[p->layers[i].off_bytes + IPV4_FRAG_OFF_BYTE] & IPV4_MF_BIT))
+			return p->l4_off;
+	}
+	return 0;
+}
+
+/*
+ * What a frame cut at @len must do: before the IP headers are complete it
+ * is unparsed (dropped by default); a first fragment cut short after its
+ * fragment header is tiny (dropped); else a TCP/UDP packet without a whole
+ * transport header is classified without ports.
+ */
+static struct expect truncated_expect(const struct pkt *full, size_t len, unsigned int by_proto)
+{
+	struct expect e = { XDP_DROP, 0, T(SLUICE_TOTAL_UNPARSED_DROP) };
+	size_t frag = frag_end(full);
+
+	if (frag && len >= frag) {
+		e.totals = T(SLUICE_TOTAL_FRAG_TINY);
+		return e;
+	}
 	if (len < full->l4_off)
 		return e;
+	e.verdict = XDP_PASS;
 	e.totals = T(SLUICE_TOTAL_NO_PORTS);
 	e.policies = by_proto;
 	if (!by_proto)
 		e.totals |= T(SLUICE_TOTAL_NO_MATCH);
-	(void)proto;
 	return e;
 }
 
@@ -363,7 +385,7 @@ static void test_truncation(void **state)
 		for (len = ETH_HLEN; len < full.len; len++) {
 			p = full;
 			pkt_truncate(&p, len);
-			want = truncated_expect(&full, len, 0,
+			want = truncated_expect(&full, len,
 						c->want.policies & P(TCP_ALL) ? P(TCP_ALL) : 0);
 			check_packet(*state, c->name, &p, &want);
 		}
@@ -378,7 +400,7 @@ static void test_truncation(void **state)
 /* Headers that are present but wrong. */
 static void test_malformed(void **state)
 {
-	const struct expect unparsed = { XDP_PASS, 0, T(SLUICE_TOTAL_UNPARSED) };
+	const struct expect unparsed = { XDP_DROP, 0, T(SLUICE_TOTAL_UNPARSED_DROP) };
 	struct pkt p;
 	__u8 *ip;
 
@@ -402,12 +424,127 @@ static void test_malformed(void **state)
 	check_packet(*state, "ipv4 ihl past the end", &p, &unparsed);
 }
 
+/*
+ * Chains of 0 to SLUICE_IPV6_EXT_MAX extension headers, of every kind the
+ * parser follows (a fragment header too, as an atomic fragment), are
+ * followed to the port; longer ones are unparsed, dropped by default.
+ */
+static void test_ext_chains(void **state)
+{
+	static const __u8 kinds[] = { IPPROTO_DSTOPTS, IPPROTO_ROUTING, IPPROTO_HOPOPTS };
+	const struct expect parsed = PASS_BY(P(DNS));
+	const struct expect unparsed = DROP_WITH(T(SLUICE_TOTAL_UNPARSED_DROP));
+	char name[64];
+	struct pkt p;
+	int n, i;
+
+	for (n = 0; n <= SLUICE_IPV6_EXT_MAX + EXT_CHAIN_BEYOND; n++) {
+		pkt_ipv6(eth(&p), "2001:db8::1", "2001:db8:ffff::1");
+		for (i = 0; i < n; i++) {
+			if (i == n / 2)
+				pkt_ipv6_frag(&p, 0, 0); /* atomic: offset 0, no more */
+			else
+				pkt_ipv6_ext(&p, kinds[i % sizeof(kinds)], i % 2);
+		}
+		pkt_udp(&p, TCP_SPORT, DNS_PORT);
+		pkt_finish(&p);
+		snprintf(name, sizeof(name), "ipv6 chain of %d headers", n);
+		check_packet(*state, name, &p, n <= SLUICE_IPV6_EXT_MAX ? &parsed : &unparsed);
+	}
+}
+
+/* What each `unparsed:` does with a chain too long, and with a frame without addresses. */
+struct unparsed_case {
+	const char *mode;
+	struct expect chain; /* ipv6_too_many_exts() */
+	struct expect vlans; /* three_vlans(): no address to charge */
+};
+
+#define ALL_POLICIES (P(DNS) | P(SSH_SYN) | P(TCP_ALL) | P(ICMP4) | P(ICMP6))
+
+static const struct unparsed_case unparsed_cases[] = {
+	{ "drop", DROP_WITH(T(SLUICE_TOTAL_UNPARSED_DROP)),
+	  DROP_WITH(T(SLUICE_TOTAL_UNPARSED_DROP)) },
+	/* every policy, whatever its protocol, port or tcp_syn: none is left out */
+	{ "charge", PASS_WITH(ALL_POLICIES, T(SLUICE_TOTAL_UNPARSED_CHARGE)),
+	  DROP_WITH(T(SLUICE_TOTAL_UNPARSED_DROP)) },
+	{ "pass", PASS_WITH(0, T(SLUICE_TOTAL_UNPARSED_PASS)),
+	  PASS_WITH(0, T(SLUICE_TOTAL_UNPARSED_PASS)) },
+};
+
+static void test_unparsed_modes(void **state)
+{
+	const struct parse_case chain = { "chain", V6, ipv6_too_many_exts, PASS_BY(0) };
+	const struct parse_case vlans = { "vlans", V4, three_vlans, PASS_BY(0) };
+	char yaml[sizeof(policy_yaml) + 64];
+	struct harness h;
+	struct pkt p;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(unparsed_cases) / sizeof(unparsed_cases[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "unparsed: %s\n%s", unparsed_cases[i].mode,
+			 policy_yaml);
+		expect_load(&h, yaml);
+		chain.build(&p, &chain);
+		pkt_finish(&p);
+		check_packet(&h, unparsed_cases[i].mode, &p, &unparsed_cases[i].chain);
+		vlans.build(&p, &vlans);
+		pkt_finish(&p);
+		check_packet(&h, unparsed_cases[i].mode, &p, &unparsed_cases[i].vlans);
+		harness_close(&h);
+	}
+}
+
+/* `unparsed: charge` limits: a source's chains past the parser spend its port policy's burst. */
+static void test_unparsed_charge_limits(void **state)
+{
+	static const char yaml[] = "unparsed: charge\n"
+				   "policies:\n"
+				   "  - name: dns\n"
+				   "    match: { proto: udp, dst_port: 53 }\n"
+				   "    key: { ipv4_prefix: 32, ipv6_prefix: 128 }\n"
+				   "    rate: 1/h\n"
+				   "    burst: 2\n";
+	static const struct {
+		int verdict;
+		enum sluice_pstat what;
+	} steps[] = { { XDP_PASS, SLUICE_PSTAT_PASSED },
+		      { XDP_PASS, SLUICE_PSTAT_PASSED },
+		      { XDP_DROP, SLUICE_PSTAT_DROPPED } };
+	const struct parse_case chain = { "chain", V6, ipv6_too_many_exts, PASS_BY(0) };
+	struct status before, after;
+	struct harness h;
+	struct pkt p;
+	size_t i;
+
+	(void)state;
+	expect_load(&h, yaml);
+	chain.build(&p, &chain);
+	pkt_finish(&p);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const struct moved m = { "dns", steps[i].what };
+
+		harness_status(&h, &before);
+		assert_int_equal(harness_run(&h, &p), steps[i].verdict);
+		harness_status(&h, &after);
+		expect_deltas(&before, &after, 1, steps[i].verdict, T(SLUICE_TOTAL_UNPARSED_CHARGE),
+			      &m, 1, "unparsed: charge");
+		status__free(&before);
+		status__free(&after);
+	}
+	harness_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_protocols, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_protocols, setup, expect_teardown),
+		cmocka_unit_test_setup_teardown(test_ext_chains, setup, expect_teardown),
+		cmocka_unit_test(test_unparsed_modes),
+		cmocka_unit_test(test_unparsed_charge_limits),
+		cmocka_unit_test_setup_teardown(test_truncation, setup, expect_teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, expect_teardown),
 	};
 
 	harness_require_root();

@@ -736,6 +736,60 @@ static void check_all_lookups(const struct policy_set *ps, const struct compiled
 	free(v);
 }
 
+/*
+ * What the file says of what no policy can decide becomes generation
+ * flags, and `unparsed: charge` one more class, SLUICE_SVC_UNPARSED, that
+ * lists every policy of the interface (and none does without it).
+ */
+struct unparsed_case {
+	const char *name;
+	const char *head; /* the file's lines before its policies */
+	__u32 flags;
+	__u32 charged; /* policies in the SLUICE_SVC_UNPARSED class */
+};
+
+static const struct unparsed_case unparsed_cases[] = {
+	{ "unparsed/default", "", 0, 0 },
+	{ "unparsed/drop", "unparsed: drop\nfragments: { orphan: drop }\n", 0, 0 },
+	{ "unparsed/pass", "unparsed: pass\n", SLUICE_GEN_F_UNPARSED_PASS, 0 },
+	{ "unparsed/charge", "unparsed: charge\n", SLUICE_GEN_F_UNPARSED_CHARGE, 3 },
+	{ "unparsed/orphan_pass", "fragments: { orphan: pass }\n", SLUICE_GEN_F_ORPHAN_PASS, 0 },
+};
+
+static void test_unparsed(void **state)
+{
+	static const char policies[] =
+		"policies:\n"
+		"  - { name: a, match: { proto: udp, dst_port: 53 }, rate: 1/s, burst: 1 }\n"
+		"  - { name: b, match: { proto: tcp, tcp_syn: true }, rate: 1/s, burst: 1 }\n"
+		"  - { name: c, match: { proto: icmp }, rate: 1/s, burst: 1 }\n";
+	const __u32 mask = SLUICE_GEN_F_UNPARSED_PASS | SLUICE_GEN_F_UNPARSED_CHARGE |
+			   SLUICE_GEN_F_ORPHAN_PASS;
+	__u32 *classes = calloc(SLUICE_SVCS, sizeof(*classes));
+	struct sluice_match *slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*slots));
+	char yaml[512];
+	struct policy_set *ps;
+	struct compiled c;
+	size_t i, n_slots;
+
+	(void)state;
+	assert_non_null(classes);
+	assert_non_null(slots);
+	for (i = 0; i < ARRAY_SIZE(unparsed_cases); i++) {
+		snprintf(yaml, sizeof(yaml), "%s%s", unparsed_cases[i].head, policies);
+		ps = parse_good(yaml);
+		compile_good(ps, 0, &c);
+		assert_int_equal(c.gen_flags & mask, unparsed_cases[i].flags);
+		assert_int_equal(compile_classes(&c, classes, slots, &n_slots), 0);
+		assert_int_equal(slots[classes[SLUICE_SVC_UNPARSED]].count,
+				 unparsed_cases[i].charged);
+		compiled__free(&c);
+		policy_set__free(ps);
+	}
+	free(classes);
+	free(slots);
+}
+
 struct lpm_case {
 	char name[64];
 	const char *yaml; /* NULL: generate from seed */
@@ -851,6 +905,7 @@ int main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_policy_values),
 		cmocka_unit_test(test_clock),
+		cmocka_unit_test(test_unparsed),
 		cmocka_unit_test(test_eight_layers),
 	};
 	static struct CMUnitTest tests[128];

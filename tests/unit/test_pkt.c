@@ -216,6 +216,16 @@ static void build_udp6_ext_chain(struct pkt *p)
 	pkt_udp(p, SPORT, DPORT);
 }
 
+static void build_udp6_17_dstopts(struct pkt *p)
+{
+	int i;
+
+	pkt_ipv6(pkt_eth(p, mac_dst, mac_src), "2001:db8::1", "2001:db8::2");
+	for (i = 0; i < 17; i++)
+		pkt_ipv6_ext(p, IPPROTO_DSTOPTS, 0);
+	pkt_udp(p, SPORT, DPORT);
+}
+
 static const struct build_case build_cases[] = {
 	{ "udp4", build_udp4, 14 + 20 + 8 + 11, 14, 34, 0, IPPROTO_UDP, 0, 0 },
 	{ "udp6", build_udp6, 14 + 40 + 8 + 11, 14, 54, 1, IPPROTO_UDP, 0, 0 },
@@ -226,7 +236,138 @@ static const struct build_case build_cases[] = {
 	{ "icmp6_vlan", build_icmp6_vlan, 18 + 40 + 8, 18, 58, 1, IPPROTO_ICMPV6, 1, 0 },
 	{ "udp6_ext_chain", build_udp6_ext_chain, 14 + 40 + 8 + 24 + 2048 + 8 + 8, 14,
 	  14 + 40 + 8 + 24 + 2048 + 8, 1, IPPROTO_UDP, 0, 4 },
+	{ "udp6_17_dstopts", build_udp6_17_dstopts, 14 + 40 + 17 * 8 + 8, 14, 14 + 40 + 17 * 8, 1,
+	  IPPROTO_UDP, 0, 17 },
 };
+
+/* ---- fragments: cut by pkt_fragment(), put back together here ---------- */
+
+#define FRAG_OFF_MASK  0x1fff /* IPv4 frag_off: offset in 8-byte units */
+#define FRAG_MF4       0x2000
+#define FRAG_MF6       0x0001
+#define FRAG_OFF_SHIFT 3 /* IPv6: offset << 3 | M */
+#define FRAG_ID	       0x5150
+#define DGRAM_BYTES    4000
+
+/* What one fragment says of itself, read independently of pkt.c. */
+struct frag_part {
+	size_t data_off; /* its data, in the frame */
+	size_t off;	 /* where the data goes in the fragmentable part */
+	int has_more;
+	__u32 id;
+	__u8 nexthdr; /* IPv6: the fragment header's next header */
+};
+
+static void read_fragment(const struct pkt *p, struct frag_part *f)
+{
+	size_t off = sizeof(struct ethhdr);
+	__u16 fo;
+	__u8 nh;
+
+	memset(f, 0, sizeof(*f));
+	if (rd16(p->buf + offsetof(struct ethhdr, h_proto)) == ETH_P_IP) {
+		assert_int_equal(sum16(0, p->buf + off, (p->buf[off] & 0x0f) * IHL_UNIT_BYTES),
+				 CSUM_OK);
+		assert_int_equal(rd16(p->buf + off + offsetof(struct iphdr, tot_len)),
+				 p->len - off);
+		fo = rd16(p->buf + off + offsetof(struct iphdr, frag_off));
+		f->off = (fo & FRAG_OFF_MASK) * EXT_UNIT_BYTES;
+		f->has_more = !!(fo & FRAG_MF4);
+		f->id = rd16(p->buf + off + offsetof(struct iphdr, id));
+		f->data_off = off + (p->buf[off] & 0x0f) * IHL_UNIT_BYTES;
+		return;
+	}
+	assert_int_equal(rd16(p->buf + off + offsetof(struct ipv6hdr, payload_len)),
+			 p->len - off - sizeof(struct ipv6hdr));
+	nh = p->buf[off + offsetof(struct ipv6hdr, nexthdr)];
+	off += sizeof(struct ipv6hdr);
+	while (nh != IPPROTO_FRAGMENT) {
+		assert_true(nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING);
+		nh = p->buf[off];
+		off += (p->buf[off + 1] + 1u) * EXT_UNIT_BYTES;
+	}
+	fo = rd16(p->buf + off + 2);
+	f->off = (fo >> FRAG_OFF_SHIFT) * EXT_UNIT_BYTES;
+	f->has_more = fo & FRAG_MF6;
+	f->id = (__u32)rd16(p->buf + off + 4) << 16 | rd16(p->buf + off + 6);
+	f->nexthdr = p->buf[off];
+	f->data_off = off + FRAG_HDR_BYTES;
+}
+
+struct frag_case {
+	const char *name;
+	void (*build)(struct pkt *p); /* the datagram */
+	size_t first_bytes;	      /* data of the first fragment; then chunk_bytes each */
+	size_t chunk_bytes;
+	size_t unfrag_bytes; /* the datagram's headers before its fragmentable part */
+	__u8 first_type;     /* IPv6: the first fragmentable header */
+};
+
+static void build_dgram4(struct pkt *p)
+{
+	pkt_payload(pkt_udp(pkt_ipv4(pkt_eth(p, mac_dst, mac_src), "10.0.0.1", "10.0.0.2"), SPORT,
+			    DPORT),
+		    DGRAM_BYTES);
+}
+
+static void build_dgram6_hop_dst(struct pkt *p)
+{
+	pkt_ipv6(pkt_eth(p, mac_dst, mac_src), "fd00::1", "fd00::2");
+	pkt_ipv6_ext(pkt_ipv6_ext(p, IPPROTO_HOPOPTS, 0), IPPROTO_DSTOPTS, 1);
+	pkt_payload(pkt_udp(p, SPORT, DPORT), DGRAM_BYTES);
+}
+
+static void build_syn4(struct pkt *p)
+{
+	pkt_tcp(pkt_ipv4(pkt_eth(p, mac_dst, mac_src), "10.0.0.1", "10.0.0.2"), SPORT, DPORT,
+		TCP_FLAG_SYN);
+}
+
+static const struct frag_case frag_cases[] = {
+	{ "fragment/udp4_header_only_first", build_dgram4, 8, 1480, 14 + 20, 0 },
+	{ "fragment/udp6_hop_unfragmentable", build_dgram6_hop_dst, 1232, 1232, 14 + 40 + 8,
+	  IPPROTO_DSTOPTS },
+	{ "fragment/tcp4_syn_tiny_first", build_syn4, 8, 1480, 14 + 20, 0 },
+};
+
+static void test_fragment(void **state)
+{
+	const struct frag_case *c = *state;
+	static struct pkt dgram, frag, joined;
+	size_t total, off = 0, len;
+	struct frag_part f;
+	int last;
+	/* the addresses, which every fragment carries as the datagram has them */
+	size_t addr_off = sizeof(struct ethhdr) + (c->first_type ? offsetof(struct ipv6hdr, saddr)
+								 : offsetof(struct iphdr, saddr));
+	size_t addr_len = 2 * (c->first_type ? sizeof(struct in6_addr) : sizeof(struct in_addr));
+
+	c->build(&dgram);
+	pkt_finish(&dgram);
+	total = pkt_fragmentable_len(&dgram);
+	assert_int_equal(total, dgram.len - c->unfrag_bytes);
+	memset(&joined, 0, sizeof(joined));
+	for (len = c->first_bytes; off < total; off += len, len = c->chunk_bytes) {
+		last = off + len >= total;
+		len = last ? total - off : len;
+		pkt_fragment(&frag, &dgram, off, len, !last);
+		read_fragment(&frag, &f);
+		assert_int_equal(f.off, off);
+		assert_int_equal(f.has_more, !last);
+		assert_int_equal(f.id, FRAG_ID);
+		assert_int_equal(f.nexthdr, c->first_type);
+		assert_int_equal(frag.len - f.data_off, len);
+		assert_memory_equal(frag.buf + addr_off, dgram.buf + addr_off, addr_len);
+		if (c->first_type) /* the hop-by-hop header now points at the fragment header */
+			assert_int_equal(frag.buf[c->unfrag_bytes - EXT_UNIT_BYTES],
+					 IPPROTO_FRAGMENT);
+		memcpy(joined.buf + off, frag.buf + f.data_off, len);
+		pkt_set_frag_id(&frag, FRAG_ID + 1);
+		read_fragment(&frag, &f);
+		assert_int_equal(f.id, FRAG_ID + 1);
+	}
+	assert_memory_equal(joined.buf, dgram.buf + c->unfrag_bytes, total);
+}
 
 static void test_build(void **state)
 {
@@ -332,6 +473,22 @@ static void test_truncate(void **state)
 	assert_int_equal(rd16(p.buf + p.l3_off + offsetof(struct iphdr, tot_len)), 20 + 8 + 11);
 }
 
+static void misuse_fragment_unaligned(struct pkt *p)
+{
+	static struct pkt dgram;
+
+	build_dgram4(&dgram);
+	pkt_finish(&dgram);
+	pkt_fragment(p, &dgram, 4, 8, 1);
+}
+
+static void misuse_frag_id_unfragmented(struct pkt *p)
+{
+	build_udp4(p);
+	pkt_finish(p);
+	pkt_set_frag_id(p, 1);
+}
+
 struct abort_case {
 	const char *name;
 	void (*misuse)(struct pkt *p);
@@ -394,6 +551,8 @@ static const struct abort_case abort_cases[] = {
 	{ "frag_after_eth", misuse_frag_after_eth },
 	{ "finish_truncated", misuse_finish_truncated },
 	{ "grow_truncated", misuse_grow_truncated },
+	{ "fragment_unaligned", misuse_fragment_unaligned },
+	{ "fragment_id_of_no_fragment", misuse_frag_id_unfragmented },
 };
 
 static void test_abort(void **state)
@@ -423,8 +582,13 @@ static void test_abort(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[ROWS(build_cases) + ROWS(abort_cases) + 4];
+	struct CMUnitTest tests[ROWS(build_cases) + ROWS(frag_cases) + ROWS(abort_cases) + 4];
 	size_t n = 0, i;
+
+	for (i = 0; i < ROWS(frag_cases); i++)
+		tests[n++] = (struct CMUnitTest){ .name = frag_cases[i].name,
+						  .test_func = test_fragment,
+						  .initial_state = (void *)&frag_cases[i] };
 
 	for (i = 0; i < ROWS(build_cases); i++)
 		tests[n++] = (struct CMUnitTest){ .name = build_cases[i].name,

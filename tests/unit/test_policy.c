@@ -14,7 +14,8 @@
  *                   diagnostic
  *   example/<name>  every field of the policies in good/example.yaml
  *   full/<name>     every field of the policies in good/full.yaml, which
- *                   uses every key of the file; test_full_top its top level
+ *                   uses every key of the file; test_full_top its top level;
+ *                   test_unparsed_defaults what minimal.yaml leaves out
  *   local_burst/<name>  the default local_burst, exactly, up to 64-bit values
  *   agent/<name>    agent.heartbeat and agent.timeout: defaults and bounds
  *   semantic/<name> checks across fields and policies, on inline files
@@ -837,6 +838,19 @@ static void test_full_top(void **state)
 	assert_prefixes(&ps->allow, &allow);
 	assert_int_equal(ps->heartbeat_ns, 250 * SLUICE_NSEC_PER_MSEC);
 	assert_int_equal(ps->agent_timeout_ns, 2 * SLUICE_NSEC_PER_SEC);
+	assert_int_equal(ps->unparsed, SLUICE_UNPARSED_PASS);
+	assert_int_equal(ps->orphan, SLUICE_ORPHAN_PASS);
+	policy_set__free(ps);
+}
+
+/* What a file that leaves out unparsed and fragments gets: both drop (docs/decisions.md). */
+static void test_unparsed_defaults(void **state)
+{
+	struct policy_set *ps = load_good(FIXTURE_GOOD "/minimal.yaml");
+
+	(void)state;
+	assert_int_equal(ps->unparsed, SLUICE_UNPARSED_DROP);
+	assert_int_equal(ps->orphan, SLUICE_ORPHAN_DROP);
 	policy_set__free(ps);
 }
 
@@ -1010,6 +1024,16 @@ static const struct semantic_case semantic_cases[] = {
 	  "policies:\n" P_ONE "match: { src: 10.0.0.1/8, src_except: 192.0.2.0/24 } }\n",
 	  "<test>:2:51: policies[0].match.src: '10.0.0.1/8' has host bits set (did you mean "
 	  "10.0.0.0/8?)\n" },
+	{ "semantic/unparsed_unknown", "unparsed: maybe\npolicies:\n" P_ONE "}\n",
+	  "<test>:1:11: unparsed: unknown unparsed decision 'maybe' (expected drop, charge or "
+	  "pass)\n" },
+	{ "semantic/orphan_unknown", "fragments: { orphan: keep }\npolicies:\n" P_ONE "}\n",
+	  "<test>:1:22: fragments.orphan: unknown orphan decision 'keep' (expected drop or "
+	  "pass)\n" },
+	{ "semantic/fragments_unknown_key",
+	  "fragments: { reassemble: true }\npolicies:\n" P_ONE "}\n",
+	  "<test>:1:14: fragments: unknown key 'reassemble' (expected orphan)\n" },
+	{ "semantic/unparsed_charge", "unparsed: charge\npolicies:\n" P_ONE "}\n", NULL },
 	{ "semantic/src_empty", "policies:\n" P_ONE "match: { src: [] } }\n",
 	  "<test>:2:51: policies[0].match.src: empty list (expected a prefix such as 10.0.0.0/8, "
 	  "or a sequence of them); leave out src to match every source\n" },
@@ -1419,6 +1443,7 @@ int main(void)
 		cmocka_unit_test(test_diag_cut_and_grow),
 		cmocka_unit_test(test_byte_bursts),
 		cmocka_unit_test(test_full_top),
+		cmocka_unit_test(test_unparsed_defaults),
 		cmocka_unit_test(test_prefix_list_limits),
 		cmocka_unit_test(test_closed_after_never),
 		cmocka_unit_test(test_bad_fixtures_paired),

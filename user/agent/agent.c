@@ -250,7 +250,8 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
 		att = &a->att[a->n_att];
 		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i],
-				       &(struct load_opts){ .max_keys = opts->max_keys });
+				       &(struct load_opts){ .max_keys = opts->max_keys,
+							    .max_datagrams = opts->max_datagrams });
 		if (err) {
 			attachment__close(att); /* not loaded: nothing to beat or detach */
 			break;

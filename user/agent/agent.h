@@ -19,6 +19,7 @@ struct agent_opts {
 	size_t n_ifaces;
 	enum xdp_mode mode;
 	__u32 max_keys;		    /* 0: default, or the pinned size */
+	__u32 max_datagrams;	    /* 0: SLUICE_FRAG_ENTRIES_DEFAULT */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
 	int detach_on_exit;	    /* default: leave enforcement in place */
 };

@@ -8,13 +8,19 @@
 const char *const sluice_total_names[SLUICE_TOTAL_MAX] = {
 	[SLUICE_TOTAL_PASSED] = "passed",
 	[SLUICE_TOTAL_DROPPED] = "dropped",
-	[SLUICE_TOTAL_UNPARSED] = "unparsed",
+	[SLUICE_TOTAL_NOT_IP] = "not_ip",
 	[SLUICE_TOTAL_NO_PORTS] = "no_ports",
 	[SLUICE_TOTAL_NO_MATCH] = "no_match",
 	[SLUICE_TOTAL_STATE_ERR] = "state_err",
 	[SLUICE_TOTAL_CAS_EXHAUSTED] = "cas_exhausted",
 	[SLUICE_TOTAL_ALLOWED] = "allowed",
 	[SLUICE_TOTAL_AGENT_LOST] = "agent_lost",
+	[SLUICE_TOTAL_UNPARSED_DROP] = "unparsed_dropped",
+	[SLUICE_TOTAL_UNPARSED_CHARGE] = "unparsed_charged",
+	[SLUICE_TOTAL_UNPARSED_PASS] = "unparsed_passed",
+	[SLUICE_TOTAL_FRAGMENTS] = "fragments",
+	[SLUICE_TOTAL_FRAG_ORPHAN] = "frag_orphans",
+	[SLUICE_TOTAL_FRAG_TINY] = "frag_tiny",
 };
 
 const char *const sluice_pstat_names[SLUICE_PSTAT_MAX] = {
@@ -50,6 +56,18 @@ const char *const sluice_scope_names[SLUICE_SCOPE_MAX] = {
 const char *const sluice_cost_names[SLUICE_COST_MAX] = {
 	[SLUICE_COST_PKTS] = "packets",
 	[SLUICE_COST_BYTES] = "bytes",
+};
+
+/* A policy file writes these: unparsed, fragments.orphan. */
+const char *const sluice_unparsed_names[SLUICE_UNPARSED_MAX] = {
+	[SLUICE_UNPARSED_DROP] = "drop",
+	[SLUICE_UNPARSED_CHARGE] = "charge",
+	[SLUICE_UNPARSED_PASS] = "pass",
+};
+
+const char *const sluice_orphan_names[SLUICE_ORPHAN_MAX] = {
+	[SLUICE_ORPHAN_DROP] = "drop",
+	[SLUICE_ORPHAN_PASS] = "pass",
 };
 
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v)

@@ -384,6 +384,14 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 
 /* ---- the file ------------------------------------------------------------------------ */
 
+/* What `unparsed:` does, for each of its words. */
+static const char *const unparsed_text[SLUICE_UNPARSED_MAX] = {
+	[SLUICE_UNPARSED_DROP] = "a frame whose headers cannot be finished is dropped",
+	[SLUICE_UNPARSED_CHARGE] = "a frame whose headers cannot be finished is charged to every "
+				   "policy its addresses match, whatever its protocol and port",
+	[SLUICE_UNPARSED_PASS] = "a frame whose headers cannot be finished is passed, unlimited",
+};
+
 static void print_file(const struct policy_set *ps)
 {
 	char beat[UNITS_TEXT_LEN], timeout[UNITS_TEXT_LEN];
@@ -407,6 +415,14 @@ static void print_file(const struct policy_set *ps)
 	line__add(&l, "agent: heartbeat every %s; taken for dead after %s without one",
 		  units_duration_text(beat, (double)ps->heartbeat_ns),
 		  units_duration_text(timeout, (double)ps->agent_timeout_ns));
+	line__print(&l);
+	line__add(&l, "unparsed: %s: %s",
+		  sluice_name(sluice_unparsed_names, SLUICE_UNPARSED_MAX, ps->unparsed),
+		  unparsed_text[ps->unparsed < SLUICE_UNPARSED_MAX ? ps->unparsed : 0]);
+	line__print(&l);
+	line__add(&l, "fragments: orphan %s: a later fragment whose first was not seen is %s",
+		  sluice_name(sluice_orphan_names, SLUICE_ORPHAN_MAX, ps->orphan),
+		  ps->orphan == SLUICE_ORPHAN_PASS ? "passed" : "dropped");
 	line__print(&l);
 }
 

@@ -23,12 +23,14 @@ static volatile sig_atomic_t reload_requested;
 
 static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>]... [--xdp-mode native|generic|auto]\n"
-	"                  [--max-keys <n>] [--detach-on-exit] [--pin-root <dir>]\n"
+	"                  [--max-keys <n>] [--max-datagrams <n>] [--detach-on-exit]\n"
+	"                  [--pin-root <dir>]\n"
 	"                  [--metrics <addr>:<port>]\n\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
 	"      --xdp-mode <mode>   native, generic or auto (native, else generic); default auto\n"
 	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
+	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
 	"                          enforcement stays until 'sluice detach'\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
@@ -74,15 +76,18 @@ static int parse_mode(const char *s, enum xdp_mode *mode)
 	return 0;
 }
 
-static int parse_keys(const char *s, __u32 *out)
+/* A positive count for --@opt (max-keys, max-datagrams); -1 once the usage error is printed. */
+static int parse_count(const char *opt, const char *s, __u32 *out)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || *end || !v || v > UINT32_MAX || *s == '-')
+	if (errno || *end || !v || v > UINT32_MAX || *s == '-') {
+		fprintf(stderr, "sluice: --%s '%s': expected a positive count\n", opt, s);
 		return -1;
+	}
 	*out = v;
 	return 0;
 }
@@ -90,12 +95,13 @@ static int parse_keys(const char *s, __u32 *out)
 /* Options into @o; returns -1 after printing a usage error, 1 for --help. */
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
-	enum { OPT_MODE = 256, OPT_KEYS, OPT_DETACH, OPT_PIN_ROOT, OPT_METRICS };
+	enum { OPT_MODE = 256, OPT_KEYS, OPT_DATAGRAMS, OPT_DETACH, OPT_PIN_ROOT, OPT_METRICS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "iface", required_argument, NULL, 'i' },
 		{ "xdp-mode", required_argument, NULL, OPT_MODE },
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
+		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
@@ -122,12 +128,12 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			}
 			break;
 		case OPT_KEYS:
-			if (parse_keys(optarg, &o->max_keys)) {
-				fprintf(stderr,
-					"sluice: --max-keys '%s': expected a positive count\n",
-					optarg);
+			if (parse_count("max-keys", optarg, &o->max_keys))
 				return -1;
-			}
+			break;
+		case OPT_DATAGRAMS:
+			if (parse_count("max-datagrams", optarg, &o->max_datagrams))
+				return -1;
 			break;
 		case OPT_DETACH: o->detach_on_exit = 1; break;
 		case OPT_PIN_ROOT: o->pin_root = optarg; break;

@@ -20,6 +20,7 @@
 
 #include "sluice.skel.h"
 #include "sluice/deny.h"
+#include "sluice/frag.h"
 #include "kernel/loader.h"
 #include "base/log.h"
 #include "kernel/probe.h"
@@ -244,6 +245,10 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	}
 	a->skel->rodata->sluice_deny_ttl_ticks = sluice_gcra_ticks(ttl_ns);
 	err = bpf_map__set_max_entries(a->skel->maps.sluice_state, max_keys);
+	if (!err)
+		err = bpf_map__set_max_entries(a->skel->maps.sluice_frags,
+					       o->max_datagrams ? o->max_datagrams
+								: SLUICE_FRAG_ENTRIES_DEFAULT);
 	if (!err)
 		err = sluice_bpf__load(a->skel);
 	if (err) {

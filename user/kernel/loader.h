@@ -37,8 +37,9 @@ int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *ifac
 
 /* What a load may set; a zero field keeps the default. */
 struct load_opts {
-	__u32 max_keys;	   /* sluice_state's size: the default, or the pinned size */
-	__u64 deny_ttl_ns; /* the longest a cached drop stands: SLUICE_DENY_TTL_NS */
+	__u32 max_keys;	     /* sluice_state's size: the default, or the pinned size */
+	__u64 deny_ttl_ns;   /* the longest a cached drop stands: SLUICE_DENY_TTL_NS */
+	__u32 max_datagrams; /* sluice_frags' size: SLUICE_FRAG_ENTRIES_DEFAULT (not pinned) */
 };
 
 /*

@@ -151,12 +151,15 @@ struct selector {
 	__u8 proto;	/* POLICY_PROTO_ANY: only any-protocol policies */
 	int with_ports; /* also port policies covering @port */
 	__u16 port;
+	int unparsed; /* every policy: a frame whose protocol and port are unknown */
 };
 
 static int selects(const struct match_builder *b, const struct policy *p, const struct selector *s)
 {
 	if (!policy_on_iface(p, b->iface))
 		return 0;
+	if (s->unparsed)
+		return 1;
 	if (s->proto == POLICY_PROTO_ANY)
 		return p->match.proto == POLICY_PROTO_ANY && !p->match.has_port;
 	if (!policy_applies_to_proto(p, s->proto))
@@ -186,6 +189,14 @@ static void report_layers(struct match_builder *b, const __u32 *ids, size_t n,
 
 	if (b->reported_layers++)
 		return;
+	if (s->unparsed) {
+		diag__add(b->diags, b->ps->unparsed_pos, "unparsed",
+			  "'charge' applies every policy to a frame the program cannot parse, and "
+			  "%zu policies apply on one interface (expected at most %d); set "
+			  "unparsed to drop",
+			  n, SLUICE_MAX_LAYERS);
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		if (b->ps->policies[ids[i]].pos.line > last->pos.line)
 			last = &b->ps->policies[ids[i]];
@@ -322,6 +333,9 @@ static int build_match(struct match_builder *b)
 	int err;
 
 	err = add_entry(b, &any, SLUICE_MATCH_BITS_GEN, 0);
+	if (!err && b->ps->unparsed == SLUICE_UNPARSED_CHARGE)
+		err = add_entry(b, &(struct selector){ .unparsed = 1 }, SLUICE_MATCH_BITS_UNPARSED,
+				0);
 	for (i = 0; !err && i < sizeof(protos) / sizeof(protos[0]); i++) {
 		struct selector s = { .proto = protos[i] };
 
@@ -392,8 +406,12 @@ static void fill_classes(__u32 *classes, const struct match_entry *e, __u32 slot
 {
 	__u32 plen = e->key.prefixlen, port, first = 0, n = PORT_SPACE, i;
 
+	if (plen == SLUICE_MATCH_BITS_UNPARSED) {
+		classes[SLUICE_SVC_UNPARSED] = slot;
+		return;
+	}
 	if (plen == SLUICE_MATCH_BITS_GEN) {
-		for (i = 0; i < SLUICE_SVCS; i++)
+		for (i = 0; i < SLUICE_SVC_UNPARSED; i++)
 			classes[i] = slot;
 		return;
 	}
@@ -490,6 +508,18 @@ static int compile_one(const struct policy *p, __u32 id, const char *iface,
 	return 0;
 }
 
+/* The gen_flags of the file's decisions for what no policy can decide. */
+static __u32 unparsed_flags(const struct policy_set *ps)
+{
+	__u32 flags = ps->orphan == SLUICE_ORPHAN_PASS ? SLUICE_GEN_F_ORPHAN_PASS : 0;
+
+	if (ps->unparsed == SLUICE_UNPARSED_CHARGE)
+		flags |= SLUICE_GEN_F_UNPARSED_CHARGE;
+	else if (ps->unparsed == SLUICE_UNPARSED_PASS)
+		flags |= SLUICE_GEN_F_UNPARSED_PASS;
+	return flags;
+}
+
 int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 		     struct compiled *out, struct diag_list *diags)
 {
@@ -521,6 +551,7 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 		if (ps->policies[i].clock_precise)
 			out->gen_flags |= SLUICE_GEN_F_PRECISE;
 	}
+	out->gen_flags |= unparsed_flags(ps);
 	if (build_match(&b) == -ENOMEM || check_slots(out, diags) == -ENOMEM ||
 	    compile_addrs(ps, iface, out, diags) == -ENOMEM) {
 		compiled__free(out);

@@ -19,7 +19,9 @@
  * 16, network order) and every policy it selects. A policy for any
  * protocol is an 8-bit prefix, one for a protocol a 16-bit prefix, one for
  * a port or a port range one or more longer prefixes; the longest prefix
- * that matches a packet decides. compile_classes() turns them into the
+ * that matches a packet decides. With `unparsed: charge`, one more entry
+ * (prefixlen SLUICE_MATCH_BITS_UNPARSED) lists every policy, for frames
+ * whose protocol and port are unknown (SLUICE_SVC_UNPARSED). compile_classes() turns them into the
  * arrays the XDP program reads.
  */
 struct sluice_match_key {
@@ -29,9 +31,10 @@ struct sluice_match_key {
 	__be16 dst_port;
 };
 
-#define SLUICE_MATCH_BITS_GEN	8
-#define SLUICE_MATCH_BITS_PROTO 16
-#define SLUICE_MATCH_BITS_PORT	32
+#define SLUICE_MATCH_BITS_UNPARSED 0 /* not a prefix: the list of unparsed: charge */
+#define SLUICE_MATCH_BITS_GEN	   8
+#define SLUICE_MATCH_BITS_PROTO	   16
+#define SLUICE_MATCH_BITS_PORT	   32
 
 struct match_entry {
 	struct sluice_match_key key;

@@ -101,7 +101,9 @@ enum top_field {
 	TOPF_ALLOW,
 	TOPF_AGENT,
 	TOPF_NODE,
-	TOPF_STORE,    /* before TOPF_POLICIES: scope cluster needs it */
+	TOPF_STORE, /* before TOPF_POLICIES: scope cluster needs it */
+	TOPF_FRAGMENTS,
+	TOPF_UNPARSED,
 	TOPF_POLICIES, /* after TOPF_INTERFACES: a policy's iface must be one of them */
 	TOPF_MAX,
 };
@@ -163,6 +165,13 @@ int report_bad_char(struct pctx *c, const yaml_node_t *val, const char *path, co
 int parse_prefix_len(struct pctx *c, const yaml_node_t *val, const char *path, __u64 max_bits,
 		     __u8 *out);
 int parse_bool(struct pctx *c, const yaml_node_t *val, const char *path, int *out);
+
+/*
+ * One of the words @words[@first..@n - 1] (a names.h table): its index into
+ * *@out, else "unknown WHAT 'S' (expected a, b or c)" is reported.
+ */
+int parse_word_value(struct pctx *c, const yaml_node_t *val, const char *path, const char *what,
+		     const char *const *words, unsigned int n, unsigned int first, int *out);
 
 /* An interface name as the kernel takes it, or NULL once reported. */
 const char *ifname_of(struct pctx *c, const yaml_node_t *item, const char *path);

@@ -172,18 +172,10 @@ _Static_assert(sizeof(enum sluice_scope) == sizeof(int), "enum sluice_scope is n
 static int parse_word(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	const struct word_field *f = &word_fields[w->row];
-	char want[DIAG_MSG_LEN / 2];
-	const char *s;
 	int v;
 
-	names_join(want, sizeof(want), f->words + f->first, f->n - f->first, sizeof(*f->words));
-	s = scalar_of(c, val, path, want);
-	if (!s)
+	if (parse_word_value(c, val, path, f->what, f->words, f->n, f->first, &v))
 		return -EINVAL;
-	v = sluice_name_find(f->words, f->n, f->first, s);
-	if (v < 0)
-		return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", f->what,
-			      DIAG_SHOW(s), want);
 	if (f->check && f->check(c, w, val, path, v))
 		return -EINVAL;
 	memcpy((char *)slot_policy(w) + f->offset, &v, sizeof(v));

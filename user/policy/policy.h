@@ -111,6 +111,9 @@ struct policy_set {
 	char fleet[POLICY_NAME_MAX];	 /* store.fleet: the membership key; default "sluice" */
 	char node_name[POLICY_NAME_MAX]; /* node.name: this node in the fleet; "" = hostname */
 	__u64 hold_down_ns;		 /* store.hold_down: healthy this long to leave a fault */
+	enum sluice_unparsed unparsed;	 /* unparsed: headers the program cannot finish */
+	struct src_pos unparsed_pos;	 /* of its value; {0} when the default */
+	enum sluice_orphan orphan;	 /* fragments.orphan: a later fragment without a first */
 	struct policy *policies;
 	size_t n_policies;
 };

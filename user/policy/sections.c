@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The sections of a policy file around its policies: the top-level table
- * (interfaces, allow, agent, node, store, policies) and its defaults, the
- * agent's heartbeat and timeout, the store's endpoints and fleet settings,
- * and the node's name. The policies themselves are policies.c's.
+ * (interfaces, allow, agent, node, store, fragments, unparsed, policies)
+ * and its defaults, the agent's heartbeat and timeout, the store's
+ * endpoints and fleet settings, the node's name, and what the program does
+ * with what its policies cannot decide. The policies themselves are
+ * policies.c's.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/names.h"
 #include "policy/parse.h"
 
 /*
@@ -43,6 +46,11 @@ enum store_field {
 enum node_field {
 	NODEF_NAME = 0,
 	NODEF_MAX,
+};
+
+enum fragments_field {
+	FRAGF_ORPHAN = 0,
+	FRAGF_MAX,
 };
 
 enum endpoint_field {
@@ -480,12 +488,45 @@ static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 	return walk_mapping(c, &sw);
 }
 
+/* ---- what the program cannot decide by its policies (docs/policy.md) ---- */
+
+_Static_assert(sizeof(enum sluice_orphan) == sizeof(int), "enum sluice_orphan is not an int");
+_Static_assert(sizeof(enum sluice_unparsed) == sizeof(int), "enum sluice_unparsed is not an int");
+
+static int parse_orphan(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	return parse_word_value(c, val, path, "orphan decision", sluice_orphan_names,
+				SLUICE_ORPHAN_MAX, 0, (int *)&c->ps->orphan);
+}
+
+static const struct field fragments_fields[FRAGF_MAX] = {
+	[FRAGF_ORPHAN] = { "orphan", parse_orphan, NULL },
+};
+
+static int parse_fragments(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	struct walk fw = WALK_INIT(w->obj, val, path, fragments_fields, FRAGF_MAX);
+
+	return walk_mapping(c, &fw);
+}
+
+static int parse_unparsed(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
+{
+	(void)w;
+	c->ps->unparsed_pos = node_pos(val);
+	return parse_word_value(c, val, path, "unparsed decision", sluice_unparsed_names,
+				SLUICE_UNPARSED_MAX, 0, (int *)&c->ps->unparsed);
+}
+
 static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_INTERFACES] = { "interfaces", parse_interfaces, NULL },
 	[TOPF_ALLOW] = { "allow", parse_allow, NULL },
 	[TOPF_AGENT] = { "agent", parse_agent, NULL },
 	[TOPF_NODE] = { "node", parse_node, NULL },
 	[TOPF_STORE] = { "store", parse_store, NULL },
+	[TOPF_FRAGMENTS] = { "fragments", parse_fragments, NULL },
+	[TOPF_UNPARSED] = { "unparsed", parse_unparsed, NULL },
 	[TOPF_POLICIES] = { "policies", parse_policies,
 			    "a policy file needs a sequence of policies under 'policies'" },
 };

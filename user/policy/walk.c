@@ -307,6 +307,25 @@ int parse_bool(struct pctx *c, const yaml_node_t *val, const char *path, int *ou
 		      DIAG_SHOW(s));
 }
 
+int parse_word_value(struct pctx *c, const yaml_node_t *val, const char *path, const char *what,
+		     const char *const *words, unsigned int n, unsigned int first, int *out)
+{
+	char want[DIAG_MSG_LEN / 2];
+	const char *s;
+	int v;
+
+	names_join(want, sizeof(want), words + first, n - first, sizeof(*words));
+	s = scalar_of(c, val, path, want);
+	if (!s)
+		return -EINVAL;
+	v = sluice_name_find(words, n, first, s);
+	if (v < 0)
+		return REPORT(c, val, path, "unknown %s '%.*s%s' (expected %s)", what, DIAG_SHOW(s),
+			      want);
+	*out = v;
+	return 0;
+}
+
 /* An interface name as the kernel takes it: 1..15 bytes, no '/', ':' or space. */
 const char *ifname_of(struct pctx *c, const yaml_node_t *item, const char *path)
 {
