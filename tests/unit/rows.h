@@ -89,10 +89,11 @@ static inline void suite_add(struct suite *s, const char *test, CMUnitTestFuncti
 	do {                                                                                       \
 		size_t i_;                                                                         \
 		for (i_ = 0; i_ < ARRAY_SIZE(table); i_++) {                                       \
-			assert_true(n < ARRAY_SIZE(tests));                                        \
-			tests[n++] = (struct CMUnitTest){ .name = table[i_].name,                  \
-							  .test_func = fn,                         \
-							  .initial_state = (void *)&table[i_] };   \
+			assert_true((n) < ARRAY_SIZE(tests));                                      \
+			(tests)[(n)++] =                                                           \
+				(struct CMUnitTest){ .name = (table)[i_].name,                     \
+						     .test_func = (fn),                            \
+						     .initial_state = (void *)&(table)[i_] };      \
 		}                                                                                  \
 	} while (0)
 
