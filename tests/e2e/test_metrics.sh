@@ -5,8 +5,15 @@
 # what `sluice status` reads, and the limiter's own health — store up and
 # probe failures, the fail mode each policy is in, reload results —
 # changing as the store is paused and a reload is rejected.
+#
+# The agent runs on an interface whose name holds '"' and '\' (issue #13):
+# every label must carry it escaped, exactly, and `status --json` must
+# parse (jq) and give the name back as it is.
 source "$(dirname "$0")/lib.sh"
 e2e_require
+command -v jq >/dev/null || e2e_fail "no jq (tools/deps.sh installs it)"
+VETH_RX=$E2E_ID'"q\1'          # as ec"q\1 in the issue; E2E_ID keeps it unique, in 15 bytes
+VETH_RX_LABEL=$E2E_ID'\"q\\1' # the same as a Prometheus label value
 e2e_realtime
 e2e_topology
 e2e_start_redis
@@ -30,8 +37,8 @@ scrape() {
 	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT &&
 		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3"
 }
-metric() { # exact series name with labels -> value
-	scrape | awk -v k="$1" '$1 == k { print $2 }'
+metric() { # exact series name with labels -> value (through ENVIRON: awk -v would unescape)
+	scrape | K=$1 awk '$1 == ENVIRON["K"] { print $2 }'
 }
 wait_metric() { # series value: poll up to 5 s
 	local deadline=$((SECONDS + 5))
@@ -48,9 +55,10 @@ grep -q "200 OK" <<<"$status_line" || e2e_fail "no 200 from /metrics: $status_li
 grep -q '^Content-Type: text/plain; version=0.0.4' <<<"$page" || e2e_fail "wrong content type"
 
 e2e_flood --proto udp --dport 8201 --src 10.200.1.1 --dst "$RX4" --count 100 --pps 1000 >/dev/null
-passed=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
-	grep -o '"passed_pkts":[0-9]*' | awk -F: 'NR == 1 { print $2 }')
-L="iface=\"$VETH_RX\",policy=\"lenient\""
+"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json >"$WORK/status.json"
+e2e_equal "status --json: iface, parsed by jq" "$(jq -r .iface "$WORK/status.json")" "$VETH_RX"
+passed=$(jq '.policies[] | select(.name == "lenient") | .passed_pkts' "$WORK/status.json")
+L="iface=\"$VETH_RX_LABEL\",policy=\"lenient\""
 e2e_equal "passed packets in metrics = status" \
 	"$(metric "sluice_policy_packets_total{$L,outcome=\"passed\"}")" "$passed"
 e2e_equal "dropped packets in metrics" \

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/escape.h"
 #include "sluice/fail.h"
 #include "kernel/loader.h"
 #include "agent/metrics.h"
@@ -23,6 +24,8 @@
 #define HTTP_OK	       200
 #define HTTP_NOT_FOUND 404
 #define ADDR_LEN       64
+/* Room for any name sluice labels with: the longest is a store URL. */
+#define LABEL_LEN ESCAPE_PROM_LEN(sizeof(((struct metrics_store *)NULL)->url))
 
 struct metrics {
 	struct MHD_Daemon *daemon;
@@ -30,6 +33,12 @@ struct metrics {
 	size_t n;
 	struct metrics_snapshot *snap;
 };
+
+/* @s as a label value (escape.h) in @buf of LABEL_LEN. */
+static const char *label(char *buf, const char *s)
+{
+	return escape_prom_text(buf, LABEL_LEN, s);
+}
 
 static void header(FILE *out, const char *name, const char *type, const char *help)
 {
@@ -41,6 +50,7 @@ static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n
 {
 	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
 	const struct sluice_counter *c;
+	char ifl[LABEL_LEN], pl[LABEL_LEN];
 	size_t i, j;
 	int k;
 
@@ -51,7 +61,8 @@ static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n
 			for (k = 0; k < SLUICE_PSTAT_MAX; k++) {
 				c = &ifs[i].st->policies[j].stats.c[k];
 				fprintf(out, "%s{iface=\"%s\",policy=\"%s\",outcome=\"%s\"} %llu\n",
-					name, ifs[i].name, ifs[i].st->policies[j].policy.name,
+					name, label(ifl, ifs[i].name),
+					label(pl, ifs[i].st->policies[j].policy.name),
 					sluice_pstat_names[k],
 					(unsigned long long)(bytes ? c->bytes : c->pkts));
 			}
@@ -59,6 +70,7 @@ static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n
 
 static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
+	char ifl[LABEL_LEN], pl[LABEL_LEN];
 	size_t i, j;
 
 	render_outcomes(out, ifs, n, 0);
@@ -67,7 +79,8 @@ static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
 			fprintf(out, "sluice_policy_keys{iface=\"%s\",policy=\"%s\"} %llu\n",
-				ifs[i].name, ifs[i].st->policies[j].policy.name,
+				label(ifl, ifs[i].name),
+				label(pl, ifs[i].st->policies[j].policy.name),
 				(unsigned long long)ifs[i].st->policies[j].keys);
 }
 
@@ -75,6 +88,7 @@ static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n
 static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
 	const struct policy_status *p;
+	char ifl[LABEL_LEN], pl[LABEL_LEN];
 	__u64 lost;
 	size_t i, j;
 	int k, mode;
@@ -92,8 +106,8 @@ static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 				fprintf(out,
 					"sluice_policy_fail_mode{iface=\"%s\",policy=\"%s\","
 					"mode=\"%s\"} %d\n",
-					ifs[i].name, p->policy.name, sluice_fail_names[k],
-					k == mode);
+					label(ifl, ifs[i].name), label(pl, p->policy.name),
+					sluice_fail_names[k], k == mode);
 		}
 	}
 }
@@ -101,6 +115,7 @@ static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
 	const struct status *st;
+	char ifl[LABEL_LEN];
 	size_t i;
 	int k;
 
@@ -108,18 +123,20 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		for (k = 0; k < SLUICE_TOTAL_MAX; k++)
 			fprintf(out, "sluice_packets_total{iface=\"%s\",reason=\"%s\"} %llu\n",
-				ifs[i].name, sluice_total_names[k],
+				label(ifl, ifs[i].name), sluice_total_names[k],
 				(unsigned long long)ifs[i].st->totals.c[k].pkts);
 	header(out, "sluice_keys", "gauge", "Keys tracked, and the key-state map's size.");
 	for (i = 0; i < n; i++) {
 		st = ifs[i].st;
+		label(ifl, ifs[i].name);
 		fprintf(out, "sluice_keys{iface=\"%s\"} %llu\nsluice_keys_max{iface=\"%s\"} %u\n",
-			ifs[i].name, (unsigned long long)st->keys, ifs[i].name, st->keys_max);
+			ifl, (unsigned long long)st->keys, ifl, st->keys_max);
 	}
 	header(out, "sluice_heartbeat_age_seconds", "gauge",
 	       "Age of the agent's heartbeat as the XDP program sees it.");
 	for (i = 0; i < n; i++)
-		fprintf(out, "sluice_heartbeat_age_seconds{iface=\"%s\"} %.3f\n", ifs[i].name,
+		fprintf(out, "sluice_heartbeat_age_seconds{iface=\"%s\"} %.3f\n",
+			label(ifl, ifs[i].name),
 			ifs[i].st->ctl.heartbeat_ns
 				? (double)(ifs[i].now_ns - ifs[i].st->ctl.heartbeat_ns) /
 					  SLUICE_NSEC_PER_SEC
@@ -127,40 +144,43 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	header(out, "sluice_policy_generation", "counter",
 	       "Policy loads since the maps were made.");
 	for (i = 0; i < n; i++)
-		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n", ifs[i].name,
-			(unsigned long long)ifs[i].st->ctl.generation);
+		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n",
+			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->ctl.generation);
 }
 
 /* One value per configured store: the __u64 at offset @off of its struct metrics_store. */
 static void store_counter(FILE *out, const struct metrics_snapshot *s, const char *name,
 			  const char *type, const char *help, size_t off)
 {
+	char sl[LABEL_LEN];
 	int k;
 
 	header(out, name, type, help);
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
-			fprintf(out, "%s{store=\"%s\"} %llu\n", name, s->stores[k].url,
+			fprintf(out, "%s{store=\"%s\"} %llu\n", name, label(sl, s->stores[k].url),
 				*(const unsigned long long *)((const char *)&s->stores[k] + off));
 }
 
 static void render_agent(FILE *out, const struct metrics_snapshot *s)
 {
+	char sl[LABEL_LEN];
 	int k;
 
 	header(out, "sluice_store_up", "gauge", "1 while the store answers (after the hold-down).");
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
-			fprintf(out, "sluice_store_up{store=\"%s\"} %d\n", s->stores[k].url,
-				s->stores[k].up);
+			fprintf(out, "sluice_store_up{store=\"%s\"} %d\n",
+				label(sl, s->stores[k].url), s->stores[k].up);
 	header(out, "sluice_store_probes_total", "counter", "Store probes by result.");
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
 			fprintf(out,
 				"sluice_store_probes_total{store=\"%s\",result=\"ok\"} %llu\n"
 				"sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
-				s->stores[k].url, (unsigned long long)s->stores[k].probes_ok,
-				s->stores[k].url, (unsigned long long)s->stores[k].probes_failed);
+				label(sl, s->stores[k].url),
+				(unsigned long long)s->stores[k].probes_ok, sl,
+				(unsigned long long)s->stores[k].probes_failed);
 	store_counter(out, s, "sluice_store_syncs_total", "counter",
 		      "Round trips to the store: full syncs and early lease top-ups.",
 		      offsetof(struct metrics_store, syncs));

@@ -7,11 +7,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sluice/fail.h"
 #include "base/clock.h"
+#include "base/escape.h"
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/names.h"
@@ -122,12 +124,13 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 
 static void print_json_policy(const struct view *v, const struct policy_status *ps)
 {
+	char name[ESCAPE_JSON_LEN(sizeof(ps->policy.name))];
 	__u64 for_ns;
 	int mode = policy_state(v, ps, &for_ns), i;
 
 	printf("{\"name\":\"%s\",\"id\":%u,\"mode\":\"%s\",\"state\":\"%s\",\"state_ms\":%llu,"
 	       "\"on_agent_loss\":\"%s\",\"on_store_error\":\"%s\",\"scope\":\"%s\",\"keys\":%llu",
-	       ps->policy.name, ps->policy.id,
+	       escape_json_text(name, sizeof(name), ps->policy.name), ps->policy.id,
 	       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode),
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
 	       (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
@@ -145,12 +148,13 @@ static void print_json_policy(const struct view *v, const struct policy_status *
 
 static void print_json(const char *iface, const struct view *v, const struct status *st)
 {
+	char name[ESCAPE_JSON_LEN(NAME_MAX + 1)]; /* a pin directory's name */
 	size_t i;
 
 	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
 	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
-	       iface, (unsigned long long)st->ctl.generation, (unsigned long long)st->keys,
-	       st->keys_max, st->ctl.agent_pid,
+	       escape_json_text(name, sizeof(name), iface), (unsigned long long)st->ctl.generation,
+	       (unsigned long long)st->keys, st->keys_max, st->ctl.agent_pid,
 	       (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
 	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
 	for (i = 0; i < st->n_policies; i++) {
