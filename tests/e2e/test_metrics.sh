@@ -4,7 +4,8 @@
 # The Prometheus endpoint of a running agent: per-policy counters equal to
 # what `sluice status` reads, and the limiter's own health — store up and
 # probe failures, the fail mode each policy is in, reload results —
-# changing as the store is paused and a reload is rejected.
+# changing as the store is paused and a reload is rejected. promtool (Debian's
+# prometheus package) checks the page, as served, before and after.
 #
 # The agent runs on an interface whose name holds '"' and '\' (issue #13):
 # every label must carry it escaped, exactly, and `status --json` must
@@ -49,6 +50,17 @@ wait_metric() { # series value: poll up to 5 s
 	echo "ok: $1 = $2"
 }
 
+# promtool (Debian's prometheus) on the page as served: its parser and its
+# lint (HELP and TYPE for every family, _total on counters, units), silent.
+promtool_check() { # label
+	local out rc=0
+	out=$(scrape | sed '1,/^\r$/d' | promtool check metrics 2>&1) || rc=$?
+	if [ "$rc" != 0 ] || [ -n "$out" ]; then
+		e2e_fail "promtool check metrics ($1), status $rc: $out"
+	fi
+	echo "ok: promtool check metrics ($1): status 0, no output"
+}
+
 page=$(scrape)
 status_line=${page%%$'\n'*}
 grep -q "200 OK" <<<"$status_line" || e2e_fail "no 200 from /metrics: $status_line"
@@ -74,6 +86,8 @@ for m in sluice_store_syncs_total sluice_store_lease_calls_total; do
 	echo "ok: $m = $v"
 done
 
+promtool_check "every family has samples"
+
 kill -STOP "$REDIS_PID"
 wait_metric "sluice_store_up{store=\"unix://$REDIS_SOCK\"}" 0
 wait_metric "sluice_policy_fail_mode{$L,mode=\"open\"}" 1
@@ -90,5 +104,6 @@ printf 'policies: [\n' >"$WORK/policy.yaml" # a bad file
 "$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" 2>/dev/null &&
 	e2e_fail "a bad file was accepted"
 e2e_equal "rejected reloads" "$(metric 'sluice_reloads_total{result="rejected"}')" 1
+promtool_check "after a store fault and a rejected reload"
 e2e_stop_agent
 echo "test_metrics: all checks passed"

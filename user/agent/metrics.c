@@ -114,7 +114,6 @@ static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 
 static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
-	const struct status *st;
 	char ifl[LABEL_LEN];
 	size_t i;
 	int k;
@@ -125,13 +124,14 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 			fprintf(out, "sluice_packets_total{iface=\"%s\",reason=\"%s\"} %llu\n",
 				label(ifl, ifs[i].name), sluice_total_names[k],
 				(unsigned long long)ifs[i].st->totals.c[k].pkts);
-	header(out, "sluice_keys", "gauge", "Keys tracked, and the key-state map's size.");
-	for (i = 0; i < n; i++) {
-		st = ifs[i].st;
-		label(ifl, ifs[i].name);
-		fprintf(out, "sluice_keys{iface=\"%s\"} %llu\nsluice_keys_max{iface=\"%s\"} %u\n",
-			ifl, (unsigned long long)st->keys, ifl, st->keys_max);
-	}
+	header(out, "sluice_keys", "gauge", "Keys tracked in the key-state map.");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_keys{iface=\"%s\"} %llu\n", label(ifl, ifs[i].name),
+			(unsigned long long)ifs[i].st->keys);
+	header(out, "sluice_keys_max", "gauge", "The key-state map's size (--max-keys).");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_keys_max{iface=\"%s\"} %u\n", label(ifl, ifs[i].name),
+			ifs[i].st->keys_max);
 	header(out, "sluice_heartbeat_age_seconds", "gauge",
 	       "Age of the agent's heartbeat as the XDP program sees it.");
 	for (i = 0; i < n; i++)
@@ -141,8 +141,9 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 				? (double)(ifs[i].now_ns - ifs[i].st->ctl.heartbeat_ns) /
 					  SLUICE_NSEC_PER_SEC
 				: 0.0);
-	header(out, "sluice_policy_generation", "counter",
-	       "Policy loads since the maps were made.");
+	header(out, "sluice_policy_generation", "gauge",
+	       "The generation of the policy in force, as sluice status prints it "
+	       "(policy loads since the maps were made).");
 	for (i = 0; i < n; i++)
 		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n",
 			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->ctl.generation);
