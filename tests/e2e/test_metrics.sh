@@ -66,6 +66,17 @@ status_line=${page%%$'\n'*}
 grep -q "200 OK" <<<"$status_line" || e2e_fail "no 200 from /metrics: $status_line"
 grep -q '^Content-Type: text/plain; version=0.0.4' <<<"$page" || e2e_fail "wrong content type"
 
+# The build: the binary's version, the ABI of abi.h and the tree's git describe
+# (the binary must be built from this tree as it is now: rebuild after an edit).
+version=$("$SLUICE" version)
+abi=$(sed -n 's/^#define SLUICE_ABI_VERSION \([0-9]*\)$/\1/p' "$ROOT/include/sluice/abi.h")
+revision=
+if [ -e "$ROOT/.git" ]; then
+	revision=$(git -C "$ROOT" describe --always --dirty)
+fi
+build="sluice_build_info{version=\"${version#sluice }\",abi_version=\"$abi\",revision=\"$revision\"}"
+e2e_equal "$build" "$(metric "$build")" 1
+
 e2e_flood --proto udp --dport 8201 --src 10.200.1.1 --dst "$RX4" --count 100 --pps 1000 >/dev/null
 "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json >"$WORK/status.json"
 e2e_equal "status --json: iface, parsed by jq" "$(jq -r .iface "$WORK/status.json")" "$VETH_RX"

@@ -18,6 +18,7 @@
 #include "kernel/loader.h"
 #include "agent/metrics.h"
 #include "base/names.h"
+#include "base/version.h"
 
 #define METRICS_PATH   "/metrics"
 #define CONTENT_TYPE   "text/plain; version=0.0.4"
@@ -202,9 +203,21 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 		(unsigned long long)s->reloads_ok, (unsigned long long)s->reloads_rejected);
 }
 
+/* What this build is; 1 always, by the convention of *_build_info. */
+static void render_build(FILE *out)
+{
+	char rev[LABEL_LEN];
+
+	header(out, "sluice_build_info", "gauge",
+	       "The agent's version, its maps' ABI version and git describe of its source.");
+	fprintf(out, "sluice_build_info{version=\"%s\",abi_version=\"%d\",revision=\"%s\"} 1\n",
+		SLUICE_VERSION, SLUICE_ABI_VERSION, label(rev, sluice_git_describe));
+}
+
 void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 		    const struct metrics_snapshot *snap)
 {
+	render_build(out);
 	render_policies(out, ifaces, n);
 	render_modes(out, ifaces, n);
 	render_ifaces(out, ifaces, n);

@@ -13,8 +13,7 @@
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/log.h"
-
-#define SLUICE_VERSION "0.1.0"
+#include "base/version.h"
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
