@@ -170,14 +170,18 @@ echo "ok: check: a missing file fails with its cause"
 
 # ---- version -------------------------------------------------------------
 
-for args in version --version; do
+for args in version --version -V "-v -V"; do
 	read -ra words <<<"$args"
 	capture "$SLUICE" "${words[@]}"
 	expect_rc "sluice $args" 0
 	grep -qE '^sluice [0-9]+\.[0-9]+\.[0-9]+$' "$WORK/out" ||
 		e2e_fail "sluice $args printed '$(cat "$WORK/out")', expected 'sluice X.Y.Z'"
+	expect_empty "sluice $args: stderr" "$WORK/err"
 	echo "ok: sluice $args: $(cat "$WORK/out")"
 done
+# The man page's header names the same version.
+th_version=$(sed -n 's/^\.TH SLUICE 8 "[^"]*" "\(sluice [^"]*\)".*/\1/p' "$MAN")
+e2e_equal "the version in $MAN's .TH" "$th_version" "$(cat "$WORK/out")"
 
 # ---- run on a real interface: a bad policy attaches nothing --------------
 
