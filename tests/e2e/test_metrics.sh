@@ -31,12 +31,15 @@ policies:
     rate: 10/s
     burst: 5
 YAML
-e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$PORT"
+e2e_start_agent "$WORK/policy.yaml" --metrics ":$PORT" # every address
 
-# GET /metrics over the namespace's loopback, with bash's /dev/tcp (no client needed).
-scrape() {
-	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT &&
+# GET /metrics from namespace NS at address HOST, with bash's /dev/tcp (no client needed).
+scrape_at() { # NS HOST
+	in_ns "$1" bash -c "exec 3<>/dev/tcp/$2/$PORT &&
 		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3"
+}
+scrape() { # over the agent's namespace's loopback
+	scrape_at "$NS_RX" 127.0.0.1
 }
 metric() { # exact series name with labels -> value (through ENVIRON: awk -v would unescape)
 	scrape | K=$1 awk '$1 == ENVIRON["K"] { print $2 }'
@@ -61,10 +64,15 @@ promtool_check() { # label
 	echo "ok: promtool check metrics ($1): status 0, no output"
 }
 
-page=$(scrape)
-status_line=${page%%$'\n'*}
-grep -q "200 OK" <<<"$status_line" || e2e_fail "no 200 from /metrics: $status_line"
-grep -q '^Content-Type: text/plain; version=0.0.4' <<<"$page" || e2e_fail "wrong content type"
+# --metrics :PORT serves every address of both families: loopback, and the
+# veth's addresses from the sender's namespace.
+for at in "$NS_RX 127.0.0.1" "$NS_RX ::1" "$NS_TX $RX4" "$NS_TX $RX6"; do
+	read -r ns host <<<"$at"
+	page=$(scrape_at "$ns" "$host")
+	status_line=${page%%$'\r'*}
+	e2e_equal "GET http://$host:$PORT/metrics from $ns" "$status_line" "HTTP/1.1 200 OK"
+	grep -q '^Content-Type: text/plain; version=0.0.4' <<<"$page" || e2e_fail "wrong content type"
+done
 
 # The build: the binary's version, the ABI of abi.h and the tree's git describe
 # (the binary must be built from this tree as it is now: rebuild after an edit).

@@ -285,31 +285,60 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
-/* "ADDR:PORT" or "[ADDR6]:PORT" into @ss. 0 or -EINVAL. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss)
+/* The port after the last ':': digits only, 1 to 65535. 0 or -EINVAL. */
+static int parse_port(const char *s, in_port_t *port)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !v || v > UINT16_MAX)
+		return -EINVAL;
+	*port = htons((uint16_t)v);
+	return 0;
+}
+
+int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-	char host[ADDR_LEN];
 	const char *colon = strrchr(s, ':');
-	long port;
+	char host[ADDR_LEN];
+	int len;
 
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
-	port = strtol(colon + 1, NULL, 10);
-	if (port <= 0 || port > UINT16_MAX)
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
 		return -EINVAL;
 	memset(ss, 0, sizeof(*ss));
-	if (s[0] == '[') {
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - s - 2), s + 1);
+	if (colon == s) { /* ":PORT": every address (metrics__start) */
 		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons(port);
-		return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1 ? 0 : -EINVAL;
+		a6->sin6_addr = in6addr_any;
+		return parse_port(colon + 1, &a6->sin6_port) ? -EINVAL : METRICS_LISTEN_ANY;
+	}
+	if (s[0] == '[') {
+		len = (int)(colon - s) - 2; /* between '[' and "]:" */
+		if (len <= 0 || colon[-1] != ']')
+			return -EINVAL;
+		snprintf(host, sizeof(host), "%.*s", len, s + 1);
+		a6->sin6_family = AF_INET6;
+		if (parse_port(colon + 1, &a6->sin6_port) ||
+		    inet_pton(AF_INET6, host, &a6->sin6_addr) != 1)
+			return -EINVAL;
+		return 0;
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
 	a4->sin_family = AF_INET;
-	a4->sin_port = htons(port);
-	return inet_pton(AF_INET, host, &a4->sin_addr) == 1 ? 0 : -EINVAL;
+	if (parse_port(colon + 1, &a4->sin_port) || inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static struct MHD_Daemon *start_daemon(struct metrics *m, unsigned int flags, const void *ss)
+{
+	return MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, ss,
+				MHD_OPTION_END);
 }
 
 struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
@@ -317,20 +346,30 @@ struct metrics *metrics__start(const char *listen, const struct attachment *att,
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage ss;
+	struct sockaddr_in any4 = { .sin_family = AF_INET };
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
+	int any;
 
 	if (!m)
 		return NULL;
-	if (parse_listen(listen, &ss)) {
+	any = metrics_parse_listen(listen, &ss);
+	if (any < 0) {
 		free(m);
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
 	*m = (struct metrics){ .att = att, .n = n, .snap = snap };
-	m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, &ss,
-				     MHD_OPTION_END);
+	if (any) {
+		/* IPv6 and IPv4 on one socket; IPv4 alone on a host without IPv6. */
+		m->daemon = start_daemon(m, flags | MHD_USE_DUAL_STACK, &ss);
+		if (!m->daemon) {
+			any4.sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port;
+			m->daemon = start_daemon(m, flags, &any4);
+		}
+	} else {
+		m->daemon =
+			start_daemon(m, flags | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), &ss);
+	}
 	if (!m->daemon) {
 		free(m);
 		errno = EADDRNOTAVAIL;
