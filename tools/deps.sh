@@ -17,7 +17,7 @@ PACKAGES=(
 	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables valgrind
 	clang-tidy cppcheck shellcheck
-	jq prometheus
+	jq prometheus mandoc
 )
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)

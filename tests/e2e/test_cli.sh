@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# The command line of the real binary: every command and long option that
-# --help prints is in the man page; --help goes to stdout with status 0; a
+# The command line of the real binary: the man page passes mandoc -T lint,
+# names every pinned map under FILES, and has every command and long option
+# that --help prints; --help goes to stdout with status 0; a
 # usage error prints the synopsis to stderr with status 2; `check` prints
 # every bad fixture's .err exactly (status 1) and passes every good one; a
 # bad policy given to `run` on a real interface attaches nothing and pins
@@ -59,6 +60,26 @@ expect_empty() { # label file
 		e2e_fail "$1: $(basename "$2") is not empty"
 	}
 }
+
+# ---- the man page is lint-clean, and its FILES are the pinned maps -------
+
+command -v mandoc >/dev/null || e2e_fail "no mandoc (tools/deps.sh installs it)"
+capture mandoc -T lint -W style "$MAN"
+expect_rc "mandoc -T lint -W style $MAN" 0
+expect_empty "mandoc -T lint -W style $MAN: stdout" "$WORK/out"
+expect_empty "mandoc -T lint -W style $MAN: stderr" "$WORK/err"
+echo "ok: mandoc -T lint -W style $MAN: status 0, no output"
+
+# The pin-name table of abi.h is every map pinned; FILES names each, and no other.
+pinned=$(sed -n '/sluice_map_names\[/,/^};/p' include/sluice/abi.h | grep -o '"sluice_[a-z_]*"' |
+	tr -d '"' | sort)
+[ "$(echo "$pinned" | wc -w)" -ge 10 ] || e2e_fail "abi.h's pin-name table gives only: $pinned"
+in_files=$(sed -n '/^\.SH FILES/,/^\.SH /p' "$MAN" | grep -o '/sluice_[a-z_]*' | tr -d / | sort -u)
+[ "$in_files" = "$pinned" ] || {
+	diff <(echo "$pinned") <(echo "$in_files") >&2 || :
+	e2e_fail "FILES in $MAN (>) differs from abi.h's pinned maps (<)"
+}
+echo "ok: man: FILES names every pinned map: ${pinned//$'\n'/ }"
 
 # ---- the man page documents every command and long option ---------------
 
@@ -181,7 +202,7 @@ for args in version --version -V "-v -V"; do
 	echo "ok: sluice $args: $(cat "$WORK/out")"
 done
 # The man page's header names the same version.
-th_version=$(sed -n 's/^\.TH SLUICE 8 "[^"]*" "\(sluice [^"]*\)".*/\1/p' "$MAN")
+th_version=$(sed -n 's/^\.TH SLUICE 8 \("[^"]*"\|[^ ]*\) "\(sluice [^"]*\)".*/\2/p' "$MAN")
 e2e_equal "the version in $MAN's .TH" "$th_version" "$(cat "$WORK/out")"
 
 # ---- run on a real interface: a bad policy attaches nothing --------------
