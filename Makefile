@@ -237,7 +237,8 @@ check-format:
 # build and the verifier check it, not these tools.
 CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
 CHECK_C_SRC = $(wildcard user/*/*.c lib/*.c tools/*.c tests/*/*.c)
-CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh bench/*.sh tests/kernel/*) tests/run-tier .ci/run)
+CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh tools/completion/*.bash bench/*.sh \
+	tests/kernel/*) tests/run-tier .ci/run)
 CHECK_JOBS ?= 2
 check:
 	$(Q)tools/deps.sh
