@@ -103,6 +103,19 @@ $(O)/%.o: %.c | $(SKEL)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(USER_CFLAGS) -c $< -o $@
 
+# The git revision for sluice_build_info (user/base/version.h): rewritten only
+# when it changes, so a build after a commit recompiles one object. Empty
+# outside a git checkout of this tree (a release tarball); '"' and '\' dropped.
+GIT_DESCRIBE_H := $(O)/git_describe.h
+$(GIT_DESCRIBE_H): FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)d=; [ ! -e .git ] || d=$$(git describe --always --dirty 2>/dev/null | tr -d '"\\'); \
+	printf '#define SLUICE_GIT_DESCRIBE "%s"\n' "$$d" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(O)/user/base/version.o: $(GIT_DESCRIBE_H)
+.PHONY: FORCE
+FORCE:
+
 $(LIB): $(LIB_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -224,7 +237,8 @@ check-format:
 # build and the verifier check it, not these tools.
 CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
 CHECK_C_SRC = $(wildcard user/*/*.c lib/*.c tools/*.c tests/*/*.c)
-CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh bench/*.sh tests/kernel/*) tests/run-tier .ci/run)
+CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh tools/completion/*.bash bench/*.sh \
+	tests/kernel/*) tests/run-tier .ci/run)
 CHECK_JOBS ?= 2
 check:
 	$(Q)tools/deps.sh

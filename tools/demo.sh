@@ -124,6 +124,6 @@ for f in "new SSH scanner (abuse: closed)|tcp-syn|22|10.200.0.78|lost_ssh" \
 		--count 1000 >/dev/null
 	printf '  %-36s sent 1000 in 1s, arrived %s\n' "$label" "$(e2e_count "$counter")"
 done
-"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX"
+e2e_status --iface "$VETH_RX" # exit status 1: the agent is lost (sluice(8), EXIT STATUS)
 echo
 echo "demo done; namespaces, XDP program and pins are being removed"

@@ -56,8 +56,7 @@ e2e_count_setup \
 sent=$E2E_PPS
 is_lost() { # whether status says the agent is lost
 	local status
-	status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX") ||
-		e2e_fail "sluice status failed"
+	status=$(e2e_status --iface "$VETH_RX")
 	grep -q "agent: LOST" <<<"$status"
 }
 wait_lost() { # until status says the agent is lost, at most 5 s
@@ -99,7 +98,7 @@ before=$(e2e_count allowed)
 e2e_flood --proto udp --dport 8002 --src "$ALLOWED" --dst "$RX4" --pps "$E2E_PPS" --count "$sent" >/dev/null
 e2e_equal "agent dead: an allowlisted source still passes a closed policy" \
 	$(($(e2e_count allowed) - before)) "$sent"
-status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
+status=$(e2e_status --iface "$VETH_RX")
 echo "$status"
 grep -Eq '^abuse +enforce +closed' <<<"$status" || e2e_fail "status does not show abuse closed"
 grep -Eq '^lenient +enforce +open' <<<"$status" || e2e_fail "status does not show lenient open"

@@ -64,7 +64,7 @@ counted() { # counter: what every node's receiving stack counted
 	echo "$sum"
 }
 leased() { # node policy: packets the node's leases decided
-	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "${NODE_IF[$1]}" --json |
+	e2e_status --iface "${NODE_IF[$1]}" --json |
 		grep -o "{\"name\":\"$2\"[^}]*}" | grep -o '"leased_pkts":[0-9]*' | cut -d: -f2
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

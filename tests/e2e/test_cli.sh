@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# The command line of the real binary: every command and long option that
-# --help prints is in the man page; --help goes to stdout with status 0; a
+# The command line of the real binary: the man page passes mandoc -T lint,
+# names every pinned map under FILES, and has every command and long option
+# that --help prints; --help goes to stdout with status 0; a
 # usage error prints the synopsis to stderr with status 2; `check` prints
 # every bad fixture's .err exactly (status 1) and passes every good one; a
 # bad policy given to `run` on a real interface attaches nothing and pins
 # nothing; status and detach of an interface with nothing pinned fail
-# naming it. Traffic is not needed; the topology gives `run` a real veth.
+# naming it (status with 3, its "unknown"). Traffic is not needed; the
+# topology gives `run` a real veth.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 # Fixture paths in the .err files are relative to the repository root.
@@ -58,6 +60,26 @@ expect_empty() { # label file
 		e2e_fail "$1: $(basename "$2") is not empty"
 	}
 }
+
+# ---- the man page is lint-clean, and its FILES are the pinned maps -------
+
+command -v mandoc >/dev/null || e2e_fail "no mandoc (tools/deps.sh installs it)"
+capture mandoc -T lint -W style "$MAN"
+expect_rc "mandoc -T lint -W style $MAN" 0
+expect_empty "mandoc -T lint -W style $MAN: stdout" "$WORK/out"
+expect_empty "mandoc -T lint -W style $MAN: stderr" "$WORK/err"
+echo "ok: mandoc -T lint -W style $MAN: status 0, no output"
+
+# The pin-name table of abi.h is every map pinned; FILES names each, and no other.
+pinned=$(sed -n '/sluice_map_names\[/,/^};/p' include/sluice/abi.h | grep -o '"sluice_[a-z_]*"' |
+	tr -d '"' | sort)
+[ "$(echo "$pinned" | wc -w)" -ge 10 ] || e2e_fail "abi.h's pin-name table gives only: $pinned"
+in_files=$(sed -n '/^\.SH FILES/,/^\.SH /p' "$MAN" | grep -o '/sluice_[a-z_]*' | tr -d / | sort -u)
+[ "$in_files" = "$pinned" ] || {
+	diff <(echo "$pinned") <(echo "$in_files") >&2 || :
+	e2e_fail "FILES in $MAN (>) differs from abi.h's pinned maps (<)"
+}
+echo "ok: man: FILES names every pinned map: ${pinned//$'\n'/ }"
 
 # ---- the man page documents every command and long option ---------------
 
@@ -170,14 +192,18 @@ echo "ok: check: a missing file fails with its cause"
 
 # ---- version -------------------------------------------------------------
 
-for args in version --version; do
+for args in version --version -V "-v -V"; do
 	read -ra words <<<"$args"
 	capture "$SLUICE" "${words[@]}"
 	expect_rc "sluice $args" 0
 	grep -qE '^sluice [0-9]+\.[0-9]+\.[0-9]+$' "$WORK/out" ||
 		e2e_fail "sluice $args printed '$(cat "$WORK/out")', expected 'sluice X.Y.Z'"
+	expect_empty "sluice $args: stderr" "$WORK/err"
 	echo "ok: sluice $args: $(cat "$WORK/out")"
 done
+# The man page's header names the same version.
+th_version=$(sed -n 's/^\.TH SLUICE 8 \("[^"]*"\|[^ ]*\) "\(sluice [^"]*\)".*/\2/p' "$MAN")
+e2e_equal "the version in $MAN's .TH" "$th_version" "$(cat "$WORK/out")"
 
 # ---- run on a real interface: a bad policy attaches nothing --------------
 
@@ -221,17 +247,19 @@ echo "ok: run with a policy that does not compile: status 1, FILE:LINE:COL, noth
 
 # ---- status and detach with nothing pinned -------------------------------
 
-for cmd in status detach; do
+# status: 3, the Nagios "unknown" (sluice(8), EXIT STATUS); detach: 1.
+for c in status:3 detach:1; do
+	cmd=${c%:*} want=${c#*:}
 	capture "$SLUICE" "$cmd" --iface "$VETH_RX" --pin-root "$PIN_ROOT"
-	expect_rc "sluice $cmd of $VETH_RX with nothing pinned" 1
+	expect_rc "sluice $cmd of $VETH_RX with nothing pinned" "$want"
 	expect_grep "sluice $cmd with nothing pinned" "$WORK/err" "'$VETH_RX'"
 	expect_empty "sluice $cmd with nothing pinned: stdout" "$WORK/out"
-	echo "ok: sluice $cmd with nothing pinned: status 1, names '$VETH_RX'"
+	echo "ok: sluice $cmd with nothing pinned: status $want, names '$VETH_RX'"
 done
 capture "$SLUICE" status --pin-root "$PIN_ROOT"
-expect_rc "sluice status of an absent pin root" 1
+expect_rc "sluice status of an absent pin root" 3
 expect_grep "sluice status of an absent pin root" "$WORK/err" "'$PIN_ROOT'"
-echo "ok: sluice status of an absent pin root: status 1, names it"
+echo "ok: sluice status of an absent pin root: status 3, names it"
 
 # ---- run on an interface that does not exist: a usage error --------------
 

@@ -102,7 +102,7 @@ store_log() { # store_log FROM TO: whether the agent logged that store transitio
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 leased() { # packets of 'lenient' that a lease (the shared budget) decided
-	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
+	e2e_status --iface "$VETH_RX" --json |
 		grep -o '{"name":"lenient"[^}]*}' | grep -o '"leased_pkts":[0-9]*' | cut -d: -f2
 }
 

@@ -13,16 +13,20 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/escape.h"
 #include "sluice/fail.h"
 #include "kernel/loader.h"
 #include "agent/metrics.h"
 #include "base/names.h"
+#include "base/version.h"
 
 #define METRICS_PATH   "/metrics"
 #define CONTENT_TYPE   "text/plain; version=0.0.4"
 #define HTTP_OK	       200
 #define HTTP_NOT_FOUND 404
 #define ADDR_LEN       64
+/* Room for any name sluice labels with: the longest is a store URL. */
+#define LABEL_LEN ESCAPE_PROM_LEN(sizeof(((struct metrics_store *)NULL)->url))
 
 struct metrics {
 	struct MHD_Daemon *daemon;
@@ -30,6 +34,12 @@ struct metrics {
 	size_t n;
 	struct metrics_snapshot *snap;
 };
+
+/* @s as a label value (escape.h) in @buf of LABEL_LEN. */
+static const char *label(char *buf, const char *s)
+{
+	return escape_prom_text(buf, LABEL_LEN, s);
+}
 
 static void header(FILE *out, const char *name, const char *type, const char *help)
 {
@@ -41,6 +51,7 @@ static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n
 {
 	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
 	const struct sluice_counter *c;
+	char ifl[LABEL_LEN], pl[LABEL_LEN];
 	size_t i, j;
 	int k;
 
@@ -51,7 +62,8 @@ static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n
 			for (k = 0; k < SLUICE_PSTAT_MAX; k++) {
 				c = &ifs[i].st->policies[j].stats.c[k];
 				fprintf(out, "%s{iface=\"%s\",policy=\"%s\",outcome=\"%s\"} %llu\n",
-					name, ifs[i].name, ifs[i].st->policies[j].policy.name,
+					name, label(ifl, ifs[i].name),
+					label(pl, ifs[i].st->policies[j].policy.name),
 					sluice_pstat_names[k],
 					(unsigned long long)(bytes ? c->bytes : c->pkts));
 			}
@@ -59,6 +71,7 @@ static void render_outcomes(FILE *out, const struct metrics_iface *ifs, size_t n
 
 static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
+	char ifl[LABEL_LEN], pl[LABEL_LEN];
 	size_t i, j;
 
 	render_outcomes(out, ifs, n, 0);
@@ -67,7 +80,8 @@ static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n
 	for (i = 0; i < n; i++)
 		for (j = 0; j < ifs[i].st->n_policies; j++)
 			fprintf(out, "sluice_policy_keys{iface=\"%s\",policy=\"%s\"} %llu\n",
-				ifs[i].name, ifs[i].st->policies[j].policy.name,
+				label(ifl, ifs[i].name),
+				label(pl, ifs[i].st->policies[j].policy.name),
 				(unsigned long long)ifs[i].st->policies[j].keys);
 }
 
@@ -75,6 +89,7 @@ static void render_policies(FILE *out, const struct metrics_iface *ifs, size_t n
 static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
 	const struct policy_status *p;
+	char ifl[LABEL_LEN], pl[LABEL_LEN];
 	__u64 lost;
 	size_t i, j;
 	int k, mode;
@@ -92,15 +107,15 @@ static void render_modes(FILE *out, const struct metrics_iface *ifs, size_t n)
 				fprintf(out,
 					"sluice_policy_fail_mode{iface=\"%s\",policy=\"%s\","
 					"mode=\"%s\"} %d\n",
-					ifs[i].name, p->policy.name, sluice_fail_names[k],
-					k == mode);
+					label(ifl, ifs[i].name), label(pl, p->policy.name),
+					sluice_fail_names[k], k == mode);
 		}
 	}
 }
 
 static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 {
-	const struct status *st;
+	char ifl[LABEL_LEN];
 	size_t i;
 	int k;
 
@@ -108,59 +123,66 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		for (k = 0; k < SLUICE_TOTAL_MAX; k++)
 			fprintf(out, "sluice_packets_total{iface=\"%s\",reason=\"%s\"} %llu\n",
-				ifs[i].name, sluice_total_names[k],
+				label(ifl, ifs[i].name), sluice_total_names[k],
 				(unsigned long long)ifs[i].st->totals.c[k].pkts);
-	header(out, "sluice_keys", "gauge", "Keys tracked, and the key-state map's size.");
-	for (i = 0; i < n; i++) {
-		st = ifs[i].st;
-		fprintf(out, "sluice_keys{iface=\"%s\"} %llu\nsluice_keys_max{iface=\"%s\"} %u\n",
-			ifs[i].name, (unsigned long long)st->keys, ifs[i].name, st->keys_max);
-	}
+	header(out, "sluice_keys", "gauge", "Keys tracked in the key-state map.");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_keys{iface=\"%s\"} %llu\n", label(ifl, ifs[i].name),
+			(unsigned long long)ifs[i].st->keys);
+	header(out, "sluice_keys_max", "gauge", "The key-state map's size (--max-keys).");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_keys_max{iface=\"%s\"} %u\n", label(ifl, ifs[i].name),
+			ifs[i].st->keys_max);
 	header(out, "sluice_heartbeat_age_seconds", "gauge",
 	       "Age of the agent's heartbeat as the XDP program sees it.");
 	for (i = 0; i < n; i++)
-		fprintf(out, "sluice_heartbeat_age_seconds{iface=\"%s\"} %.3f\n", ifs[i].name,
+		fprintf(out, "sluice_heartbeat_age_seconds{iface=\"%s\"} %.3f\n",
+			label(ifl, ifs[i].name),
 			ifs[i].st->ctl.heartbeat_ns
 				? (double)(ifs[i].now_ns - ifs[i].st->ctl.heartbeat_ns) /
 					  SLUICE_NSEC_PER_SEC
 				: 0.0);
-	header(out, "sluice_policy_generation", "counter",
-	       "Policy loads since the maps were made.");
+	header(out, "sluice_policy_generation", "gauge",
+	       "The generation of the policy in force, as sluice status prints it "
+	       "(policy loads since the maps were made).");
 	for (i = 0; i < n; i++)
-		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n", ifs[i].name,
-			(unsigned long long)ifs[i].st->ctl.generation);
+		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n",
+			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->ctl.generation);
 }
 
 /* One value per configured store: the __u64 at offset @off of its struct metrics_store. */
 static void store_counter(FILE *out, const struct metrics_snapshot *s, const char *name,
 			  const char *type, const char *help, size_t off)
 {
+	char sl[LABEL_LEN];
 	int k;
 
 	header(out, name, type, help);
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
-			fprintf(out, "%s{store=\"%s\"} %llu\n", name, s->stores[k].url,
+			fprintf(out, "%s{store=\"%s\"} %llu\n", name, label(sl, s->stores[k].url),
 				*(const unsigned long long *)((const char *)&s->stores[k] + off));
 }
 
 static void render_agent(FILE *out, const struct metrics_snapshot *s)
 {
+	char sl[LABEL_LEN];
 	int k;
 
 	header(out, "sluice_store_up", "gauge", "1 while the store answers (after the hold-down).");
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
-			fprintf(out, "sluice_store_up{store=\"%s\"} %d\n", s->stores[k].url,
-				s->stores[k].up);
+			fprintf(out, "sluice_store_up{store=\"%s\"} %d\n",
+				label(sl, s->stores[k].url), s->stores[k].up);
 	header(out, "sluice_store_probes_total", "counter", "Store probes by result.");
 	for (k = 0; k < METRICS_STORES; k++)
 		if (s->stores[k].url[0])
 			fprintf(out,
 				"sluice_store_probes_total{store=\"%s\",result=\"ok\"} %llu\n"
 				"sluice_store_probes_total{store=\"%s\",result=\"failed\"} %llu\n",
-				s->stores[k].url, (unsigned long long)s->stores[k].probes_ok,
-				s->stores[k].url, (unsigned long long)s->stores[k].probes_failed);
+				label(sl, s->stores[k].url),
+				(unsigned long long)s->stores[k].probes_ok, sl,
+				(unsigned long long)s->stores[k].probes_failed);
 	store_counter(out, s, "sluice_store_syncs_total", "counter",
 		      "Round trips to the store: full syncs and early lease top-ups.",
 		      offsetof(struct metrics_store, syncs));
@@ -181,9 +203,21 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 		(unsigned long long)s->reloads_ok, (unsigned long long)s->reloads_rejected);
 }
 
+/* What this build is; 1 always, by the convention of *_build_info. */
+static void render_build(FILE *out)
+{
+	char rev[LABEL_LEN];
+
+	header(out, "sluice_build_info", "gauge",
+	       "The agent's version, its maps' ABI version and git describe of its source.");
+	fprintf(out, "sluice_build_info{version=\"%s\",abi_version=\"%d\",revision=\"%s\"} 1\n",
+		SLUICE_VERSION, SLUICE_ABI_VERSION, label(rev, sluice_git_describe));
+}
+
 void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 		    const struct metrics_snapshot *snap)
 {
+	render_build(out);
 	render_policies(out, ifaces, n);
 	render_modes(out, ifaces, n);
 	render_ifaces(out, ifaces, n);
@@ -251,31 +285,60 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
-/* "ADDR:PORT" or "[ADDR6]:PORT" into @ss. 0 or -EINVAL. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss)
+/* The port after the last ':': digits only, 1 to 65535. 0 or -EINVAL. */
+static int parse_port(const char *s, in_port_t *port)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !v || v > UINT16_MAX)
+		return -EINVAL;
+	*port = htons((uint16_t)v);
+	return 0;
+}
+
+int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-	char host[ADDR_LEN];
 	const char *colon = strrchr(s, ':');
-	long port;
+	char host[ADDR_LEN];
+	int len;
 
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
-	port = strtol(colon + 1, NULL, 10);
-	if (port <= 0 || port > UINT16_MAX)
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
 		return -EINVAL;
 	memset(ss, 0, sizeof(*ss));
-	if (s[0] == '[') {
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - s - 2), s + 1);
+	if (colon == s) { /* ":PORT": every address (metrics__start) */
 		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons(port);
-		return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1 ? 0 : -EINVAL;
+		a6->sin6_addr = in6addr_any;
+		return parse_port(colon + 1, &a6->sin6_port) ? -EINVAL : METRICS_LISTEN_ANY;
+	}
+	if (s[0] == '[') {
+		len = (int)(colon - s) - 2; /* between '[' and "]:" */
+		if (len <= 0 || colon[-1] != ']')
+			return -EINVAL;
+		snprintf(host, sizeof(host), "%.*s", len, s + 1);
+		a6->sin6_family = AF_INET6;
+		if (parse_port(colon + 1, &a6->sin6_port) ||
+		    inet_pton(AF_INET6, host, &a6->sin6_addr) != 1)
+			return -EINVAL;
+		return 0;
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
 	a4->sin_family = AF_INET;
-	a4->sin_port = htons(port);
-	return inet_pton(AF_INET, host, &a4->sin_addr) == 1 ? 0 : -EINVAL;
+	if (parse_port(colon + 1, &a4->sin_port) || inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static struct MHD_Daemon *start_daemon(struct metrics *m, unsigned int flags, const void *ss)
+{
+	return MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, ss,
+				MHD_OPTION_END);
 }
 
 struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
@@ -283,20 +346,30 @@ struct metrics *metrics__start(const char *listen, const struct attachment *att,
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage ss;
+	struct sockaddr_in any4 = { .sin_family = AF_INET };
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
+	int any;
 
 	if (!m)
 		return NULL;
-	if (parse_listen(listen, &ss)) {
+	any = metrics_parse_listen(listen, &ss);
+	if (any < 0) {
 		free(m);
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
 	*m = (struct metrics){ .att = att, .n = n, .snap = snap };
-	m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, &ss,
-				     MHD_OPTION_END);
+	if (any) {
+		/* IPv6 and IPv4 on one socket; IPv4 alone on a host without IPv6. */
+		m->daemon = start_daemon(m, flags | MHD_USE_DUAL_STACK, &ss);
+		if (!m->daemon) {
+			any4.sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port;
+			m->daemon = start_daemon(m, flags, &any4);
+		}
+	} else {
+		m->daemon =
+			start_daemon(m, flags | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), &ss);
+	}
 	if (!m->daemon) {
 		free(m);
 		errno = EADDRNOTAVAIL;

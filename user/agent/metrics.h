@@ -47,10 +47,22 @@ void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 
 struct metrics;
 struct attachment;
+struct sockaddr_storage;
+
+#define METRICS_LISTEN_ANY 1
 
 /*
- * Serve http://@listen/metrics ("ADDR:PORT", IPv4 or [IPv6]) from the maps
- * of @n attachments and @snap. NULL with errno set on failure.
+ * --metrics' address: "ADDR:PORT" (IPv4), "[ADDR6]:PORT", or ":PORT" for
+ * every address, into @ss. 0, METRICS_LISTEN_ANY for ":PORT" (@ss is then
+ * [::]:PORT), or -EINVAL.
+ */
+int metrics_parse_listen(const char *s, struct sockaddr_storage *ss);
+
+/*
+ * Serve http://@listen/metrics (as metrics_parse_listen() reads it; every
+ * address is [::] for IPv6 and IPv4 alike, or 0.0.0.0 on a host without
+ * IPv6) from the maps of @n attachments and @snap. NULL with errno set on
+ * failure.
  */
 struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
 			       struct metrics_snapshot *snap);

@@ -13,8 +13,7 @@
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/log.h"
-
-#define SLUICE_VERSION "0.1.0"
+#include "base/version.h"
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
@@ -38,7 +37,8 @@ static void usage(FILE *out)
 
 	fprintf(out, "usage: sluice [-v | -q] <command> [<options>] [<args>]\n\n"
 		     "  -v, --verbose   more output (-vv: libbpf debug)\n"
-		     "  -q, --quiet     failures and warnings only (the default)\n\ncommands:\n");
+		     "  -q, --quiet     failures and warnings only (the default)\n"
+		     "  -V, --version   print the version\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'sluice <command> --help' shows a command's options; see sluice(8).\n");
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	size_t i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+vqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v': level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG; break;
 		case 'q': level = LOG_WARN; break;

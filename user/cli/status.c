@@ -7,21 +7,35 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sluice/fail.h"
 #include "base/clock.h"
+#include "base/escape.h"
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/names.h"
+
+/*
+ * The exit status, for Nagios-style checks (sluice(8), EXIT STATUS). Over
+ * several interfaces the largest wins, so the order matters.
+ */
+enum {
+	STATUS_HEALTHY = EXIT_OK,
+	STATUS_UNHEALTHY = EXIT_FAIL, /* the agent is lost, or a policy is in a fail mode */
+	STATUS_UNREADABLE = 3,	      /* nothing pinned, or the maps could not be read */
+};
 
 static const char usage_text[] =
 	"usage: sluice status [--iface <iface>]... [--json] [--pin-root <dir>]\n\n"
 	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
 	"      --json              one JSON object per interface, one per line\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
+	"  -h, --help              show this help\n\n"
+	"exit status: 0 healthy; 1 an agent is lost or a policy is in a fail mode;\n"
+	"2 usage error; 3 nothing pinned, or the maps cannot be read\n";
 
 /* What a reader of the maps can know about the agent and each policy right now. */
 struct view {
@@ -122,12 +136,13 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 
 static void print_json_policy(const struct view *v, const struct policy_status *ps)
 {
+	char name[ESCAPE_JSON_LEN(sizeof(ps->policy.name))];
 	__u64 for_ns;
 	int mode = policy_state(v, ps, &for_ns), i;
 
 	printf("{\"name\":\"%s\",\"id\":%u,\"mode\":\"%s\",\"state\":\"%s\",\"state_ms\":%llu,"
 	       "\"on_agent_loss\":\"%s\",\"on_store_error\":\"%s\",\"scope\":\"%s\",\"keys\":%llu",
-	       ps->policy.name, ps->policy.id,
+	       escape_json_text(name, sizeof(name), ps->policy.name), ps->policy.id,
 	       sluice_name(sluice_mode_names, SLUICE_MODE_MAX, ps->policy.mode),
 	       sluice_name(sluice_fail_names, SLUICE_FAIL_MAX, mode),
 	       (unsigned long long)(for_ns / SLUICE_NSEC_PER_MSEC),
@@ -145,12 +160,13 @@ static void print_json_policy(const struct view *v, const struct policy_status *
 
 static void print_json(const char *iface, const struct view *v, const struct status *st)
 {
+	char name[ESCAPE_JSON_LEN(NAME_MAX + 1)]; /* a pin directory's name */
 	size_t i;
 
 	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
 	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
-	       iface, (unsigned long long)st->ctl.generation, (unsigned long long)st->keys,
-	       st->keys_max, st->ctl.agent_pid,
+	       escape_json_text(name, sizeof(name), iface), (unsigned long long)st->ctl.generation,
+	       (unsigned long long)st->keys, st->keys_max, st->ctl.agent_pid,
 	       (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
 	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
 	for (i = 0; i < st->n_policies; i++) {
@@ -165,6 +181,26 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 	printf("}}\n");
 }
 
+/* Healthy: the agent is not lost, and every policy is in its normal mode. */
+static int is_healthy(const struct view *v, const struct status *st)
+{
+	__u64 for_ns;
+	size_t i;
+
+	if (v->lost_ns)
+		return 0;
+	for (i = 0; i < st->n_policies; i++)
+		if (policy_state(v, &st->policies[i], &for_ns) != SLUICE_FAIL_NONE)
+			return 0;
+	return 1;
+}
+
+static int worse(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* Print one interface; its exit status. */
 static int show(const char *pin_root, const char *iface, int json)
 {
 	char dir[PATH_MAX];
@@ -175,12 +211,12 @@ static int show(const char *pin_root, const char *iface, int json)
 
 	err = cmd_open_pins(pin_root, iface, &m, dir);
 	if (err)
-		return err;
+		return STATUS_UNREADABLE;
 	err = maps__read_status(&m, &st);
 	maps__close(&m);
 	if (err) {
 		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
-		return err;
+		return STATUS_UNREADABLE;
 	}
 	v.now_ns = mono_ns();
 	v.beat_age_ns = st.ctl.heartbeat_ns ? v.now_ns - st.ctl.heartbeat_ns : 0;
@@ -189,22 +225,23 @@ static int show(const char *pin_root, const char *iface, int json)
 		print_json(iface, &v, &st);
 	else
 		print_text(iface, &v, &st);
+	err = is_healthy(&v, &st) ? STATUS_HEALTHY : STATUS_UNHEALTHY;
 	status__free(&st);
-	return 0;
+	return err;
 }
 
-/* Every interface with pins under @pin_root. */
+/* Every interface with pins under @pin_root; the exit status. */
 static int show_all(const char *pin_root, int json)
 {
 	struct dirent *e;
 	DIR *d = opendir(pin_root);
-	int failed = 0, n = 0, err;
+	int ret = STATUS_HEALTHY, n = 0, err;
 
 	if (!d) {
-		err = -errno; /* before fprintf(), which may change it */
+		err = errno; /* before fprintf(), which may change it */
 		fprintf(stderr, "sluice: cannot list '%s': %s; is sluice attached anywhere?\n",
-			pin_root, strerror(-err));
-		return err;
+			pin_root, strerror(err));
+		return STATUS_UNREADABLE;
 	}
 	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
 	/* cppcheck-suppress readdirCalled */
@@ -213,10 +250,14 @@ static int show_all(const char *pin_root, int json)
 			continue;
 		if (n++ && !json)
 			printf("\n");
-		failed |= show(pin_root, e->d_name, json) != 0;
+		ret = worse(ret, show(pin_root, e->d_name, json));
 	}
 	closedir(d);
-	return failed ? -EIO : 0;
+	if (!n) {
+		fprintf(stderr, "sluice: no interface has sluice attached under '%s'\n", pin_root);
+		return STATUS_UNREADABLE;
+	}
+	return ret;
 }
 
 int cmd_status(int argc, char **argv)
@@ -231,7 +272,7 @@ int cmd_status(int argc, char **argv)
 	};
 	const char *ifaces[POLICY_MAX_IFACES];
 	const char *pin_root = SLUICE_PIN_ROOT;
-	int c, i, n = 0, json = 0, failed = 0;
+	int c, i, n = 0, json = 0, ret = STATUS_HEALTHY;
 
 	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -249,11 +290,11 @@ int cmd_status(int argc, char **argv)
 	if (optind != argc)
 		return cmd_usage(stderr, usage_text, EXIT_USAGE);
 	if (!n)
-		return show_all(pin_root, json) ? EXIT_FAIL : EXIT_OK;
+		return show_all(pin_root, json);
 	for (i = 0; i < n; i++) {
 		if (i && !json)
 			printf("\n");
-		failed |= show(pin_root, ifaces[i], json) != 0;
+		ret = worse(ret, show(pin_root, ifaces[i], json));
 	}
-	return failed ? EXIT_FAIL : EXIT_OK;
+	return ret;
 }

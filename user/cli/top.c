@@ -15,6 +15,7 @@
 
 #include "sluice/gcra.h"
 #include "base/clock.h"
+#include "base/escape.h"
 #include "cli/cmd.h"
 #include "base/addr.h"
 #include "base/names.h"
@@ -97,7 +98,7 @@ static void key_text(char *buf, const struct top_key *k)
 
 static void print_top(const struct top *t, size_t count, int json)
 {
-	char key[ADDR_TEXT_LEN];
+	char key[ADDR_TEXT_LEN], name[ESCAPE_JSON_LEN(SLUICE_NAME_LEN)];
 	size_t i, n = t->n < count ? t->n : count;
 
 	if (json)
@@ -109,7 +110,9 @@ static void print_top(const struct top *t, size_t count, int json)
 		if (json)
 			printf("%s{\"policy\":\"%s\",\"key\":\"%s\",\"fill\":%.4f,\"drain_ms\":%"
 			       "llu}",
-			       i ? "," : "", t->v[i].policy->name, key, t->v[i].fill,
+			       i ? "," : "",
+			       escape_json_text(name, sizeof(name), t->v[i].policy->name), key,
+			       t->v[i].fill,
 			       (unsigned long long)(t->v[i].drain_ns / SLUICE_NSEC_PER_MSEC));
 		else
 			printf("%-20s %-40s %5.1f%% %9.2fs\n", t->v[i].policy->name, key,

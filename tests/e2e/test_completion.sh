@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The bash completion (tools/completion/sluice.bash), sourced into a plain
+# bash as bash-completion would, and asked as bash asks it: `sluice <TAB>`
+# gives exactly the commands of `sluice help`; `sluice -<TAB>` and
+# `sluice <command> -<TAB>` exactly the options each --help lists; option
+# values are interfaces, files, directories and the XDP modes --help names.
+# Nothing is attached; the real binary only prints its help.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+COMPLETION=$ROOT/tools/completion/sluice.bash
+
+# complete WORD...: what the completion offers for the command line WORD...
+# (the last word is the one being completed; "" for a new word), one a
+# line, sorted. Run in a fresh non-interactive bash without -e or -u, as an
+# interactive shell runs completion functions.
+complete_words() {
+	bash --norc --noprofile -c '
+		source "$1" && shift
+		[ "$(complete -p sluice)" = "complete -F _sluice sluice" ] || exit 1
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		_sluice
+		((${#COMPREPLY[@]} == 0)) || printf "%s\n" "${COMPREPLY[@]}"
+	' completion "$COMPLETION" "$SLUICE" "$@" | sort
+}
+
+expect_words() { # label want got (newline-separated, sorted)
+	[ "$2" = "$3" ] || {
+		diff <(echo "$2") <(echo "$3") >&2 || :
+		e2e_fail "$1: offered (>) differs from expected (<)"
+	}
+	echo "ok: $1: ${3//$'\n'/ }"
+}
+
+# What --help prints, parsed here independently of the completion.
+help_commands() {
+	"$SLUICE" help | sed -n '/^commands:$/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p' | sort
+}
+help_options() { # [COMMAND]: every -x and --long that starts a line of its option list
+	"$SLUICE" "$@" --help | sed -n 's/^ *\(-[a-zA-Z]\), \(--[a-z-]*\).*/\1\n\2/p;
+		s/^ *\(--[a-z-]*\).*/\1/p' | sort -u
+}
+
+commands=$(help_commands)
+[ "$(echo "$commands" | wc -w)" -ge 8 ] || e2e_fail "sluice help lists only: $commands"
+expect_words "sluice <TAB>" "$commands" "$(complete_words "")"
+expect_words "sluice -v <TAB>" "$commands" "$(complete_words -v "")"
+expect_words "sluice st<TAB>" "status" "$(complete_words st)"
+expect_words "sluice -<TAB>" "$(help_options)" "$(complete_words -)"
+
+for cmd in $commands; do
+	case $cmd in
+	help | version)
+		expect_words "sluice $cmd -<TAB>" "" "$(complete_words "$cmd" -)"
+		continue
+		;;
+	esac
+	want=$(help_options "$cmd")
+	[ -n "$want" ] || e2e_fail "sluice $cmd --help lists no option"
+	expect_words "sluice $cmd -<TAB>" "$want" "$(complete_words "$cmd" -)"
+	expect_words "sluice -v $cmd --<TAB>" "$(grep -- '^--' <<<"$want")" \
+		"$(complete_words -v "$cmd" --)"
+done
+expect_words "sluice frobnicate -<TAB>" "" "$(complete_words frobnicate -)"
+
+# Values. The XDP modes are the ones run --help names.
+modes=$(complete_words run --xdp-mode "")
+expect_words "sluice run --xdp-mode <TAB>" "$(printf '%s\n' auto generic native)" "$modes"
+for m in $modes; do
+	"$SLUICE" run --help | grep -q -- "--xdp-mode.*$m" || e2e_fail "run --help does not name mode $m"
+done
+expect_words "sluice status --iface lo<TAB>" "$(cd /sys/class/net && ls -d lo*)" \
+	"$(complete_words status --iface lo)"
+expect_words "sluice run --max-keys <TAB>" "" "$(complete_words run --max-keys "")"
+mkdir "$WORK/pins" "$WORK/policies"
+touch "$WORK/policy.yaml" "$WORK/policy.yml"
+expect_words "sluice check policy.y<TAB>" "$(printf '%s\n' "$WORK/policy.yaml" "$WORK/policy.yml")" \
+	"$(complete_words check "$WORK/policy.y")"
+expect_words "sluice run -c polic<TAB>" \
+	"$(printf '%s\n' "$WORK/policies" "$WORK/policy.yaml" "$WORK/policy.yml")" \
+	"$(complete_words run -c "$WORK/polic")"
+expect_words "sluice status --pin-root pi<TAB>" "$WORK/pins" \
+	"$(complete_words status --pin-root "$WORK/pi")"
+echo "test_completion: all checks passed"

@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# bash completion for sluice(8), sourced by bash-completion (installed as
+# /usr/share/bash-completion/completions/sluice) or by hand. It completes
+# commands, each command's options, and their values: interfaces, policy
+# files, pin directories, XDP modes. Commands and options are read from the
+# binary's own help (`sluice help`, `sluice <command> --help`), so they
+# cannot drift from it; tests/e2e/test_completion.sh checks the result.
+
+# shellcheck shell=bash # sourced, so it has no #! line
+
+# The commands `sluice help` lists, one a line.
+_sluice_commands() {
+	"$1" help 2>/dev/null | sed -n '/^commands:$/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p'
+}
+
+# The options that BIN [COMMAND] --help describes, one a line: each line of
+# its option list starts with "-x, --long" or "--long".
+_sluice_options() {
+	"$@" --help 2>/dev/null |
+		awk '/^ +-/ { sub(/,$/, "", $1); print $1; if ($2 ~ /^--/) print $2 }'
+}
+
+_sluice() {
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local bin=${COMP_WORDS[0]} cmd='' i
+	COMPREPLY=()
+	# The command is the first word that is not a global option.
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		case ${COMP_WORDS[i]} in
+		-*) ;;
+		*) cmd=${COMP_WORDS[i]} && break ;;
+		esac
+	done
+	case $prev in
+	-i | --iface)
+		mapfile -t COMPREPLY < <(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")
+		return
+		;;
+	-c | --config)
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return
+		;;
+	--pin-root)
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+		return
+		;;
+	--xdp-mode)
+		mapfile -t COMPREPLY < <(compgen -W "native generic auto" -- "$cur")
+		return
+		;;
+	-n | --count | --max-keys | --metrics)
+		return # a number or an address: nothing to offer
+		;;
+	esac
+	if [ -z "$cmd" ]; then
+		if [[ $cur == -* ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "$(_sluice_options "$bin")" -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -W "$(_sluice_commands "$bin")" -- "$cur")
+		fi
+		return
+	fi
+	case $cmd in
+	help | version) return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_sluice_options "$bin" "$cmd")" -- "$cur")
+	elif [ "$cmd" = check ]; then
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	fi
+}
+
+complete -F _sluice sluice
