@@ -1026,7 +1026,7 @@ static void counts_from(const struct status *st, const struct bench_row *r, stru
 static int bench__read_counts(struct bench *b, const struct bench_row *r, struct counts *c)
 {
 	struct status st;
-	int err = maps__read_status(&b->h.att.maps, &st);
+	int err = maps__read_status(&b->h.att.maps, &st, NULL);
 
 	if (err) {
 		fprintf(stderr, "sluice-bench: cannot read sluice's counters: %s\n",

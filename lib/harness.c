@@ -200,7 +200,7 @@ int harness_run_repeat(struct harness *h, const struct pkt *p, __u32 repeat)
 
 void harness_status(struct harness *h, struct status *st)
 {
-	int err = maps__read_status(&h->att.maps, st);
+	int err = maps__read_status(&h->att.maps, st, NULL);
 
 	if (err) {
 		fprintf(stderr, "cannot read status: %s\n", strerror(-err));

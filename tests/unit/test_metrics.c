@@ -33,6 +33,7 @@ static const struct listen_row listen_rows[] = {
 	{ "listen/ipv6", "[::1]:9190", 0, AF_INET6, "::1", 9190 },
 	{ "listen/ipv6_full", "[fd00:200::2]:65535", 0, AF_INET6, "fd00:200::2", 65535 },
 	{ "listen/every_address", ":9190", METRICS_LISTEN_ANY, AF_INET6, "::", 9190 },
+	{ "listen/port_alone_is_loopback", "9190", 0, AF_INET, "127.0.0.1", 9190 },
 	{ "listen/empty", "", -EINVAL, 0, NULL, 0 },
 	{ "listen/no_port", "127.0.0.1", -EINVAL, 0, NULL, 0 },
 	{ "listen/colon_alone", ":", -EINVAL, 0, NULL, 0 },

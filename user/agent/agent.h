@@ -35,6 +35,7 @@ struct agent {
 	struct agent_stores stores;			   /* the store endpoints */
 	struct metrics_snapshot snap;			   /* what the metrics thread may read */
 	struct metrics *metrics;			   /* NULL: not serving */
+	__u64 keys_counted_ns;				   /* for the metrics: see count_keys() */
 };
 
 /* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */

@@ -233,8 +233,16 @@ static char *page(struct metrics *m, size_t *len)
 	size_t i, n = 0;
 	FILE *out;
 
-	for (i = 0; i < m->n; i++) {
-		if (maps__read_status(&m->att[i].maps, &st[n]))
+	struct key_counts *kc = calloc(1, sizeof(*kc));
+
+	for (i = 0; kc && i < m->n; i++) {
+		pthread_mutex_lock(&m->snap->lock);
+		if (i < m->snap->n_keys)
+			*kc = m->snap->keys[i];
+		else
+			memset(kc, 0, sizeof(*kc));
+		pthread_mutex_unlock(&m->snap->lock);
+		if (maps__read_status(&m->att[i].maps, &st[n], kc))
 			continue;
 		ifs[n] = (struct metrics_iface){ m->att[i].iface, &st[n], mono_ns() };
 		n++;
@@ -251,6 +259,7 @@ static char *page(struct metrics *m, size_t *len)
 	}
 	for (i = 0; i < n; i++)
 		status__free(&st[i]);
+	free(kc);
 	return buf;
 }
 
@@ -309,9 +318,14 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 	char host[ADDR_LEN];
 	int len;
 
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
 	memset(ss, 0, sizeof(*ss));
+	if (!colon) { /* "PORT": loopback only, unless told otherwise */
+		a4->sin_family = AF_INET;
+		a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		return parse_port(s, &a4->sin_port) ? -EINVAL : 0;
+	}
+	if ((size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
 	if (colon == s) { /* ":PORT": every address (metrics__start) */
 		a6->sin6_family = AF_INET6;
 		a6->sin6_addr = in6addr_any;
@@ -337,8 +351,11 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 
 static struct MHD_Daemon *start_daemon(struct metrics *m, unsigned int flags, const void *ss)
 {
-	return MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, ss,
-				MHD_OPTION_END);
+	return MHD_start_daemon(flags | MHD_USE_EPOLL, 0, NULL, NULL, answer, m,
+				MHD_OPTION_SOCK_ADDR, ss, MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				(unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
 }
 
 struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,

@@ -32,7 +32,16 @@ struct metrics_snapshot {
 	__u64 fail_transitions; /* policy store fail-mode changes */
 	__u64 reloads_ok;
 	__u64 reloads_rejected;
+	/* By attachment: the agent's tick counts keys every METRICS_KEYS_NS, so
+	 * that a scrape costs O(policies), not O(keys). NULL until counted. */
+	struct key_counts *keys;
+	size_t n_keys;
 };
+
+#define METRICS_KEYS_NS	    (10 * SLUICE_NSEC_PER_SEC) /* how old a scrape's key counts may be */
+#define METRICS_CONN_MAX    64			       /* connections at once, from everyone */
+#define METRICS_CONN_PER_IP 4 /* from one address: idle ones cannot crowd out a scraper */
+#define METRICS_IDLE_S	    5 /* a connection that sends nothing this long is closed */
 
 /* One interface's counters for rendering. */
 struct metrics_iface {

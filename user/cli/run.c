@@ -36,8 +36,8 @@ static const char usage_text[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"      --metrics <addr>:<port>\n"
 	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
-	"                          (127.0.0.1:9190, [::1]:9190, or :9190 for every\n"
-	"                          address); default: off\n"
+	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
+	"                          or :9190 for every address); default: off\n"
 	"  -h, --help              show this help\n";
 
 static void on_stop(int sig)

@@ -212,7 +212,7 @@ static int show(const char *pin_root, const char *iface, int json)
 	err = cmd_open_pins(pin_root, iface, &m, dir);
 	if (err)
 		return STATUS_UNREADABLE;
-	err = maps__read_status(&m, &st);
+	err = maps__read_status(&m, &st, NULL);
 	maps__close(&m);
 	if (err) {
 		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));

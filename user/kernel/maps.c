@@ -307,14 +307,9 @@ int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
 	return err;
 }
 
-struct key_count {
-	__u64 *per_id;
-	__u64 total;
-};
-
 static int count_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
 {
-	struct key_count *c = arg;
+	struct key_counts *c = arg;
 
 	(void)st;
 	c->total++;
@@ -323,14 +318,10 @@ static int count_key(const struct sluice_key *key, const struct sluice_state *st
 	return 0;
 }
 
-/* Count tracked keys per policy id into @per_id (SLUICE_MAX_POLICIES entries). */
-static int count_keys(const struct sluice_maps *m, __u64 *per_id, __u64 *total)
+int maps__count_keys(const struct sluice_maps *m, struct key_counts *kc)
 {
-	struct key_count c = { .per_id = per_id };
-	int err = maps__walk_keys(m, count_key, &c);
-
-	*total = c.total;
-	return err;
+	memset(kc, 0, sizeof(*kc));
+	return maps__walk_keys(m, count_key, kc);
 }
 
 /* Every slot of sluice_policy in one syscall: @out has room for all of them. */
@@ -361,9 +352,9 @@ static int read_policy_status(const struct sluice_maps *m, const __u64 *per_id,
 			   sizeof(ps->stats) / sizeof(__u64));
 }
 
-int maps__read_status(const struct sluice_maps *m, struct status *st)
+int maps__read_status(const struct sluice_maps *m, struct status *st, const struct key_counts *kc)
 {
-	__u64 *per_id = calloc(SLUICE_MAX_POLICIES, sizeof(*per_id));
+	struct key_counts *counted = kc ? NULL : calloc(1, sizeof(*counted));
 	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
 	struct bpf_map_info info = {};
 	__u32 zero = 0, info_len = sizeof(info);
@@ -372,24 +363,28 @@ int maps__read_status(const struct sluice_maps *m, struct status *st)
 
 	memset(st, 0, sizeof(*st));
 	st->policies = calloc(SLUICE_MAX_POLICIES, sizeof(*st->policies));
-	err = per_id && active && st->policies ? maps__read_ctl(m, &st->ctl) : -ENOMEM;
+	err = (kc || counted) && active && st->policies ? maps__read_ctl(m, &st->ctl) : -ENOMEM;
 	if (!err)
 		err = maps__read_active(m, active, &n);
 	if (!err)
 		err = read_percpu(m->fd[SLUICE_MAP_TOTALS], zero, (__u64 *)&st->totals,
 				  sizeof(st->totals) / sizeof(__u64));
+	if (!err && counted)
+		err = maps__count_keys(m, counted);
+	if (!err && counted)
+		kc = counted;
 	if (!err)
-		err = count_keys(m, per_id, &st->keys);
+		st->keys = kc->total;
 	if (!err)
 		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno
 											: 0;
 	st->keys_max = info.max_entries;
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
-		err = read_policy_status(m, per_id, &st->policies[i]);
+		err = read_policy_status(m, kc->per_id, &st->policies[i]);
 	}
 	st->n_policies = n;
-	free(per_id);
+	free(counted);
 	free(active);
 	if (err)
 		status__free(st);

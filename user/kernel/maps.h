@@ -109,8 +109,21 @@ int maps__reset_ids(const struct sluice_maps *m, const struct idmap *fresh);
 int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
 		     const struct idmap *changed, __u64 now, size_t *n);
 
-/* Read the active policies, counters and key counts; free with status__free(). */
-int maps__read_status(const struct sluice_maps *m, struct status *st);
+/* Keys tracked in sluice_state, by policy id and in all. */
+struct key_counts {
+	__u64 per_id[SLUICE_MAX_POLICIES];
+	__u64 total;
+};
+
+/* Count them: a walk of every key, O(keys). 0 or -errno. */
+int maps__count_keys(const struct sluice_maps *m, struct key_counts *kc);
+
+/*
+ * Read the active policies, counters and key counts; free with
+ * status__free(). The counts are @kc's (from maps__count_keys(), so the
+ * read is O(policies)), or, with @kc NULL, counted now.
+ */
+int maps__read_status(const struct sluice_maps *m, struct status *st, const struct key_counts *kc);
 
 void status__free(struct status *st);
 
