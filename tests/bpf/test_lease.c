@@ -60,7 +60,7 @@
 #define LEASE_TTL_NS	 SLUICE_NSEC_PER_HOUR /* no live lease expires while a test runs */
 #define LEASE_EXPIRED_NS SLUICE_NSEC_PER_MSEC /* how long ago an expired lease ended */
 #define ONE_NODE	 1		      /* the share while this node is the fleet */
-#define ROW_TESTS	 8		      /* run once per address family */
+#define ROW_TESTS	 9		      /* run once per address family */
 #define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 1)
 
 /* Cluster scope needs a store; no test contacts it. */
@@ -309,10 +309,10 @@ static void send_burst(struct harness *h, const struct pkt *p, __u32 n, __u32 n_
 
 /* ---- 1, 2. spending a live lease ------------------------------------------ */
 
-#define GRANTED	     40
-#define SENT	     100
-#define GRANTED_MORE 55
-#define SENT_MORE    20
+#define GRANTED	     6 /* within the ceiling, burst + 1 (test_ceiling) */
+#define SENT	     20
+#define GRANTED_MORE 10
+#define SENT_MORE    8
 
 /*
  * Exactly granted packets pass; every packet the lease decided counts as
@@ -448,6 +448,22 @@ static void test_recycled(void **state)
 #define THREAD_SENT    ((__u64)THREADS * THREAD_REPEAT)
 #define THREAD_GRANTED 100000
 
+/*
+ * 'shared' with a burst that holds the two CPUs' lease under its ceiling
+ * (a faster rate, so that the burst refills within the GCRA's range: the
+ * lease alone decides here, so no refill is ever seen).
+ */
+/* clang-format off */
+static const char wide_yaml[] = TEST_STORE
+	"policies:\n"
+	"  - name: shared\n"
+	"    scope: cluster\n"
+	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 1000/s\n"
+	"    burst: " XSTR(THREAD_GRANTED) "\n";
+/* clang-format on */
+
 /* Exhausted packets are dropped and leased too: these hold however many there are. */
 static const struct moved_by two_cpus_moved[] = {
 	MOVED("shared", BY(PASSED, THREAD_GRANTED), BY(DROPPED, THREAD_SENT - THREAD_GRANTED),
@@ -474,7 +490,7 @@ static void test_two_cpus(void **state)
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
 		skip();
-	key = leased_key(&h, lease_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, THREAD_GRANTED);
+	key = leased_key(&h, wide_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, THREAD_GRANTED);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
 	harness_status(&h, &before);
 	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
@@ -687,6 +703,65 @@ static void test_layers(void **state)
 	harness_close(&h);
 }
 
+/* ---- 9. the kernel's lease ceiling (#12) -------------------------------- */
+
+#define HUGE_GRANT (1ULL << 62)
+#define CEIL_EXTRA 5
+
+/* Write @key's lease as a buggy agent might: @granted past @reported, live an hour. */
+static void lease_write_reported(struct harness *h, const struct sluice_key *key, __u64 granted,
+				 __u64 reported)
+{
+	struct sluice_lease l = { .granted = granted,
+				  .reported = reported,
+				  .expires = sluice_gcra_ticks(mono_ns() + LEASE_TTL_NS),
+				  .key = *key };
+
+	if (bpf_map_update_elem(h->att.maps.fd[SLUICE_MAP_LEASE], key, &l, BPF_ANY))
+		fail_msg("cannot write a lease: %s", strerror(errno));
+}
+
+/*
+ * A lease written straight into the map with 2^62 units admits exactly
+ * the policy's ceiling, burst + rate × two sync intervals (1/h over
+ * 200 ms rounds up to 1): STRICT_BURST + 1. A second such lease, written
+ * with what was spent as its reported, as the agent writes them, admits
+ * the ceiling again past it; one whose reported is beyond what was spent
+ * admits nothing.
+ */
+static void test_ceiling(void **state)
+{
+	const struct family *f = *state;
+	const __u64 ceiling = STRICT_BURST + 1;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+
+	expect_load(&h, lease_yaml);
+	set_fail(&h, "strict", SLUICE_FAIL_NONE, ONE_NODE);
+	assert_int_equal(policy_of(&h, "strict").lease_max, ceiling);
+	assert_int_equal(policy_of(&h, "node").lease_max, 0);
+	key = key_of(&h, "strict", f->src);
+	lease_write_reported(&h, &key, HUGE_GRANT, 0);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, STRICT_PORT);
+	SEND(&h, &p, ceiling + CEIL_EXTRA, ceiling,
+	     MOVED("strict", BY(PASSED, ceiling), BY(DROPPED, CEIL_EXTRA),
+		   BY(LEASED, ceiling + CEIL_EXTRA)));
+	assert_spend(&h, &key, ceiling, CEIL_EXTRA);
+
+	lease_write_reported(&h, &key, HUGE_GRANT, ceiling);
+	SEND(&h, &p, ceiling + CEIL_EXTRA, ceiling,
+	     MOVED("strict", BY(PASSED, ceiling), BY(DROPPED, CEIL_EXTRA),
+		   BY(LEASED, ceiling + CEIL_EXTRA)));
+
+	lease_write_reported(&h, &key, HUGE_GRANT, HUGE_GRANT / 2);
+	SEND(&h, &p, CEIL_EXTRA, 0,
+	     MOVED("strict", BY(DROPPED, CEIL_EXTRA), BY(LEASED, CEIL_EXTRA)));
+	assert_spend(&h, &key, 2 * ceiling, 3 * CEIL_EXTRA);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
@@ -703,5 +778,6 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_closed, families);
 	SUITE_ADD_ROWS(&s, test_bytes, families);
 	SUITE_ADD_ROWS(&s, test_layers, families);
+	SUITE_ADD_ROWS(&s, test_ceiling, families);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_lease", tests, s.n, NULL, NULL));
 }

@@ -19,8 +19,8 @@
 #include "budget/redis.h"
 #include "kernel/leases.h"
 
-#define LEASE_TTL_SYNCS	   3	/* the store's lease lives this many intervals */
-#define LEASE_KERNEL_SYNCS 2	/* the kernel's, fewer: it stops before the store reclaims */
+#define LEASE_TTL_SYNCS	   3 /* the store's lease lives this many intervals */
+#define LEASE_KERNEL_SYNCS SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
 #define LEASE_EARLY_DIV	   10	/* early top-ups at most every interval / this */
 #define LEASE_LOOKAHEAD	   1	/* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
