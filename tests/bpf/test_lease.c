@@ -27,7 +27,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <hiredis.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -38,7 +41,10 @@
 #include "agent/agent.h"
 #include "expect.h"
 #include "lib/harness.h"
+#include "kernel/leases.h"
 #include "kernel/maps.h"
+#include "budget/planner.h"
+#include "budget/store.h"
 
 /* Numbers that also appear in the policy text below, spelt once. */
 #define STR(x)	#x
@@ -61,7 +67,7 @@
 #define LEASE_EXPIRED_NS SLUICE_NSEC_PER_MSEC /* how long ago an expired lease ended */
 #define ONE_NODE	 1		      /* the share while this node is the fleet */
 #define ROW_TESTS	 9		      /* run once per address family */
-#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 1)
+#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 2)
 
 /* Cluster scope needs a store; no test contacts it. */
 #define TEST_STORE "store: { redis: \"unix:///nonexistent/redis.sock\" }\n"
@@ -762,6 +768,119 @@ static void test_ceiling(void **state)
 	harness_close(&h);
 }
 
+/* ---- 10. the planner against a store that answers from a socketpair ---- */
+
+#define FAKE_SHA	 "0123456789012345678901234567890123456789"
+#define REPLY_BEAT	 ":1\r\n"	       /* one live node */
+#define REPLY_NO_HOT	 "*0\r\n"	       /* an empty hot set */
+#define PLAN_TIMEOUT	 (SLUICE_NSEC_PER_SEC) /* nothing here measures speed */
+#define PLAN_INTERVAL_NS (100 * SLUICE_NSEC_PER_MSEC)
+
+/*
+ * A lease plan for 'strict' on @h's maps, and a connection whose replies
+ * are what the test wrote into the other end of a socketpair (@sv[1]);
+ * the scripts count as loaded. No Redis: the planner's own logic only.
+ */
+struct plan_fix {
+	struct lease_state *ls;
+	redisContext ctx; /* only its fd is used (budget/wire.c) */
+	struct store_conn conn;
+	int sv[2];
+	char err[STORE_ERR_LEN];
+};
+
+static void plan_open(struct plan_fix *x, struct harness *h)
+{
+	struct lease_plan *plan = calloc(1, sizeof(*plan));
+	int i;
+
+	assert_non_null(plan);
+	plan->att = calloc(1, sizeof(*plan->att));
+	assert_non_null(plan->att);
+	plan->n_att = 1;
+	plan->interval_ns = PLAN_INTERVAL_NS;
+	snprintf(plan->prefix, sizeof(plan->prefix), "t");
+	snprintf(plan->att[0].holder, sizeof(plan->att[0].holder), "n/i");
+	plan->att[0].maps = (struct lease_maps){ .lease = h->att.maps.fd[SLUICE_MAP_LEASE],
+						 .spend = h->att.maps.fd[SLUICE_MAP_SPEND],
+						 .hot = h->att.maps.fd[SLUICE_MAP_HOT] };
+	plan->att[0].pol = calloc(1, sizeof(*plan->att[0].pol));
+	assert_non_null(plan->att[0].pol);
+	plan->att[0].n_pol = 1;
+	plan->att[0].pol[0] = (struct lease_policy){ .id = harness_policy_id(h, "strict"),
+						     .name = "strict",
+						     .rate_units = 1,
+						     .rate_period_us = SLUICE_NSEC_PER_HOUR /
+								       SLUICE_NSEC_PER_USEC,
+						     .burst = STRICT_BURST,
+						     .strict = 1 };
+	x->ls = lease_state__new(plan);
+	assert_non_null(x->ls);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sv), 0);
+	x->ctx.fd = x->sv[0];
+	x->conn = (struct store_conn){ .c = &x->ctx, .timeout_ns = PLAN_TIMEOUT, .cancel_fd = -1 };
+	for (i = 0; i < STORE_SCRIPT_MAX; i++)
+		snprintf(x->conn.sc.sha[i], LEASE_SHA_LEN, "%s", FAKE_SHA);
+}
+
+static void plan_close(struct plan_fix *x)
+{
+	lease_state__free(x->ls);
+	close(x->sv[0]);
+	close(x->sv[1]);
+}
+
+/* What the store "answers" next, written before the round sends anything. */
+static void plan_reply(struct plan_fix *x, const char *resp)
+{
+	assert_int_equal(write(x->sv[1], resp, strlen(resp)), (ssize_t)strlen(resp));
+}
+
+static int plan_round(struct plan_fix *x)
+{
+	__u64 live = 0;
+
+	return lease_round(x->ls, &x->conn, "t:nodes", "n", SLUICE_NSEC_PER_SEC, 1, &live, x->err,
+			   sizeof(x->err));
+}
+
+/*
+ * A store answering a lease call with 2^62 units: the round fails as a
+ * lie (-EPROTO, the store fault), and the kernel's lease is left as it
+ * was: nothing of the answer is written.
+ */
+static void test_plan_lie(void **state)
+{
+	const struct family *f = &families[0];
+	struct plan_fix x = { 0 };
+	struct sluice_lease before, after;
+	struct sluice_key key;
+	struct harness h;
+	char reply[256];
+
+	(void)state;
+	expect_load(&h, lease_yaml);
+	plan_open(&x, &h);
+	key = key_of(&h, "strict", f->src);
+	lease_write_reported(&h, &key, 0, 0);
+	spend_create(&h, &key);
+	assert_int_equal(bpf_map_lookup_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &before), 0);
+	/* The entry is pending (want, no expiry): its lease call goes out. */
+	before.expires = 0;
+	before.want = 1;
+	assert_int_equal(
+		bpf_map_update_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &before, BPF_EXIST), 0);
+	snprintf(reply, sizeof(reply), "%s%s*4\r\n:%llu\r\n:%llu\r\n:%llu\r\n:%llu\r\n", REPLY_BEAT,
+		 REPLY_NO_HOT, HUGE_GRANT, 1700000000300000ULL, 1700000000000000ULL, HUGE_GRANT);
+	plan_reply(&x, reply);
+	assert_int_equal(plan_round(&x), -EPROTO);
+	assert_non_null(strstr(x.err, "refused: holds more than the cap"));
+	assert_int_equal(bpf_map_lookup_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &after), 0);
+	assert_memory_equal(&before, &after, sizeof(before));
+	plan_close(&x);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
@@ -779,5 +898,6 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_bytes, families);
 	SUITE_ADD_ROWS(&s, test_layers, families);
 	SUITE_ADD_ROWS(&s, test_ceiling, families);
+	SUITE_ADD(&s, test_plan_lie);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_lease", tests, s.n, NULL, NULL));
 }

@@ -399,13 +399,14 @@ static size_t plan_early(struct round *r)
 	return n;
 }
 
-static void on_member(void *arg, size_t hot, const char *member)
+/* A member of hot set @hot from the store: a key, or the reply is wrong (-EINVAL). */
+static int on_member(void *arg, size_t hot, const char *member)
 {
 	struct round *r = arg;
 	struct sluice_key k = { .policy_id = r->att->pol[hot].id };
+	int err = addr_of_hex(member, k.addr);
 
-	if (!addr_of_hex(member, k.addr))
-		set_add(&r->seen, &k);
+	return err ? err : set_add(&r->seen, &k);
 }
 
 /* The kernel's expiry of what a sync sent at @sent_ns brings: before the store's. */
@@ -415,11 +416,12 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 }
 
 /*
- * Write each answer; an entry whose call failed is left as it was. Held
- * entries stay live only while the store answers (@ok): else they expire
- * and their keys follow the policy's fail mode.
+ * Write each answer of a round the store answered in full, every reply
+ * checked (redis.c). Held entries stay live only while the store answers:
+ * after a failed round nothing is written, so they expire and their keys
+ * follow the policy's fail mode.
  */
-static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns, int ok)
+static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 {
 	__u64 expires = kernel_expiry(r, sent_ns);
 	size_t i, k = 0;
@@ -427,13 +429,13 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns,
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 
-		if (e->hold && ok) {
+		if (e->hold) {
 			e->l.expires = expires;
 			lease_maps__write(&r->att->maps, &e->key, &e->l);
 		}
 		if (!e->send)
 			continue;
-		if (!g[k].err && !(is_pending(e) && !g[k].held)) {
+		if (!(is_pending(e) && !g[k].held)) {
 			e->l.granted = e->s.spent + g[k].held;
 			e->l.reported = e->s.spent;
 			e->l.topup_seen = e->s.spent + e->s.denied;
@@ -441,7 +443,7 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns,
 			e->l.flags =
 				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
 			lease_maps__write(&r->att->maps, &e->key, &e->l);
-		} else if (!g[k].err) {
+		} else {
 			/* Pending and nothing yet: stays cold; what was spent is reported. */
 			e->l.granted = e->l.reported = e->s.spent;
 			lease_maps__write(&r->att->maps, &e->key, &e->l);
@@ -473,10 +475,15 @@ static void round_free(struct round *r)
 	free(r->seen.v);
 }
 
-/* Build and send one attachment's pipeline, and install the answers. */
-static int send_round(struct round *r, struct redisContext *c, struct lease_scripts *sc,
-		      struct budget_sync *b, int full, char *err, size_t len)
+/*
+ * Build and send one attachment's pipeline, and install the answers. @beat
+ * gives the membership beat's fields; the sync itself lives here, so that
+ * nothing outlives the arrays it points to.
+ */
+static int send_round(struct round *r, struct store_conn *c, struct budget_sync *beat, int full,
+		      char *err, size_t len)
 {
+	struct budget_sync b = *beat, *bp = &b;
 	struct lease_key *keys = calloc(r->n ? r->n : 1, sizeof(*keys));
 	struct lease_req *q = calloc(r->n ? r->n : 1, sizeof(*q));
 	struct lease_grant *g = calloc(r->n ? r->n : 1, sizeof(*g));
@@ -498,6 +505,7 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 		keys[n].burst = keys[n].cap = e->p->burst;
 		keys[n].start_empty = !e->p->strict;
 		q[n].k = &keys[n];
+		q[n].held = sat_sub(e->l.granted, e->l.reported);
 		q[n].used = sat_sub(e->s.spent, e->l.reported);
 		q[n].want = e->l.want;
 		q[n].release = e->release;
@@ -511,23 +519,24 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 		h[i].ttl_us = LEASE_HOT_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
 		h[i].limit = LEASE_HOT_LIMIT;
 	}
-	b->hot = h;
-	b->n_hot = full ? r->att->n_pol : 0;
-	b->on_member = on_member;
-	b->arg = r;
-	b->holder = r->att->holder;
-	b->lease_ttl_us = LEASE_TTL_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
-	b->leases = q;
-	b->n_leases = n;
-	b->grants = g;
+	bp->hot = h;
+	bp->n_hot = full ? r->att->n_pol : 0;
+	bp->on_member = on_member;
+	bp->arg = r;
+	bp->holder = r->att->holder;
+	bp->lease_ttl_us = LEASE_TTL_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+	bp->leases = q;
+	bp->n_leases = n;
+	bp->grants = g;
 	sent_ns = mono_ns();
-	ret = store_budget_sync(c, sc, b, err, len);
+	ret = store_budget_sync(c, bp, err, len);
 	r->ls->stats.rounds++;
 	r->ls->stats.leases += n;
-	if (ret && ret != -EPROTO)
-		goto out; /* no answer read: nothing to install */
-	install(r, g, sent_ns, !ret);
-	if (full && !ret) {
+	if (ret)
+		goto out; /* a wrong reply is a lie about all of them: install nothing */
+	beat->live_nodes = bp->live_nodes;
+	install(r, g, sent_ns);
+	if (full) {
 		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;
@@ -542,9 +551,8 @@ out:
 	return ret;
 }
 
-static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
-		     struct lease_scripts *sc, struct budget_sync *b, int full, char *err,
-		     size_t len)
+static int round_att(struct lease_state *ls, size_t ai, struct store_conn *c, struct budget_sync *b,
+		     int full, char *err, size_t len)
 {
 	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai };
 	int ret = -ENOMEM;
@@ -562,7 +570,7 @@ static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
 		plan_full(&r);
 	else if (!plan_early(&r))
 		goto out; /* nothing running low: no call */
-	ret = send_round(&r, c, sc, b, full, err, len);
+	ret = send_round(&r, c, b, full, err, len);
 out:
 	if (ret == -ENOMEM)
 		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
@@ -570,9 +578,8 @@ out:
 	return ret;
 }
 
-int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scripts *sc,
-		const char *fleet, const char *node, __u64 beat_ttl_us, int full, __u64 *live,
-		char *err, size_t len)
+int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
+		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len)
 {
 	struct budget_sync b = { .fleet = full ? fleet : NULL,
 				 .node = node,
@@ -585,9 +592,9 @@ int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scr
 	if (full)
 		ls->stats.hot_keys = 0;
 	if (!n_att && full)
-		ret = store_budget_sync(c, sc, &b, err, len);
+		ret = store_budget_sync(c, &b, err, len);
 	for (i = 0; i < n_att && !ret; i++) {
-		ret = round_att(ls, i, c, sc, &b, full, err, len);
+		ret = round_att(ls, i, c, &b, full, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
 	if (!ret && full)
