@@ -67,7 +67,7 @@
 #define LEASE_EXPIRED_NS SLUICE_NSEC_PER_MSEC /* how long ago an expired lease ended */
 #define ONE_NODE	 1		      /* the share while this node is the fleet */
 #define ROW_TESTS	 9		      /* run once per address family */
-#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 2)
+#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 4)
 
 /* Cluster scope needs a store; no test contacts it. */
 #define TEST_STORE "store: { redis: \"unix:///nonexistent/redis.sock\" }\n"
@@ -845,6 +845,26 @@ static int plan_round(struct plan_fix *x)
 }
 
 /*
+ * A full round with no hot key anywhere: the beat and an empty hot set.
+ * Before #12 it called qsort(NULL, 0), which UBSan (make check-asan)
+ * reports as a null argument glibc declares nonnull.
+ */
+static void test_plan_no_hot(void **state)
+{
+	struct plan_fix x = { 0 };
+	struct harness h;
+
+	(void)state;
+	expect_load(&h, lease_yaml);
+	plan_open(&x, &h);
+	plan_reply(&x, REPLY_BEAT REPLY_NO_HOT);
+	assert_int_equal(plan_round(&x), 0);
+	assert_string_equal(x.err, "");
+	plan_close(&x);
+	harness_close(&h);
+}
+
+/*
  * A store answering a lease call with 2^62 units: the round fails as a
  * lie (-EPROTO, the store fault), and the kernel's lease is left as it
  * was: nothing of the answer is written.
@@ -881,6 +901,29 @@ static void test_plan_lie(void **state)
 	harness_close(&h);
 }
 
+/* The lease map calls report their errors (#12: they went unchecked). */
+static void test_map_errors(void **state)
+{
+	const struct lease_maps bad = { .lease = -1, .spend = -1, .hot = -1 };
+	struct sluice_lease l = { 0 };
+	struct sluice_key key = { 0 };
+	struct harness h;
+	struct lease_maps m;
+
+	(void)state;
+	assert_int_equal(lease_maps__write(&bad, &key, &l), -EBADF);
+	assert_int_equal(lease_maps__delete(&bad, &key), -EBADF);
+	assert_int_equal(lease_maps__create(&bad, &key, 0, 0), -EBADF);
+	expect_load(&h, lease_yaml);
+	m = (struct lease_maps){ .lease = h.att.maps.fd[SLUICE_MAP_LEASE],
+				 .spend = h.att.maps.fd[SLUICE_MAP_SPEND],
+				 .hot = h.att.maps.fd[SLUICE_MAP_HOT] };
+	/* A key deleted meanwhile is no failure: it stays deleted. */
+	assert_int_equal(lease_maps__write(&m, &key, &l), 0);
+	assert_int_equal(lease_maps__delete(&m, &key), 0);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
@@ -898,6 +941,8 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_bytes, families);
 	SUITE_ADD_ROWS(&s, test_layers, families);
 	SUITE_ADD_ROWS(&s, test_ceiling, families);
+	SUITE_ADD(&s, test_plan_no_hot);
 	SUITE_ADD(&s, test_plan_lie);
+	SUITE_ADD(&s, test_map_errors);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_lease", tests, s.n, NULL, NULL));
 }

@@ -156,7 +156,7 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	if (!cfg.plan)
 		return -errno;
 	s->store[k] = store__open(&cfg); /* takes the plan, also when it fails */
-	s->rounds_seen[k] = s->leases_seen[k] = 0;
+	s->rounds_seen[k] = s->leases_seen[k] = s->map_errors_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!s->store[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -240,6 +240,11 @@ static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 		snprintf(r.err, sizeof(r.err), "no answer for %llu ms: the store thread is stuck",
 			 (unsigned long long)((now - r.busy_since_ns) / SLUICE_NSEC_PER_MSEC));
 	}
+	if (r.rounds && r.map_errors > s->map_errors_seen[k])
+		pr_warn("%llu lease map writes failed; those keys keep their old leases",
+			(unsigned long long)(r.map_errors - s->map_errors_seen[k]));
+	if (r.rounds)
+		s->map_errors_seen[k] = r.map_errors;
 	if (r.live_nodes && r.live_nodes != s->live_nodes[k])
 		log_event(LOG_INFO, "fleet", "store=%s node=%s live_nodes=%llu",
 			  k == AGENT_STORE_ABUSE ? s->v.ps->abuse_store.url : s->v.ps->store.url,

@@ -165,6 +165,18 @@ static int note_hot(struct round *r, const struct lease_policy *p, const struct 
 	return 0;
 }
 
+/*
+ * Count a failed lease map call (the store's report carries the count to
+ * the agent, which logs it). A full sluice_lease is no failure: a new hot
+ * key stays cold until entries free up (docs/shared-budget.md).
+ */
+static int count_map_err(struct round *r, int err)
+{
+	if (err && err != -E2BIG)
+		r->ls->stats.map_errors++;
+	return err;
+}
+
 /* Keys the XDP program asked to make hot: give each an entry, tell the fleet. */
 static void drain_requests(struct round *r)
 {
@@ -173,10 +185,12 @@ static void drain_requests(struct round *r)
 	struct sluice_hot *vals = NULL;
 	size_t n = 0, i;
 
-	lease_maps__take_hot(&r->att->maps, &keys, &vals, &n);
+	if (count_map_err(r, lease_maps__take_hot(&r->att->maps, &keys, &vals, &n)))
+		n = 0; /* what was taken before the failure is lost: it asks again */
 	for (i = 0; i < n; i++) {
 		p = policy_of(r->att, keys[i].policy_id);
-		if (p && !lease_maps__create(&r->att->maps, &keys[i], first_want(r->ls, p), 0))
+		if (p && !count_map_err(r, lease_maps__create(&r->att->maps, &keys[i],
+							      first_want(r->ls, p), 0)))
 			note_hot(r, p, &keys[i]);
 	}
 	free(keys);
@@ -195,7 +209,7 @@ static void adopt_fleet(struct round *r, __u64 expires)
 	size_t i;
 
 	for (i = 0; i < f->n; i++)
-		lease_maps__create(&r->att->maps, &f->v[i], 0, expires);
+		count_map_err(r, lease_maps__create(&r->att->maps, &f->v[i], 0, expires));
 }
 
 /* A spend counter with its key first, so key_cmp() sorts and finds it. */
@@ -231,7 +245,7 @@ static int collect(struct round *r)
 		e->key = lk[i];
 		e->p = policy_of(r->att, lk[i].policy_id);
 		if (!e->p) {
-			lease_maps__delete(&r->att->maps, &lk[i]);
+			count_map_err(r, lease_maps__delete(&r->att->maps, &lk[i]));
 			continue;
 		}
 		found = ns ? bsearch(&lk[i], so, ns, sizeof(*so), key_cmp) : NULL;
@@ -343,7 +357,7 @@ static void plan_full(struct round *r)
 
 		e->l.idle = d ? 0 : e->l.idle + 1;
 		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
-			lease_maps__delete(&r->att->maps, &e->key);
+			count_map_err(r, lease_maps__delete(&r->att->maps, &e->key));
 			continue;
 		}
 		if (d >= hot_threshold(r, e->p))
@@ -415,6 +429,12 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
+/* Overwrite @e's lease, counting a failure (the entry keeps its old lease). */
+static void write_lease(struct round *r, const struct entry *e)
+{
+	count_map_err(r, lease_maps__write(&r->att->maps, &e->key, &e->l));
+}
+
 /*
  * Write each answer of a round the store answered in full, every reply
  * checked (redis.c). Held entries stay live only while the store answers:
@@ -431,7 +451,7 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 
 		if (e->hold) {
 			e->l.expires = expires;
-			lease_maps__write(&r->att->maps, &e->key, &e->l);
+			write_lease(r, e);
 		}
 		if (!e->send)
 			continue;
@@ -442,11 +462,11 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 			e->l.expires = expires;
 			e->l.flags =
 				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
-			lease_maps__write(&r->att->maps, &e->key, &e->l);
+			write_lease(r, e);
 		} else {
 			/* Pending and nothing yet: stays cold; what was spent is reported. */
 			e->l.granted = e->l.reported = e->s.spent;
-			lease_maps__write(&r->att->maps, &e->key, &e->l);
+			write_lease(r, e);
 		}
 		k++;
 	}
@@ -537,7 +557,8 @@ static int send_round(struct round *r, struct store_conn *c, struct budget_sync 
 	beat->live_nodes = bp->live_nodes;
 	install(r, g, sent_ns);
 	if (full) {
-		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
+		if (r->seen.n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
+			qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;
 		memset(&r->seen, 0, sizeof(r->seen));

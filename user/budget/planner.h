@@ -69,9 +69,10 @@ void lease_plan__free(struct lease_plan *plan);
 
 /* What a round did, for the store's report and the metrics. */
 struct lease_stats {
-	__u64 rounds;	/* pipelines sent */
-	__u64 leases;	/* lease calls in them */
-	__u64 hot_keys; /* keys holding a lease entry now */
+	__u64 rounds;	  /* pipelines sent */
+	__u64 leases;	  /* lease calls in them */
+	__u64 hot_keys;	  /* keys holding a lease entry now */
+	__u64 map_errors; /* lease map writes or deletes that failed */
 };
 
 /*

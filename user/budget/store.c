@@ -311,6 +311,7 @@ static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t l
 	s->pending.rounds = st.rounds;
 	s->pending.leases = st.leases;
 	s->pending.hot_keys = st.hot_keys;
+	s->pending.map_errors = st.map_errors;
 	pthread_mutex_unlock(&s->lock);
 	if (!ret)
 		return 0;

@@ -40,6 +40,7 @@ struct store_report {
 	__u64 rounds;		 /* pipelines sent, full syncs and early top-ups */
 	__u64 leases;		 /* lease calls in them */
 	__u64 hot_keys;		 /* keys holding a lease entry at the newest full sync */
+	__u64 map_errors;	 /* lease map writes that failed, in all (with rounds) */
 	__u64 busy_since_ns;	 /* CLOCK_MONOTONIC: the sync under way began; 0: none */
 	char err[STORE_ERR_LEN]; /* the newest failure's cause */
 };
