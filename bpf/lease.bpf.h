@@ -21,6 +21,12 @@ static __always_inline int key_equal(const struct sluice_key *a, const struct sl
 	       a->addr32[3] == b->addr32[3];
 }
 
+/* What a live lease lets the program spend (lease_live()). */
+struct lease_view {
+	__u64 granted;	/* spend while spent + cost <= granted */
+	__u64 reported; /* ... and spent + cost - reported <= the policy's lease_max */
+};
+
 /*
  * The live lease of @key at @now (ticks), or NULL: none, expired (the agent
  * or the store is late: the key is cold again), or being torn down.
@@ -33,7 +39,7 @@ static __always_inline int key_equal(const struct sluice_key *a, const struct sl
  * tells: a key that is still ours means the fields we read were ours.
  */
 static __always_inline struct sluice_spend *lease_live(const struct sluice_key *key, __u64 now,
-						       __u64 *granted)
+						       struct lease_view *v)
 {
 	const struct sluice_lease *l = bpf_map_lookup_elem(&sluice_lease, key);
 	__u64 expires;
@@ -41,7 +47,8 @@ static __always_inline struct sluice_spend *lease_live(const struct sluice_key *
 	if (!l)
 		return NULL;
 	expires = *(volatile __u64 *)&l->expires;
-	*granted = *(volatile __u64 *)&l->granted;
+	v->granted = *(volatile __u64 *)&l->granted;
+	v->reported = *(volatile __u64 *)&l->reported;
 	asm volatile("" ::: "memory"); /* the fields before the key */
 	if ((__s64)(expires - now) <= 0 || !key_equal(&l->key, key))
 		return NULL;
@@ -49,12 +56,20 @@ static __always_inline struct sluice_spend *lease_live(const struct sluice_key *
 }
 
 /*
- * Spend @cost units of a live lease (@s, up to @granted), or only look
- * when @peek. The compare-and-swap makes concurrent CPUs spend at most
- * granted in total; a lost race re-reads and decides again. A denial adds
- * @cost to the local demand the agent reads (denied).
+ * Spend @cost units of a live lease (@s, as @v allows), or only look when
+ * @peek. The compare-and-swap makes concurrent CPUs spend at most granted
+ * in total; a lost race re-reads and decides again. A denial adds @cost to
+ * the local demand the agent reads (denied).
+ *
+ * The ceiling (#12): whatever granted says, a lease lets no more than
+ * @lease_max be spent past its reported (the spent the agent last told the
+ * store of, which it writes as granted's base), and a reported beyond what
+ * was spent is no lease the agent writes: nothing passes. So no lease
+ * written into the map, by a bug or by hand, lifts the limit by more than
+ * the policy's burst plus its rate over a lease's life.
  */
-static __always_inline enum limit_result lease_spend(struct sluice_spend *s, __u64 granted,
+static __always_inline enum limit_result lease_spend(struct sluice_spend *s,
+						     const struct lease_view *v, __u64 lease_max,
 						     __u64 cost, int peek)
 {
 	__u64 old;
@@ -62,7 +77,8 @@ static __always_inline enum limit_result lease_spend(struct sluice_spend *s, __u
 
 	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
 		old = *(volatile __u64 *)&s->spent;
-		if (old + cost > granted) {
+		if (old + cost > v->granted || old < v->reported ||
+		    old + cost - v->reported > lease_max) {
 			__sync_fetch_and_add(&s->denied, cost);
 			return LIMIT_DENY;
 		}
@@ -87,7 +103,8 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
 }
 
 /*
- * A packet of @cost units on a key of a cluster-scoped policy, as @op says
+ * A packet of @cost units on a key of a cluster-scoped policy whose leases
+ * are capped at @lease_max, as @op says
  * (enum limit_op): while the key has a live lease, the lease decides,
  * whatever the fail mode, since the agent set its expiry before the
  * store's (docs/shared-budget.md). LIMIT_COLD when the key has none. A
@@ -95,12 +112,13 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
  * which can only under-admit, and the peek pass makes it rare. A later
  * fragment's charge is spent whatever is left (LIMIT_SKIP).
  */
-static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, __u64 cost, int op)
+static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, __u64 lease_max,
+				       __u64 cost, int op)
 {
+	struct lease_view v = { 0 };
 	struct sluice_spend *s;
-	__u64 granted = 0;
 
-	s = lease_live(key, now, &granted);
+	s = lease_live(key, now, &v);
 	if (!s)
 		return LIMIT_COLD;
 	if (op == LIMIT_OP_REFUND)
@@ -109,7 +127,7 @@ static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, 
 		__sync_fetch_and_add(&s->spent, cost); /* past granted: the agent's debt to sync */
 		return LIMIT_SKIP;
 	}
-	return lease_spend(s, granted, cost, op == LIMIT_OP_PEEK);
+	return lease_spend(s, &v, lease_max, cost, op == LIMIT_OP_PEEK);
 }
 
 #endif /* SLUICE_LEASE_BPF_H */

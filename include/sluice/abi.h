@@ -15,7 +15,7 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 5
+#define SLUICE_ABI_VERSION 6
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES	     4096  /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
@@ -32,6 +32,7 @@
 #define SLUICE_LEASE_ENTRIES	     65536 /* hot keys of cluster-scoped policies holding a lease */
 #define SLUICE_HOT_ENTRIES	     8192 /* cold keys asking to become hot, until the agent reads them */
 #define SLUICE_COARSE_LAG_TICKS	     2 /* the coarse clock's lag varies by this many ticks */
+#define SLUICE_LEASE_KERNEL_SYNCS    2 /* a written lease lives this many sync intervals */
 
 #define SLUICE_ADDR_LEN	     16
 #define SLUICE_ADDR_BITS     128
@@ -141,9 +142,13 @@ struct sluice_policy {
 	__u8 scope;		     /* enum sluice_scope */
 	__u8 reserved[1];
 	char name[SLUICE_NAME_LEN]; /* NUL-terminated, for status without the agent */
+	__u64 lease_max;	    /* cluster scope, cost units: the most one written lease lets
+				     * the program spend past its reported, whatever its granted:
+				     * burst + rate × SLUICE_LEASE_KERNEL_SYNCS sync intervals */
 };
-SLUICE_ASSERT_SIZE(struct sluice_policy, 104);
+SLUICE_ASSERT_SIZE(struct sluice_policy, 112);
 SLUICE_ASSERT_OFFSET(struct sluice_policy, name, 72);
+SLUICE_ASSERT_OFFSET(struct sluice_policy, lease_max, 104);
 
 /*
  * Key of the sluice_src and sluice_dst LPM tries: generation (8 bits) then
@@ -266,8 +271,11 @@ SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);
  * by atomic operations (the agent creates entries zeroed and deletes them,
  * never updates them). Both are keyed like sluice_state.
  *
- * The XDP program admits a packet of cost c while now < expires and
- * spent + c <= granted, counting c into spent by compare-and-swap, so
+ * The XDP program admits a packet of cost c while now < expires,
+ * spent + c <= granted, reported <= spent and spent + c - reported <=
+ * sluice_policy.lease_max (a lease lets no more be spent than the fleet
+ * could ever grant one node, whatever the agent wrote), counting c into
+ * spent by compare-and-swap, so
  * concurrent CPUs never spend more than granted in total; a packet it
  * denies adds c to denied (local demand the lease did not cover). With no
  * live lease the key is cold: the policy's share (sluice_fail_state.share)

@@ -27,7 +27,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <hiredis.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -38,7 +41,10 @@
 #include "agent/agent.h"
 #include "expect.h"
 #include "lib/harness.h"
+#include "kernel/leases.h"
 #include "kernel/maps.h"
+#include "budget/planner.h"
+#include "budget/store.h"
 
 /* Numbers that also appear in the policy text below, spelt once. */
 #define STR(x)	#x
@@ -60,8 +66,8 @@
 #define LEASE_TTL_NS	 SLUICE_NSEC_PER_HOUR /* no live lease expires while a test runs */
 #define LEASE_EXPIRED_NS SLUICE_NSEC_PER_MSEC /* how long ago an expired lease ended */
 #define ONE_NODE	 1		      /* the share while this node is the fleet */
-#define ROW_TESTS	 8		      /* run once per address family */
-#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 1)
+#define ROW_TESTS	 9		      /* run once per address family */
+#define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 4)
 
 /* Cluster scope needs a store; no test contacts it. */
 #define TEST_STORE "store: { redis: \"unix:///nonexistent/redis.sock\" }\n"
@@ -309,10 +315,10 @@ static void send_burst(struct harness *h, const struct pkt *p, __u32 n, __u32 n_
 
 /* ---- 1, 2. spending a live lease ------------------------------------------ */
 
-#define GRANTED	     40
-#define SENT	     100
-#define GRANTED_MORE 55
-#define SENT_MORE    20
+#define GRANTED	     6 /* within the ceiling, burst + 1 (test_ceiling) */
+#define SENT	     20
+#define GRANTED_MORE 10
+#define SENT_MORE    8
 
 /*
  * Exactly granted packets pass; every packet the lease decided counts as
@@ -448,6 +454,22 @@ static void test_recycled(void **state)
 #define THREAD_SENT    ((__u64)THREADS * THREAD_REPEAT)
 #define THREAD_GRANTED 100000
 
+/*
+ * 'shared' with a burst that holds the two CPUs' lease under its ceiling
+ * (a faster rate, so that the burst refills within the GCRA's range: the
+ * lease alone decides here, so no refill is ever seen).
+ */
+/* clang-format off */
+static const char wide_yaml[] = TEST_STORE
+	"policies:\n"
+	"  - name: shared\n"
+	"    scope: cluster\n"
+	"    match: { proto: udp, dst_port: " XSTR(SHARED_PORT) " }\n"
+	"    key: { ipv4_prefix: 24, ipv6_prefix: 64 }\n"
+	"    rate: 1000/s\n"
+	"    burst: " XSTR(THREAD_GRANTED) "\n";
+/* clang-format on */
+
 /* Exhausted packets are dropped and leased too: these hold however many there are. */
 static const struct moved_by two_cpus_moved[] = {
 	MOVED("shared", BY(PASSED, THREAD_GRANTED), BY(DROPPED, THREAD_SENT - THREAD_GRANTED),
@@ -474,7 +496,7 @@ static void test_two_cpus(void **state)
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
 		skip();
-	key = leased_key(&h, lease_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, THREAD_GRANTED);
+	key = leased_key(&h, wide_yaml, f, SLUICE_FAIL_NONE, ONE_NODE, THREAD_GRANTED);
 	harness_udp(&p, f->src, f->dst, SHARED_PORT);
 	harness_status(&h, &before);
 	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
@@ -687,6 +709,221 @@ static void test_layers(void **state)
 	harness_close(&h);
 }
 
+/* ---- 9. the kernel's lease ceiling (#12) -------------------------------- */
+
+#define HUGE_GRANT (1ULL << 62)
+#define CEIL_EXTRA 5
+
+/* Write @key's lease as a buggy agent might: @granted past @reported, live an hour. */
+static void lease_write_reported(struct harness *h, const struct sluice_key *key, __u64 granted,
+				 __u64 reported)
+{
+	struct sluice_lease l = { .granted = granted,
+				  .reported = reported,
+				  .expires = sluice_gcra_ticks(mono_ns() + LEASE_TTL_NS),
+				  .key = *key };
+
+	if (bpf_map_update_elem(h->att.maps.fd[SLUICE_MAP_LEASE], key, &l, BPF_ANY))
+		fail_msg("cannot write a lease: %s", strerror(errno));
+}
+
+/*
+ * A lease written straight into the map with 2^62 units admits exactly
+ * the policy's ceiling, burst + rate × two sync intervals (1/h over
+ * 200 ms rounds up to 1): STRICT_BURST + 1. A second such lease, written
+ * with what was spent as its reported, as the agent writes them, admits
+ * the ceiling again past it; one whose reported is beyond what was spent
+ * admits nothing.
+ */
+static void test_ceiling(void **state)
+{
+	const struct family *f = *state;
+	const __u64 ceiling = STRICT_BURST + 1;
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+
+	expect_load(&h, lease_yaml);
+	set_fail(&h, "strict", SLUICE_FAIL_NONE, ONE_NODE);
+	assert_int_equal(policy_of(&h, "strict").lease_max, ceiling);
+	assert_int_equal(policy_of(&h, "node").lease_max, 0);
+	key = key_of(&h, "strict", f->src);
+	lease_write_reported(&h, &key, HUGE_GRANT, 0);
+	spend_create(&h, &key);
+	harness_udp(&p, f->src, f->dst, STRICT_PORT);
+	SEND(&h, &p, ceiling + CEIL_EXTRA, ceiling,
+	     MOVED("strict", BY(PASSED, ceiling), BY(DROPPED, CEIL_EXTRA),
+		   BY(LEASED, ceiling + CEIL_EXTRA)));
+	assert_spend(&h, &key, ceiling, CEIL_EXTRA);
+
+	lease_write_reported(&h, &key, HUGE_GRANT, ceiling);
+	SEND(&h, &p, ceiling + CEIL_EXTRA, ceiling,
+	     MOVED("strict", BY(PASSED, ceiling), BY(DROPPED, CEIL_EXTRA),
+		   BY(LEASED, ceiling + CEIL_EXTRA)));
+
+	lease_write_reported(&h, &key, HUGE_GRANT, HUGE_GRANT / 2);
+	SEND(&h, &p, CEIL_EXTRA, 0,
+	     MOVED("strict", BY(DROPPED, CEIL_EXTRA), BY(LEASED, CEIL_EXTRA)));
+	assert_spend(&h, &key, 2 * ceiling, 3 * CEIL_EXTRA);
+	harness_close(&h);
+}
+
+/* ---- 10. the planner against a store that answers from a socketpair ---- */
+
+#define FAKE_SHA	 "0123456789012345678901234567890123456789"
+#define REPLY_BEAT	 ":1\r\n"	       /* one live node */
+#define REPLY_NO_HOT	 "*0\r\n"	       /* an empty hot set */
+#define PLAN_TIMEOUT	 (SLUICE_NSEC_PER_SEC) /* nothing here measures speed */
+#define PLAN_INTERVAL_NS (100 * SLUICE_NSEC_PER_MSEC)
+
+/*
+ * A lease plan for 'strict' on @h's maps, and a connection whose replies
+ * are what the test wrote into the other end of a socketpair (@sv[1]);
+ * the scripts count as loaded. No Redis: the planner's own logic only.
+ */
+struct plan_fix {
+	struct lease_state *ls;
+	redisContext ctx; /* only its fd is used (budget/wire.c) */
+	struct store_conn conn;
+	int sv[2];
+	char err[STORE_ERR_LEN];
+};
+
+static void plan_open(struct plan_fix *x, struct harness *h)
+{
+	struct lease_plan *plan = calloc(1, sizeof(*plan));
+	int i;
+
+	assert_non_null(plan);
+	plan->att = calloc(1, sizeof(*plan->att));
+	assert_non_null(plan->att);
+	plan->n_att = 1;
+	plan->interval_ns = PLAN_INTERVAL_NS;
+	snprintf(plan->prefix, sizeof(plan->prefix), "t");
+	snprintf(plan->att[0].holder, sizeof(plan->att[0].holder), "n/i");
+	plan->att[0].maps = (struct lease_maps){ .lease = h->att.maps.fd[SLUICE_MAP_LEASE],
+						 .spend = h->att.maps.fd[SLUICE_MAP_SPEND],
+						 .hot = h->att.maps.fd[SLUICE_MAP_HOT] };
+	plan->att[0].pol = calloc(1, sizeof(*plan->att[0].pol));
+	assert_non_null(plan->att[0].pol);
+	plan->att[0].n_pol = 1;
+	plan->att[0].pol[0] = (struct lease_policy){ .id = harness_policy_id(h, "strict"),
+						     .name = "strict",
+						     .rate_units = 1,
+						     .rate_period_us = SLUICE_NSEC_PER_HOUR /
+								       SLUICE_NSEC_PER_USEC,
+						     .burst = STRICT_BURST,
+						     .strict = 1 };
+	x->ls = lease_state__new(plan);
+	assert_non_null(x->ls);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sv), 0);
+	x->ctx.fd = x->sv[0];
+	x->conn = (struct store_conn){ .c = &x->ctx, .timeout_ns = PLAN_TIMEOUT, .cancel_fd = -1 };
+	for (i = 0; i < STORE_SCRIPT_MAX; i++)
+		snprintf(x->conn.sc.sha[i], LEASE_SHA_LEN, "%s", FAKE_SHA);
+}
+
+static void plan_close(struct plan_fix *x)
+{
+	lease_state__free(x->ls);
+	close(x->sv[0]);
+	close(x->sv[1]);
+}
+
+/* What the store "answers" next, written before the round sends anything. */
+static void plan_reply(struct plan_fix *x, const char *resp)
+{
+	assert_int_equal(write(x->sv[1], resp, strlen(resp)), (ssize_t)strlen(resp));
+}
+
+static int plan_round(struct plan_fix *x)
+{
+	__u64 live = 0;
+
+	return lease_round(x->ls, &x->conn, "t:nodes", "n", SLUICE_NSEC_PER_SEC, 1, &live, x->err,
+			   sizeof(x->err));
+}
+
+/*
+ * A full round with no hot key anywhere: the beat and an empty hot set.
+ * Before #12 it called qsort(NULL, 0), which UBSan (make check-asan)
+ * reports as a null argument glibc declares nonnull.
+ */
+static void test_plan_no_hot(void **state)
+{
+	struct plan_fix x = { 0 };
+	struct harness h;
+
+	(void)state;
+	expect_load(&h, lease_yaml);
+	plan_open(&x, &h);
+	plan_reply(&x, REPLY_BEAT REPLY_NO_HOT);
+	assert_int_equal(plan_round(&x), 0);
+	assert_string_equal(x.err, "");
+	plan_close(&x);
+	harness_close(&h);
+}
+
+/*
+ * A store answering a lease call with 2^62 units: the round fails as a
+ * lie (-EPROTO, the store fault), and the kernel's lease is left as it
+ * was: nothing of the answer is written.
+ */
+static void test_plan_lie(void **state)
+{
+	const struct family *f = &families[0];
+	struct plan_fix x = { 0 };
+	struct sluice_lease before, after;
+	struct sluice_key key;
+	struct harness h;
+	char reply[256];
+
+	(void)state;
+	expect_load(&h, lease_yaml);
+	plan_open(&x, &h);
+	key = key_of(&h, "strict", f->src);
+	lease_write_reported(&h, &key, 0, 0);
+	spend_create(&h, &key);
+	assert_int_equal(bpf_map_lookup_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &before), 0);
+	/* The entry is pending (want, no expiry): its lease call goes out. */
+	before.expires = 0;
+	before.want = 1;
+	assert_int_equal(
+		bpf_map_update_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &before, BPF_EXIST), 0);
+	snprintf(reply, sizeof(reply), "%s%s*4\r\n:%llu\r\n:%llu\r\n:%llu\r\n:%llu\r\n", REPLY_BEAT,
+		 REPLY_NO_HOT, HUGE_GRANT, 1700000000300000ULL, 1700000000000000ULL, HUGE_GRANT);
+	plan_reply(&x, reply);
+	assert_int_equal(plan_round(&x), -EPROTO);
+	assert_non_null(strstr(x.err, "refused: holds more than the cap"));
+	assert_int_equal(bpf_map_lookup_elem(h.att.maps.fd[SLUICE_MAP_LEASE], &key, &after), 0);
+	assert_memory_equal(&before, &after, sizeof(before));
+	plan_close(&x);
+	harness_close(&h);
+}
+
+/* The lease map calls report their errors (#12: they went unchecked). */
+static void test_map_errors(void **state)
+{
+	const struct lease_maps bad = { .lease = -1, .spend = -1, .hot = -1 };
+	struct sluice_lease l = { 0 };
+	struct sluice_key key = { 0 };
+	struct harness h;
+	struct lease_maps m;
+
+	(void)state;
+	assert_int_equal(lease_maps__write(&bad, &key, &l), -EBADF);
+	assert_int_equal(lease_maps__delete(&bad, &key), -EBADF);
+	assert_int_equal(lease_maps__create(&bad, &key, 0, 0), -EBADF);
+	expect_load(&h, lease_yaml);
+	m = (struct lease_maps){ .lease = h.att.maps.fd[SLUICE_MAP_LEASE],
+				 .spend = h.att.maps.fd[SLUICE_MAP_SPEND],
+				 .hot = h.att.maps.fd[SLUICE_MAP_HOT] };
+	/* A key deleted meanwhile is no failure: it stays deleted. */
+	assert_int_equal(lease_maps__write(&m, &key, &l), 0);
+	assert_int_equal(lease_maps__delete(&m, &key), 0);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[N_TESTS];
@@ -703,5 +940,9 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_closed, families);
 	SUITE_ADD_ROWS(&s, test_bytes, families);
 	SUITE_ADD_ROWS(&s, test_layers, families);
+	SUITE_ADD_ROWS(&s, test_ceiling, families);
+	SUITE_ADD(&s, test_plan_no_hot);
+	SUITE_ADD(&s, test_plan_lie);
+	SUITE_ADD(&s, test_map_errors);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_lease", tests, s.n, NULL, NULL));
 }

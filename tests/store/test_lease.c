@@ -45,22 +45,21 @@
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
-/* One node's connection: the scripts' SHA-1s belong to it. */
-struct conn {
-	redisContext *c;
-	struct lease_scripts sc;
-};
+#define CALL_TIMEOUT_NS (SLUICE_NSEC_PER_SEC) /* each round trip; nothing here measures speed */
 
-/* Two nodes' connections (most cases use only a) and the table row, if any. */
+/* Two nodes' connections, each with its scripts' SHA-1s (most cases use only a) and the table row,
+ * if any. */
 struct fix {
-	struct conn a, b;
+	struct store_conn a, b;
 	char err[STORE_ERR_LEN];
 	const void *row;
 };
 
-static int conn_open(struct conn *n, const char *url)
+static int conn_open(struct store_conn *n, const char *url)
 {
 	n->c = redisConnectUnix(url + strlen(URL_UNIX));
+	n->timeout_ns = CALL_TIMEOUT_NS;
+	n->cancel_fd = -1;
 	return n->c && !n->c->err ? 0 : -1;
 }
 
@@ -114,9 +113,8 @@ static struct lease_grant sync1(struct fix *f, const struct lease_key *k, const 
 	struct lease_req q = { .k = k, .used = used, .want = want };
 	struct lease_grant g;
 
-	assert_int_equal(
-		store_lease_sync(f->a.c, &f->a.sc, node, ttl_us, &q, 1, &g, f->err, sizeof(f->err)),
-		0);
+	assert_int_equal(store_lease_sync(&f->a, node, ttl_us, &q, 1, &g, f->err, sizeof(f->err)),
+			 0);
 	assert_int_equal(g.err, 0);
 	return g;
 }
@@ -500,7 +498,7 @@ static void test_invalid(void **state)
 
 	invalid_apply(r, &k, &q, &h, &b);
 	before = read_counts(f);
-	ret = store_budget_sync(f->a.c, &f->a.sc, &b, f->err, sizeof(f->err));
+	ret = store_budget_sync(&f->a, &b, f->err, sizeof(f->err));
 	d = counts_since(f, &before);
 	if (r->field == INV_NONE) {
 		assert_int_equal(ret, 0);
@@ -527,13 +525,12 @@ static void test_invalid_wrappers(void **state)
 	struct counts before = read_counts(f), d;
 	__u64 live = 0;
 
-	assert_int_equal(
-		store_lease_sync(f->a.c, &f->a.sc, "a", 0, &q, 1, &g, f->err, sizeof(f->err)),
-		-EINVAL);
-	assert_string_equal(f->err, "lease ttl 0 us is out of range");
-	assert_int_equal(store_member_beat(f->a.c, &f->a.sc, "inv:fleet", "a", 0, &live, f->err,
-					   sizeof(f->err)),
+	assert_int_equal(store_lease_sync(&f->a, "a", 0, &q, 1, &g, f->err, sizeof(f->err)),
 			 -EINVAL);
+	assert_string_equal(f->err, "lease ttl 0 us is out of range");
+	assert_int_equal(
+		store_member_beat(&f->a, "inv:fleet", "a", 0, &live, f->err, sizeof(f->err)),
+		-EINVAL);
 	assert_string_equal(f->err, "member ttl 0 us is out of range");
 	d = counts_since(f, &before);
 	assert_int_equal(d.commands, 0);
@@ -601,9 +598,9 @@ static void pipe_pass_run(struct fix *f, const struct pipe_pass *p, size_t n_pas
 	if (p->flush)
 		freeReplyObject(command(f, "SCRIPT FLUSH"));
 	before = read_counts(f);
-	assert_int_equal(store_lease_sync(f->a.c, &f->a.sc, p->node, LONG_TTL_US, q, PIPE_N, g,
-					  f->err, sizeof(f->err)),
-			 0);
+	assert_int_equal(
+		store_lease_sync(&f->a, p->node, LONG_TTL_US, q, PIPE_N, g, f->err, sizeof(f->err)),
+		0);
 	d = counts_since(f, &before);
 	print_message("pipeline of %d (%s): evalsha %llu, eval %llu, script load %llu, "
 		      "server reads %llu\n",
@@ -653,8 +650,8 @@ static __u64 beat(struct fix *f, const char *node)
 {
 	__u64 live = 0;
 
-	assert_int_equal(store_member_beat(f->a.c, &f->a.sc, MEMBER_FLEET, node, SHORT_TTL_US,
-					   &live, f->err, sizeof(f->err)),
+	assert_int_equal(store_member_beat(&f->a, MEMBER_FLEET, node, SHORT_TTL_US, &live, f->err,
+					   sizeof(f->err)),
 			 0);
 	return live;
 }
@@ -700,15 +697,16 @@ struct seen {
 	size_t dropped; /* of an unknown set, past SEEN_MAX, or too long: a failure */
 };
 
-static void on_member(void *arg, size_t hot, const char *member)
+static int on_member(void *arg, size_t hot, const char *member)
 {
 	struct seen *s = arg;
 
 	if (hot >= HOT_SETS || s->n[hot] >= SEEN_MAX || strlen(member) >= MEMBER_LEN) {
 		s->dropped++;
-		return;
+		return 0;
 	}
 	snprintf(s->m[hot][s->n[hot]++], MEMBER_LEN, "%s", member);
+	return 0;
 }
 
 /* Hot set @hot returned exactly the members given, in order, then NULL. */
@@ -732,12 +730,12 @@ __attribute__((sentinel)) static void assert_members(const struct seen *s, size_
 }
 
 /* One hot set, nothing else, on node @n's connection. */
-static void hot_sync(struct fix *f, struct conn *n, const struct hot_req *h, struct seen *s)
+static void hot_sync(struct fix *f, struct store_conn *n, const struct hot_req *h, struct seen *s)
 {
 	struct budget_sync b = { .hot = h, .n_hot = 1, .on_member = on_member, .arg = s };
 
 	memset(s, 0, sizeof(*s));
-	assert_int_equal(store_budget_sync(n->c, &n->sc, &b, f->err, sizeof(f->err)), 0);
+	assert_int_equal(store_budget_sync(n, &b, f->err, sizeof(f->err)), 0);
 }
 
 /*
@@ -894,12 +892,12 @@ static void sync_fix_init(struct sync_fix *x, const char *node)
 				     .grants = x->g };
 }
 
-static struct counts sync_run(struct fix *f, struct conn *n, struct sync_fix *x)
+static struct counts sync_run(struct fix *f, struct store_conn *n, struct sync_fix *x)
 {
 	struct counts before = read_counts(f);
 
 	memset(&x->s, 0, sizeof(x->s));
-	assert_int_equal(store_budget_sync(n->c, &n->sc, &x->b, f->err, sizeof(f->err)), 0);
+	assert_int_equal(store_budget_sync(n, &x->b, f->err, sizeof(f->err)), 0);
 	return counts_since(f, &before);
 }
 
@@ -983,9 +981,10 @@ static void test_budget_sync(void **state)
 }
 
 /*
- * A script that fails on one key (the key holds a string): that lease's
- * err says so and the others are granted; a hot set that fails fails the
- * sync (-EPROTO) with its cause.
+ * A script that fails on one key (the key holds a string): the sync fails
+ * (-EPROTO: an error reply is a store fault, #12), that lease's err says
+ * so and the others are decoded; a hot set that fails fails the sync
+ * (-EPROTO) with its cause.
  */
 static void test_script_error(void **state)
 {
@@ -998,7 +997,7 @@ static void test_script_error(void **state)
 	x.b.fleet = NULL;
 	x.b.n_hot = 0;
 	freeReplyObject(command(f, "SET %s x", x.k[1].key));
-	assert_int_equal(store_budget_sync(f->a.c, &f->a.sc, &x.b, f->err, sizeof(f->err)), 0);
+	assert_int_equal(store_budget_sync(&f->a, &x.b, f->err, sizeof(f->err)), -EPROTO);
 	assert_int_equal(x.g[0].err, 0);
 	assert_int_equal(x.g[0].held, x.q[0].want);
 	assert_int_equal(x.g[1].err, -EPROTO);
@@ -1008,8 +1007,7 @@ static void test_script_error(void **state)
 	assert_non_null(strstr(f->err, "WRONGTYPE"));
 	x.b.n_hot = 1;
 	freeReplyObject(command(f, "SET %s x", x.h[0].key));
-	assert_int_equal(store_budget_sync(f->a.c, &f->a.sc, &x.b, f->err, sizeof(f->err)),
-			 -EPROTO);
+	assert_int_equal(store_budget_sync(&f->a, &x.b, f->err, sizeof(f->err)), -EPROTO);
 	snprintf(prefix, sizeof(prefix), "hot set '%s': ", x.h[0].key);
 	assert_memory_equal(f->err, prefix, strlen(prefix));
 	assert_non_null(strstr(f->err, "WRONGTYPE"));
@@ -1191,9 +1189,8 @@ static void node_tick(struct fix *f, struct fleet_key *fk, int node)
 		q[n++] = node_before(&fk[i], node, now_us);
 	}
 	snprintf(name, sizeof(name), "n%d", node);
-	assert_int_equal(store_lease_sync(f->a.c, &f->a.sc, name, FLEET_TTL_US, q, n, g, f->err,
-					  sizeof(f->err)),
-			 0);
+	assert_int_equal(
+		store_lease_sync(&f->a, name, FLEET_TTL_US, q, n, g, f->err, sizeof(f->err)), 0);
 	for (i = 0; i < n; i++)
 		node_after(f, of[i], node, &q[i], &g[i]);
 }

@@ -198,7 +198,7 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	if (!cfg.plan)
 		return -errno;
 	s->store[k] = store__open(&cfg); /* takes the plan, also when it fails */
-	s->rounds_seen[k] = s->leases_seen[k] = 0;
+	s->rounds_seen[k] = s->leases_seen[k] = s->map_errors_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!s->store[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -252,6 +252,23 @@ void agent_stores__close(struct agent_stores *s)
 	}
 }
 
+/*
+ * A sync under way for longer than it can take (each round trip ends
+ * within the timeout, and one is due every interval) is a store fault: the
+ * thread is stuck, whatever the cause. Seen at the next tick, so within
+ * timeout + interval + AGENT_TICK_NS of the sync's start.
+ */
+static int is_stalled(const struct agent_stores *s, enum agent_store k,
+		      const struct store_report *r, __u64 now)
+{
+	const struct policy_store *e =
+		k == AGENT_STORE_ABUSE ? &s->v.ps->abuse_store : &s->v.ps->store;
+
+	/* The thread may have begun after @now was read: that is no stall. */
+	return r->busy_since_ns && now > r->busy_since_ns &&
+	       now - r->busy_since_ns > e->timeout_ns + s->v.ps->sync_interval_ns;
+}
+
 /* Feed what endpoint @k saw since the last tick into its health machine. */
 static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 {
@@ -260,6 +277,16 @@ static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 	struct store_report r;
 
 	store__collect(s->store[k], &r);
+	if (is_stalled(s, k, &r, now)) {
+		r.failed++;
+		snprintf(r.err, sizeof(r.err), "no answer for %llu ms: the store thread is stuck",
+			 (unsigned long long)((now - r.busy_since_ns) / SLUICE_NSEC_PER_MSEC));
+	}
+	if (r.rounds && r.map_errors > s->map_errors_seen[k])
+		pr_warn("%llu lease map writes failed; those keys keep their old leases",
+			(unsigned long long)(r.map_errors - s->map_errors_seen[k]));
+	if (r.rounds)
+		s->map_errors_seen[k] = r.map_errors;
 	if (r.live_nodes && r.live_nodes != s->live_nodes[k])
 		log_event(LOG_INFO, "fleet", "store=%s node=%s live_nodes=%llu",
 			  k == AGENT_STORE_ABUSE ? s->v.ps->abuse_store.url : s->v.ps->store.url,

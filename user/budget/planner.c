@@ -165,6 +165,18 @@ static int note_hot(struct round *r, const struct lease_policy *p, const struct 
 	return 0;
 }
 
+/*
+ * Count a failed lease map call (the store's report carries the count to
+ * the agent, which logs it). A full sluice_lease is no failure: a new hot
+ * key stays cold until entries free up (docs/shared-budget.md).
+ */
+static int count_map_err(struct round *r, int err)
+{
+	if (err && err != -E2BIG)
+		r->ls->stats.map_errors++;
+	return err;
+}
+
 /* Keys the XDP program asked to make hot: give each an entry, tell the fleet. */
 static void drain_requests(struct round *r)
 {
@@ -173,10 +185,12 @@ static void drain_requests(struct round *r)
 	struct sluice_hot *vals = NULL;
 	size_t n = 0, i;
 
-	lease_maps__take_hot(&r->att->maps, &keys, &vals, &n);
+	if (count_map_err(r, lease_maps__take_hot(&r->att->maps, &keys, &vals, &n)))
+		n = 0; /* what was taken before the failure is lost: it asks again */
 	for (i = 0; i < n; i++) {
 		p = policy_of(r->att, keys[i].policy_id);
-		if (p && !lease_maps__create(&r->att->maps, &keys[i], first_want(r->ls, p), 0))
+		if (p && !count_map_err(r, lease_maps__create(&r->att->maps, &keys[i],
+							      first_want(r->ls, p), 0)))
 			note_hot(r, p, &keys[i]);
 	}
 	free(keys);
@@ -195,7 +209,7 @@ static void adopt_fleet(struct round *r, __u64 expires)
 	size_t i;
 
 	for (i = 0; i < f->n; i++)
-		lease_maps__create(&r->att->maps, &f->v[i], 0, expires);
+		count_map_err(r, lease_maps__create(&r->att->maps, &f->v[i], 0, expires));
 }
 
 /* A spend counter with its key first, so key_cmp() sorts and finds it. */
@@ -231,7 +245,7 @@ static int collect(struct round *r)
 		e->key = lk[i];
 		e->p = policy_of(r->att, lk[i].policy_id);
 		if (!e->p) {
-			lease_maps__delete(&r->att->maps, &lk[i]);
+			count_map_err(r, lease_maps__delete(&r->att->maps, &lk[i]));
 			continue;
 		}
 		found = ns ? bsearch(&lk[i], so, ns, sizeof(*so), key_cmp) : NULL;
@@ -343,7 +357,7 @@ static void plan_full(struct round *r)
 
 		e->l.idle = d ? 0 : e->l.idle + 1;
 		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
-			lease_maps__delete(&r->att->maps, &e->key);
+			count_map_err(r, lease_maps__delete(&r->att->maps, &e->key));
 			continue;
 		}
 		if (d >= hot_threshold(r, e->p))
@@ -399,13 +413,14 @@ static size_t plan_early(struct round *r)
 	return n;
 }
 
-static void on_member(void *arg, size_t hot, const char *member)
+/* A member of hot set @hot from the store: a key, or the reply is wrong (-EINVAL). */
+static int on_member(void *arg, size_t hot, const char *member)
 {
 	struct round *r = arg;
 	struct sluice_key k = { .policy_id = r->att->pol[hot].id };
+	int err = addr_of_hex(member, k.addr);
 
-	if (!addr_of_hex(member, k.addr))
-		set_add(&r->seen, &k);
+	return err ? err : set_add(&r->seen, &k);
 }
 
 /* The kernel's expiry of what a sync sent at @sent_ns brings: before the store's. */
@@ -414,12 +429,19 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
+/* Overwrite @e's lease, counting a failure (the entry keeps its old lease). */
+static void write_lease(struct round *r, const struct entry *e)
+{
+	count_map_err(r, lease_maps__write(&r->att->maps, &e->key, &e->l));
+}
+
 /*
- * Write each answer; an entry whose call failed is left as it was. Held
- * entries stay live only while the store answers (@ok): else they expire
- * and their keys follow the policy's fail mode.
+ * Write each answer of a round the store answered in full, every reply
+ * checked (redis.c). Held entries stay live only while the store answers:
+ * after a failed round nothing is written, so they expire and their keys
+ * follow the policy's fail mode.
  */
-static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns, int ok)
+static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 {
 	__u64 expires = kernel_expiry(r, sent_ns);
 	size_t i, k = 0;
@@ -427,24 +449,24 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns,
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 
-		if (e->hold && ok) {
+		if (e->hold) {
 			e->l.expires = expires;
-			lease_maps__write(&r->att->maps, &e->key, &e->l);
+			write_lease(r, e);
 		}
 		if (!e->send)
 			continue;
-		if (!g[k].err && !(is_pending(e) && !g[k].held)) {
+		if (!(is_pending(e) && !g[k].held)) {
 			e->l.granted = e->s.spent + g[k].held;
 			e->l.reported = e->s.spent;
 			e->l.topup_seen = e->s.spent + e->s.denied;
 			e->l.expires = expires;
 			e->l.flags =
 				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
-			lease_maps__write(&r->att->maps, &e->key, &e->l);
-		} else if (!g[k].err) {
+			write_lease(r, e);
+		} else {
 			/* Pending and nothing yet: stays cold; what was spent is reported. */
 			e->l.granted = e->l.reported = e->s.spent;
-			lease_maps__write(&r->att->maps, &e->key, &e->l);
+			write_lease(r, e);
 		}
 		k++;
 	}
@@ -473,10 +495,15 @@ static void round_free(struct round *r)
 	free(r->seen.v);
 }
 
-/* Build and send one attachment's pipeline, and install the answers. */
-static int send_round(struct round *r, struct redisContext *c, struct lease_scripts *sc,
-		      struct budget_sync *b, int full, char *err, size_t len)
+/*
+ * Build and send one attachment's pipeline, and install the answers. @beat
+ * gives the membership beat's fields; the sync itself lives here, so that
+ * nothing outlives the arrays it points to.
+ */
+static int send_round(struct round *r, struct store_conn *c, struct budget_sync *beat, int full,
+		      char *err, size_t len)
 {
+	struct budget_sync b = *beat, *bp = &b;
 	struct lease_key *keys = calloc(r->n ? r->n : 1, sizeof(*keys));
 	struct lease_req *q = calloc(r->n ? r->n : 1, sizeof(*q));
 	struct lease_grant *g = calloc(r->n ? r->n : 1, sizeof(*g));
@@ -498,6 +525,7 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 		keys[n].burst = keys[n].cap = e->p->burst;
 		keys[n].start_empty = !e->p->strict;
 		q[n].k = &keys[n];
+		q[n].held = sat_sub(e->l.granted, e->l.reported);
 		q[n].used = sat_sub(e->s.spent, e->l.reported);
 		q[n].want = e->l.want;
 		q[n].release = e->release;
@@ -511,24 +539,26 @@ static int send_round(struct round *r, struct redisContext *c, struct lease_scri
 		h[i].ttl_us = LEASE_HOT_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
 		h[i].limit = LEASE_HOT_LIMIT;
 	}
-	b->hot = h;
-	b->n_hot = full ? r->att->n_pol : 0;
-	b->on_member = on_member;
-	b->arg = r;
-	b->holder = r->att->holder;
-	b->lease_ttl_us = LEASE_TTL_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
-	b->leases = q;
-	b->n_leases = n;
-	b->grants = g;
+	bp->hot = h;
+	bp->n_hot = full ? r->att->n_pol : 0;
+	bp->on_member = on_member;
+	bp->arg = r;
+	bp->holder = r->att->holder;
+	bp->lease_ttl_us = LEASE_TTL_SYNCS * r->ls->plan->interval_ns / SLUICE_NSEC_PER_USEC;
+	bp->leases = q;
+	bp->n_leases = n;
+	bp->grants = g;
 	sent_ns = mono_ns();
-	ret = store_budget_sync(c, sc, b, err, len);
+	ret = store_budget_sync(c, bp, err, len);
 	r->ls->stats.rounds++;
 	r->ls->stats.leases += n;
-	if (ret && ret != -EPROTO)
-		goto out; /* no answer read: nothing to install */
-	install(r, g, sent_ns, !ret);
-	if (full && !ret) {
-		qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
+	if (ret)
+		goto out; /* a wrong reply is a lie about all of them: install nothing */
+	beat->live_nodes = bp->live_nodes;
+	install(r, g, sent_ns);
+	if (full) {
+		if (r->seen.n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
+			qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;
 		memset(&r->seen, 0, sizeof(r->seen));
@@ -542,9 +572,8 @@ out:
 	return ret;
 }
 
-static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
-		     struct lease_scripts *sc, struct budget_sync *b, int full, char *err,
-		     size_t len)
+static int round_att(struct lease_state *ls, size_t ai, struct store_conn *c, struct budget_sync *b,
+		     int full, char *err, size_t len)
 {
 	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai };
 	int ret = -ENOMEM;
@@ -562,7 +591,7 @@ static int round_att(struct lease_state *ls, size_t ai, struct redisContext *c,
 		plan_full(&r);
 	else if (!plan_early(&r))
 		goto out; /* nothing running low: no call */
-	ret = send_round(&r, c, sc, b, full, err, len);
+	ret = send_round(&r, c, b, full, err, len);
 out:
 	if (ret == -ENOMEM)
 		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
@@ -570,9 +599,8 @@ out:
 	return ret;
 }
 
-int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scripts *sc,
-		const char *fleet, const char *node, __u64 beat_ttl_us, int full, __u64 *live,
-		char *err, size_t len)
+int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
+		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len)
 {
 	struct budget_sync b = { .fleet = full ? fleet : NULL,
 				 .node = node,
@@ -585,9 +613,9 @@ int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scr
 	if (full)
 		ls->stats.hot_keys = 0;
 	if (!n_att && full)
-		ret = store_budget_sync(c, sc, &b, err, len);
+		ret = store_budget_sync(c, &b, err, len);
 	for (i = 0; i < n_att && !ret; i++) {
-		ret = round_att(ls, i, c, sc, &b, full, err, len);
+		ret = round_att(ls, i, c, &b, full, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
 	if (!ret && full)

@@ -19,8 +19,8 @@
 #include "budget/redis.h"
 #include "kernel/leases.h"
 
-#define LEASE_TTL_SYNCS	   3	/* the store's lease lives this many intervals */
-#define LEASE_KERNEL_SYNCS 2	/* the kernel's, fewer: it stops before the store reclaims */
+#define LEASE_TTL_SYNCS	   3 /* the store's lease lives this many intervals */
+#define LEASE_KERNEL_SYNCS SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
 #define LEASE_EARLY_DIV	   10	/* early top-ups at most every interval / this */
 #define LEASE_LOOKAHEAD	   1	/* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
@@ -69,20 +69,22 @@ void lease_plan__free(struct lease_plan *plan);
 
 /* What a round did, for the store's report and the metrics. */
 struct lease_stats {
-	__u64 rounds;	/* pipelines sent */
-	__u64 leases;	/* lease calls in them */
-	__u64 hot_keys; /* keys holding a lease entry now */
+	__u64 rounds;	  /* pipelines sent */
+	__u64 leases;	  /* lease calls in them */
+	__u64 hot_keys;	  /* keys holding a lease entry now */
+	__u64 map_errors; /* lease map writes or deletes that failed */
 };
 
 /*
  * One round on connection @c: a full sync (@full: beat with @fleet/@node,
  * hot sets, every lease), or an early top-up of the leases running low
  * (sends nothing when none is). 0, or what store_budget_sync() returns,
- * with the cause in @err; *@live gets the fleet's count after a beat.
+ * with the cause in @err; *@live gets the fleet's count after a beat. A
+ * round that fails in any way, a wrong reply included, writes no answer
+ * of it into the kernel.
  */
-int lease_round(struct lease_state *ls, struct redisContext *c, struct lease_scripts *sc,
-		const char *fleet, const char *node, __u64 beat_ttl_us, int full, __u64 *live,
-		char *err, size_t len);
+int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
+		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
 
 void lease_state__stats(const struct lease_state *ls, struct lease_stats *out);
 

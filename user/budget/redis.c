@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/abi.h"
 #include "sluice/compiler.h"
 #include "budget/redis.h"
+#include "budget/wire.h"
 
 #define NUM_LEN 24 /* a __u64 in decimal, NUL-terminated */
 
@@ -193,7 +195,18 @@ struct pipe {
 	struct call *calls;
 	redisReply **replies;
 	size_t n, cap;
+	struct wire_budget budget; /* what their replies may cost, in all */
 };
+
+/*
+ * What a reply may cost beyond what its call expects: an error line
+ * (a script error names the script and the key), and the array's own
+ * header. A round trip may cost WIRE_REPLY_BYTES and WIRE_REPLY_OBJECTS
+ * more, for whatever else a healthy Redis sends (NOSCRIPT, -BUSY ...).
+ */
+#define CALL_REPLY_BYTES   512
+#define CALL_REPLY_OBJECTS 8
+#define INT_REPLY_BYTES	   24 /* ":" a 64-bit integer in decimal, CRLF */
 
 static void pipe_free(struct pipe *p)
 {
@@ -211,9 +224,12 @@ static void pipe_free(struct pipe *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* Queue script @sc on @key with @nargs arguments; 0 or -ENOMEM. */
+/*
+ * Queue script @sc on @key with @nargs arguments, whose reply may hold
+ * @objects values in @bytes; 0 or -ENOMEM.
+ */
 static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_t nargs,
-		    const char *const *args)
+		    const char *const *args, size_t objects, size_t bytes)
 {
 	struct call *c;
 	size_t i;
@@ -240,6 +256,8 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_
 	if (!c->argv)
 		return -ENOMEM;
 	p->replies[p->n++] = NULL;
+	p->budget.objects += CALL_REPLY_OBJECTS + objects;
+	p->budget.bytes += CALL_REPLY_BYTES + bytes;
 	c->argv[CALL_HEAD - 2] = strdup("1");
 	c->argv[CALL_HEAD - 1] = strdup(key);
 	for (i = 0; i < nargs; i++)
@@ -250,19 +268,88 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_
 	return 0;
 }
 
-/* Load @src into Redis' script cache if @sha is "", keeping its SHA-1. */
-static int script_load(redisContext *c, const char *src, char *sha, char *err, size_t len)
+/* Commands formatted for one write, so a pipeline reaches Redis in one read. */
+struct out_buf {
+	char *buf;
+	size_t len;
+};
+
+/* Append one command of @argc words to @o; 0 or -ENOMEM with @err. */
+static int out_add(struct out_buf *o, int argc, const char **argv, char *err, size_t len)
 {
+	char *cmd = NULL, *buf;
+	int n = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+
+	buf = n < 0 ? NULL : realloc(o->buf, o->len + n);
+	if (!buf) {
+		redisFreeCommand(cmd);
+		snprintf(err, len, "store call: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	memcpy(buf + o->len, cmd, n);
+	o->buf = buf;
+	o->len += n;
+	redisFreeCommand(cmd);
+	return 0;
+}
+
+/* Send one command of @argc words on @w. */
+static int send_argv(struct wire *w, int argc, const char **argv, char *err, size_t len)
+{
+	struct out_buf o = { 0 };
+	int ret = out_add(&o, argc, argv, err, len);
+
+	if (!ret)
+		ret = wire_send(w, o.buf, o.len, err, len);
+	free(o.buf);
+	return ret;
+}
+
+/* A round trip that read every reply it waited for must have read no more. */
+static int no_more(const struct wire *w, char *err, size_t len)
+{
+	if (w->reader->len == w->reader->pos)
+		return 0;
+	snprintf(err, len, "store reply: more replies than calls");
+	return -EPROTO;
+}
+
+int store_command(struct store_conn *conn, int argc, const char **argv, redisReply **out, char *err,
+		  size_t len)
+{
+	const struct wire_budget b = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS };
+	struct wire w;
+	int ret = wire_begin(&w, conn->c->fd, conn->cancel_fd, conn->timeout_ns, &b);
+
+	*out = NULL;
+	if (ret)
+		snprintf(err, len, "store call: %s", strerror(-ret));
+	if (!ret)
+		ret = send_argv(&w, argc, argv, err, len);
+	if (!ret)
+		ret = wire_read(&w, out, err, len);
+	if (!ret)
+		ret = no_more(&w, err, len);
+	wire_end(&w);
+	if (ret && *out) {
+		freeReplyObject(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+/* Load @src into Redis' script cache if @sha is "", keeping its SHA-1. */
+static int script_load(struct store_conn *conn, const char *src, char *sha, char *err, size_t len)
+{
+	const char *argv[] = { "SCRIPT", "LOAD", src };
 	redisReply *r;
-	int ret = 0;
+	int ret;
 
 	if (sha[0])
 		return 0;
-	r = redisCommand(c, "SCRIPT LOAD %s", src);
-	if (!r) {
-		snprintf(err, len, "cannot load a script: %s", c->errstr);
-		return -EIO;
-	}
+	ret = store_command(conn, ARRAY_SIZE(argv), argv, &r, err, len);
+	if (ret)
+		return ret;
 	if (r->type != REDIS_REPLY_STRING || r->len != LEASE_SHA_LEN - 1) {
 		snprintf(err, len, "cannot load a script: %s", store_reply_error(NULL, r));
 		ret = -EPROTO;
@@ -279,80 +366,93 @@ static int is_noscript(const redisReply *r)
 	return r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", strlen("NOSCRIPT"));
 }
 
-/* Append call @i by SHA-1, or by source when @by_source. */
-static int append_call(redisContext *c, struct lease_scripts *sc, struct call *k, int by_source)
+/* Queue call @k by SHA-1, or by source when @by_source. */
+static int queue_call(struct out_buf *o, struct lease_scripts *sc, struct call *k, int by_source,
+		      char *err, size_t len)
 {
 	k->argv[CALL_VERB] = by_source ? "EVAL" : "EVALSHA";
 	k->argv[CALL_SCRIPT] = by_source ? (char *)script_src[k->script] : sc->sha[k->script];
-	return redisAppendCommandArgv(c, k->argc, (const char **)k->argv, NULL) == REDIS_OK ? 0
-											    : -EIO;
+	return out_add(o, (int)k->argc, (const char **)k->argv, err, len);
 }
 
-/* Read the replies of the calls @again marks (all when NULL); counts NOSCRIPTs. */
-static int read_replies(redisContext *c, struct pipe *p, const unsigned char *again,
-			unsigned char *noscript, char *err, size_t len)
+/*
+ * One round trip: send the calls @again marks (all when NULL), read their
+ * replies into p->replies, marking in @noscript those answered NOSCRIPT.
+ * The number of NOSCRIPTs, or -errno with the cause in @err.
+ */
+static int round_trip(struct store_conn *conn, struct pipe *p, const unsigned char *again,
+		      unsigned char *noscript, char *err, size_t len)
 {
+	struct out_buf o = { 0 };
+	struct wire w;
+	int ret = wire_begin(&w, conn->c->fd, conn->cancel_fd, conn->timeout_ns, &p->budget);
 	int n_again = 0;
 	size_t i;
 
-	for (i = 0; i < p->n; i++) {
+	if (ret)
+		snprintf(err, len, "store sync: %s", strerror(-ret));
+	for (i = 0; i < p->n && !ret; i++)
+		if (!again || again[i])
+			ret = queue_call(&o, &conn->sc, &p->calls[i], !!again, err, len);
+	if (!ret)
+		ret = wire_send(&w, o.buf, o.len, err, len);
+	free(o.buf);
+	for (i = 0; i < p->n && !ret; i++) {
 		if (again && !again[i])
 			continue;
 		if (p->replies[i])
 			freeReplyObject(p->replies[i]);
-		p->replies[i] = NULL;
-		if (redisGetReply(c, (void **)&p->replies[i]) != REDIS_OK || !p->replies[i]) {
-			p->replies[i] = NULL;
-			snprintf(err, len, "store sync: %s", c->errstr);
-			return -EIO;
+		ret = wire_read(&w, &p->replies[i], err, len);
+		if (!ret) {
+			noscript[i] = is_noscript(p->replies[i]);
+			n_again += noscript[i];
 		}
-		noscript[i] = is_noscript(p->replies[i]);
-		n_again += noscript[i];
 	}
-	return n_again;
+	if (!ret)
+		ret = no_more(&w, err, len);
+	wire_end(&w);
+	return ret ? ret : n_again;
 }
 
 /*
  * Send every call of @p in one round trip (the first use of a script on a
  * connection loads it first) and read the replies into p->replies. Calls
  * answered NOSCRIPT (Redis restarted or flushed its scripts) did not run:
- * they are sent again by source, one more round trip. 0, or -EIO when the
- * connection failed (the caller reconnects: a pipeline may be half read),
- * -ENOMEM, or -EPROTO when a script could not be loaded; cause in @err.
+ * they are sent again by source, one more round trip. 0, or -EIO,
+ * -ETIMEDOUT, -ECANCELED or -EPROTO when the connection failed or
+ * answered out of step (the caller reconnects: a pipeline may be half
+ * read), -ENOMEM, or -EPROTO when a script could not be loaded; cause in
+ * @err.
  */
-static int pipe_run(redisContext *c, struct lease_scripts *sc, struct pipe *p, char *err,
-		    size_t len)
+static int pipe_run(struct store_conn *conn, struct pipe *p, char *err, size_t len)
 {
 	unsigned char *noscript = calloc(p->n ? p->n : 1, 1);
+	unsigned char *again = calloc(p->n ? p->n : 1, 1);
 	size_t i;
 	int ret = 0;
 
-	if (!noscript)
-		return -ENOMEM;
+	if (!noscript || !again)
+		ret = -ENOMEM;
 	for (i = 0; i < p->n && !ret; i++)
-		ret = script_load(c, script_src[p->calls[i].script], sc->sha[p->calls[i].script],
-				  err, len);
-	for (i = 0; i < p->n && !ret; i++)
-		ret = append_call(c, sc, &p->calls[i], 0);
+		ret = script_load(conn, script_src[p->calls[i].script],
+				  conn->sc.sha[p->calls[i].script], err, len);
 	if (!ret)
-		ret = read_replies(c, p, NULL, noscript, err, len);
+		ret = round_trip(conn, p, NULL, noscript, err, len);
 	if (ret > 0) {
-		for (i = 0; i < p->n; i++) {
+		for (i = 0; i < p->n; i++)
 			if (noscript[i])
-				sc->sha[p->calls[i].script][0] = '\0';
-			if (noscript[i] && append_call(c, sc, &p->calls[i], 1))
-				ret = -EIO;
-		}
-		if (ret > 0)
-			ret = read_replies(c, p, noscript, noscript, err, len);
+				conn->sc.sha[p->calls[i].script][0] = '\0';
+		memcpy(again, noscript, p->n);
+		ret = round_trip(conn, p, again, noscript, err, len);
 		if (ret > 0) {
 			snprintf(err, len, "store sync: NOSCRIPT after EVAL");
 			ret = -EPROTO;
 		}
 	}
-	if (ret == -EIO && !err[0])
-		snprintf(err, len, "store sync: cannot queue a command: %s", c->errstr);
+	if (ret == -ENOMEM && !err[0])
+		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
 	free(noscript);
+	free(again);
 	return ret;
 }
 
@@ -386,6 +486,17 @@ static int reqs_are_valid(__u64 ttl_us, const struct lease_req *r, size_t n, cha
 	return 1;
 }
 
+/* A lease reply: {held, expires_us, now_us, granted}. */
+enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FIELDS };
+
+static int limit_is_valid(__u64 limit, char *err, size_t len)
+{
+	if (limit <= STORE_HOT_LIMIT_MAX)
+		return 1;
+	snprintf(err, len, "hot set limit %" PRIu64 " is out of range", (uint64_t)limit);
+	return 0;
+}
+
 /* Queue one call of the lease script for @q. */
 static int add_lease(struct pipe *p, const char *node, __u64 ttl_us, const struct lease_req *q)
 {
@@ -409,33 +520,68 @@ static int add_lease(struct pipe *p, const char *node, __u64 ttl_us, const struc
 		snprintf(num[i], sizeof(num[i]), "%" PRIu64, (uint64_t)v[i]);
 		args[i] = num[i];
 	}
-	return pipe_add(p, STORE_SCRIPT_LEASE, q->k->key, LEASE_ARG_MAX, args);
+	return pipe_add(p, STORE_SCRIPT_LEASE, q->k->key, LEASE_ARG_MAX, args, 1 + GRANT_FIELDS,
+			GRANT_FIELDS * INT_REPLY_BYTES);
 }
 
-/* Decode {held, expires_us, now_us, granted} into @g; 0 or -EPROTO with the cause in @err. */
-static int grant_of(const redisReply *r, const char *key, struct lease_grant *g, char *err,
-		    size_t len)
+static __u64 max_u64(__u64 a, __u64 b)
 {
-	enum { HELD, EXPIRES, NOW, GRANTED, FIELDS };
+	return a > b ? a : b;
+}
+
+/*
+ * Why grant @g cannot be the lease script's answer to @q with @ttl_us, or
+ * NULL: the script holds at most cap (or what was held, when the burst
+ * was lowered since), grants at most what it was asked and holds, and
+ * expires every lease at its own TIME + ttl.
+ */
+static const char *grant_lie(const struct lease_grant *g, const struct lease_req *q, __u64 ttl_us)
+{
+	if (g->held > max_u64(q->k->cap, q->held))
+		return "holds more than the cap";
+	if (g->granted > g->held || g->granted > q->want)
+		return "grants more than asked or held";
+	if (!g->now_us || g->now_us > STORE_TIME_US_MAX)
+		return "its time is out of range";
+	if (g->expires_us != g->now_us + ttl_us)
+		return "expires at another time than now + ttl";
+	return NULL;
+}
+
+/*
+ * Decode and check reply @r to @q into @g; 0, or -EPROTO (an error, or
+ * not what the script can answer) with the cause in @err.
+ */
+static int grant_of(const redisReply *r, const struct lease_req *q, __u64 ttl_us,
+		    struct lease_grant *g, char *err, size_t len)
+{
+	const char *lie = "not 4 integers";
+	__u64 v[GRANT_FIELDS];
 	size_t i;
 
 	memset(g, 0, sizeof(*g));
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == FIELDS) {
-		for (i = 0; i < FIELDS; i++)
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == GRANT_FIELDS) {
+		for (i = 0; i < GRANT_FIELDS; i++) {
 			if (r->element[i]->type != REDIS_REPLY_INTEGER ||
 			    r->element[i]->integer < 0)
 				break;
-		if (i == FIELDS) {
-			g->held = r->element[HELD]->integer;
-			g->expires_us = r->element[EXPIRES]->integer;
-			g->now_us = r->element[NOW]->integer;
-			g->granted = r->element[GRANTED]->integer;
-			return 0;
+			v[i] = r->element[i]->integer;
+		}
+		if (i == GRANT_FIELDS) {
+			g->held = v[GRANT_HELD];
+			g->expires_us = v[GRANT_EXPIRES];
+			g->now_us = v[GRANT_NOW];
+			g->granted = v[GRANT_GRANTED];
+			lie = grant_lie(g, q, ttl_us);
+			if (!lie)
+				return 0;
 		}
 	}
-	if (!err[0])
-		snprintf(err, len, "lease script failed on '%s': %s", key,
-			 store_reply_error(NULL, r));
+	if (!err[0] && r->type == REDIS_REPLY_ERROR)
+		snprintf(err, len, "lease script failed on '%s': %s", q->k->key, r->str);
+	else if (!err[0])
+		snprintf(err, len, "lease reply on '%s' refused: %s", q->k->key, lie);
+	memset(g, 0, sizeof(*g));
 	g->err = -EPROTO;
 	return g->err;
 }
@@ -447,19 +593,25 @@ static int add_beat(struct pipe *p, const char *fleet, const char *node, __u64 t
 	const char *args[] = { node, ttl };
 
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)ttl_us);
-	return pipe_add(p, STORE_SCRIPT_BEAT, fleet, ARRAY_SIZE(args), args);
+	return pipe_add(p, STORE_SCRIPT_BEAT, fleet, ARRAY_SIZE(args), args, 1, INT_REPLY_BYTES);
 }
 
 static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *err, size_t len)
 {
-	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1 && r->integer <= STORE_NODES_MAX) {
 		*live = r->integer;
 		return 0;
 	}
-	if (!err[0])
+	if (!err[0] && r->type == REDIS_REPLY_INTEGER)
+		snprintf(err, len, "member beat on '%s': %lld live nodes is out of range", fleet,
+			 r->integer);
+	else if (!err[0])
 		snprintf(err, len, "member beat on '%s': %s", fleet, store_reply_error(NULL, r));
 	return -EPROTO;
 }
+
+/* A hot set member on the wire: "$32" CRLF, 32 hex digits, CRLF. */
+#define HOT_MEMBER_BYTES (2 * SLUICE_ADDR_LEN + 16)
 
 /* Queue hot set @h: its ttl, its limit, then the members this node saw. */
 static int add_hot(struct pipe *p, const struct hot_req *h)
@@ -477,33 +629,37 @@ static int add_hot(struct pipe *p, const struct hot_req *h)
 	args[HOT_ARG_LIMIT] = limit;
 	for (i = 0; i < h->n_add; i++)
 		args[HOT_ARG_MEMBERS + i] = h->add[i];
-	err = pipe_add(p, STORE_SCRIPT_HOT, h->key, HOT_ARG_MEMBERS + h->n_add, args);
+	err = pipe_add(p, STORE_SCRIPT_HOT, h->key, HOT_ARG_MEMBERS + h->n_add, args, 1 + h->limit,
+		       h->limit * HOT_MEMBER_BYTES);
 	free(args);
 	return err;
 }
 
-/* Hand every member of hot set @i's reply to the callback. */
+/* Hand every member of hot set @i's reply to the callback: at most its limit, all keys. */
 static int members_of(const redisReply *r, const struct budget_sync *b, size_t i, char *err,
 		      size_t len)
 {
+	const char *why = NULL;
 	size_t j;
 
-	if (r->type != REDIS_REPLY_ARRAY) {
-		if (!err[0])
-			snprintf(err, len, "hot set '%s': %s", b->hot[i].key,
-				 store_reply_error(NULL, r));
-		return -EPROTO;
-	}
-	for (j = 0; j < r->elements; j++)
-		if (r->element[j]->type == REDIS_REPLY_STRING && b->on_member)
-			b->on_member(b->arg, i, r->element[j]->str);
-	return 0;
+	if (r->type != REDIS_REPLY_ARRAY)
+		why = store_reply_error(NULL, r);
+	else if (r->elements > b->hot[i].limit)
+		why = "more members than asked for";
+	for (j = 0; !why && j < r->elements; j++)
+		if (r->element[j]->type != REDIS_REPLY_STRING ||
+		    (b->on_member && b->on_member(b->arg, i, r->element[j]->str)))
+			why = "a member that is not a key";
+	if (!why)
+		return 0;
+	if (!err[0])
+		snprintf(err, len, "hot set '%s': %s", b->hot[i].key, why);
+	return -EPROTO;
 }
 
-int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct budget_sync *b,
-		      char *err, size_t len)
+int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len)
 {
-	struct pipe p = { 0 };
+	struct pipe p = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS } };
 	size_t i, at = 0;
 	int ret = 0;
 
@@ -514,7 +670,8 @@ int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct b
 	    !reqs_are_valid(b->lease_ttl_us, b->leases, b->n_leases, err, len))
 		return -EINVAL;
 	for (i = 0; i < b->n_hot; i++)
-		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len))
+		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len) ||
+		    !limit_is_valid(b->hot[i].limit, err, len))
 			return -EINVAL;
 	if (b->fleet)
 		ret = add_beat(&p, b->fleet, b->node, b->beat_ttl_us);
@@ -525,7 +682,7 @@ int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct b
 	if (ret == -ENOMEM)
 		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
 	if (!ret)
-		ret = pipe_run(c, sc, &p, err, len);
+		ret = pipe_run(conn, &p, err, len);
 	if (ret)
 		goto out;
 	if (b->fleet && live_of(p.replies[at++], b->fleet, &b->live_nodes, err, len))
@@ -534,15 +691,17 @@ int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct b
 		if (members_of(p.replies[at++], b, i, err, len))
 			ret = -EPROTO;
 	for (i = 0; i < b->n_leases; i++)
-		grant_of(p.replies[at++], b->leases[i].k->key, &b->grants[i], err, len);
+		if (grant_of(p.replies[at++], &b->leases[i], b->lease_ttl_us, &b->grants[i], err,
+			     len))
+			ret = -EPROTO;
 out:
 	pipe_free(&p);
 	return ret;
 }
 
-int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const char *node,
-		     __u64 ttl_us, const struct lease_req *r, size_t n, struct lease_grant *out,
-		     char *err, size_t len)
+int store_lease_sync(struct store_conn *conn, const char *node, __u64 ttl_us,
+		     const struct lease_req *r, size_t n, struct lease_grant *out, char *err,
+		     size_t len)
 {
 	struct budget_sync b = {
 		.holder = node,
@@ -552,18 +711,18 @@ int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const cha
 		.grants = out,
 	};
 
-	return store_budget_sync(c, sc, &b, err, len);
+	return store_budget_sync(conn, &b, err, len);
 }
 
-int store_member_beat(struct redisContext *c, struct lease_scripts *sc, const char *fleet,
-		      const char *node, __u64 ttl_us, __u64 *live_nodes, char *err, size_t len)
+int store_member_beat(struct store_conn *conn, const char *fleet, const char *node, __u64 ttl_us,
+		      __u64 *live_nodes, char *err, size_t len)
 {
 	struct budget_sync b = {
 		.fleet = fleet,
 		.node = node,
 		.beat_ttl_us = ttl_us,
 	};
-	int ret = store_budget_sync(c, sc, &b, err, len);
+	int ret = store_budget_sync(conn, &b, err, len);
 
 	if (!ret)
 		*live_nodes = b.live_nodes;

@@ -24,11 +24,14 @@ struct redisReply;
  *   exp:<node>   Redis TIME when that lease expires, µs
  * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
  */
-#define STORE_NAME_LEN	 160	      /* a fleet, node or policy name (< 128) and a suffix */
-#define LEASE_SHA_LEN	 41	      /* a SHA-1 in hex, NUL-terminated */
-#define LEASE_KEY_LEN	 320	      /* a Redis key, NUL-terminated */
-#define LEASE_SCALED_MAX (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
-#define LEASE_TTL_US_MAX (1ULL << 40) /* ~12.7 days */
+#define STORE_NAME_LEN	    160		 /* a fleet, node or policy name (< 128) and a suffix */
+#define LEASE_SHA_LEN	    41		 /* a SHA-1 in hex, NUL-terminated */
+#define LEASE_KEY_LEN	    320		 /* a Redis key, NUL-terminated */
+#define LEASE_SCALED_MAX    (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
+#define LEASE_TTL_US_MAX    (1ULL << 40) /* ~12.7 days */
+#define STORE_NODES_MAX	    65536	 /* a live node count above this is a lie, not a fleet */
+#define STORE_HOT_LIMIT_MAX 65536	 /* hot set members read back per call, at most */
+#define STORE_TIME_US_MAX   (1ULL << 53) /* Redis TIME in µs until 2255: above it, a lie */
 
 enum store_script {
 	STORE_SCRIPT_LEASE = 0,
@@ -41,6 +44,27 @@ enum store_script {
 struct lease_scripts {
 	char sha[STORE_SCRIPT_MAX][LEASE_SHA_LEN];
 };
+
+/*
+ * A connection as the store's thread holds it. Every round trip on it is
+ * bounded in time and size (budget/wire.h): a stalled or lying Redis costs
+ * at most @timeout_ns per round trip and a bounded amount of memory.
+ */
+struct store_conn {
+	struct redisContext *c;	 /* connected; its owner frees it */
+	struct lease_scripts sc; /* loaded on this connection */
+	__u64 timeout_ns;	 /* each round trip, whole: first byte sent to last byte read */
+	int cancel_fd;		 /* readable: give up any wait at once; -1: never */
+};
+
+/*
+ * One command (@argc words of @argv) and its reply, in one bounded round
+ * trip; the caller frees *@out. 0; -ENOMEM; -ETIMEDOUT, -ECANCELED, -EIO or
+ * -EPROTO (malformed or oversize reply) with the cause in @err: then drop
+ * the connection.
+ */
+int store_command(struct store_conn *conn, int argc, const char **argv, struct redisReply **out,
+		  char *err, size_t len);
 
 /*
  * One key's limit: rate_units per rate_period_us, at most burst outstanding
@@ -59,6 +83,8 @@ struct lease_key {
 
 struct lease_req {
 	const struct lease_key *k;
+	__u64 held;  /* what this node held at its last answer: the store may answer up to
+		      * max(held, cap) (a lease granted before the burst was lowered) */
 	__u64 used;  /* units this node spent since its last call; clamped to what it holds */
 	__u64 want;  /* units to hold after the call; <= LEASE_SCALED_MAX */
 	int release; /* hand back what is held beyond want: the node can no longer spend it */
@@ -69,7 +95,7 @@ struct lease_grant {
 	__u64 granted;	  /* units added: min(want, cap) − kept, at most the whole tokens */
 	__u64 expires_us; /* Redis TIME: spend nothing of this lease from then on */
 	__u64 now_us;	  /* Redis TIME when the grant was made */
-	int err;	  /* 0, or -EPROTO: the script failed for this key (see @err text) */
+	int err;	  /* 0, or -EPROTO: an error or a reply out of range (see @err text) */
 };
 
 /*
@@ -83,29 +109,33 @@ const char *store_reply_error(const char *conn_err, const struct redisReply *r);
  * For each of @n requests, in one pipelined round trip: write off expired
  * leases of that key, refill, take @used off what @node holds (never below
  * zero) and top its lease up toward @want, valid for @ttl_us from now.
- * Results land in @out in request order.
+ * Results land in @out in request order, each checked against what the
+ * script can answer: 4 integers, held <= max(cap, what was held), granted
+ * <= held and <= want, expires = now + ttl, now a plausible Redis TIME.
  * The first call on a connection, and the first after Redis lost its script
  * cache (NOSCRIPT: then the requests are sent again with EVAL), costs one
  * more round trip.
- * Returns 0 when every reply arrived (each @out[i].err then says whether its
- * key succeeded), -EINVAL for out-of-range input (nothing sent), -ENOMEM, or
- * -EIO when the connection failed (hiredis' cause in @err; the caller drops
- * the connection and reconnects, since a pipeline may be half read).
- * @err gets the first failure's cause.
+ * Returns 0 when every reply arrived and was valid; -EPROTO when any was
+ * an error or out of range (each @out[i].err says which; the store is
+ * answering wrongly: a store fault); -EINVAL for out-of-range input
+ * (nothing sent); -ENOMEM; or -EIO, -ETIMEDOUT, -ECANCELED when the
+ * connection failed (the caller drops it and reconnects, since a pipeline
+ * may be half read). @err gets the first failure's cause.
  */
-int store_lease_sync(struct redisContext *c, struct lease_scripts *sc, const char *node,
-		     __u64 ttl_us, const struct lease_req *r, size_t n, struct lease_grant *out,
-		     char *err, size_t len);
+int store_lease_sync(struct store_conn *conn, const char *node, __u64 ttl_us,
+		     const struct lease_req *r, size_t n, struct lease_grant *out, char *err,
+		     size_t len);
 
 /*
  * Register @node as alive in the fleet sorted set @fleet at Redis TIME, drop
  * members whose last beat is @ttl_us or more old, and return in @live_nodes
- * how many remain (@node included). One round trip (two on first use).
- * 0, -EINVAL (ttl out of range), -EIO (connection) or -EPROTO (Redis
- * answered an error), with the cause in @err.
+ * how many remain (@node included): 1 .. STORE_NODES_MAX. One round trip
+ * (two on first use). 0, -EINVAL (ttl out of range), -EIO, -ETIMEDOUT
+ * (connection) or -EPROTO (Redis answered an error or out of range), with
+ * the cause in @err.
  */
-int store_member_beat(struct redisContext *c, struct lease_scripts *sc, const char *fleet,
-		      const char *node, __u64 ttl_us, __u64 *live_nodes, char *err, size_t len);
+int store_member_beat(struct store_conn *conn, const char *fleet, const char *node, __u64 ttl_us,
+		      __u64 *live_nodes, char *err, size_t len);
 
 /* One policy's hot set in a budget sync. */
 struct hot_req {
@@ -113,7 +143,7 @@ struct hot_req {
 	const char *const *add;	 /* members this node saw hot: key addresses in hex */
 	size_t n_add;
 	__u64 ttl_us; /* members not seen hot this long leave the set */
-	__u64 limit;  /* members returned at most, the most recent first */
+	__u64 limit;  /* members returned at most, the most recent first; <= STORE_HOT_LIMIT_MAX */
 };
 
 /*
@@ -127,7 +157,8 @@ struct budget_sync {
 	__u64 live_nodes; /* out: the fleet's live count */
 	const struct hot_req *hot;
 	size_t n_hot;
-	void (*on_member)(void *arg, size_t hot, const char *member); /* each returned member */
+	/* Each returned member; non-zero refuses it (not a key: the reply is wrong). */
+	int (*on_member)(void *arg, size_t hot, const char *member);
 	void *arg;
 	const char *holder; /* whose leases (one per node and interface) */
 	__u64 lease_ttl_us;
@@ -137,12 +168,13 @@ struct budget_sync {
 };
 
 /*
- * Run @b. 0 when every reply arrived and the beat and hot sets succeeded
- * (each grant's err says whether its key did); -EINVAL (nothing sent),
- * -ENOMEM, -EIO (the connection failed: drop it and reconnect) or -EPROTO;
- * the first failure's cause in @err.
+ * Run @b. 0 when every reply arrived and each is what its script can
+ * answer (a hot set: at most its limit of members); -EPROTO when any reply
+ * is an error or out of range (each grant's err says whether its key
+ * was); -EINVAL (nothing sent), -ENOMEM, or -EIO, -ETIMEDOUT, -ECANCELED
+ * (the connection failed: drop it and reconnect); the first failure's
+ * cause in @err.
  */
-int store_budget_sync(struct redisContext *c, struct lease_scripts *sc, struct budget_sync *b,
-		      char *err, size_t len);
+int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len);
 
 #endif /* SLUICE_REDIS_H */

@@ -12,19 +12,30 @@
  * ROLE that it is one. So after a failover the first failed probe drops the
  * old master and the next one finds the new master; no other code knows.
  * Worst case a connect costs one timeout per sentinel plus the master's.
+ *
+ * The store never blocks the agent (#12). Every round trip is bounded in
+ * time and size (budget/wire.h), store__close() cancels any wait at once
+ * through an eventfd, and a thread that still does not end in
+ * STORE_CLOSE_WAIT_NS is abandoned: it frees its own state when it ends.
+ * The agent's tick sees a sync that has been under way too long
+ * (store_report.busy_since_ns) and counts it as a fault. Every wait is on
+ * CLOCK_MONOTONIC, so a step of the wall clock changes nothing.
  */
 #include <errno.h>
 #include <hiredis.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "base/clock.h"
 #include "sluice/compiler.h"
 #include "budget/planner.h"
 #include "budget/store.h"
+#include "base/log.h"
 
 #define URL_REDIS	   "redis://"
 #define URL_UNIX	   "unix://"
@@ -36,11 +47,14 @@ struct store {
 	struct store_config cfg;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	pthread_cond_t wake;	     /* CLOCK_MONOTONIC */
 	int stop;		     /* under lock */
+	int done;		     /* under lock: the thread has left run() */
+	int abandoned;		     /* under lock: the thread frees the store when it ends */
+	int cancel_fd;		     /* eventfd: readable once stop is set */
+	__u64 busy_since_ns;	     /* under lock: the sync under way began; 0 none */
 	struct store_report pending; /* under lock */
-	redisContext *ctx;	     /* the thread's own */
-	struct lease_scripts sc;     /* the thread's own: loaded script hashes */
+	struct store_conn conn;	     /* the thread's own; conn.c NULL: not connected */
 	struct lease_state *lease;   /* the thread's own */
 };
 
@@ -76,17 +90,11 @@ static redisContext *connect_tcp(const char *addr, struct timeval tv)
 	return redisConnectWithTimeout(host, port, tv);
 }
 
-/* @c, connected to @what, with the timeout set; else NULL with @err and @c freed. */
-static redisContext *ready(redisContext *c, const char *what, struct timeval tv, char *err,
-			   size_t len)
+/* @c, connected to @what; else NULL with @err and @c freed. */
+static redisContext *ready(redisContext *c, const char *what, char *err, size_t len)
 {
 	if (!c || c->err) {
 		snprintf(err, len, "cannot connect to '%s': %s", what, c ? c->errstr : "no memory");
-		redisFree(c);
-		return NULL;
-	}
-	if (redisSetTimeout(c, tv) != REDIS_OK) {
-		snprintf(err, len, "cannot set a timeout on '%s'", what);
 		redisFree(c);
 		return NULL;
 	}
@@ -100,25 +108,39 @@ const char *store_reply_error(const char *conn_err, const redisReply *r)
 	return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
 }
 
-/* One command on @c (@what in errors) that must answer @want; 0 or -1 with @err. */
-static int command(redisContext *c, const char *what, const char *want, char *err, size_t len,
-		   const char *fmt, ...)
+/*
+ * One command of @argc words on @c (@what in errors), whose reply must be
+ * the status or string @want; 0 or -1 with @err.
+ */
+static int command(struct store_conn *c, const char *what, const char *want, char *err, size_t len,
+		   int argc, const char **argv)
 {
-	redisReply *r;
-	va_list ap;
+	redisReply *r = NULL;
+	char cause[STORE_ERR_LEN];
 	int ok;
 
-	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
-	ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) &&
+	cause[0] = '\0';
+	ok = !store_command(c, argc, argv, &r, cause, sizeof(cause)) &&
+	     (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) &&
 	     !strcmp(r->str, want);
-
 	if (!ok)
-		snprintf(err, len, "'%s' on '%s': %s", fmt, what, store_reply_error(c->errstr, r));
+		snprintf(err, len, "'%s' on '%s': %s", argv[0], what,
+			 r ? store_reply_error(NULL, r) : cause);
 	if (r)
 		freeReplyObject(r);
 	return ok ? 0 : -1;
+}
+
+static int auth(struct store_conn *c, const struct store_config *cfg, const char *what, char *err,
+		size_t len)
+{
+	const char *argv[] = { "AUTH", cfg->username, cfg->password };
+
+	if (!cfg->password[0])
+		return 0;
+	if (!cfg->username[0]) /* the default user: AUTH password */
+		argv[1] = cfg->password;
+	return command(c, what, "OK", err, len, cfg->username[0] ? 3 : 2, argv);
 }
 
 /* Whether @r answers get-master-addr-by-name: [host, port]. */
@@ -129,46 +151,37 @@ static int is_master_addr(const redisReply *r)
 	       r->element[1]->type == REDIS_REPLY_STRING;
 }
 
-/* AUTH [username] password on @c (called @who in errors), when a password is set. */
-static int auth(redisContext *c, const struct store_config *cfg, const char *who, char *err,
-		size_t len)
-{
-	if (!cfg->password[0])
-		return 0;
-	if (cfg->username[0])
-		return command(c, who, "OK", err, len, "AUTH %s %s", cfg->username, cfg->password);
-	return command(c, who, "OK", err, len, "AUTH %s", cfg->password);
-}
-
 /*
  * Ask the sentinel at @addr where master @name is, with the store's timeout
  * and password (sentinels and Redis share it): "host:port" into @out.
  * 0, or -1 with the cause in @err.
  */
-static int ask_sentinel(const struct store_config *cfg, const char *addr, const char *name,
-			char *out, size_t out_len, char *err, size_t len)
+static int ask_sentinel(const struct store_config *cfg, int cancel_fd, const char *addr,
+			const char *name, char *out, size_t out_len, char *err, size_t len)
 {
-	struct timeval tv = tv_of(cfg->timeout_ns);
-	redisContext *c = ready(connect_tcp(addr, tv), addr, tv, err, len);
+	struct store_conn c = { .timeout_ns = cfg->timeout_ns, .cancel_fd = cancel_fd };
+	const char *argv[] = { "SENTINEL", "get-master-addr-by-name", name };
+	char cause[STORE_ERR_LEN] = "";
 	redisReply *r = NULL;
 	int ret = -1;
 
-	if (!c)
+	c.c = ready(connect_tcp(addr, tv_of(cfg->timeout_ns)), addr, err, len);
+	if (!c.c)
 		return -1;
-	if (auth(c, cfg, addr, err, len))
+	if (auth(&c, cfg, addr, err, len))
 		goto out;
-	r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", name);
+	store_command(&c, ARRAY_SIZE(argv), argv, &r, cause, sizeof(cause));
 	if (is_master_addr(r) &&
 	    snprintf(out, out_len, "%s:%s", r->element[0]->str, r->element[1]->str) < (int)out_len)
 		ret = 0;
 	else
 		snprintf(err, len, "sentinel '%s' on master '%s': %s", addr, name,
 			 r && r->type == REDIS_REPLY_NIL ? "unknown master"
-							 : store_reply_error(c->errstr, r));
+							 : store_reply_error(cause, r));
 	if (r)
 		freeReplyObject(r);
 out:
-	redisFree(c);
+	redisFree(c.c);
 	return ret;
 }
 
@@ -176,8 +189,8 @@ out:
  * The master's "host:port" per the first of the URL's sentinels that knows
  * it, asked in order; 0, or -1 with the last sentinel's cause in @err.
  */
-static int find_master(const struct store_config *cfg, char *out, size_t out_len, char *err,
-		       size_t len)
+static int find_master(const struct store_config *cfg, int cancel_fd, char *out, size_t out_len,
+		       char *err, size_t len)
 {
 	const char *addrs = cfg->url + strlen(URL_SENTINEL), *slash = strchr(addrs, '/'), *a,
 		   *comma;
@@ -191,27 +204,28 @@ static int find_master(const struct store_config *cfg, char *out, size_t out_len
 		if (!comma)
 			comma = slash;
 		snprintf(addr, sizeof(addr), "%.*s", (int)(comma - a), a);
-		if (!ask_sentinel(cfg, addr, slash + 1, out, out_len, err, len))
+		if (!ask_sentinel(cfg, cancel_fd, addr, slash + 1, out, out_len, err, len))
 			return 0;
 	}
 	return -1;
 }
 
 /* Connect per the URL (a sentinel URL: to the master it names); NULL with @err. */
-static redisContext *connect_url(const struct store_config *cfg, char *err, size_t len)
+static redisContext *connect_url(const struct store_config *cfg, int cancel_fd, char *err,
+				 size_t len)
 {
 	struct timeval tv = tv_of(cfg->timeout_ns);
 	char master[STORE_URL_LEN];
 
 	if (has_scheme(cfg->url, URL_UNIX))
 		return ready(redisConnectUnixWithTimeout(cfg->url + strlen(URL_UNIX), tv), cfg->url,
-			     tv, err, len);
+			     err, len);
 	if (has_scheme(cfg->url, URL_REDIS))
-		return ready(connect_tcp(cfg->url + strlen(URL_REDIS), tv), cfg->url, tv, err, len);
+		return ready(connect_tcp(cfg->url + strlen(URL_REDIS), tv), cfg->url, err, len);
 	if (has_scheme(cfg->url, URL_SENTINEL)) {
-		if (find_master(cfg, master, sizeof(master), err, len))
+		if (find_master(cfg, cancel_fd, master, sizeof(master), err, len))
 			return NULL;
-		return ready(connect_tcp(master, tv), master, tv, err, len);
+		return ready(connect_tcp(master, tv), master, err, len);
 	}
 	snprintf(err, len, "unsupported store URL '%s'", cfg->url);
 	return NULL;
@@ -222,77 +236,92 @@ static redisContext *connect_url(const struct store_config *cfg, char *err, size
  * has been demoted, or one that came back as a replica before the sentinels
  * noticed: writing there fails, so the probe fails and asks again.
  */
-static int check_master(redisContext *c, const char *what, char *err, size_t len)
+static int check_master(struct store_conn *c, const char *what, char *err, size_t len)
 {
-	redisReply *r = redisCommand(c, "ROLE");
-	const char *role = r && r->type == REDIS_REPLY_ARRAY && r->elements &&
-					   r->element[0]->type == REDIS_REPLY_STRING
-				   ? r->element[0]->str
-				   : NULL;
-	int ok = role && !strcmp(role, ROLE_MASTER);
+	const char *argv[] = { "ROLE" };
+	char cause[STORE_ERR_LEN] = "";
+	redisReply *r = NULL;
+	const char *role;
+	int ok;
 
+	store_command(c, ARRAY_SIZE(argv), argv, &r, cause, sizeof(cause));
+	role = r && r->type == REDIS_REPLY_ARRAY && r->elements &&
+			       r->element[0]->type == REDIS_REPLY_STRING
+		       ? r->element[0]->str
+		       : NULL;
+	ok = role && !strcmp(role, ROLE_MASTER);
 	if (role && !ok)
 		snprintf(err, len, "'ROLE' on '%s': '%s', not a master", what, role);
 	else if (!ok)
-		snprintf(err, len, "'ROLE' on '%s': %s", what, store_reply_error(c->errstr, r));
+		snprintf(err, len, "'ROLE' on '%s': %s", what, store_reply_error(cause, r));
 	if (r)
 		freeReplyObject(r);
 	return ok ? 0 : -1;
 }
 
-/* A fresh connection, logged in (AUTH when configured) and, via sentinel, to a master. */
-static redisContext *open_ctx(const struct store_config *cfg, char *err, size_t len)
+/*
+ * A fresh connection into s->conn, logged in (AUTH when configured) and,
+ * via sentinel, to a master; 0 or -1 with @err.
+ */
+static int open_conn(struct store *s, char *err, size_t len)
 {
-	redisContext *c = connect_url(cfg, err, len);
+	struct store_conn *c = &s->conn;
 
-	if (!c)
-		return NULL;
-	if (auth(c, cfg, cfg->url, err, len) ||
-	    (has_scheme(cfg->url, URL_SENTINEL) && check_master(c, cfg->url, err, len))) {
-		redisFree(c);
-		return NULL;
+	memset(&c->sc, 0, sizeof(c->sc));
+	c->timeout_ns = s->cfg.timeout_ns;
+	c->cancel_fd = s->cancel_fd;
+	c->c = connect_url(&s->cfg, s->cancel_fd, err, len);
+	if (!c->c)
+		return -1;
+	if (auth(c, &s->cfg, s->cfg.url, err, len) ||
+	    (has_scheme(s->cfg.url, URL_SENTINEL) && check_master(c, s->cfg.url, err, len))) {
+		redisFree(c->c);
+		c->c = NULL;
+		return -1;
 	}
-	return c;
+	return 0;
 }
 
 /*
  * One sync. Full, once per interval: with a node name, this node's
  * membership beat (which answers the live node count), the hot sets and
  * every lease, in one round trip; else PING. Between full syncs, early
- * top-ups of leases running low (usually nothing to send). 0, or -1 with
- * the cause in @err; a failure drops the connection, so the next sync
- * reconnects.
+ * top-ups of leases running low (usually nothing to send). 0, or -errno
+ * with the cause in @err (-EPROTO: Redis answered, wrongly); a failure
+ * drops the connection, so the next sync reconnects.
  */
 static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t len)
 {
 	__u64 ttl_us = STORE_MEMBER_BEATS * s->cfg.interval_ns / SLUICE_NSEC_PER_USEC;
+	const char *ping[] = { "PING" };
 	struct lease_stats st;
 	int ret;
 
 	*live = 0;
-	if (!s->ctx) {
+	if (!s->conn.c) {
 		if (!full)
 			return 0; /* reconnecting is the full sync's job */
-		s->ctx = open_ctx(&s->cfg, err, len);
-		if (!s->ctx)
-			return -1;
+		if (open_conn(s, err, len))
+			return -EIO;
 	}
 	if (s->cfg.node[0])
-		ret = lease_round(s->lease, s->ctx, &s->sc, s->cfg.fleet, s->cfg.node, ttl_us, full,
-				  live, err, len);
+		ret = lease_round(s->lease, &s->conn, s->cfg.fleet, s->cfg.node, ttl_us, full, live,
+				  err, len);
 	else
-		ret = full ? command(s->ctx, s->cfg.url, "PONG", err, len, "PING") : 0;
+		ret = full ? command(&s->conn, s->cfg.url, "PONG", err, len, ARRAY_SIZE(ping), ping)
+			   : 0;
 	lease_state__stats(s->lease, &st);
 	pthread_mutex_lock(&s->lock);
 	s->pending.rounds = st.rounds;
 	s->pending.leases = st.leases;
 	s->pending.hot_keys = st.hot_keys;
+	s->pending.map_errors = st.map_errors;
 	pthread_mutex_unlock(&s->lock);
 	if (!ret)
 		return 0;
-	redisFree(s->ctx);
-	s->ctx = NULL;
-	return -1;
+	redisFree(s->conn.c);
+	s->conn.c = NULL;
+	return ret < 0 ? ret : -EIO;
 }
 
 static void add_ns(struct timespec *t, __u64 ns)
@@ -302,9 +331,42 @@ static void add_ns(struct timespec *t, __u64 ns)
 	t->tv_nsec %= SLUICE_NSEC_PER_SEC;
 }
 
+/* Record one sync's result; under s->lock. */
+static void note_sync(struct store *s, int full, int ret, __u64 live, const char *err)
+{
+	/*
+	 * Only full syncs probe the store's health; an early top-up that
+	 * times out only waits for the next one. But a reply that is wrong
+	 * (an error, a lie) is a fault whenever it comes.
+	 */
+	int probe = full || ret == -EPROTO;
+
+	if (live)
+		s->pending.live_nodes = live;
+	if (!probe)
+		return;
+	if (!ret)
+		s->pending.ok++;
+	else
+		s->pending.failed++;
+	s->pending.last_ok = !ret;
+	if (ret)
+		snprintf(s->pending.err, sizeof(s->pending.err), "%s", err);
+}
+
+static void store_free(struct store *s)
+{
+	redisFree(s->conn.c);
+	close(s->cancel_fd);
+	pthread_cond_destroy(&s->wake);
+	pthread_mutex_destroy(&s->lock);
+	lease_state__free(s->lease);
+	free(s);
+}
+
 /*
  * Full syncs every interval; between them, LEASE_EARLY_DIV - 1 chances for
- * early top-ups. Only full syncs are probes of the store's health.
+ * early top-ups.
  */
 static void *run(void *arg)
 {
@@ -313,32 +375,46 @@ static void *run(void *arg)
 	struct timespec until;
 	unsigned int tick = 0;
 	__u64 live;
-	int ok, full;
+	int ret, full, abandoned;
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		full = tick++ % LEASE_EARLY_DIV == 0;
+		s->busy_since_ns = mono_ns();
 		pthread_mutex_unlock(&s->lock);
-		ok = !sync_once(s, full, &live, err, sizeof(err));
+		ret = sync_once(s, full, &live, err, sizeof(err));
 		pthread_mutex_lock(&s->lock);
-		if (live)
-			s->pending.live_nodes = live;
-		if (full && ok)
-			s->pending.ok++;
-		else if (full)
-			s->pending.failed++;
-		if (full)
-			s->pending.last_ok = ok;
-		if (full && !ok)
-			snprintf(s->pending.err, sizeof(s->pending.err), "%s", err);
-		clock_gettime(CLOCK_REALTIME, &until);
+		s->busy_since_ns = 0;
+		note_sync(s, full, ret, live, err);
+		clock_gettime(CLOCK_MONOTONIC, &until);
 		add_ns(&until, s->cfg.interval_ns / LEASE_EARLY_DIV);
 		while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
 			;
 	}
+	s->done = 1;
+	abandoned = s->abandoned;
+	pthread_cond_broadcast(&s->wake);
 	pthread_mutex_unlock(&s->lock);
-	redisFree(s->ctx);
+	if (abandoned)
+		store_free(s); /* nobody else holds it any more */
 	return NULL;
+}
+
+/* The lock and a condition variable on CLOCK_MONOTONIC; 0 or an error number. */
+static int init_sync(struct store *s)
+{
+	pthread_condattr_t ca;
+	int err = pthread_condattr_init(&ca);
+
+	if (err)
+		return err;
+	err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!err)
+		err = pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (!err)
+		err = pthread_mutex_init(&s->lock, NULL);
+	return err;
 }
 
 struct store *store__open(const struct store_config *cfg)
@@ -356,12 +432,13 @@ struct store *store__open(const struct store_config *cfg)
 		free(s);
 		return NULL;
 	}
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->wake, NULL);
-	err = pthread_create(&s->thread, NULL, run, s);
+	s->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	err = s->cancel_fd < 0 ? errno : init_sync(s);
+	if (!err)
+		err = pthread_create(&s->thread, NULL, run, s);
 	if (err) {
-		pthread_cond_destroy(&s->wake);
-		pthread_mutex_destroy(&s->lock);
+		if (s->cancel_fd >= 0)
+			close(s->cancel_fd);
 		lease_state__free(s->lease);
 		free(s);
 		errno = err;
@@ -374,21 +451,44 @@ void store__collect(struct store *s, struct store_report *out)
 {
 	pthread_mutex_lock(&s->lock);
 	*out = s->pending;
+	out->busy_since_ns = s->busy_since_ns;
 	memset(&s->pending, 0, sizeof(s->pending));
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * Stop the thread: set stop, make the cancel fd readable (any poll ends at
+ * once), and wait for it at most STORE_CLOSE_WAIT_NS. Only a connect, which
+ * hiredis does not let us cancel, can take longer (at most the timeout per
+ * address tried): then the thread is detached and frees the store itself.
+ */
 void store__close(struct store *s)
 {
+	const __u64 one = 1;
+	struct timespec until;
+	int done;
+
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->stop = 1;
-	pthread_cond_signal(&s->wake);
+	if (write(s->cancel_fd, &one, sizeof(one)) != sizeof(one))
+		pr_warn("cannot cancel the store thread of '%s': %s", s->cfg.url, strerror(errno));
+	pthread_cond_broadcast(&s->wake);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	add_ns(&until, STORE_CLOSE_WAIT_NS);
+	while (!s->done && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
+		;
+	done = s->done;
+	s->abandoned = !done;
 	pthread_mutex_unlock(&s->lock);
+	if (!done) {
+		pr_warn("the store thread of '%s' did not stop within %llu ms; left to end alone",
+			s->cfg.url,
+			(unsigned long long)(STORE_CLOSE_WAIT_NS / SLUICE_NSEC_PER_MSEC));
+		pthread_detach(s->thread);
+		return;
+	}
 	pthread_join(s->thread, NULL);
-	pthread_cond_destroy(&s->wake);
-	pthread_mutex_destroy(&s->lock);
-	lease_state__free(s->lease);
-	free(s);
+	store_free(s);
 }

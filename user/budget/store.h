@@ -9,11 +9,14 @@
 
 #include <linux/types.h>
 
+#include "sluice/compiler.h"
+
 #include "budget/redis.h"
 
-#define STORE_URL_LEN	   256
-#define STORE_MEMBER_BEATS 3   /* a node missing this many syncs leaves the fleet */
-#define STORE_ERR_LEN	   640 /* a URL, a hiredis error and our words */
+#define STORE_URL_LEN	    256
+#define STORE_MEMBER_BEATS  3	/* a node missing this many syncs leaves the fleet */
+#define STORE_ERR_LEN	    640 /* a URL, a hiredis error and our words */
+#define STORE_CLOSE_WAIT_NS (250 * SLUICE_NSEC_PER_MSEC) /* store__close() waits this, at most */
 
 struct store_config {
 	char url[STORE_URL_LEN];       /* redis://host:port, unix:///path or
@@ -21,7 +24,7 @@ struct store_config {
 	char username[STORE_NAME_LEN]; /* a Redis ACL user; empty: the default user */
 	char password[STORE_URL_LEN];  /* empty: none; never from the command line; the
 					* sentinels' too */
-	__u64 timeout_ns;	       /* every connect and command */
+	__u64 timeout_ns;	       /* every connect, and every round trip as a whole */
 	__u64 interval_ns;	       /* between probes (the sync interval) */
 	char node[STORE_NAME_LEN];     /* this node in the fleet; "" probes with PING only */
 	char fleet[STORE_NAME_LEN];    /* the membership sorted set's key */
@@ -32,12 +35,14 @@ struct store_config {
 /* What happened since the last store__collect(). */
 struct store_report {
 	__u64 ok;		 /* probes that succeeded */
-	__u64 failed;		 /* probes that failed */
+	__u64 failed;		 /* probes that failed: full syncs, and any wrong reply */
 	int last_ok;		 /* the newest probe's result (valid when ok + failed > 0) */
 	__u64 live_nodes;	 /* the newest membership count (0: none since the last call) */
 	__u64 rounds;		 /* pipelines sent, full syncs and early top-ups */
 	__u64 leases;		 /* lease calls in them */
 	__u64 hot_keys;		 /* keys holding a lease entry at the newest full sync */
+	__u64 map_errors;	 /* lease map writes that failed, in all (with rounds) */
+	__u64 busy_since_ns;	 /* CLOCK_MONOTONIC: the sync under way began; 0: none */
 	char err[STORE_ERR_LEN]; /* the newest failure's cause */
 };
 
@@ -50,7 +55,10 @@ struct store *store__open(const struct store_config *cfg);
 /* Take the results gathered since the last call. */
 void store__collect(struct store *s, struct store_report *out);
 
-/* Stop the thread and free. Accepts NULL. */
+/*
+ * Stop the thread and free, in at most STORE_CLOSE_WAIT_NS (a thread that
+ * does not end by then is left to free the store itself). Accepts NULL.
+ */
 void store__close(struct store *s);
 
 #endif /* SLUICE_STORE_H */

@@ -21,6 +21,8 @@ int lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, _
 
 	if (!bpf_map_lookup_elem(m->lease, k, &l))
 		return 0;
+	if (errno != ENOENT)
+		return -errno;
 	if (bpf_map_update_elem(m->spend, k, &s, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
 	if (bpf_map_lookup_elem(m->spend, k, &s))
@@ -37,16 +39,26 @@ int lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, _
 	return 0;
 }
 
-void lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k)
+/* -errno of a delete, or 0 when the entry was gone already. */
+static int deleted(int ret)
 {
-	bpf_map_delete_elem(m->lease, k);
-	bpf_map_delete_elem(m->spend, k);
+	return ret && errno != ENOENT ? -errno : 0;
 }
 
-void lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
-		       const struct sluice_lease *l)
+int lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k)
 {
-	bpf_map_update_elem(m->lease, k, l, BPF_EXIST);
+	int err = deleted(bpf_map_delete_elem(m->lease, k));
+	int err_spend = deleted(bpf_map_delete_elem(m->spend, k));
+
+	return err ? err : err_spend;
+}
+
+int lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
+		      const struct sluice_lease *l)
+{
+	if (bpf_map_update_elem(m->lease, k, l, BPF_EXIST) && errno != ENOENT)
+		return -errno;
+	return 0;
 }
 
 /*

@@ -26,12 +26,19 @@ struct lease_maps {
 int lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, __u64 want,
 		       __u64 expires);
 
-/* Remove @k's entry: the lease first, so the kernel stops reading the counter. */
-void lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k);
+/*
+ * Remove @k's entry: the lease first, so the kernel stops reading the
+ * counter. 0 (also when either was gone already) or the first -errno; the
+ * counter is removed even when the lease could not be.
+ */
+int lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k);
 
-/* Overwrite @k's existing lease; a key deleted meanwhile stays deleted. */
-void lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
-		       const struct sluice_lease *l);
+/*
+ * Overwrite @k's existing lease; a key deleted meanwhile stays deleted
+ * (that is 0). 0 or -errno.
+ */
+int lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
+		      const struct sluice_lease *l);
 
 /*
  * Every lease or spend counter, or every hot request (taking them: the

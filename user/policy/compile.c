@@ -14,6 +14,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,25 @@ int compile_gcra(const struct policy_rate *rate, __u64 burst, struct sluice_gcra
 	return 0;
 }
 
+/*
+ * The most a written lease of @p may let the program spend (#12): its
+ * burst plus its rate over the lease's life, SLUICE_LEASE_KERNEL_SYNCS
+ * sync intervals of @sync_ns, rounded up; saturated at 2^64 - 1. The
+ * store's answer is checked against the smaller cap (budget/redis.c): this
+ * is the kernel's own bound, for a lease no store could have granted.
+ */
+static __u64 lease_max_of(const struct policy *p, __u64 sync_ns)
+{
+	unsigned __int128 life_ns = (unsigned __int128)SLUICE_LEASE_KERNEL_SYNCS * sync_ns;
+	unsigned __int128 max =
+		p->burst + (p->rate.amount * life_ns + p->rate.period_ns - 1) / p->rate.period_ns;
+
+	return max > UINT64_MAX ? UINT64_MAX : (__u64)max;
+}
+
 static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 id,
-			const struct sluice_gcra *g, const struct sluice_gcra *degraded)
+			const struct sluice_gcra *g, const struct sluice_gcra *degraded,
+			__u64 sync_ns)
 {
 	memset(sp, 0, sizeof(*sp));
 	sp->limit = *g;
@@ -104,6 +122,8 @@ static void fill_policy(struct sluice_policy *sp, const struct policy *p, __u32 
 	sp->on_store_error = p->on_store_error;
 	sp->class = p->class;
 	sp->scope = p->scope;
+	if (p->scope == SLUICE_SCOPE_CLUSTER)
+		sp->lease_max = lease_max_of(p, sync_ns);
 	snprintf(sp->name, sizeof(sp->name), "%s", p->name);
 }
 
@@ -491,7 +511,7 @@ static int compile_limit(const struct policy *p, __u32 id, int local, struct slu
 	return 0;
 }
 
-static int compile_one(const struct policy *p, __u32 id, const char *iface,
+static int compile_one(const struct policy *p, __u32 id, const char *iface, __u64 sync_ns,
 		       struct sluice_policy *out, struct diag_list *diags)
 {
 	struct sluice_gcra g, degraded;
@@ -502,7 +522,7 @@ static int compile_one(const struct policy *p, __u32 id, const char *iface,
 	if (p->has_local_limit && compile_limit(p, id, 1, &degraded, diags))
 		return -EINVAL;
 	if (policy_on_iface(p, iface))
-		fill_policy(out, p, id, &g, &degraded);
+		fill_policy(out, p, id, &g, &degraded, sync_ns);
 	else
 		memset(out, 0, sizeof(*out)); /* an empty slot: not on this interface */
 	return 0;
@@ -543,7 +563,8 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 	}
 	out->n_policies = ps->n_policies;
 	for (i = 0; i < ps->n_policies; i++) {
-		compile_one(&ps->policies[i], i, iface, &out->policies[i], diags);
+		compile_one(&ps->policies[i], i, iface, ps->sync_interval_ns, &out->policies[i],
+			    diags);
 		if (!policy_on_iface(&ps->policies[i], iface))
 			continue;
 		if (ps->policies[i].scope == SLUICE_SCOPE_CLUSTER)
