@@ -116,18 +116,36 @@ enum bench_flow {
 	FLOW_V4_ACK,
 	FLOW_V4_UDP_B,
 	FLOW_V4_ALLOWED,
+	FLOW_V4_FRAG_FIRST,
+	FLOW_V4_FRAG_LATER,
 	FLOW_MAX,
 };
+
+/* Which part of a fragmented UDP datagram a flow's packet is (#11). */
+enum bench_frag {
+	FRAG_NONE = 0,
+	FRAG_FIRST, /* its first BENCH_FRAG_BYTES: tracked for the rest */
+	FRAG_LATER, /* what follows: follows the first's verdict */
+};
+
+#define BENCH_FRAG_PAYLOAD 1472 /* a datagram of a full 1500-byte IPv4 packet */
+#define BENCH_FRAG_BYTES   1024 /* its first fragment's share, a multiple of 8 */
 
 struct flow {
 	const char *src, *dst;
 	__be32 tcp_flags; /* TCP_FLAG_* of a TCP segment; 0: UDP */
+	enum bench_frag frag;
 };
 
 static const struct flow flows[FLOW_MAX] = {
-	[FLOW_V4_UDP] = { SRC_V4, DST_V4, 0 },	   [FLOW_V4_SYN] = { SRC_V4, DST_V4, TCP_FLAG_SYN },
-	[FLOW_V6_UDP] = { SRC_V6, DST_V6, 0 },	   [FLOW_V4_ACK] = { SRC_V4, DST_V4, TCP_FLAG_ACK },
-	[FLOW_V4_UDP_B] = { SRC_V4_B, DST_V4, 0 }, [FLOW_V4_ALLOWED] = { SRC_V4_OK, DST_V4, 0 },
+	[FLOW_V4_UDP] = { SRC_V4, DST_V4, 0 },
+	[FLOW_V4_SYN] = { SRC_V4, DST_V4, TCP_FLAG_SYN },
+	[FLOW_V6_UDP] = { SRC_V6, DST_V6, 0 },
+	[FLOW_V4_ACK] = { SRC_V4, DST_V4, TCP_FLAG_ACK },
+	[FLOW_V4_UDP_B] = { SRC_V4_B, DST_V4, 0 },
+	[FLOW_V4_ALLOWED] = { SRC_V4_OK, DST_V4, 0 },
+	[FLOW_V4_FRAG_FIRST] = { SRC_V4, DST_V4, 0, FRAG_FIRST },
+	[FLOW_V4_FRAG_LATER] = { SRC_V4, DST_V4, 0, FRAG_LATER },
 };
 
 /* The policy file a row runs under; bench__run_row applies it as a reload would. */
@@ -155,6 +173,8 @@ enum bench_row_id {
 	ROW_DROP_V4_UDP,
 	ROW_DROP_V4_SYN,
 	ROW_DROP_V6_UDP,
+	ROW_FRAG_FIRST,
+	ROW_FRAG_LATER,
 	ROW_ROT_EMPTY_1,
 	ROW_ROT_PASS_1,
 	ROW_ROT_EMPTY_FEW,
@@ -323,6 +343,12 @@ static const struct bench_row rows[ROW_MAX] = {
 		   DPORT_DROP, XDP_DROP, "syn-drop", SLUICE_PSTAT_DROPPED, ROW_LOOKUP_V4_SYN),
 	SLUICE_ROW(ROW_DROP_V6_UDP, NULL, "over limit (drop), IPv6 UDP", FLOW_V6_UDP, DPORT_DROP,
 		   XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_LOOKUP_V6_UDP),
+	/* Fragments (#11): a first is decided and tracked; a later one follows it. */
+	SLUICE_ROW(ROW_FRAG_FIRST, "sluice, a fragmented IPv4 UDP datagram (floor: empty)",
+		   "first fragment, pass (tracked)", FLOW_V4_FRAG_FIRST, DPORT_PASS, XDP_PASS,
+		   "udp-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP),
+	SLUICE_ROW(ROW_FRAG_LATER, NULL, "later fragment of a passed first", FLOW_V4_FRAG_LATER,
+		   DPORT_PASS, XDP_PASS, NULL, SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP),
 	ROTATE_ROWS("sluice, IPv4 UDP from N sources via rotate (floor: rotate->empty, same N)",
 		    ROW_ROT_EMPTY_1, ROW_ROT_PASS_1, "1 source", 1),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_FEW, ROW_ROT_PASS_FEW, "10^3 sources", BENCH_SOURCES_FEW),
@@ -874,7 +900,21 @@ static int bench__setup(struct bench *b, int *cpu)
 static void build_packet(struct pkt *p, enum bench_flow flow, __u16 dport)
 {
 	const struct flow *f = &flows[flow];
+	struct pkt dgram;
+	size_t rest;
 
+	if (f->frag) {
+		pkt_payload(pkt_udp(pkt_ip(pkt_eth(&dgram, mac_dst, mac_src), f->src, f->dst),
+				    SPORT, dport),
+			    BENCH_FRAG_PAYLOAD);
+		pkt_finish(&dgram);
+		rest = pkt_fragmentable_len(&dgram) - BENCH_FRAG_BYTES;
+		if (f->frag == FRAG_FIRST)
+			pkt_fragment(p, &dgram, 0, BENCH_FRAG_BYTES, 1);
+		else
+			pkt_fragment(p, &dgram, BENCH_FRAG_BYTES, rest, 0);
+		return;
+	}
 	pkt_ip(pkt_eth(p, mac_dst, mac_src), f->src, f->dst);
 	if (f->tcp_flags)
 		pkt_tcp(p, SPORT, dport, f->tcp_flags);
