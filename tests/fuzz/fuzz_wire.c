@@ -15,9 +15,9 @@
 
 #include "budget/wire.h"
 
-#define FUZZ_WIRE_MAX	 (2 * WIRE_REPLY_BYTES) /* past the budget, and within a socket's buffer */
-#define FUZZ_TIMEOUT_NS	 100000000ULL		/* the peer has closed: nothing waits this long */
-#define FUZZ_ERR_LEN	 256
+#define FUZZ_WIRE_MAX	(2 * WIRE_REPLY_BYTES) /* past the budget, and within a socket's buffer */
+#define FUZZ_TIMEOUT_NS 100000000ULL	       /* the peer has closed: nothing waits this long */
+#define FUZZ_ERR_LEN	256
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
