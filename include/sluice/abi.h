@@ -79,8 +79,13 @@ enum sluice_fail {
 	SLUICE_FAIL_MAX,
 };
 
-/* Largest cost of one packet in bytes; bounds the interval arithmetic. */
-#define SLUICE_COST_BYTES_MAX (1ULL << 16)
+/*
+ * The unit of a byte limit's arithmetic: compile.c bounds the increment of
+ * a cost this large, and larger ones (a GRO aggregate) are charged in whole
+ * units of it (gcra.h, sluice_gcra_incr_cost()).
+ */
+#define SLUICE_COST_BYTES_SHIFT 16
+#define SLUICE_COST_BYTES_MAX	(1ULL << SLUICE_COST_BYTES_SHIFT)
 
 /* Key of sluice_state: one GCRA cell per policy and (masked) source. */
 struct sluice_key {
