@@ -37,6 +37,7 @@
 #define IPV6_VERSION	    6
 #define IPV4_VERSION	    4
 #define IPV4_MAPPED_WORD    0xffff /* third 32-bit word of an IPv4-mapped address */
+#define TCP_WORD_BYTES	    4	   /* doff unit */
 
 struct cursor {
 	void *pos;
@@ -50,12 +51,13 @@ struct cursor {
 struct pkt_meta {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
 	__u32 dst[SLUICE_ADDR_LEN / 4]; /* likewise */
-	__u64 len_bytes;		/* L2 frame length */
+	__u64 len_bytes;		/* L2 bytes on the wire: all segments' (sluice.bpf.c) */
 	__be16 dst_port;		/* when has_ports */
 	__u8 proto;			/* IPPROTO_* of the transport header */
 	__u8 is_ipv4;
 	__u8 has_ports;
 	__u8 is_syn; /* TCP SYN without ACK */
+	__u16 segs;  /* wire packets: 1, or a GRO aggregate's segments (sluice.bpf.c) */
 };
 
 struct vlan_hdr {
@@ -200,6 +202,9 @@ static __always_inline int parse_ports(struct cursor *c, struct pkt_meta *m)
 			return -1;
 		m->dst_port = tcp->dest;
 		m->is_syn = tcp->syn && !tcp->ack;
+		/* And its options, when all there: the cursor ends at the payload. */
+		if (tcp->doff > sizeof(*tcp) / TCP_WORD_BYTES)
+			cursor_take(c, tcp->doff * TCP_WORD_BYTES - sizeof(*tcp));
 		return 0;
 	}
 	udp = cursor_take(c, sizeof(*udp));

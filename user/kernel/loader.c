@@ -192,6 +192,7 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 		return err;
 	}
 	a->prog_fd = bpf_program__fd(a->skel->progs.sluice_xdp);
+	a->tc_prog_fd = bpf_program__fd(a->skel->progs.sluice_tc);
 	err = borrow_maps(a);
 	if (!err)
 		err = init_ctl(a);

@@ -26,7 +26,8 @@ struct attachment {
 	char pin_dir[PATH_MAX];
 	struct sluice_bpf *skel;
 	struct sluice_maps maps; /* borrowed from skel: do not close */
-	int prog_fd;		 /* borrowed from skel */
+	int prog_fd;		 /* the XDP program, borrowed from skel */
+	int tc_prog_fd;		 /* the TC program, borrowed from skel */
 	int link_fd;		 /* -1 until attached */
 	int reused;		 /* maps came from pins: key state was kept */
 };
