@@ -152,7 +152,7 @@ e2e_start_agent() {
 	_agents=$((${_agents:-0} + 1))
 	AGENT_LOG=$WORK/agent.$_agents.log
 	ns_spawn "$NS_RX" "$SLUICE" -v run --config "$policy" --iface "$VETH_RX" \
-		--pin-root "$PIN_ROOT" --xdp-mode native --max-keys 65536 "$@" \
+		--pin-root "$PIN_ROOT" --mode native --max-keys 65536 "$@" \
 		>"$AGENT_LOG" 2>&1
 	AGENT_PID=$SPAWNED_PID
 	deadline=$((SECONDS + 20))

@@ -19,6 +19,7 @@ extern const char *const sluice_mode_names[SLUICE_MODE_MAX];
 extern const char *const sluice_class_names[SLUICE_CLASS_MAX];
 extern const char *const sluice_scope_names[SLUICE_SCOPE_MAX];
 extern const char *const sluice_cost_names[SLUICE_COST_MAX];
+extern const char *const sluice_attach_names[SLUICE_ATTACH_MAX];
 
 /* @names[@v], or "?" when @v is out of range (a map written by someone else). */
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v);

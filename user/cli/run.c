@@ -15,17 +15,20 @@
 #include "agent/agent.h"
 #include "cli/cmd.h"
 #include "base/log.h"
+#include "base/names.h"
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
 static const char usage_text[] =
-	"usage: sluice run --config <file> [--iface <iface>]... [--xdp-mode native|generic|auto]\n"
+	"usage: sluice run --config <file> [--iface <iface>]... [--mode native|tc|auto]\n"
 	"                  [--max-keys <n>] [--detach-on-exit] [--pin-root <dir>]\n"
 	"                  [--metrics <addr>:<port>]\n\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
-	"      --xdp-mode <mode>   native, generic or auto (native, else generic); default auto\n"
+	"      --mode <mode>       native (XDP in the driver), tc (clsact ingress, counting\n"
+	"                          GRO aggregates per segment) or auto (native, else tc);\n"
+	"                          default auto; generic XDP is refused (--xdp-mode: alias)\n"
 	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
 	"                          enforcement stays until 'sluice detach'\n"
@@ -59,16 +62,31 @@ static int install_handlers(void)
 	return 0;
 }
 
-static int parse_mode(const char *s, enum xdp_mode *mode)
+/*
+ * --mode into @mode (enum sluice_attach); -1 after printing why not.
+ * Generic XDP runs after GRO and sees an aggregate without its segment
+ * count, so it cannot count wire packets: refused (docs/decisions.md).
+ */
+static int parse_mode(const char *s, int *mode)
 {
-	if (!strcmp(s, "native"))
-		*mode = XDP_MODE_NATIVE;
-	else if (!strcmp(s, "generic"))
-		*mode = XDP_MODE_GENERIC;
-	else if (!strcmp(s, "auto"))
-		*mode = XDP_MODE_AUTO;
-	else
+	int m = sluice_name_find(sluice_attach_names, SLUICE_ATTACH_MAX, SLUICE_ATTACH_NATIVE, s);
+
+	if (!strcmp(s, "auto")) {
+		*mode = SLUICE_ATTACH_NONE;
+		return 0;
+	}
+	if (!strcmp(s, "generic")) {
+		fprintf(stderr,
+			"sluice: --mode generic is refused: generic XDP runs after GRO and "
+			"sees an aggregate of many packets as one, so packet limits would not "
+			"hold; use --mode tc, which counts each aggregate's segments\n");
 		return -1;
+	}
+	if (m < 0) {
+		fprintf(stderr, "sluice: --mode '%s': expected native, tc or auto\n", s);
+		return -1;
+	}
+	*mode = m;
 	return 0;
 }
 
@@ -92,7 +110,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "iface", required_argument, NULL, 'i' },
-		{ "xdp-mode", required_argument, NULL, OPT_MODE },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "xdp-mode", required_argument, NULL, OPT_MODE }, /* the old name: an alias */
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
@@ -111,13 +130,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", optarg);
 			break;
 		case OPT_MODE:
-			if (parse_mode(optarg, &o->mode)) {
-				fprintf(stderr,
-					"sluice: --xdp-mode '%s': expected native, generic or "
-					"auto\n",
-					optarg);
+			if (parse_mode(optarg, &o->mode))
 				return -1;
-			}
 			break;
 		case OPT_KEYS:
 			if (parse_keys(optarg, &o->max_keys)) {
@@ -143,7 +157,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 
 int cmd_run(int argc, char **argv)
 {
-	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = XDP_MODE_AUTO };
+	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = SLUICE_ATTACH_NONE };
 	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
 	struct agent *a;
 	int err = parse_opts(argc, argv, &o);
