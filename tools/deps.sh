@@ -15,7 +15,7 @@ PACKAGES=(
 	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
 	libyaml-dev libhiredis-dev libmicrohttpd-dev libcmocka-dev
 	redis-server redis-sentinel redis-tools
-	iproute2 nftables iptables valgrind
+	iproute2 nftables iptables ethtool socat valgrind
 	clang-tidy cppcheck shellcheck
 )
 if [ "${1:-}" = kernels ]; then
