@@ -73,19 +73,25 @@ policy_for(const struct pkt_meta *m, const struct limit_env *env, __u32 id, int 
 	return p;
 }
 
-/* What one packet costs under policy @p, in its units. */
-static __always_inline __u64 policy_cost(const struct sluice_policy *p, __u64 len_bytes)
+/*
+ * What a frame costs under policy @p, in its units: its wire packets or
+ * bytes (a GRO aggregate's are all of its segments', struct pkt_meta).
+ */
+static __always_inline __u64 policy_cost(const struct sluice_policy *p, const struct pkt_meta *m)
 {
-	__u64 cost = p->cost == SLUICE_COST_BYTES ? len_bytes : 1;
-
-	return cost > SLUICE_COST_BYTES_MAX ? SLUICE_COST_BYTES_MAX
-					    : cost; /* keeps cost × mant < 2^63 (compile.c) */
+	return p->cost == SLUICE_COST_BYTES ? m->len_bytes : m->segs;
 }
 
+/*
+ * The increment of a frame under limit @g of @p. An aggregate is charged
+ * as a whole: its segments together fit the limit, or it is denied whole,
+ * so it never admits more than the limit would packet by packet.
+ */
 static __always_inline __u64 policy_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
-					 __u64 len_bytes)
+					 const struct pkt_meta *m)
 {
-	return sluice_gcra_incr(policy_cost(p, len_bytes), g->interval_mant, g->interval_shift);
+	return sluice_gcra_incr_cost(policy_cost(p, m), g->interval_mant, g->interval_shift,
+				     p->cost == SLUICE_COST_BYTES ? SLUICE_COST_BYTES_SHIFT : 0);
 }
 
 /*
@@ -115,27 +121,26 @@ static __always_inline int policy_fail_mode(const struct sluice_policy *p,
  */
 static __always_inline __u64 layer_incr(const struct sluice_policy *p, const struct sluice_gcra *g,
 					const struct sluice_fail_state *rt, int fail,
-					__u64 len_bytes)
+					const struct pkt_meta *m)
 {
-	__u64 incr = policy_incr(p, g, len_bytes);
+	__u64 incr = policy_incr(p, g, m);
 
 	if (!rt || rt->share <= 1 ||
 	    (fail == SLUICE_FAIL_DEGRADED && (p->flags & SLUICE_POLICY_F_LOCAL_LIMIT)))
 		return incr;
-	return incr * rt->share; /* the agent keeps this within SLUICE_GCRA_INCR_MAX */
+	/* The agent bounds share × one unit's increment; an aggregate's saturates. */
+	return sluice_gcra_mul_sat(rt->share, incr);
 }
 
 /*
  * How long every packet of a key that just denied one of @incr will be
- * denied, from its @retry: for a byte cost, until even a one-byte packet
- * would fit (bpf/deny.bpf.h). 0: not even one tick.
+ * denied, from its @retry: until even the cheapest packet would fit, one
+ * byte or one segment (the denied frame may have been a GRO aggregate;
+ * bpf/deny.bpf.h). 0: not even one tick.
  */
-static __always_inline __u64 layer_deny_ticks(const struct sluice_policy *p,
-					      const struct sluice_gcra *g, __u64 incr, __u64 retry)
+static __always_inline __u64 layer_deny_ticks(const struct sluice_gcra *g, __u64 incr, __u64 retry)
 {
-	__u64 least = p->cost == SLUICE_COST_BYTES
-			      ? sluice_gcra_incr(1, g->interval_mant, g->interval_shift)
-			      : incr;
+	__u64 least = sluice_gcra_incr(1, g->interval_mant, g->interval_shift);
 
 	return retry > incr - least ? retry - (incr - least) : 0;
 }
@@ -168,13 +173,13 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
 	*fail = policy_fail_mode(p, rt, env);
 	if (*fail == SLUICE_FAIL_OPEN) {
 		if (op == LIMIT_OP_ADMIT)
-			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m->len_bytes);
+			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m);
 		return LIMIT_PASS_UNCHARGED;
 	}
 	if (*fail == SLUICE_FAIL_CLOSED)
 		return LIMIT_CLOSED;
 	g = layer_limit(p, *fail);
-	incr = layer_incr(p, g, rt, *fail, m->len_bytes);
+	incr = layer_incr(p, g, rt, *fail, m);
 	if (op == LIMIT_OP_REFUND || op == LIMIT_OP_CHARGE) {
 		limit_move(key, env->now, incr, op);
 		return LIMIT_SKIP;
@@ -193,7 +198,7 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
 	 * (deny.bpf.h); no_cache rules out shadow and cluster-scoped layers.
 	 */
 	if (r == LIMIT_DENY && *fail == SLUICE_FAIL_NONE && !v->no_cache)
-		v->deny_ticks = layer_deny_ticks(p, g, incr, retry);
+		v->deny_ticks = layer_deny_ticks(g, incr, retry);
 	return r;
 }
 
@@ -234,7 +239,7 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 	rt = policy_runtime(id, env);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
 	r = rt && p->scope == SLUICE_SCOPE_CLUSTER
-		    ? lease_apply(&key, env->now, p->lease_max, policy_cost(p, m->len_bytes), op)
+		    ? lease_apply(&key, env->now, p->lease_max, policy_cost(p, m), op)
 		    : LIMIT_COLD;
 	if (r == LIMIT_COLD)
 		r = layer_cold(m, env, v, p, rt, &key, id, op, &fail);
@@ -246,20 +251,19 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 		/* A shadow policy never drops, closed or not. */
 		if (peek)
 			return LIMIT_WOULD_DROP;
-		count_policy(id, SLUICE_PSTAT_SHADOW, m->len_bytes);
+		count_policy(id, SLUICE_PSTAT_SHADOW, m);
 		r = LIMIT_PASS_UNCHARGED;
 	}
 	if ((stat == SLUICE_PSTAT_LEASED || fail == SLUICE_FAIL_DEGRADED) &&
 	    (!peek || r == LIMIT_DENY))
-		count_policy(id, stat, m->len_bytes);
+		count_policy(id, stat, m);
 	return r;
 }
 
 /* Attribute a drop to the policy @id that decided it with @r. */
-static __always_inline void count_drop(__u32 id, int r, __u64 len_bytes)
+static __always_inline void count_drop(__u32 id, int r, const struct pkt_meta *m)
 {
-	count_policy(id, r == LIMIT_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED,
-		     len_bytes);
+	count_policy(id, r == LIMIT_CLOSED ? SLUICE_PSTAT_FAIL_CLOSED : SLUICE_PSTAT_DROPPED, m);
 }
 
 /*
@@ -307,7 +311,7 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 		if (is_drop(r)) {
 			v->id = id;
 			for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-				count_policy(u.shadowed[i], SLUICE_PSTAT_SHADOW, m->len_bytes);
+				count_policy(u.shadowed[i], SLUICE_PSTAT_SHADOW, m);
 			return r;
 		}
 	}
@@ -334,7 +338,7 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 		return r;
 	}
 	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-		count_policy(u.admitted.id[i], SLUICE_PSTAT_PASSED, m->len_bytes);
+		count_policy(u.admitted.id[i], SLUICE_PSTAT_PASSED, m);
 	if (m->frag == PKT_FRAG_FIRST)
 		v->noted = frag_note(m, &u.admitted, n);
 	/* No policy applied: the port matched, but sets or tcp_syn ruled out all. */
@@ -372,7 +376,7 @@ __attribute__((noinline)) int frag_layers(const struct pkt_meta *m, struct limit
 	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++) {
 		id = f->ids[i];
 		layer_apply(m, env, v, id, LIMIT_OP_CHARGE);
-		count_policy(id, SLUICE_PSTAT_PASSED, m->len_bytes);
+		count_policy(id, SLUICE_PSTAT_PASSED, m);
 	}
 	return SLUICE_TOTAL_FRAGMENTS;
 }

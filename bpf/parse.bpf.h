@@ -51,6 +51,7 @@
 #define PARSE_OFF_MAX	 0x3fff
 #define IPV4_VERSION	 4
 #define IPV4_MAPPED_WORD 0xffff /* third 32-bit word of an IPv4-mapped address */
+#define TCP_WORD_BYTES	 4	/* doff unit */
 
 /* What the parser made of a frame (see the top of this file). */
 enum parse_result {
@@ -80,7 +81,7 @@ struct cursor {
 struct pkt_meta {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
 	__u32 dst[SLUICE_ADDR_LEN / 4]; /* likewise */
-	__u64 len_bytes;		/* L2 frame length */
+	__u64 len_bytes;		/* L2 bytes on the wire: all segments' (sluice.bpf.c) */
 	__be32 frag_id;			/* when frag: IPv4 id (16 bits) or IPv6 identification */
 	__be16 dst_port;		/* when has_ports */
 	__u8 proto;			/* IPPROTO_* of the transport header */
@@ -90,6 +91,7 @@ struct pkt_meta {
 	__u8 frag;	 /* enum pkt_frag */
 	__u8 frag_proto; /* when frag: IPv4 protocol, or the fragment header's next header */
 	__u8 has_addrs;	 /* src and dst are read */
+	__u16 segs;	 /* wire packets: 1, or a GRO aggregate's segments (sluice.bpf.c) */
 };
 
 struct vlan_hdr {
@@ -201,33 +203,45 @@ static __always_inline int is_ipv6_ext(int nexthdr)
 	       nexthdr == IPPROTO_FRAGMENT || nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_AH;
 }
 
+/* The hook a frame comes from, which says what its context is. */
+enum frame_hook {
+	FRAME_XDP = 0, /* struct xdp_md */
+	FRAME_SKB = 1, /* struct __sk_buff (TC) */
+};
+
+/* @len bytes at @off of the frame of @ctx, from hook @hook, into @to: 0, or -errno. */
+static __always_inline long frame_load(void *ctx, int hook, __u32 off, void *to, __u32 len)
+{
+	return hook == FRAME_SKB ? bpf_skb_load_bytes(ctx, off, to, len)
+				 : bpf_xdp_load_bytes(ctx, off, to, len);
+}
+
 /*
- * The extension chain of @ctx's frame from @off bytes in, whose first
- * header is m->proto. Returns the offset of the header after the chain,
- * its protocol in m->proto, or -PARSE_UNFINISHED (a chain cut short, or
- * longer than SLUICE_IPV6_EXT_MAX) or -PARSE_TINY (a first fragment whose
- * chain is cut short). A later fragment ends the chain at its fragment
- * header: what follows is data.
+ * The extension chain of @ctx's frame, from hook @hook, from @off bytes in,
+ * whose first header is m->proto. Returns the offset of the header after
+ * the chain, its protocol in m->proto, or -PARSE_UNFINISHED (a chain cut
+ * short, or longer than SLUICE_IPV6_EXT_MAX) or -PARSE_TINY (a first
+ * fragment whose chain is cut short). A later fragment ends the chain at
+ * its fragment header: what follows is data.
  *
- * Verifier: a global function, verified once, reading headers with
- * bpf_xdp_load_bytes(), and only frames with extension headers pay for
- * either. Inlined on a cursor, each iteration left the cursor at another
- * packet offset and all that follows the parser was verified again for
- * each: kernel 6.18 with clang 14 processed 659248 instructions for 16
- * headers, 113267 for 6. Global on a cursor, each header's length made
- * another state of the loop (4^16 paths; "too large"). An offset that
- * is only a helper's argument is not precise, so the loop's states prune.
+ * Verifier: inlined only into the global functions below, one per hook,
+ * each verified once and reading headers with its hook's helper, and only
+ * frames with extension headers pay for either. Inlined on a cursor, each
+ * iteration left the cursor at another packet offset and all that follows
+ * the parser was verified again for each: kernel 6.18 with clang 14
+ * processed 659248 instructions for 16 headers, 113267 for 6. Global on a
+ * cursor, each header's length made another state of the loop (4^16
+ * paths; "too large"). An offset that is only a helper's argument is not
+ * precise, so the loop's states prune.
  */
-__attribute__((noinline)) int parse_ipv6_chain(struct xdp_md *ctx, __u32 off, struct pkt_meta *m)
+static __always_inline int ipv6_chain(void *ctx, int hook, __u32 off, struct pkt_meta *m)
 {
 	struct ipv6_ext_head h;
 	int nexthdr, i;
 
-	if (!ctx || !m)
-		return -PARSE_UNFINISHED;
 	nexthdr = m->proto;
 	for (i = 0; i < SLUICE_IPV6_EXT_MAX && is_ipv6_ext(nexthdr); i++) {
-		if (bpf_xdp_load_bytes(ctx, off, &h, sizeof(h)))
+		if (frame_load(ctx, hook, off, &h, sizeof(h)))
 			goto cut;
 		if (nexthdr == IPPROTO_FRAGMENT &&
 		    (h.frag_off & bpf_htons(IPV6_FRAG_OFFSET | IPV6_FRAG_MF)))
@@ -249,13 +263,35 @@ cut:
 }
 
 /*
- * Returns the transport protocol, or a negative enum parse_result (see
- * parse_ipv6_chain()). @ctx's frame starts at @start.
+ * ipv6_chain() for each hook: a global function's context argument is
+ * typed, so that each program's verifier checks the one its hook passes.
+ * A program calls only its own (the hook is a constant where it is inlined).
  */
-static __always_inline int parse_ipv6(struct cursor *c, struct pkt_meta *m, struct xdp_md *ctx,
+__attribute__((noinline)) int parse_ipv6_chain_xdp(struct xdp_md *ctx, __u32 off,
+						   struct pkt_meta *m)
+{
+	if (!ctx || !m)
+		return -PARSE_UNFINISHED;
+	return ipv6_chain(ctx, FRAME_XDP, off, m);
+}
+
+__attribute__((noinline)) int parse_ipv6_chain_skb(struct __sk_buff *skb, __u32 off,
+						   struct pkt_meta *m)
+{
+	if (!skb || !m)
+		return -PARSE_UNFINISHED;
+	return ipv6_chain(skb, FRAME_SKB, off, m);
+}
+
+/*
+ * Returns the transport protocol, or a negative enum parse_result (see
+ * ipv6_chain()). @ctx's frame, from hook @hook, starts at @start.
+ */
+static __always_inline int parse_ipv6(struct cursor *c, struct pkt_meta *m, void *ctx, int hook,
 				      void *start)
 {
 	struct ipv6hdr *ip6 = cursor_take(c, sizeof(*ip6));
+	__u32 chain;
 	int off;
 
 	if (!ip6 || ip6->version != IPV6_VERSION)
@@ -267,7 +303,9 @@ static __always_inline int parse_ipv6(struct cursor *c, struct pkt_meta *m, stru
 	if (!is_ipv6_ext(ip6->nexthdr))
 		return ip6->nexthdr;
 	m->proto = ip6->nexthdr;
-	off = parse_ipv6_chain(ctx, (void *)ip6 + sizeof(*ip6) - start, m);
+	chain = (void *)ip6 + sizeof(*ip6) - start;
+	off = hook == FRAME_SKB ? parse_ipv6_chain_skb(ctx, chain, m)
+				: parse_ipv6_chain_xdp(ctx, chain, m);
 	if (off < 0)
 		return off;
 	if (off > PARSE_OFF_MAX)
@@ -288,6 +326,9 @@ static __always_inline int parse_ports(struct cursor *c, struct pkt_meta *m)
 			return -1;
 		m->dst_port = tcp->dest;
 		m->is_syn = tcp->syn && !tcp->ack;
+		/* And its options, when all there: the cursor ends at the payload. */
+		if (tcp->doff > sizeof(*tcp) / TCP_WORD_BYTES)
+			cursor_take(c, tcp->doff * TCP_WORD_BYTES - sizeof(*tcp));
 		return 0;
 	}
 	udp = cursor_take(c, sizeof(*udp));
@@ -302,8 +343,8 @@ static __always_inline int has_port_header(int proto)
 	return proto == IPPROTO_TCP || proto == IPPROTO_UDP;
 }
 
-/* Parse @ctx's frame, at @c, into @m: returns an enum parse_result. */
-static __always_inline int parse_packet(struct cursor *c, struct pkt_meta *m, struct xdp_md *ctx)
+/* Parse @ctx's frame, from hook @hook, at @c, into @m: returns an enum parse_result. */
+static __always_inline int parse_packet(struct cursor *c, struct pkt_meta *m, void *ctx, int hook)
 {
 	void *start = c->pos;
 	int proto = parse_vlans(c, parse_eth(c));
@@ -311,7 +352,7 @@ static __always_inline int parse_packet(struct cursor *c, struct pkt_meta *m, st
 	if (proto == ETH_P_IP)
 		proto = parse_ipv4(c, m);
 	else if (proto == ETH_P_IPV6)
-		proto = parse_ipv6(c, m, ctx, start);
+		proto = parse_ipv6(c, m, ctx, hook, start);
 	else
 		return proto < 0 ? PARSE_UNFINISHED : PARSE_NOT_IP;
 	if (proto < 0)

@@ -142,6 +142,19 @@ int harness_run(struct harness *h, const struct pkt *p)
 	return opts.retval;
 }
 
+int harness_run_tc(struct harness *h, const struct pkt *p, __u32 gso_segs, __u32 gso_size,
+		   int *verdict)
+{
+	struct __sk_buff skb = { .gso_segs = gso_segs, .gso_size = gso_size };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p->buf, .data_size_in = p->len,
+		    .ctx_in = &skb, .ctx_size_in = sizeof(skb), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(h->att.tc_prog_fd, &opts))
+		return -errno;
+	*verdict = (int)opts.retval;
+	return 0;
+}
+
 struct runner {
 	struct harness *h;
 	const struct pkt *p;

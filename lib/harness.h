@@ -51,6 +51,14 @@ int harness_cleanup(int rc);
 /* Run @p once through the program; returns the XDP verdict or -errno. */
 int harness_run(struct harness *h, const struct pkt *p);
 
+/*
+ * Run @p once through the TC program as an skb with @gso_segs and
+ * @gso_size in its shared info, as GRO leaves an aggregate (both 0: a
+ * plain skb). The TC verdict goes into *@verdict; returns 0 or -errno.
+ */
+int harness_run_tc(struct harness *h, const struct pkt *p, __u32 gso_segs, __u32 gso_size,
+		   int *verdict);
+
 /* Run @p @repeat times (one syscall); returns 0 or -errno. */
 int harness_run_repeat(struct harness *h, const struct pkt *p, __u32 repeat);
 

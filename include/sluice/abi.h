@@ -15,7 +15,7 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 6
+#define SLUICE_ABI_VERSION 7
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES	     4096  /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
@@ -80,8 +80,13 @@ enum sluice_fail {
 	SLUICE_FAIL_MAX,
 };
 
-/* Largest cost of one packet in bytes; bounds the interval arithmetic. */
-#define SLUICE_COST_BYTES_MAX (1ULL << 16)
+/*
+ * The unit of a byte limit's arithmetic: compile.c bounds the increment of
+ * a cost this large, and larger ones (a GRO aggregate) are charged in whole
+ * units of it (gcra.h, sluice_gcra_incr_cost()).
+ */
+#define SLUICE_COST_BYTES_SHIFT 16
+#define SLUICE_COST_BYTES_MAX	(1ULL << SLUICE_COST_BYTES_SHIFT)
 
 /* Key of sluice_state: one GCRA cell per policy and (masked) source. */
 struct sluice_key {
@@ -231,6 +236,15 @@ enum sluice_orphan {
 	SLUICE_ORPHAN_MAX,
 };
 
+/* Where the program runs on its interface (struct sluice_ctl.attach; docs/decisions.md). */
+enum sluice_attach {
+	SLUICE_ATTACH_NONE = 0,	  /* not attached yet; asked for, it means auto: native, else tc */
+	SLUICE_ATTACH_NATIVE = 1, /* XDP in the driver, before GRO: a frame is a wire packet */
+	SLUICE_ATTACH_TC = 2,	  /* TC on clsact ingress, after GRO: an aggregate is charged
+				   * as its segments */
+	SLUICE_ATTACH_MAX,
+};
+
 /* Value of sluice_ctl, a one-element array written only by the agent. */
 struct sluice_ctl {
 	__u32 abi_version;	/* SLUICE_ABI_VERSION of whoever created the maps */
@@ -243,8 +257,10 @@ struct sluice_ctl {
 	__u32 next_id;			     /* the next stable policy id to hand out */
 	__u32 reload_seq;		     /* reload requests the agent has answered */
 	__s32 reload_err; /* 0, or -errno of the last one (-EINVAL: a bad file) */
+	__u32 attach;	  /* enum sluice_attach, written when the loader attaches */
+	__u32 reserved;
 };
-SLUICE_ASSERT_SIZE(struct sluice_ctl, 56);
+SLUICE_ASSERT_SIZE(struct sluice_ctl, 64);
 
 /*
  * Value of sluice_fail, indexed by policy id: what the agent keeps per

@@ -18,8 +18,11 @@
  * - a tolerance (burst × interval) is at most SLUICE_GCRA_TOL_MAX ticks
  *   (2^54 ns, 208 days): 1/h admits a burst of up to 5000;
  * - cost × interval_mant < 2^63 for the policy's largest cost (1 packet,
- *   or SLUICE_COST_BYTES_MAX bytes).
- * So tol + skew + incr < 2^63 and nothing below overflows. Rounding always
+ *   or SLUICE_COST_BYTES_MAX bytes): its unit. A larger cost (a GRO
+ *   aggregate's segments or bytes, up to 2^32 units) goes through
+ *   sluice_gcra_incr_cost(), whose increment saturates at
+ *   SLUICE_GCRA_INCR_SAT, more than any tolerance admits.
+ * So tol + skew + incr < 2^64 and nothing below overflows. Rounding always
  * charges up (increments are ceilings, tolerances floors): a packet is
  * charged less than 1 + cost / 2^interval_shift ticks above its exact
  * increment, so the admitted rate errs low, by 0.04 % at 100 Mpps and
@@ -33,10 +36,12 @@
 
 #include "compiler.h"
 
-#define SLUICE_GCRA_TICK_SHIFT 8	    /* ticks per ns = 2^8 */
-#define SLUICE_GCRA_SHIFT_MAX  32	    /* largest interval_shift */
-#define SLUICE_GCRA_INCR_MAX   (1ULL << 61) /* ticks */
-#define SLUICE_GCRA_TOL_MAX    (1ULL << 62) /* ticks */
+#define SLUICE_GCRA_TICK_SHIFT 8			 /* ticks per ns = 2^8 */
+#define SLUICE_GCRA_SHIFT_MAX  32			 /* largest interval_shift */
+#define SLUICE_GCRA_INCR_MAX   (1ULL << 61)		 /* ticks */
+#define SLUICE_GCRA_TOL_MAX    (1ULL << 62)		 /* ticks */
+#define SLUICE_GCRA_INCR_SAT   (SLUICE_GCRA_TOL_MAX + 1) /* denied under any tolerance */
+#define SLUICE_GCRA_LOW_BITS   32 /* sluice_gcra_mul_sat() splits a factor here */
 
 /*
  * How far a stored TAT may be ahead of our clock beyond the tolerance and
@@ -74,6 +79,54 @@ SLUICE_INLINE __u64 sluice_gcra_incr(__u64 cost, __u64 interval_mant, __u32 inte
 }
 
 /*
+ * @n × @x, or SLUICE_GCRA_INCR_SAT when the product is larger: an increment
+ * that big is denied anyway, so saturating changes no decision. No
+ * division, no 128-bit product: the smaller factor, then below 2^32 or the
+ * product past 2^64, times each 32-bit half of the larger.
+ */
+SLUICE_INLINE __u64 sluice_gcra_mul_sat(__u64 n, __u64 x)
+{
+	__u64 hi, lo;
+
+	if (n > x) {
+		hi = n;
+		n = x;
+		x = hi;
+	}
+	if (!n)
+		return 0;
+	if (n >> SLUICE_GCRA_LOW_BITS || x > SLUICE_GCRA_INCR_SAT)
+		return SLUICE_GCRA_INCR_SAT;
+	hi = n * (x >> SLUICE_GCRA_LOW_BITS);		     /* < 2^32 · 2^31 */
+	lo = n * (x & ((1ULL << SLUICE_GCRA_LOW_BITS) - 1)); /* < 2^64 */
+	if (hi >> (63 - SLUICE_GCRA_LOW_BITS) || lo >> 63)
+		return SLUICE_GCRA_INCR_SAT;	/* the product is ≥ 2^63 */
+	hi = (hi << SLUICE_GCRA_LOW_BITS) + lo; /* < 2^63 + 2^63 */
+	return hi > SLUICE_GCRA_INCR_SAT ? SLUICE_GCRA_INCR_SAT : hi;
+}
+
+/*
+ * The increment of @cost units of any size below 2^32, for a limit whose
+ * unit (the largest cost compile.c bounds: 1 packet, or
+ * SLUICE_COST_BYTES_MAX bytes) is 2^@unit_shift: the whole units times the
+ * unit's increment, plus the rest's. Each part is rounded up, so it
+ * charges less than one tick per whole unit, plus one, more than the exact
+ * product, never less; a cost of at most one unit gets exactly
+ * sluice_gcra_incr(). Saturates at SLUICE_GCRA_INCR_SAT.
+ */
+SLUICE_INLINE __u64 sluice_gcra_incr_cost(__u64 cost, __u64 interval_mant, __u32 interval_shift,
+					  __u32 unit_shift)
+{
+	__u64 units = cost >> unit_shift, rest = cost & ((1ULL << unit_shift) - 1);
+	__u64 incr = sluice_gcra_mul_sat(
+		units, sluice_gcra_incr(1ULL << unit_shift, interval_mant, interval_shift));
+
+	/* ≤ INCR_SAT + INCR_MAX < 2^63 */
+	incr += sluice_gcra_incr(rest, interval_mant, interval_shift);
+	return incr > SLUICE_GCRA_INCR_SAT ? SLUICE_GCRA_INCR_SAT : incr;
+}
+
+/*
  * How far @tat is ahead of @now in ticks (mod 2^64): a key's debt under
  * tolerance @tol. 0 for a TAT in the past: behind the clock by up to half a
  * wrap (1.14 years). A TAT further ahead than tol + skew is a key the
@@ -102,7 +155,7 @@ SLUICE_INLINE int sluice_gcra_admit(__u64 tat, __u64 now, __u64 incr, __u64 tol,
 {
 	__u64 ahead = sluice_gcra_ahead(tat, now, tol);
 
-	/* ahead ≤ tol + 2^38 ≤ 2^62 + 2^38 and incr ≤ 2^61: the sum cannot wrap. */
+	/* ahead ≤ tol + 2^38 ≤ 2^62 + 2^38 and incr ≤ 2^62 + 1: the sum cannot wrap. */
 	if (ahead + incr > tol) {
 		*retry_ticks = ahead + incr - tol;
 		return 0;

@@ -148,17 +148,23 @@ e2e_start_redis() {
 # returns when it has attached. Sets AGENT_PID and AGENT_LOG (its output).
 # E2E_AGENT_VERBOSITY: its -v (the default), -vv or -q.
 e2e_start_agent() {
-	local policy=$1 deadline
+	local policy=$1
 	shift
 	_agents=$((${_agents:-0} + 1))
 	AGENT_LOG=$WORK/agent.$_agents.log
 	ns_spawn "$NS_RX" "$SLUICE" "${E2E_AGENT_VERBOSITY:--v}" run --config "$policy" --iface "$VETH_RX" \
-		--pin-root "$PIN_ROOT" --xdp-mode native --max-keys 65536 "$@" \
+		--pin-root "$PIN_ROOT" --mode native --max-keys 65536 "$@" \
 		>"$AGENT_LOG" 2>&1
 	AGENT_PID=$SPAWNED_PID
-	deadline=$((SECONDS + 20))
-	until grep -q 'event=start' "$AGENT_LOG"; do
-		kill -0 "$AGENT_PID" 2>/dev/null || { cat "$AGENT_LOG" >&2; e2e_fail "agent exited"; }
+	e2e_wait_start "$AGENT_LOG"
+}
+
+# e2e_wait_start LOG: return once agent $AGENT_PID has logged event=start
+# in LOG; fail if it exits first or takes more than 20 s.
+e2e_wait_start() {
+	local deadline=$((SECONDS + 20))
+	until grep -q 'event=start' "$1"; do
+		kill -0 "$AGENT_PID" 2>/dev/null || { cat "$1" >&2; e2e_fail "agent exited"; }
 		((SECONDS < deadline)) || e2e_fail "agent did not start within 20 s"
 		sleep 0.05
 	done

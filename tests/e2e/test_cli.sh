@@ -133,6 +133,8 @@ usage_cases=(
 	"run --iface lo|usage: sluice run --config <file>"
 	"run --config x.yaml extra|usage: sluice run --config <file>"
 	"run --config x.yaml --xdp-mode turbo|usage: sluice run --config <file>"
+	"run --config x.yaml --mode turbo|usage: sluice run --config <file>"
+	"run --config x.yaml --mode generic|usage: sluice run --config <file>"
 	"run --config x.yaml --max-keys 0|usage: sluice run --config <file>"
 	"run --config x.yaml --max-keys -5|usage: sluice run --config <file>"
 	"check|usage: sluice check <file>"
@@ -156,6 +158,9 @@ for c in "${usage_cases[@]}"; do
 done
 capture "$SLUICE" frobnicate
 expect_grep "unknown command" "$WORK/err" "unknown command 'frobnicate'"
+capture "$SLUICE" run --config x.yaml --mode generic
+expect_grep "run --mode generic" "$WORK/err" "--mode generic is refused: generic XDP runs after GRO"
+echo "ok: run --mode generic: refused, saying why"
 
 # ---- check: every fixture ------------------------------------------------
 

@@ -65,11 +65,14 @@ for cmd in $commands; do
 done
 expect_words "sluice frobnicate -<TAB>" "" "$(complete_words frobnicate -)"
 
-# Values. The XDP modes are the ones run --help names.
-modes=$(complete_words run --xdp-mode "")
-expect_words "sluice run --xdp-mode <TAB>" "$(printf '%s\n' auto generic native)" "$modes"
+# Values. The attach modes are the ones run --help names for --mode, and
+# its old name --xdp-mode completes them too.
+modes=$(complete_words run --mode "")
+expect_words "sluice run --mode <TAB>" "$(printf '%s\n' auto native tc)" "$modes"
+expect_words "sluice run --xdp-mode <TAB>" "$modes" "$(complete_words run --xdp-mode "")"
+mode_help=$("$SLUICE" run --help | sed -n '/^ *--mode /,/^ *-.*--max-keys /p')
 for m in $modes; do
-	"$SLUICE" run --help | grep -q -- "--xdp-mode.*$m" || e2e_fail "run --help does not name mode $m"
+	grep -qw -- "$m" <<<"$mode_help" || e2e_fail "run --help does not name mode $m"
 done
 expect_words "sluice status --iface lo<TAB>" "$(cd /sys/class/net && ls -d lo*)" \
 	"$(complete_words status --iface lo)"

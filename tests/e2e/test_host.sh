@@ -42,7 +42,7 @@ send() { # source: SENT packets; prints how many arrived
 run_refused() {
 	local out rc=0
 	out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" run --config "$4" --iface "$VETH_RX" \
-		--pin-root "$3" --xdp-mode native 2>&1) || rc=$?
+		--pin-root "$3" --mode native 2>&1) || rc=$?
 	e2e_equal "$1: exit status" "$rc" 1
 	grep -qF -- "$2" <<<"$out" || e2e_fail "$1: expected '$2' in: $out"
 	echo "ok: $1: $(grep -F -- "$2" <<<"$out")"

@@ -4,7 +4,8 @@
 # Enforcement and key state outlive the agent: after SIGTERM the pinned
 # link keeps limiting, `sluice status` still reads the pinned maps, a new
 # agent reuses them (a source at its limit stays at its limit), and only
-# `sluice detach` removes the program, its link and its pins.
+# `sluice detach` removes the program, its link and its pins. In tc mode
+# the agent attaches a TC filter instead of the link.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_topology
@@ -34,6 +35,10 @@ arrived_since() { # previous count -> prints the increase
 
 link_show() { # prints $VETH_RX's `ip link show`: it names an XDP program attached
 	in_ns "$NS_RX" ip link show "$VETH_RX"
+}
+
+tc_filters() { # prints $VETH_RX's ingress filters: sluice's in tc mode
+	in_ns "$NS_RX" tc filter show dev "$VETH_RX" ingress
 }
 
 e2e_start_agent "$WORK/policy.yaml"
@@ -79,12 +84,15 @@ e2e_stop_agent
 [ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left after --detach-on-exit"
 link=$(link_show)
 grep -q xdp <<<"$link" && e2e_fail "XDP left after --detach-on-exit"
-# --xdp-mode generic attaches in generic (skb) mode, and still enforces.
-e2e_start_agent "$WORK/policy.yaml" --detach-on-exit --xdp-mode generic
-link=$(link_show)
-grep -q xdpgeneric <<<"$link" || e2e_fail "not attached in generic mode"
+# --mode tc attaches a filter on clsact ingress, and still enforces; the
+# agent's exit with --detach-on-exit removes the filter.
+e2e_start_agent "$WORK/policy.yaml" --detach-on-exit --mode tc
+grep -q 'event=start.* mode=tc' "$AGENT_LOG" || e2e_fail "start-up log does not say mode=tc"
+grep -q 'bpf' <<<"$(tc_filters)" || e2e_fail "no TC filter on $VETH_RX in tc mode"
+grep -q xdp <<<"$(link_show)" && e2e_fail "XDP attached in tc mode"
 before=$(e2e_count arrived)
 send
-e2e_equal "generic mode: a fresh key admits its burst" "$(arrived_since "$before")" "$BURST"
+e2e_equal "tc mode: a fresh key admits its burst" "$(arrived_since "$before")" "$BURST"
 e2e_stop_agent
+grep -q 'bpf' <<<"$(tc_filters)" && e2e_fail "TC filter left after --detach-on-exit"
 echo "test_persist: all checks passed"

@@ -38,7 +38,7 @@ YAML
 run_refused() {
 	local out rc=0
 	out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" run --config "$3" --iface "$VETH_RX" \
-		--pin-root "$PIN_ROOT" --xdp-mode native --max-keys 65536 2>&1) || rc=$?
+		--pin-root "$PIN_ROOT" --mode native --max-keys 65536 2>&1) || rc=$?
 	e2e_equal "$1: exit status" "$rc" 1
 	grep -qF -- "$2" <<<"$out" || e2e_fail "$1: expected '$2' in: $out"
 	echo "ok: $1: $(grep -F -- "$2" <<<"$out")"

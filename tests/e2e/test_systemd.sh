@@ -199,7 +199,7 @@ if [ "$(ps -p 1 -o comm=)" = systemd ]; then
 	show() { systemctl show --value -p "$1" "$unit"; }
 	systemd-run --quiet --unit "$unit" -p Type=notify -p WatchdogSec=1s -p Restart=on-watchdog \
 		-p NetworkNamespacePath="/run/netns/$NS_RX" "$SLUICE" -v run --config "$WORK/policy.yaml" \
-		--iface "$VETH_RX" --pin-root "$PIN_ROOT" --xdp-mode native --max-keys 65536
+		--iface "$VETH_RX" --pin-root "$PIN_ROOT" --mode native --max-keys 65536
 	e2e_equal "systemd-run: state once started" "$(show ActiveState)" active
 	e2e_equal "systemd-run: status" "$(show StatusText)" \
 		"enforcing '$WORK/policy.yaml' generation 1"

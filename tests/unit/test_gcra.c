@@ -6,7 +6,8 @@
  * window" on long random arrival sequences, precision against the error
  * gcra.h documents, clock edges (idle keys, steps backwards, skew between
  * CPUs, the tick wrap) and overflow edges of sluice_gcra_admit() and
- * sluice_gcra_incr(). The parameters come from params_derive(), this
+ * sluice_gcra_incr(), and the increment of a GRO aggregate
+ * (sluice_gcra_incr_cost(), saturating). The parameters come from params_derive(), this
  * file's own oracle of what compile.c must derive; compile.c itself is
  * tested in test_compile.c. Each table row is a cmocka test of its own,
  * named "<test>: <row>".
@@ -1037,7 +1038,8 @@ static const struct policy incr_policies[] = {
  * is not negligible in ticks (3 B/s, 65536 bytes: 42.7 ticks), though it
  * is as a fraction of the increment (< 10^-14).
  */
-static void test_incr_charges_up(void **state)
+static void assert_incr_charges_up(const struct policy *p, const struct params *prm,
+				   unsigned __int128 period_ticks)
 {
 	static const __u64 costs[] = { 1,
 				       2,
@@ -1046,28 +1048,127 @@ static void test_incr_charges_up(void **state)
 				       ETH_MTU_FRAME,
 				       SLUICE_COST_BYTES_MAX - 1,
 				       SLUICE_COST_BYTES_MAX };
-	__u64 i, j, cost;
-	unsigned __int128 incr, period_ticks;
-	struct params prm;
+	unsigned __int128 incr;
+	__u64 j, cost;
 
-	(void)state;
-	for (i = 0; i < ARRAY_SIZE(incr_policies); i++) {
-		const struct policy *p = &incr_policies[i];
-
-		params_derive(p, &prm);
-		period_ticks = policy_period_ticks(p);
-		for (j = 0; j < ARRAY_SIZE(costs) && costs[j] <= policy_max_cost(p); j++) {
-			cost = costs[j];
-			incr = sluice_gcra_incr(cost, prm.mant, prm.shift);
-			assert_true(incr * p->amount >= cost * period_ticks);
-			assert_true((incr * p->amount) << prm.shift <
-				    ((cost * period_ticks + p->amount) << prm.shift) +
-					    (unsigned __int128)cost * p->amount);
-		}
+	for (j = 0; j < ARRAY_SIZE(costs) && costs[j] <= policy_max_cost(p); j++) {
+		cost = costs[j];
+		incr = sluice_gcra_incr(cost, prm->mant, prm->shift);
+		assert_true(incr * p->amount >= cost * period_ticks);
+		assert_true((incr * p->amount) << prm->shift <
+			    ((cost * period_ticks + p->amount) << prm->shift) +
+				    (unsigned __int128)cost * p->amount);
 	}
 }
 
-#define N_SINGLE_TESTS	  4 /* tests without rows */
+/* Run @check on every rate row of incr_policies, with its parameters and P. */
+static void each_incr_policy(void (*check)(const struct policy *p, const struct params *prm,
+					   unsigned __int128 period_ticks))
+{
+	struct params prm;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(incr_policies); i++) {
+		params_derive(&incr_policies[i], &prm);
+		check(&incr_policies[i], &prm, policy_period_ticks(&incr_policies[i]));
+	}
+}
+
+static void test_incr_charges_up(void **state)
+{
+	(void)state;
+	each_incr_policy(assert_incr_charges_up);
+}
+
+/* ---- Case 8: aggregates, sluice_gcra_mul_sat and sluice_gcra_incr_cost --- */
+
+#define MUL_SAT_TRIALS 200000ULL
+#define N_BITS_MAX     34 /* random factors reach past the 2^32 the splitting needs */
+
+static __u64 mul_sat_oracle(__u64 n, __u64 x)
+{
+	unsigned __int128 product = (unsigned __int128)n * x;
+
+	return product > SLUICE_GCRA_INCR_SAT ? SLUICE_GCRA_INCR_SAT : (__u64)product;
+}
+
+/* Exactly min(n × x, SAT), at the edges of each partial product and at random. */
+static void test_mul_sat(void **state)
+{
+	static const __u64 edges[][2] = {
+		{ 0, SLUICE_GCRA_INCR_SAT },
+		{ 1ULL << 40, 0 },
+		{ 1, SLUICE_GCRA_INCR_SAT },
+		{ 2, SLUICE_GCRA_TOL_MAX / 2 },
+		{ 2, SLUICE_GCRA_TOL_MAX / 2 + 1 },
+		{ 0xffffffffULL, SLUICE_GCRA_INCR_SAT },
+		{ 0xffffffffULL, 0xffffffffULL },
+		{ 1ULL << 32, 1 },
+		{ 3, 1ULL << 61 },
+		{ 1ULL << 31, 1ULL << 31 },
+		{ UINT64_MAX, 1 },
+		{ UINT64_MAX, 2 },
+		{ 1ULL << 32, 1ULL << 32 },
+	};
+	__u64 rng = 0x243f6a8885a308d3ULL, i, n, x;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(edges); i++)
+		assert_int_equal(sluice_gcra_mul_sat(edges[i][0], edges[i][1]),
+				 mul_sat_oracle(edges[i][0], edges[i][1]));
+	for (i = 0; i < MUL_SAT_TRIALS; i++) {
+		n = xorshift64(&rng) >> (NS_BITS - 1 - rand_upto(&rng, N_BITS_MAX - 1));
+		x = xorshift64(&rng) >> rand_upto(&rng, NS_BITS - 1);
+		assert_int_equal(sluice_gcra_mul_sat(n, x), mul_sat_oracle(n, x));
+	}
+}
+
+/*
+ * An aggregate's increment under rate row @p: a cost of at most one unit
+ * gets sluice_gcra_incr() itself; a larger one at least the exact
+ * cost × P/A, at most one tick per whole unit (and one) above cost × mant,
+ * or SAT when that is larger.
+ */
+static void assert_incr_cost(const struct policy *p, const struct params *prm,
+			     unsigned __int128 period_ticks)
+{
+	static const __u64 costs[] = { 1,	  2,	 45,	    ETH_MTU_FRAME,   65535,
+				       65536,	  65537, 45 * 1514, 512 * KIB + 999, 1ULL << 31,
+				       UINT32_MAX };
+	__u32 unit_shift = p->cost == SLUICE_COST_BYTES ? SLUICE_COST_BYTES_SHIFT : 0;
+	unsigned __int128 exact;
+	__u64 j, cost, incr;
+
+	for (j = 0; j < ARRAY_SIZE(costs); j++) {
+		cost = costs[j];
+		incr = sluice_gcra_incr_cost(cost, prm->mant, prm->shift, unit_shift);
+		if (cost <= policy_max_cost(p)) {
+			assert_int_equal(incr, sluice_gcra_incr(cost, prm->mant, prm->shift));
+			continue;
+		}
+		exact = div_ceil((unsigned __int128)cost * period_ticks, p->amount);
+		if (exact >= SLUICE_GCRA_INCR_SAT) {
+			assert_int_equal(incr, SLUICE_GCRA_INCR_SAT);
+			continue;
+		}
+		assert_true(incr >= exact);
+		if (p->cost == SLUICE_COST_PKTS)
+			assert_int_equal(incr, mul_sat_oracle(cost, prm->mant));
+		else
+			assert_true(incr == SLUICE_GCRA_INCR_SAT ||
+				    incr <= div_ceil((unsigned __int128)cost * prm->mant,
+						     (unsigned __int128)1 << prm->shift) +
+						    (cost >> unit_shift) + 1);
+	}
+}
+
+static void test_incr_cost(void **state)
+{
+	(void)state;
+	each_incr_policy(assert_incr_cost);
+}
+
+#define N_SINGLE_TESTS	  6 /* tests without rows */
 #define N_BURST_ROW_TESTS 4 /* tests that run over burst_rows */
 #define N_TESTS                                                                                    \
 	(ARRAY_SIZE(burst_rows) * N_BURST_ROW_TESTS + ARRAY_SIZE(long_run_rows) +                  \
@@ -1111,6 +1212,8 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_incr_extreme, incr_rows);
 	SUITE_ADD(&s, test_incr_random);
 	SUITE_ADD(&s, test_incr_charges_up);
+	SUITE_ADD(&s, test_mul_sat);
+	SUITE_ADD(&s, test_incr_cost);
 	SUITE_ADD(&s, test_ns_rounds_up);
 	if (s.n != N_TESTS) {
 		fprintf(stderr, "test table holds %zu tests, expected %zu\n", s.n, (size_t)N_TESTS);

@@ -3,7 +3,7 @@
 # bash completion for sluice(8), sourced by bash-completion (installed as
 # /usr/share/bash-completion/completions/sluice) or by hand. It completes
 # commands, each command's options, and their values: interfaces, policy
-# files, pin directories, XDP modes. Commands and options are read from the
+# files, pin directories, attach modes. Commands and options are read from the
 # binary's own help (`sluice help`, `sluice <command> --help`), so they
 # cannot drift from it; tests/e2e/test_completion.sh checks the result.
 
@@ -47,8 +47,8 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return
 		;;
-	--xdp-mode)
-		mapfile -t COMPREPLY < <(compgen -W "native generic auto" -- "$cur")
+	--mode | --xdp-mode)
+		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
 	-n | --count | --max-keys | --metrics)

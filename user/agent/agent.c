@@ -291,7 +291,9 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		if (!err)
 			err = attachment__attach(att, opts->mode);
 		if (!err)
-			log_event(LOG_INFO, "start", "iface=%s pins=%s key_state=%s", att->iface,
+			log_event(LOG_INFO, "start", "iface=%s mode=%s pins=%s key_state=%s",
+				  att->iface,
+				  sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, att->mode),
 				  att->pin_dir, att->reused ? "kept" : "new");
 		if (!err)
 			report_absence(a, att);

@@ -17,7 +17,7 @@ struct agent_opts {
 	const char *pin_root;
 	char ifaces[POLICY_MAX_IFACES][POLICY_IFNAME_LEN]; /* from --iface; none: the file's */
 	size_t n_ifaces;
-	enum xdp_mode mode;
+	int mode;		    /* enum sluice_attach asked for; SLUICE_ATTACH_NONE: auto */
 	__u32 max_keys;		    /* 0: default, or the pinned size */
 	__u32 max_datagrams;	    /* 0: SLUICE_FRAG_ENTRIES_DEFAULT */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */

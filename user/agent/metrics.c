@@ -148,6 +148,12 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n",
 			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->ctl.generation);
+	header(out, "sluice_attach_info", "gauge",
+	       "Where the program runs on the interface: native (XDP) or tc (clsact ingress).");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_attach_info{iface=\"%s\",mode=\"%s\"} 1\n",
+			label(ifl, ifs[i].name),
+			sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, ifs[i].st->ctl.attach));
 }
 
 /* One value per configured store: the __u64 at offset @off of its struct metrics_store. */

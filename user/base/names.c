@@ -70,6 +70,12 @@ const char *const sluice_orphan_names[SLUICE_ORPHAN_MAX] = {
 	[SLUICE_ORPHAN_PASS] = "pass",
 };
 
+const char *const sluice_attach_names[SLUICE_ATTACH_MAX] = {
+	[SLUICE_ATTACH_NONE] = "none",
+	[SLUICE_ATTACH_NATIVE] = "native",
+	[SLUICE_ATTACH_TC] = "tc",
+};
+
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v)
 {
 	return v < n && names[v] ? names[v] : "?";

@@ -21,6 +21,7 @@ extern const char *const sluice_scope_names[SLUICE_SCOPE_MAX];
 extern const char *const sluice_cost_names[SLUICE_COST_MAX];
 extern const char *const sluice_unparsed_names[SLUICE_UNPARSED_MAX];
 extern const char *const sluice_orphan_names[SLUICE_ORPHAN_MAX];
+extern const char *const sluice_attach_names[SLUICE_ATTACH_MAX];
 
 /* @names[@v], or "?" when @v is out of range (a map written by someone else). */
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v);

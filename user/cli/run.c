@@ -16,19 +16,22 @@
 #include "cli/cmd.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/names.h"
 #include "base/notify.h"
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
 static const char usage_text[] =
-	"usage: sluice run --config <file> [--iface <iface>]... [--xdp-mode native|generic|auto]\n"
+	"usage: sluice run --config <file> [--iface <iface>]... [--mode native|tc|auto]\n"
 	"                  [--max-keys <n>] [--max-datagrams <n>] [--detach-on-exit]\n"
 	"                  [--pin-root <dir>]\n"
 	"                  [--metrics <addr>:<port>]\n\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
-	"      --xdp-mode <mode>   native, generic or auto (native, else generic); default auto\n"
+	"      --mode <mode>       native (XDP in the driver), tc (clsact ingress, counting\n"
+	"                          GRO aggregates per segment) or auto (native, else tc);\n"
+	"                          default auto; generic XDP is refused (--xdp-mode: alias)\n"
 	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
 	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
@@ -64,16 +67,31 @@ static int install_handlers(void)
 	return 0;
 }
 
-static int parse_mode(const char *s, enum xdp_mode *mode)
+/*
+ * --mode into @mode (enum sluice_attach); -1 after printing why not.
+ * Generic XDP runs after GRO and sees an aggregate without its segment
+ * count, so it cannot count wire packets: refused (docs/decisions.md).
+ */
+static int parse_mode(const char *s, int *mode)
 {
-	if (!strcmp(s, "native"))
-		*mode = XDP_MODE_NATIVE;
-	else if (!strcmp(s, "generic"))
-		*mode = XDP_MODE_GENERIC;
-	else if (!strcmp(s, "auto"))
-		*mode = XDP_MODE_AUTO;
-	else
+	int m = sluice_name_find(sluice_attach_names, SLUICE_ATTACH_MAX, SLUICE_ATTACH_NATIVE, s);
+
+	if (!strcmp(s, "auto")) {
+		*mode = SLUICE_ATTACH_NONE;
+		return 0;
+	}
+	if (!strcmp(s, "generic")) {
+		fprintf(stderr,
+			"sluice: --mode generic is refused: generic XDP runs after GRO and "
+			"sees an aggregate of many packets as one, so packet limits would not "
+			"hold; use --mode tc, which counts each aggregate's segments\n");
 		return -1;
+	}
+	if (m < 0) {
+		fprintf(stderr, "sluice: --mode '%s': expected native, tc or auto\n", s);
+		return -1;
+	}
+	*mode = m;
 	return 0;
 }
 
@@ -100,7 +118,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "iface", required_argument, NULL, 'i' },
-		{ "xdp-mode", required_argument, NULL, OPT_MODE },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "xdp-mode", required_argument, NULL, OPT_MODE }, /* the old name: an alias */
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
 		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
@@ -120,13 +139,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", optarg);
 			break;
 		case OPT_MODE:
-			if (parse_mode(optarg, &o->mode)) {
-				fprintf(stderr,
-					"sluice: --xdp-mode '%s': expected native, generic or "
-					"auto\n",
-					optarg);
+			if (parse_mode(optarg, &o->mode))
 				return -1;
-			}
 			break;
 		case OPT_KEYS:
 			if (parse_count("max-keys", optarg, &o->max_keys))
@@ -160,7 +174,7 @@ static void tell_ready(struct notify *n, const struct agent *a, int reload_err)
 
 int cmd_run(int argc, char **argv)
 {
-	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = XDP_MODE_AUTO };
+	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = SLUICE_ATTACH_NONE };
 	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
 	struct agent *a;
 	struct notify n;

@@ -106,7 +106,8 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 	size_t i;
 	int mode;
 
-	printf("%s: generation %llu, %llu of %u keys tracked\n", iface,
+	printf("%s: %s mode, generation %llu, %llu of %u keys tracked\n", iface,
+	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach),
 	       (unsigned long long)st->ctl.generation, (unsigned long long)st->keys, st->keys_max);
 	print_agent(v, st);
 	printf("%-20s %-7s %-15s %10s %10s %8s\n", "POLICY", "MODE", "STATE", "PASSED", "DROPPED",
@@ -163,11 +164,13 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 	char name[ESCAPE_JSON_LEN(NAME_MAX + 1)]; /* a pin directory's name */
 	size_t i;
 
-	printf("{\"iface\":\"%s\",\"generation\":%llu,\"keys\":%llu,\"keys_max\":%u,"
-	       "\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,\"policies\":[",
-	       escape_json_text(name, sizeof(name), iface), (unsigned long long)st->ctl.generation,
-	       (unsigned long long)st->keys, st->keys_max, st->ctl.agent_pid,
-	       (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
+	printf("{\"iface\":\"%s\",\"mode\":\"%s\",\"generation\":%llu,\"keys\":%llu,"
+	       "\"keys_max\":%u,\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,"
+	       "\"policies\":[",
+	       escape_json_text(name, sizeof(name), iface),
+	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach),
+	       (unsigned long long)st->ctl.generation, (unsigned long long)st->keys, st->keys_max,
+	       st->ctl.agent_pid, (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
 	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
 	for (i = 0; i < st->n_policies; i++) {
 		printf("%s", i ? "," : "");

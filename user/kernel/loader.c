@@ -24,6 +24,7 @@
 #include "kernel/loader.h"
 #include "base/log.h"
 #include "kernel/probe.h"
+#include "base/names.h"
 
 #define PIN_DIR_MODE 0700
 #define REFUSAL_LEN  256 /* probe_refusal()'s sentence */
@@ -256,6 +257,7 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 		return err;
 	}
 	a->prog_fd = bpf_program__fd(a->skel->progs.sluice_xdp);
+	a->tc_prog_fd = bpf_program__fd(a->skel->progs.sluice_tc);
 	err = borrow_maps(a);
 	if (!err)
 		err = init_ctl(a);
@@ -264,61 +266,43 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	return err;
 }
 
-static __u32 mode_flags(enum xdp_mode mode)
+/*
+ * sluice's filter on clsact ingress, named by handle and priority: first,
+ * as XDP runs before everything else; it passes with TC_ACT_UNSPEC, so
+ * filters after it still run.
+ */
+#define TC_HANDLE   0x51ce
+#define TC_PRIORITY 1
+
+/* Create the native XDP link; -errno. */
+static int create_link(struct attachment *a)
 {
-	switch (mode) {
-	case XDP_MODE_NATIVE: return XDP_FLAGS_DRV_MODE;
-	case XDP_MODE_GENERIC: return XDP_FLAGS_SKB_MODE;
-	default: return 0;
-	}
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_DRV_MODE);
+	int fd = bpf_link_create(a->prog_fd, a->ifindex, BPF_XDP, &opts);
+
+	return fd < 0 ? -errno : fd;
 }
 
-static int create_link(struct attachment *a, enum xdp_mode mode)
-{
-	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = mode_flags(mode));
-	int fd;
-
-	if (mode == XDP_MODE_AUTO) {
-		fd = create_link(a, XDP_MODE_NATIVE);
-		return fd >= 0 ? fd : create_link(a, XDP_MODE_GENERIC);
-	}
-	fd = bpf_link_create(a->prog_fd, a->ifindex, BPF_XDP, &opts);
-	if (fd < 0)
-		return -errno;
-	log_event(LOG_INFO, "attach", "iface=%s mode=%s", a->iface,
-		  mode == XDP_MODE_NATIVE ? "native" : "generic");
-	return fd;
-}
-
-int attachment__attach(struct attachment *a, enum xdp_mode mode)
+/* Attach natively: replace the program of the pinned link, or create and pin one. */
+static int attach_native(struct attachment *a)
 {
 	char path[PATH_MAX];
-	int err;
+	int err = pin_path(path, a->pin_dir, SLUICE_PIN_LINK);
 
-	if (!a->ifindex) {
-		pr_warn("cannot attach to '%s': no such interface", a->iface);
-		return -ENODEV;
-	}
-	err = pin_path(path, a->pin_dir, SLUICE_PIN_LINK);
 	if (err)
 		return err;
 	a->link_fd = bpf_obj_get(path);
 	if (a->link_fd >= 0) {
-		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL)) {
-			log_event(LOG_INFO, "reattach", "iface=%s", a->iface);
+		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL))
 			return 0;
-		}
 		/* A link whose interface went away: start over. */
 		close(a->link_fd);
 		unlink(path);
 	}
-	a->link_fd = create_link(a, mode);
+	a->link_fd = create_link(a);
 	if (a->link_fd < 0) {
 		err = a->link_fd;
-		pr_warn("cannot attach XDP program to '%s': %s%s", a->iface, strerror(-err),
-			err == -EBUSY || err == -EEXIST
-				? "; another program is attached (ip link show dev <iface>)"
-				: "");
+		a->link_fd = -1;
 		return err;
 	}
 	if (bpf_obj_pin(a->link_fd, path)) {
@@ -327,6 +311,92 @@ int attachment__attach(struct attachment *a, enum xdp_mode mode)
 		bpf_link_detach(a->link_fd);
 		return err;
 	}
+	return 0;
+}
+
+/* Attach on clsact ingress, creating the qdisc if needed, or replace our filter's program. */
+static int attach_tc(struct attachment *a)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE, .priority = TC_PRIORITY,
+		    .prog_fd = a->tc_prog_fd, .flags = BPF_TC_F_REPLACE);
+	int err = bpf_tc_hook_create(&hook);
+
+	if (err && err != -EEXIST)
+		return err;
+	return bpf_tc_attach(&hook, &opts);
+}
+
+static int attach_mode(struct attachment *a, int mode)
+{
+	return mode == SLUICE_ATTACH_TC ? attach_tc(a) : attach_native(a);
+}
+
+/*
+ * Auto: native, else TC, saying why. Not when the hook is another
+ * program's (-EBUSY, -EEXIST): that is for the operator to resolve.
+ */
+static int attach_auto(struct attachment *a)
+{
+	int err = attach_native(a);
+
+	if (!err) {
+		a->mode = SLUICE_ATTACH_NATIVE;
+		return 0;
+	}
+	if (err == -EBUSY || err == -EEXIST)
+		return err;
+	log_event(LOG_INFO, "attach_fallback", "iface=%s from=native to=tc err=\"%s\"", a->iface,
+		  strerror(-err));
+	a->mode = SLUICE_ATTACH_TC;
+	return attach_tc(a);
+}
+
+/* The mode @a's interface is attached in (sluice_ctl), or -errno. */
+static int attached_mode(struct attachment *a, struct sluice_ctl *ctl)
+{
+	int err = maps__read_ctl(&a->maps, ctl);
+
+	return err ? err : (int)ctl->attach;
+}
+
+int attachment__attach(struct attachment *a, int mode)
+{
+	struct sluice_ctl ctl;
+	int was, err;
+
+	if (!a->ifindex) {
+		pr_warn("cannot attach to '%s': no such interface", a->iface);
+		return -ENODEV;
+	}
+	was = attached_mode(a, &ctl);
+	if (was < 0)
+		return was;
+	if (was && mode && mode != was) {
+		pr_warn("cannot attach to '%s' in %s mode: it is attached in %s mode; detach first "
+			"(sluice detach --iface %s)",
+			a->iface, sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, mode),
+			sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, was), a->iface);
+		return -EBUSY;
+	}
+	a->mode = mode ? mode : was;
+	err = a->mode ? attach_mode(a, a->mode) : attach_auto(a);
+	if (err) {
+		pr_warn("cannot attach the %s program to '%s': %s%s",
+			a->mode == SLUICE_ATTACH_TC ? "TC" : "XDP", a->iface, strerror(-err),
+			err == -EBUSY || err == -EEXIST
+				? "; another program is attached (ip link show dev <iface>)"
+				: "");
+		return err;
+	}
+	ctl.attach = a->mode;
+	err = maps__write_ctl(&a->maps, &ctl);
+	if (err) {
+		pr_warn("cannot record the mode of '%s': %s", a->iface, strerror(-err));
+		return err;
+	}
+	log_event(LOG_INFO, was ? "reattach" : "attach", "iface=%s mode=%s", a->iface,
+		  sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, a->mode));
 	return 0;
 }
 
@@ -360,6 +430,45 @@ int loader_unpin(const char *pin_dir)
 	return err;
 }
 
+/* The mode recorded in @pin_dir's sluice_ctl, or SLUICE_ATTACH_NONE. */
+static int pinned_attach(const char *pin_dir)
+{
+	char path[PATH_MAX];
+	struct sluice_ctl ctl = {};
+	__u32 zero = 0;
+	int fd;
+
+	fd = pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_CTL]) ? -1 : bpf_obj_get(path);
+	if (fd < 0)
+		return SLUICE_ATTACH_NONE;
+	if (bpf_map_lookup_elem(fd, &zero, &ctl))
+		ctl.attach = SLUICE_ATTACH_NONE;
+	close(fd);
+	return ctl.attach;
+}
+
+/*
+ * Remove sluice's TC filter from @iface, leaving the clsact qdisc: other
+ * filters may share it, and an empty one costs nothing. Gone already is
+ * no error.
+ */
+static void detach_tc(const char *iface)
+{
+	int ifindex = if_nametoindex(iface), err;
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE, .priority = TC_PRIORITY);
+
+	if (!ifindex) {
+		pr_warn("cannot detach the TC filter of '%s': no such interface in this network "
+			"namespace; run detach where the interface is",
+			iface);
+		return;
+	}
+	err = bpf_tc_detach(&hook, &opts);
+	if (err && err != -ENOENT)
+		pr_warn("cannot detach the TC filter of '%s': %s", iface, strerror(-err));
+}
+
 int loader_detach(const char *pin_root, const char *iface)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
@@ -380,6 +489,8 @@ int loader_detach(const char *pin_root, const char *iface)
 		close(fd);
 		unlink(path);
 	}
+	if (pinned_attach(dir) == SLUICE_ATTACH_TC)
+		detach_tc(iface);
 	err = loader_unpin(dir);
 	if (err)
 		pr_warn("cannot remove pins in '%s': %s", dir, strerror(-err));

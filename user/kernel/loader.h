@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Skeleton open/load/attach, pinning, and reuse of pinned maps. Maps are
- * pinned by name under <pin_root>/<iface>/ and the XDP attachment is a
- * bpf_link pinned beside them, so enforcement and key state outlive the
- * agent; only loader_detach() removes them.
+ * pinned by name under <pin_root>/<iface>/ and a native XDP attachment is
+ * a bpf_link pinned beside them; a TC attachment is a filter on the
+ * interface's clsact ingress, which is no link and stays until removed.
+ * Either way enforcement and key state outlive the agent; only
+ * loader_detach() removes them.
  */
 #ifndef SLUICE_LOADER_H
 #define SLUICE_LOADER_H
@@ -11,12 +13,6 @@
 #include <limits.h>
 
 #include "kernel/maps.h"
-
-enum xdp_mode {
-	XDP_MODE_AUTO = 0, /* native, else generic */
-	XDP_MODE_NATIVE,
-	XDP_MODE_GENERIC,
-};
 
 struct sluice_bpf;
 
@@ -26,8 +22,10 @@ struct attachment {
 	char pin_dir[PATH_MAX];
 	struct sluice_bpf *skel;
 	struct sluice_maps maps; /* borrowed from skel: do not close */
-	int prog_fd;		 /* borrowed from skel */
-	int link_fd;		 /* -1 until attached */
+	int prog_fd;		 /* the XDP program, borrowed from skel */
+	int tc_prog_fd;		 /* the TC program, borrowed from skel */
+	int link_fd;		 /* -1 until attached, and in tc mode */
+	int mode;		 /* enum sluice_attach: as attached */
 	int reused;		 /* maps came from pins: key state was kept */
 	int lock_fd;		 /* the pin directory, flock()ed: one agent per interface */
 };
@@ -53,15 +51,22 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 		     const struct load_opts *o);
 
 /*
- * Attach the loaded program: replace the program of a pinned link, or
- * create the link in @mode and pin it. 0 or -errno, reported.
+ * Attach the loaded program in @mode (enum sluice_attach; NONE: auto,
+ * native XDP, else TC), or as the interface is attached already: replace
+ * the program of the pinned link, or of sluice's TC filter. Refuses a
+ * @mode other than the one attached. Records the mode in sluice_ctl and
+ * a->mode. 0 or -errno, reported.
  */
-int attachment__attach(struct attachment *a, enum xdp_mode mode);
+int attachment__attach(struct attachment *a, int mode);
 
 /* Release fds and memory; enforcement stays through the pinned link. Accepts NULL. */
 void attachment__close(struct attachment *a);
 
-/* Detach the program of @iface and remove its pins. 0 or -errno, reported. */
+/*
+ * Detach the program of @iface, link or TC filter, and remove its pins.
+ * The TC filter is found by the interface's name in the caller's network
+ * namespace. 0 or -errno, reported.
+ */
 int loader_detach(const char *pin_root, const char *iface);
 
 /* Remove the map pins and the directory of @pin_dir (after a detach). */

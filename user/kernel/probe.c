@@ -7,8 +7,10 @@
  * probe_kernel() first checks that it may create a map at all.
  *
  * Not probed, being older than any feature here: hash and array maps,
- * BPF_F_NO_PREALLOC, BPF-to-BPF calls (4.16), JMP32 (-mcpu=v3, 5.1) and
- * global data (5.2, which libbpf checks itself).
+ * BPF_F_NO_PREALLOC, BPF-to-BPF calls (4.16), JMP32 (-mcpu=v3, 5.1),
+ * global data (5.2, which libbpf checks itself), and what tc mode needs:
+ * clsact (4.5), gso_segs (5.1) and gso_size (5.7) in struct __sk_buff.
+ * Native XDP is the driver's to offer: the attach finds out.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
