@@ -1407,7 +1407,7 @@ static void test_hostile(void **state)
 	spent = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - t0;
 	printed = print_diags(&d);
 	assert_true(asprintf(&want, "<test>:%s", row->first) > 0);
-	if (strncmp(printed, want, strlen(want)))
+	if (strncmp(printed, want, strlen(want)) != 0)
 		fail_msg("%s: printed %.200s, expected it to start with %s", row->name, printed,
 			 want);
 	print_message("%s: %zu bytes refused in %llu us of CPU\n", row->name, len,
