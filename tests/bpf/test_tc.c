@@ -50,20 +50,21 @@ static const struct family families[] = {
  */
 static size_t aggregate(struct pkt *p, const struct family *f, unsigned int segs, int opts)
 {
-	struct tcphdr *th;
+	struct tcphdr th;
 	size_t hdr;
 
 	harness_tcp(p, f->src, f->dst, HTTP_PORT, TCP_FLAG_ACK);
 	hdr = p->len;
 	if (opts) {
-		hdr += (TCP_OPT_WORDS - sizeof(*th) / TCP_WORD_BYTES) * TCP_WORD_BYTES;
+		hdr += (TCP_OPT_WORDS - sizeof(th) / TCP_WORD_BYTES) * TCP_WORD_BYTES;
 		pkt_pad_to(p, hdr);
 	}
 	pkt_pad_to(p, hdr + (size_t)segs * MSS_BYTES);
 	pkt_finish(p);
-	if (opts) {
-		th = (struct tcphdr *)(p->buf + p->l4_off);
-		th->doff = TCP_OPT_WORDS;
+	if (opts) { /* the TCP header is not 4-byte aligned in the frame: copy it out and in */
+		memcpy(&th, p->buf + p->l4_off, sizeof(th));
+		th.doff = TCP_OPT_WORDS;
+		memcpy(p->buf + p->l4_off, &th, sizeof(th));
 	}
 	return hdr;
 }
