@@ -178,7 +178,7 @@ test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
 
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
 # 12's oldest and current kernels and Debian 13's, each booted under QEMU,
-# and on the running kernel (tests/kernel/matrix.sh; about 8 minutes). Root.
+# and on the running kernel (tests/kernel/matrix.sh; about 20 minutes under TCG). Root.
 test-kernels: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN)
 	$(Q)tools/deps.sh kernels
 	$(Q)O=$(O) tests/kernel/matrix.sh
