@@ -14,7 +14,11 @@
 #   - a good one after it makes the agent ready again;
 #   - plain editors: a file renamed over policy.yaml, and one written in
 #     place, are both applied; a change to another file in the directory
-#     is not a reload.
+#     is not a reload;
+#   - /healthz: a FIFO renamed over policy.yaml makes the reload block in
+#     open(2), so the main loop stalls; /healthz answers 503 no sooner than
+#     agent.timeout (STALL_MS) after the rename, and 200 again once a
+#     writer lets the reload through.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_realtime
@@ -23,12 +27,15 @@ e2e_topology
 PORT=9190
 WATCH_BOUND_MS=2000 # issue #14: a changed ConfigMap is applied within 2 s
 QUIET_S=1	    # how long nothing must happen after an unrelated change (5 debounces)
+STALL_MS=1000	    # agent.timeout below: /healthz's limit
+STALL_SLACK_MS=2000 # and at most this later: debounce, tick, reload, poll
 SENT=20
 CM=$WORK/configmap
 mkdir "$CM"
 
 policy() { # burst [rate]: a valid policy file, or with rate a bad one
 	cat <<YAML
+agent: { heartbeat: 100ms, timeout: ${STALL_MS}ms }
 policies:
   - name: per-source
     match: { proto: udp, dst_port: 7000 }
@@ -144,5 +151,29 @@ check "written in place: burst 6 enforced" 6
 echo other >"$CM/other.yaml"
 sleep "$QUIET_S"
 e2e_equal "reloads after another file changed" "$(metric 'sluice_reloads_total{result="ok"}')" 4
+# A reload that blocks: the main loop stalls, /healthz says so after agent.timeout.
+mkfifo "$WORK/stall.fifo"
+ln "$WORK/stall.fifo" "$CM/policy.yaml.fifo"
+SWAP_US=${EPOCHREALTIME/./}
+mv "$CM/policy.yaml.fifo" "$CM/policy.yaml"
+while [ "$(http_code /healthz)" != 503 ]; do
+	STALLED_MS=$(((${EPOCHREALTIME/./} - SWAP_US) / 1000))
+	((STALLED_MS <= STALL_MS + STALL_SLACK_MS)) || e2e_fail "/healthz still 200 after $STALLED_MS ms"
+	sleep 0.02
+done
+STALLED_MS=$(((${EPOCHREALTIME/./} - SWAP_US) / 1000))
+e2e_within "/healthz 503 after the stall began, ms" "$STALLED_MS" "$STALL_MS" \
+	$((STALL_MS + STALL_SLACK_MS))
+http_body /healthz | grep -q "^stalled: the main loop's last progress was .* s ago (limit 1.0 s)$" ||
+	e2e_fail "/healthz did not say why: $(http_body /healthz)"
+echo "ok: /healthz says: $(http_body /healthz)"
+# A plain file in its place first (the watch queues it), then the FIFO's writer.
+policy 7 >"$CM/policy.yaml.new"
+mv "$CM/policy.yaml.new" "$CM/policy.yaml"
+policy 2 >"$WORK/stall.fifo"
+SWAP_US=${EPOCHREALTIME/./}
+wait_reloads ok 6
+e2e_equal "/healthz after the stall" "$(http_code /healthz)" 200
+check "the plain file after the FIFO: burst 7 enforced" 7
 e2e_stop_agent
 echo "test_config_watch: all checks passed"
