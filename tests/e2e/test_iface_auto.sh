@@ -10,7 +10,8 @@
 #      pins gone, its traffic no longer limited), $VETH_RX still enforcing;
 #   3. an IPv6 default route via $UP2 too, then `sluice reload`: $UP2
 #      attached again, enforcing IPv6.
-# And a namespace without a default route: a clear error, nothing attached.
+# Before that, without a default route, and with auto beside a named
+# interface: a clear error, nothing attached.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_topology
@@ -56,6 +57,15 @@ grep -q 'no interface carries a default route' "$WORK/none.err" ||
 	e2e_fail "no clear error: $(cat "$WORK/none.err")"
 [ -z "$(ls -A "$PIN_ROOT" 2>/dev/null)" ] || e2e_fail "pins left: $(ls "$PIN_ROOT")"
 echo "ok: no default route: $(grep -o 'no interface carries.*' "$WORK/none.err")"
+
+# auto with a named interface: refused, for the same reasons.
+rc=0
+in_ns "$NS_RX" "$SLUICE" run --config "$WORK/policy.yaml" --pin-root "$PIN_ROOT" \
+	--iface auto --iface "$UP1" 2>"$WORK/mixed.err" || rc=$?
+e2e_equal "--iface auto --iface $UP1: exit status" "$rc" 1
+grep -q "interface 'auto' stands alone" "$WORK/mixed.err" ||
+	e2e_fail "no clear error: $(cat "$WORK/mixed.err")"
+[ -z "$(ls -A "$PIN_ROOT" 2>/dev/null)" ] || e2e_fail "pins left: $(ls "$PIN_ROOT")"
 
 e2e_count_setup up1 "iifname \"$UP1\" udp dport 7000" up2 "iifname \"$UP2\" udp dport 7000"
 _src_n=0
