@@ -76,6 +76,15 @@ for m in $modes; do
 done
 expect_words "sluice status --iface lo<TAB>" "$(cd /sys/class/net && ls -d lo*)" \
 	"$(complete_words status --iface lo)"
+# run's --iface also takes auto (the interfaces with a default route); no other command's.
+shopt -s nullglob
+au_paths=(/sys/class/net/au*)
+shopt -u nullglob
+au_ifaces=$(for p in "${au_paths[@]}"; do basename "$p"; done)
+expect_words "sluice run --iface au<TAB>" "$(printf '%s\n' auto "$au_ifaces" | sed '/^$/d' | sort)" \
+	"$(complete_words run --iface au)"
+expect_words "sluice status --iface au<TAB>" "$au_ifaces" "$(complete_words status --iface au)"
+"$SLUICE" run --help | grep -q -- '--iface auto' || e2e_fail "run --help does not name --iface auto"
 expect_words "sluice run --max-keys <TAB>" "" "$(complete_words run --max-keys "")"
 mkdir "$WORK/pins" "$WORK/policies"
 touch "$WORK/policy.yaml" "$WORK/policy.yml"

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Unit tests of user/agent/metrics.c without a server: --metrics' address.
- * One named case per row:
+ * Unit tests of user/agent/metrics.c without a server: --metrics' address
+ * and the probes' answers. One named case per row:
  *
  *   listen/<name>  metrics_parse_listen(): the exact result, and for an
  *                  accepted address its family, address text and port
+ *   probe/<name>   metrics_probe(): the exact HTTP status and body line for
+ *                  a snapshot and a time
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -73,12 +75,65 @@ static void test_listen(void **state)
 	assert_string_equal(text, t->addr);
 }
 
+#define S(x) ((x)*SLUICE_NSEC_PER_SEC)
+#define T0   S(1000) /* the probe's now */
+
+struct probe_row {
+	const char *name;
+	int probe; /* enum metrics_probe */
+	int started, rejected;
+	__u64 progress_ns, stall_ns;
+	int want;
+	const char *body;
+};
+
+static const struct probe_row probe_rows[] = {
+	{ "probe/ready_starting", METRICS_PROBE_READY, 0, 0, T0, S(5), METRICS_HTTP_UNAVAILABLE,
+	  "not ready: starting; not attached and enforcing yet\n" },
+	{ "probe/ready", METRICS_PROBE_READY, 1, 0, T0, S(5), METRICS_HTTP_OK,
+	  "ready: enforcing generation 3 on 2 interface(s)\n" },
+	{ "probe/ready_after_rejected_reload", METRICS_PROBE_READY, 1, 1, T0, S(5),
+	  METRICS_HTTP_UNAVAILABLE,
+	  "not ready: the last reload was rejected; still enforcing generation 3\n" },
+	{ "probe/health_stall_does_not_unready", METRICS_PROBE_READY, 1, 0, T0 - S(60), S(5),
+	  METRICS_HTTP_OK, "ready: enforcing generation 3 on 2 interface(s)\n" },
+	{ "probe/health", METRICS_PROBE_HEALTH, 1, 1, T0 - S(1), S(5), METRICS_HTTP_OK,
+	  "ok: the main loop's last progress was 1.0 s ago\n" },
+	{ "probe/health_starting", METRICS_PROBE_HEALTH, 0, 0, T0, S(5), METRICS_HTTP_OK,
+	  "ok: the main loop's last progress was 0.0 s ago\n" },
+	{ "probe/health_at_the_limit", METRICS_PROBE_HEALTH, 1, 0, T0 - S(5), S(5), METRICS_HTTP_OK,
+	  "ok: the main loop's last progress was 5.0 s ago\n" },
+	{ "probe/health_stalled", METRICS_PROBE_HEALTH, 1, 0, T0 - S(5) - 1, S(5),
+	  METRICS_HTTP_UNAVAILABLE,
+	  "stalled: the main loop's last progress was 5.0 s ago (limit 5.0 s)\n" },
+	{ "probe/health_progress_after_now", METRICS_PROBE_HEALTH, 1, 0, T0 + S(1), S(5),
+	  METRICS_HTTP_OK, "ok: the main loop's last progress was 0.0 s ago\n" },
+};
+
+static void test_probe(void **state)
+{
+	const struct probe_row *t = *state;
+	struct metrics_snapshot snap = {
+		.started = t->started,
+		.reload_rejected = t->rejected,
+		.generation = 3,
+		.progress_ns = t->progress_ns,
+		.stall_ns = t->stall_ns,
+		.n_att = 2,
+	};
+	char body[160];
+
+	assert_int_equal(metrics_probe(&snap, t->probe, T0, body, sizeof(body)), t->want);
+	assert_string_equal(body, t->body);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[ARRAY_SIZE(listen_rows)];
+	struct CMUnitTest tests[ARRAY_SIZE(listen_rows) + ARRAY_SIZE(probe_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD_ROWS(&s, test_listen, listen_rows);
+	SUITE_ADD_ROWS(&s, test_probe, probe_rows);
 	return _cmocka_run_group_tests("metrics", s.tests, s.n, NULL, NULL);
 }

@@ -3,7 +3,7 @@
 # bash completion for sluice(8), sourced by bash-completion (installed as
 # /usr/share/bash-completion/completions/sluice) or by hand. It completes
 # commands, each command's options, and their values: interfaces, policy
-# files, pin directories, attach modes. Commands and options are read from the
+# files, pin directories, attach modes, run's --iface auto. Commands and options are read from the
 # binary's own help (`sluice help`, `sluice <command> --help`), so they
 # cannot drift from it; tests/e2e/test_completion.sh checks the result.
 
@@ -33,8 +33,9 @@ _sluice() {
 		esac
 	done
 	case $prev in
-	-i | --iface)
-		mapfile -t COMPREPLY < <(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")
+	-i | --iface) # and for run, auto: the interfaces with a default route
+		mapfile -t COMPREPLY < <(compgen -W "$(ls /sys/class/net 2>/dev/null)$([ "$cmd" != run ] ||
+			echo " auto")" -- "$cur")
 		return
 		;;
 	-c | --config)

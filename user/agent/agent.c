@@ -18,6 +18,9 @@
 #include "policy/compile.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "base/route.h"
+
+_Static_assert(POLICY_IFNAME_LEN == IF_NAMESIZE, "base/route.h's names are interface names");
 
 /* Parse and validate @path; on bad input print every error and return NULL. */
 static struct policy_set *load_policy(const char *path)
@@ -119,6 +122,37 @@ int agent_apply_policy(struct attachment *att, const struct policy_set *ps, cons
 	return err;
 }
 
+static int find_iface(const char (*names)[POLICY_IFNAME_LEN], size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n && strcmp(names[i], name) != 0; i++)
+		;
+	return i < n ? (int)i : -1;
+}
+
+/* The interfaces that carry a default route now, into @names (logged); -errno, reported. */
+static int auto_ifaces(char (*names)[POLICY_IFNAME_LEN], size_t *n)
+{
+	char list[POLICY_MAX_IFACES * POLICY_IFNAME_LEN] = "";
+	size_t i, used = 0;
+	int err = route_default_ifaces(names, POLICY_MAX_IFACES, n);
+
+	if (err) {
+		pr_warn("--iface auto: cannot read the default routes: %s", strerror(-err));
+		return err;
+	}
+	if (!*n) {
+		pr_warn("--iface auto: no interface carries a default route (IPv4 or IPv6, main "
+			"table, loopback left out); give --iface <iface>");
+		return -ENOENT;
+	}
+	for (i = 0; i < *n; i++) /* each name is shorter than its share of @list */
+		used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? "," : "", names[i]);
+	log_event(LOG_INFO, "iface_auto", "ifaces=%s", list);
+	return 0;
+}
+
 static int pick_ifaces(struct agent *a)
 {
 	size_t i;
@@ -133,7 +167,16 @@ static int pick_ifaces(struct agent *a)
 			a->opts.config_path);
 		return -EINVAL;
 	}
-	return 0;
+	if (find_iface(a->opts.ifaces, a->opts.n_ifaces, AGENT_IFACE_AUTO) < 0)
+		return 0;
+	if (a->opts.n_ifaces > 1) {
+		pr_warn("interface '%s' stands alone (in --iface or 'interfaces' of '%s'): it "
+			"means every interface with a default route",
+			AGENT_IFACE_AUTO, a->opts.config_path);
+		return -EINVAL;
+	}
+	a->is_auto = 1;
+	return auto_ifaces(a->opts.ifaces, &a->opts.n_ifaces);
 }
 
 /*
@@ -192,29 +235,40 @@ static void count_keys(struct agent *a, __u64 now)
 int agent__tick(struct agent *a)
 {
 	__u64 now = mono_ns();
+	int err = 0;
 
 	agent_stores__tick(&a->stores, now);
 	if (now - a->keys_counted_ns >= METRICS_KEYS_NS)
 		count_keys(a, now);
-	if (now - a->last_beat_ns < a->ps->heartbeat_ns)
-		return 0;
-	return beat(a, getpid());
+	if (now - a->last_beat_ns >= a->ps->heartbeat_ns)
+		err = beat(a, getpid());
+	if (err)
+		return err;
+	pthread_mutex_lock(&a->snap.lock);
+	a->snap.progress_ns = now;
+	pthread_mutex_unlock(&a->snap.lock);
+	return 0;
 }
 
-/* Tell `sluice reload` how its request ended. */
-static void answer_reload(struct agent *a, int result)
+/* Tell `sluice reload`, watching @att, how its request ended. */
+static void answer_one(const struct attachment *att, int result)
 {
 	struct sluice_ctl ctl;
+
+	if (maps__read_ctl(&att->maps, &ctl))
+		return;
+	ctl.reload_seq++;
+	ctl.reload_err = result;
+	if (maps__write_ctl(&att->maps, &ctl))
+		pr_warn("cannot answer the reload on '%s'", att->iface);
+}
+
+static void answer_reload(struct agent *a, int result)
+{
 	size_t i;
 
-	for (i = 0; i < a->n_att; i++) {
-		if (maps__read_ctl(&a->att[i].maps, &ctl))
-			continue;
-		ctl.reload_seq++;
-		ctl.reload_err = result;
-		if (maps__write_ctl(&a->att[i].maps, &ctl))
-			pr_warn("cannot answer the reload on '%s'", a->att[i].iface);
-	}
+	for (i = 0; i < a->n_att; i++)
+		answer_one(&a->att[i], result);
 }
 
 /*
@@ -264,56 +318,99 @@ static int open_stores(struct agent *a)
 	return agent_stores__open(&a->stores, &v);
 }
 
+/* Publish @n attachments to the metrics thread; snap.att_lock held. */
+static void set_n_att(struct agent *a, size_t n)
+{
+	a->n_att = n;
+	pthread_mutex_lock(&a->snap.lock);
+	a->snap.n_att = n;
+	pthread_mutex_unlock(&a->snap.lock);
+}
+
+/*
+ * Load, apply and attach on @iface as attachment a->n_att. Once loaded it
+ * counts (agent__stop() releases it) even when applying or attaching fails.
+ */
+static int attach_one(struct agent *a, const char *iface)
+{
+	struct attachment *att = &a->att[a->n_att];
+	int err = attachment__load(att, a->opts.pin_root, iface,
+				   &(struct load_opts){ .max_keys = a->opts.max_keys,
+							.max_datagrams = a->opts.max_datagrams });
+
+	if (err) {
+		attachment__close(att); /* not loaded: nothing to beat or detach */
+		return err;
+	}
+	pthread_mutex_lock(&a->snap.att_lock);
+	set_n_att(a, a->n_att + 1);
+	pthread_mutex_unlock(&a->snap.att_lock);
+	err = agent_apply_policy(att, a->ps, a->opts.config_path, a->ids[a->n_att - 1]);
+	if (!err)
+		err = attachment__attach(att, a->opts.mode);
+	if (err)
+		return err;
+	log_event(LOG_INFO, "start", "iface=%s mode=%s pins=%s key_state=%s", att->iface,
+		  sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, att->mode), att->pin_dir,
+		  att->reused ? "kept" : "new");
+	report_absence(a, att);
+	return 0;
+}
+
+/* The probes' state (metrics.h), under snap.lock: @started, @rejected, and the policy's. */
+static void set_probes(struct agent *a, int started, int rejected)
+{
+	pthread_mutex_lock(&a->snap.lock);
+	a->snap.started = started;
+	a->snap.reload_rejected = rejected;
+	a->snap.generation = a->generation;
+	a->snap.stall_ns = a->ps ? a->ps->agent_timeout_ns : POLICY_AGENT_TIMEOUT_NS_DEFAULT;
+	pthread_mutex_unlock(&a->snap.lock);
+}
+
+/* Serve metrics and probes from the start, so that /readyz says "starting". */
+static int serve_metrics(struct agent *a)
+{
+	a->snap.progress_ns = mono_ns();
+	set_probes(a, 0, 0);
+	if (!a->opts.metrics_listen)
+		return 0;
+	a->metrics = metrics__start(a->opts.metrics_listen, a->att, &a->snap);
+	if (a->metrics)
+		return 0;
+	pr_warn("cannot serve metrics on '%s': %s", a->opts.metrics_listen, strerror(errno));
+	return -EADDRNOTAVAIL;
+}
+
 int agent__start(struct agent *a, const struct agent_opts *opts)
 {
-	struct attachment *att;
 	size_t i;
 	int err;
 
 	memset(a, 0, sizeof(*a));
 	a->opts = *opts;
 	pthread_mutex_init(&a->snap.lock, NULL);
+	pthread_mutex_init(&a->snap.att_lock, NULL);
+	err = serve_metrics(a);
+	if (err)
+		return err;
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
 		return -EINVAL;
 	err = pick_ifaces(a);
-	for (i = 0; !err && i < a->opts.n_ifaces; i++) {
-		att = &a->att[a->n_att];
-		err = attachment__load(att, opts->pin_root, a->opts.ifaces[i],
-				       &(struct load_opts){ .max_keys = opts->max_keys,
-							    .max_datagrams = opts->max_datagrams });
-		if (err) {
-			attachment__close(att); /* not loaded: nothing to beat or detach */
-			break;
-		}
-		a->n_att++;
-		err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
-		if (!err)
-			err = attachment__attach(att, opts->mode);
-		if (!err)
-			log_event(LOG_INFO, "start", "iface=%s mode=%s pins=%s key_state=%s",
-				  att->iface,
-				  sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, att->mode),
-				  att->pin_dir, att->reused ? "kept" : "new");
-		if (!err)
-			report_absence(a, att);
-	}
+	for (i = 0; !err && i < a->opts.n_ifaces; i++)
+		err = attach_one(a, a->opts.ifaces[i]);
 	a->generation = 1;
 	if (!err)
 		err = open_stores(a);
-	if (!err && opts->metrics_listen) {
-		a->metrics = metrics__start(opts->metrics_listen, a->att, a->n_att, &a->snap);
-		if (!a->metrics) {
-			err = -errno;
-			pr_warn("cannot serve metrics on '%s': %s", opts->metrics_listen,
-				strerror(errno));
-		}
-		count_keys(a, mono_ns());
-	}
-	return err ? err : beat(a, getpid());
+	count_keys(a, mono_ns());
+	if (!err)
+		err = beat(a, getpid());
+	set_probes(a, !err, 0);
+	return err;
 }
 
-/* Count a reload's result for the metrics. */
+/* Count a reload's result for the metrics and the probes. */
 static void count_reload(struct agent *a, int ok)
 {
 	pthread_mutex_lock(&a->snap.lock);
@@ -322,50 +419,121 @@ static void count_reload(struct agent *a, int ok)
 	else
 		a->snap.reloads_rejected++;
 	pthread_mutex_unlock(&a->snap.lock);
+	set_probes(a, 1, !ok);
+}
+
+/* A reload refused with @err: nothing changed. Returns @err. */
+static int reject_reload(struct agent *a, struct policy_set *ps, int err)
+{
+	pr_warn("reload rejected; still enforcing '%s' generation %llu", a->opts.config_path,
+		(unsigned long long)a->generation);
+	policy_set__free(ps);
+	answer_reload(a, err);
+	count_reload(a, 0);
+	return err;
+}
+
+/*
+ * Attach to the interfaces of @want (n_want) not attached yet. One that
+ * fails is logged and left out (the next reload tries it again): the
+ * policy holds on the others.
+ */
+static void attach_new(struct agent *a, const char (*want)[POLICY_IFNAME_LEN], size_t n_want)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < n_want; i++) {
+		if (find_iface((const char(*)[POLICY_IFNAME_LEN])a->opts.ifaces, a->opts.n_ifaces,
+			       want[i]) >= 0)
+			continue;
+		err = attach_one(a, want[i]);
+		if (!err) {
+			memcpy(a->opts.ifaces[a->opts.n_ifaces++], want[i], POLICY_IFNAME_LEN);
+			continue;
+		}
+		log_event(LOG_WARN, "attach_failed", "iface=%s err=%s why=default_route", want[i],
+			  strerror(-err));
+		if (a->n_att && !strcmp(a->att[a->n_att - 1].iface, want[i])) {
+			pthread_mutex_lock(&a->snap.att_lock);
+			attachment__close(&a->att[a->n_att - 1]);
+			set_n_att(a, a->n_att - 1);
+			pthread_mutex_unlock(&a->snap.att_lock);
+		}
+	}
+}
+
+/* Detach, program and pins, from attachment @i; snap.att_lock held. */
+static void detach_one(struct agent *a, size_t i)
+{
+	char iface[POLICY_IFNAME_LEN];
+	size_t rest = a->n_att - i - 1;
+
+	memcpy(iface, a->att[i].iface, sizeof(iface));
+	answer_one(&a->att[i], 0); /* its map lives on while `sluice reload` holds it */
+	attachment__close(&a->att[i]);
+	memmove(&a->att[i], &a->att[i + 1], rest * sizeof(a->att[0]));
+	memmove(a->ids[i], a->ids[i + 1], rest * sizeof(a->ids[0]));
+	set_n_att(a, a->n_att - 1);
+	if (!loader_detach(a->opts.pin_root, iface))
+		log_event(LOG_INFO, "detach", "iface=%s why=no_default_route", iface);
+}
+
+/* Detach from every attached interface not in @want (n_want). */
+static void detach_gone(struct agent *a, const char (*want)[POLICY_IFNAME_LEN], size_t n_want)
+{
+	size_t i = 0;
+
+	pthread_mutex_lock(&a->snap.att_lock);
+	while (i < a->n_att) {
+		if (find_iface(want, n_want, a->att[i].iface) >= 0)
+			i++;
+		else
+			detach_one(a, i);
+	}
+	pthread_mutex_unlock(&a->snap.att_lock);
+	for (i = 0; i < a->n_att; i++)
+		memcpy(a->opts.ifaces[i], a->att[i].iface, POLICY_IFNAME_LEN);
+	a->opts.n_ifaces = a->n_att;
 }
 
 int agent__reload(struct agent *a)
 {
+	char want[POLICY_MAX_IFACES][POLICY_IFNAME_LEN];
 	struct policy_set *ps;
-	size_t i;
-	int err;
+	size_t i, n_want = 0;
+	int err = 0;
 
 	/* A beat first: reading, compiling and applying then have the whole
 	 * agent.timeout before the XDP program would think the agent lost. */
 	beat(a, getpid());
 	ps = load_policy(a->opts.config_path);
-
-	if (!ps) {
-		pr_warn("reload rejected; still enforcing '%s' generation %llu",
-			a->opts.config_path, (unsigned long long)a->generation);
-		policy_set__free(ps);
-		answer_reload(a, -EINVAL);
-		count_reload(a, 0);
-		return -EINVAL;
-	}
-	for (i = 0, err = 0; !err && i < a->n_att; i++)
+	if (!ps)
+		return reject_reload(a, ps, -EINVAL);
+	for (i = 0; !err && i < a->n_att; i++)
 		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path, a->ids[i]);
-	if (err) {
-		policy_set__free(ps);
-		answer_reload(a, err);
-		count_reload(a, 0);
-		return err;
-	}
+	if (err)
+		return reject_reload(a, ps, err);
 	policy_set__free(a->ps);
 	a->ps = ps;
 	a->generation++;
 	/* Ids and file indexes changed: write every runtime state again, on fresh stores. */
 	agent_stores__close(&a->stores);
+	/* No default route now (a route being replaced?): keep the interfaces we have. */
+	if (a->is_auto && !auto_ifaces(want, &n_want))
+		attach_new(a, (const char(*)[POLICY_IFNAME_LEN])want, n_want);
+	if (n_want)
+		detach_gone(a, (const char(*)[POLICY_IFNAME_LEN])want, n_want);
 	if (open_stores(a))
 		pr_warn("the store of '%s' could not be opened; its policies fail over as "
 			"configured",
 			a->opts.config_path);
-	log_event(LOG_INFO, "reload", "file=%s generation=%llu", a->opts.config_path,
-		  (unsigned long long)a->generation);
+	log_event(LOG_INFO, "reload", "file=%s generation=%llu ifaces=%zu", a->opts.config_path,
+		  (unsigned long long)a->generation, a->n_att);
 	beat(a, getpid());	/* the new file may change the heartbeat timeout */
 	a->keys_counted_ns = 0; /* ids changed: count on the next tick */
-	answer_reload(a, 0);
 	count_reload(a, 1);
+	answer_reload(a, 0); /* last: `sluice reload` returns when all is done */
 	return 0;
 }
 

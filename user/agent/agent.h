@@ -12,6 +12,13 @@
 #include "kernel/loader.h"
 #include "policy/policy.h"
 
+/*
+ * The interface list "auto" (alone, from --iface or the file's
+ * 'interfaces'): the interfaces that carry a default route, read at start
+ * and again on every reload (base/route.h).
+ */
+#define AGENT_IFACE_AUTO "auto"
+
 struct agent_opts {
 	const char *config_path;
 	const char *pin_root;
@@ -22,13 +29,15 @@ struct agent_opts {
 	__u32 max_datagrams;	    /* 0: SLUICE_FRAG_ENTRIES_DEFAULT */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
 	int detach_on_exit;	    /* default: leave enforcement in place */
+	int watch_config;	    /* reload when the file changes (agent/watch.h) */
 };
 
 struct agent {
 	struct agent_opts opts;
 	struct policy_set *ps;
 	struct attachment att[POLICY_MAX_IFACES];
-	size_t n_att;
+	size_t n_att;	    /* changed under snap.att_lock: the metrics thread reads att[] */
+	int is_auto;	    /* the interfaces follow the default routes (AGENT_IFACE_AUTO) */
 	__u64 generation;   /* policy loads by this agent */
 	__u64 last_beat_ns; /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 	__u32 ids[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES]; /* by attachment and file index */
@@ -42,15 +51,19 @@ struct agent {
 int agent__start(struct agent *a, const struct agent_opts *opts);
 
 /*
- * Re-read the policy file; a bad file changes nothing. Answers `sluice
- * reload` through sluice_ctl (reload_seq, reload_err). 0 or -errno, reported.
+ * Re-read the policy file; a bad file changes nothing. With AGENT_IFACE_AUTO,
+ * a good one is also applied to the interfaces that now carry a default
+ * route: attached to the new ones, detached (program and pins removed)
+ * from the ones that no longer do. Answers `sluice reload` through
+ * sluice_ctl (reload_seq, reload_err). 0 or -errno, reported.
  */
 int agent__reload(struct agent *a);
 
 /*
  * Periodic work, called at least every AGENT_TICK_NS: the heartbeat (every
  * agent.heartbeat), which the XDP program watches to apply on_agent_loss
- * by itself. 0 or -errno, reported.
+ * by itself. A tick that gets through its work is the progress /healthz
+ * reports. 0 or -errno, reported.
  */
 int agent__tick(struct agent *a);
 

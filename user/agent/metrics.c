@@ -20,18 +20,21 @@
 #include "base/names.h"
 #include "base/version.h"
 
-#define METRICS_PATH   "/metrics"
-#define CONTENT_TYPE   "text/plain; version=0.0.4"
-#define HTTP_OK	       200
-#define HTTP_NOT_FOUND 404
-#define ADDR_LEN       64
+#define METRICS_PATH	   "/metrics"
+#define READY_PATH	   "/readyz"
+#define HEALTH_PATH	   "/healthz"
+#define CONTENT_TYPE	   "text/plain; version=0.0.4"
+#define PROBE_CONTENT_TYPE "text/plain"
+#define HTTP_NOT_FOUND	   404
+#define HTTP_BAD_METHOD	   405
+#define PROBE_BODY_LEN	   160
+#define ADDR_LEN	   64
 /* Room for any name sluice labels with: the longest is a store URL. */
 #define LABEL_LEN ESCAPE_PROM_LEN(sizeof(((struct metrics_store *)NULL)->url))
 
 struct metrics {
 	struct MHD_Daemon *daemon;
-	const struct attachment *att;
-	size_t n;
+	const struct attachment *att; /* the first snap->n_att, under snap->att_lock */
 	struct metrics_snapshot *snap;
 };
 
@@ -207,6 +210,10 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 		"sluice_reloads_total{result=\"ok\"} %llu\n"
 		"sluice_reloads_total{result=\"rejected\"} %llu\n",
 		(unsigned long long)s->reloads_ok, (unsigned long long)s->reloads_rejected);
+	header(out, "sluice_reload_last_ok", "gauge",
+	       "0 while the last reload stands rejected (the policy before it still holds), "
+	       "else 1.");
+	fprintf(out, "sluice_reload_last_ok %d\n", !s->reload_rejected);
 }
 
 /* What this build is; 1 always, by the convention of *_build_info. */
@@ -241,7 +248,8 @@ static char *page(struct metrics *m, size_t *len)
 
 	struct key_counts *kc = calloc(1, sizeof(*kc));
 
-	for (i = 0; kc && i < m->n; i++) {
+	pthread_mutex_lock(&m->snap->att_lock);
+	for (i = 0; kc && i < m->snap->n_att; i++) {
 		pthread_mutex_lock(&m->snap->lock);
 		if (i < m->snap->n_keys)
 			*kc = m->snap->keys[i];
@@ -263,35 +271,101 @@ static char *page(struct metrics *m, size_t *len)
 			buf = NULL;
 		}
 	}
+	pthread_mutex_unlock(&m->snap->att_lock); /* the names in ifs[] were read */
 	for (i = 0; i < n; i++)
 		status__free(&st[i]);
 	free(kc);
 	return buf;
 }
 
+int metrics_probe(const struct metrics_snapshot *s, int probe, __u64 now_ns, char *buf, size_t len)
+{
+	__u64 idle_ns = now_ns > s->progress_ns ? now_ns - s->progress_ns : 0;
+	unsigned long long gen = s->generation;
+
+	if (probe == METRICS_PROBE_HEALTH && idle_ns > s->stall_ns) {
+		snprintf(buf, len,
+			 "stalled: the main loop's last progress was %.1f s ago (limit %.1f s)\n",
+			 (double)idle_ns / SLUICE_NSEC_PER_SEC,
+			 (double)s->stall_ns / SLUICE_NSEC_PER_SEC);
+		return METRICS_HTTP_UNAVAILABLE;
+	}
+	if (probe == METRICS_PROBE_HEALTH) {
+		snprintf(buf, len, "ok: the main loop's last progress was %.1f s ago\n",
+			 (double)idle_ns / SLUICE_NSEC_PER_SEC);
+		return METRICS_HTTP_OK;
+	}
+	if (!s->started) {
+		snprintf(buf, len, "not ready: starting; not attached and enforcing yet\n");
+		return METRICS_HTTP_UNAVAILABLE;
+	}
+	if (s->reload_rejected) {
+		snprintf(buf, len,
+			 "not ready: the last reload was rejected; still enforcing "
+			 "generation %llu\n",
+			 gen);
+		return METRICS_HTTP_UNAVAILABLE;
+	}
+	snprintf(buf, len, "ready: enforcing generation %llu on %zu interface(s)\n", gen, s->n_att);
+	return METRICS_HTTP_OK;
+}
+
+/* The response to @url: a page, a probe's answer or not found, with its @code. */
+static struct MHD_Response *respond(struct metrics *m, const char *url, int *code)
+{
+	static const char not_found[] =
+		"not found; try " METRICS_PATH ", " READY_PATH " or " HEALTH_PATH "\n";
+	int probe = !strcmp(url, READY_PATH)	? METRICS_PROBE_READY
+		    : !strcmp(url, HEALTH_PATH) ? METRICS_PROBE_HEALTH
+						: METRICS_PROBE_MAX;
+	struct MHD_Response *r;
+	char text[PROBE_BODY_LEN];
+	size_t len = 0;
+	char *body;
+
+	*code = METRICS_HTTP_OK;
+	if (probe != METRICS_PROBE_MAX) {
+		pthread_mutex_lock(&m->snap->lock);
+		*code = metrics_probe(m->snap, probe, mono_ns(), text, sizeof(text));
+		pthread_mutex_unlock(&m->snap->lock);
+		r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
+		if (r)
+			MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+						PROBE_CONTENT_TYPE);
+		return r;
+	}
+	if (strcmp(url, METRICS_PATH) != 0) {
+		*code = HTTP_NOT_FOUND;
+		return MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
+						       MHD_RESPMEM_PERSISTENT);
+	}
+	body = page(m, &len);
+	if (!body)
+		return NULL;
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (r)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	else
+		free(body);
+	return r;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **con_cls)
 {
-	static const char not_found[] = "not found; try " METRICS_PATH "\n";
-	struct metrics *m = cls;
+	static const char not_get[] = "only GET\n";
 	struct MHD_Response *r;
 	enum MHD_Result ret;
-	size_t len = 0;
-	char *body;
-	int code = HTTP_OK;
+	int code;
 
 	(void)version, (void)upload, (void)upload_len, (void)con_cls;
-	if (strcmp(method, "GET") != 0 || strcmp(url, METRICS_PATH) != 0) {
-		r = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
+	if (strcmp(method, "GET") != 0) {
+		code = HTTP_BAD_METHOD;
+		r = MHD_create_response_from_buffer(sizeof(not_get) - 1, (void *)not_get,
 						    MHD_RESPMEM_PERSISTENT);
-		code = HTTP_NOT_FOUND;
 	} else {
-		body = page(m, &len);
-		if (!body)
-			return MHD_NO;
-		r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+		r = respond(cls, url, &code);
 	}
 	if (!r)
 		return MHD_NO;
@@ -364,7 +438,7 @@ static struct MHD_Daemon *start_daemon(struct metrics *m, unsigned int flags, co
 				(unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
 }
 
-struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
+struct metrics *metrics__start(const char *listen, const struct attachment *att,
 			       struct metrics_snapshot *snap)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
@@ -381,7 +455,7 @@ struct metrics *metrics__start(const char *listen, const struct attachment *att,
 		errno = EINVAL;
 		return NULL;
 	}
-	*m = (struct metrics){ .att = att, .n = n, .snap = snap };
+	*m = (struct metrics){ .att = att, .snap = snap };
 	if (any) {
 		/* IPv6 and IPv4 on one socket; IPv4 alone on a host without IPv6. */
 		m->daemon = start_daemon(m, flags | MHD_USE_DUAL_STACK, &ss);

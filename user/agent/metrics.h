@@ -32,6 +32,17 @@ struct metrics_snapshot {
 	__u64 fail_transitions; /* policy store fail-mode changes */
 	__u64 reloads_ok;
 	__u64 reloads_rejected;
+	/* What /readyz and /healthz answer from (metrics_probe()). */
+	int started;	     /* attached everywhere and the policy applied */
+	int reload_rejected; /* the last reload was rejected: the old policy still holds */
+	__u64 generation;    /* policy loads by this agent */
+	__u64 progress_ns;   /* CLOCK_MONOTONIC of the main loop's last complete tick */
+	__u64 stall_ns;	     /* no progress for longer: /healthz fails (agent.timeout) */
+	/* The attachments a scrape reads: the agent holds @att_lock (before
+	 * @lock, never after) while it adds or removes one, a scrape while it
+	 * reads their maps. */
+	pthread_mutex_t att_lock;
+	size_t n_att;
 	/* By attachment: the agent's tick counts keys every METRICS_KEYS_NS, so
 	 * that a scrape costs O(policies), not O(keys). NULL until counted. */
 	struct key_counts *keys;
@@ -49,6 +60,25 @@ struct metrics_iface {
 	const struct status *st;
 	__u64 now_ns; /* the bpf_ktime_get_ns() clock */
 };
+
+enum metrics_probe {
+	METRICS_PROBE_READY = 0, /* /readyz */
+	METRICS_PROBE_HEALTH,	 /* /healthz */
+	METRICS_PROBE_MAX,
+};
+
+#define METRICS_HTTP_OK		 200
+#define METRICS_HTTP_UNAVAILABLE 503
+
+/*
+ * The answer of @probe at @now_ns (CLOCK_MONOTONIC) from @snap (held):
+ * METRICS_HTTP_OK or METRICS_HTTP_UNAVAILABLE, and in @buf of @len one
+ * line saying why. /readyz: ok once started, unavailable before and while
+ * the last reload stands rejected. /healthz: ok while the main loop made
+ * progress within stall_ns.
+ */
+int metrics_probe(const struct metrics_snapshot *snap, int probe, __u64 now_ns, char *buf,
+		  size_t len);
 
 /* Render the exposition text for @n interfaces and the snapshot (held). */
 void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
@@ -68,12 +98,12 @@ struct sockaddr_storage;
 int metrics_parse_listen(const char *s, struct sockaddr_storage *ss);
 
 /*
- * Serve http://@listen/metrics (as metrics_parse_listen() reads it; every
- * address is [::] for IPv6 and IPv4 alike, or 0.0.0.0 on a host without
- * IPv6) from the maps of @n attachments and @snap. NULL with errno set on
- * failure.
+ * Serve http://@listen/metrics, /readyz and /healthz (as
+ * metrics_parse_listen() reads @listen; every address is [::] for IPv6
+ * and IPv4 alike, or 0.0.0.0 on a host without IPv6) from the maps of the
+ * first snap->n_att of @att and @snap. NULL with errno set on failure.
  */
-struct metrics *metrics__start(const char *listen, const struct attachment *att, size_t n,
+struct metrics *metrics__start(const char *listen, const struct attachment *att,
 			       struct metrics_snapshot *snap);
 
 /* Stop serving and free. Accepts NULL. */

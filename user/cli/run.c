@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * sluice run: load a policy, attach, stay in the foreground until SIGINT or
- * SIGTERM; SIGHUP re-reads the policy file. The signal flags are the only
+ * SIGTERM; SIGHUP re-reads the policy file, and so does a change to it
+ * with --watch-config (the same reload). The signal flags are the only
  * file-scope state, and the handlers only set them.
  */
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "agent/watch.h"
 #include "cli/cmd.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -23,12 +25,13 @@ static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
 static const char usage_text[] =
-	"usage: sluice run --config <file> [--iface <iface>]... [--mode native|tc|auto]\n"
-	"                  [--max-keys <n>] [--max-datagrams <n>] [--detach-on-exit]\n"
-	"                  [--pin-root <dir>]\n"
+	"usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
+	"                  [--mode native|tc|auto] [--max-keys <n>] [--max-datagrams <n>]\n"
+	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
 	"                  [--metrics <addr>:<port>]\n\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
+	"                          auto: the interfaces with a default route, again on reload\n"
 	"      --mode <mode>       native (XDP in the driver), tc (clsact ingress, counting\n"
 	"                          GRO aggregates per segment) or auto (native, else tc);\n"
 	"                          default auto; generic XDP is refused (--xdp-mode: alias)\n"
@@ -37,10 +40,13 @@ static const char usage_text[] =
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
 	"                          enforcement stays until 'sluice detach'\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"      --watch-config      reload when the policy file changes (written, replaced,\n"
+	"                          or a Kubernetes ConfigMap's ..data swapped), as SIGHUP does\n"
 	"      --metrics <addr>:<port>\n"
 	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
 	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
-	"                          or :9190 for every address); default: off\n"
+	"                          or :9190 for every address), with /readyz and /healthz;\n"
+	"                          default: off\n"
 	"  -h, --help              show this help\n";
 
 static void on_stop(int sig)
@@ -114,7 +120,15 @@ static int parse_count(const char *opt, const char *s, __u32 *out)
 /* Options into @o; returns -1 after printing a usage error, 1 for --help. */
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
-	enum { OPT_MODE = 256, OPT_KEYS, OPT_DATAGRAMS, OPT_DETACH, OPT_PIN_ROOT, OPT_METRICS };
+	enum {
+		OPT_MODE = 256,
+		OPT_KEYS,
+		OPT_DATAGRAMS,
+		OPT_DETACH,
+		OPT_PIN_ROOT,
+		OPT_METRICS,
+		OPT_WATCH,
+	};
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "iface", required_argument, NULL, 'i' },
@@ -125,6 +139,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "watch-config", no_argument, NULL, OPT_WATCH },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -134,7 +149,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		switch (c) {
 		case 'c': o->config_path = optarg; break;
 		case 'i':
-			if (o->n_ifaces == POLICY_MAX_IFACES || cmd_check_iface(optarg))
+			if (o->n_ifaces == POLICY_MAX_IFACES ||
+			    (strcmp(optarg, AGENT_IFACE_AUTO) != 0 && cmd_check_iface(optarg)))
 				return -1;
 			snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", optarg);
 			break;
@@ -153,6 +169,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		case OPT_DETACH: o->detach_on_exit = 1; break;
 		case OPT_PIN_ROOT: o->pin_root = optarg; break;
 		case OPT_METRICS: o->metrics_listen = optarg; break;
+		case OPT_WATCH: o->watch_config = 1; break;
 		case 'h': return 1;
 		default: return -1;
 		}
@@ -172,10 +189,33 @@ static void tell_ready(struct notify *n, const struct agent *a, int reload_err)
 		      (unsigned long long)a->generation);
 }
 
+/* The main loop: ticks, reloads asked for by SIGHUP or by the watch (@w, fd -1: none). */
+static void run_loop(struct agent *a, struct notify *n, struct watch *w)
+{
+	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
+
+	while (!stop_requested) {
+		if (watch__poll(w, mono_ns())) {
+			log_event(LOG_INFO, "config_changed", "file=%s", a->opts.config_path);
+			reload_requested = 1;
+		}
+		if (reload_requested) {
+			reload_requested = 0;
+			notify__reloading(n);
+			/* a rejected reload keeps the running policy */
+			tell_ready(n, a, agent__reload(a));
+		}
+		/* Only a loop that gets through its work feeds the watchdog (and /healthz). */
+		if (!agent__tick(a))
+			notify__progress(n, mono_ns());
+		nanosleep(&tick, NULL);
+	}
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = SLUICE_ATTACH_NONE };
-	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
+	struct watch w = { .fd = -1 };
 	struct agent *a;
 	struct notify n;
 	int err = parse_opts(argc, argv, &o);
@@ -190,23 +230,16 @@ int cmd_run(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	notify__init(&n);
-	err = agent__start(a, &o);
+	/* Watching first: a change while the agent starts is not missed. */
+	err = o.watch_config ? watch__open(&w, o.config_path) : 0;
 	if (!err)
+		err = agent__start(a, &o);
+	if (!err) {
 		tell_ready(&n, a, 0);
-	while (!err && !stop_requested) {
-		if (reload_requested) {
-			reload_requested = 0;
-			notify__reloading(&n);
-			/* a rejected reload keeps the running policy */
-			tell_ready(&n, a, agent__reload(a));
-		}
-		/* Only a loop that gets through its work feeds the watchdog. */
-		if (!agent__tick(a))
-			notify__progress(&n, mono_ns());
-		nanosleep(&tick, NULL);
+		run_loop(a, &n, &w);
+		notify__stopping(&n); /* a failed start stops nothing that systemd saw start */
 	}
-	if (!err) /* a failed start stops nothing that systemd saw start */
-		notify__stopping(&n);
+	watch__close(&w);
 	agent__stop(a);
 	free(a);
 	return err ? EXIT_FAIL : EXIT_OK;
