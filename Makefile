@@ -132,9 +132,13 @@ $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
+# UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
+# variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
+# override). test_planner wraps calloc to fail a chosen allocation.
+UNIT_LDFLAGS_planner := -Wl,--wrap=calloc
 $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(UNIT_LDFLAGS_$*) -o $@ $^ $(LDLIBS) -lcmocka
 
 # Store tests need a redis-server: tests/e2e/test_lease.sh starts one and runs them.
 $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
