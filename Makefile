@@ -52,6 +52,8 @@ ADDR_OBJ := $(O)/user/base/addr.o
 HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
+# e2e tests' helper: keys straight into a running agent's pinned sluice_state.
+FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
 BPFT_SRC := $(wildcard tests/bpf/test_*.c)
@@ -67,7 +69,7 @@ BENCH_GEN := $(O)/bench/sluice-bench-gen
 .PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
-all: $(BIN) $(FLOOD) $(SINK)
+all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
 
 deps:
 	$(Q)tools/deps.sh
@@ -132,6 +134,10 @@ $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
+$(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
 # variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
 # override). test_planner wraps calloc to fail a chosen allocation.
@@ -177,7 +183,7 @@ test-unit: $(UNIT_BIN) $(BPF_OBJ)
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
