@@ -140,8 +140,10 @@ $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 
 # UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
 # variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
-# override). test_planner wraps calloc to fail a chosen allocation.
+# override). test_planner wraps calloc to fail a chosen allocation;
+# test_store_clock, clock_gettime to step the wall clock.
 UNIT_LDFLAGS_planner := -Wl,--wrap=calloc
+UNIT_LDFLAGS_store_clock := -Wl,--wrap=clock_gettime
 $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(UNIT_LDFLAGS_$*) -o $@ $^ $(LDLIBS) -lcmocka
