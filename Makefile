@@ -52,6 +52,8 @@ ADDR_OBJ := $(O)/user/base/addr.o
 HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
+# e2e tests' helper: keys straight into a running agent's pinned sluice_state.
+FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
 BPFT_SRC := $(wildcard tests/bpf/test_*.c)
@@ -67,7 +69,7 @@ BENCH_GEN := $(O)/bench/sluice-bench-gen
 .PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
-all: $(BIN) $(FLOOD) $(SINK)
+all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
 
 deps:
 	$(Q)tools/deps.sh
@@ -132,9 +134,26 @@ $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
+$(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
+# variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
+# override). test_planner wraps calloc to fail a chosen allocation, and
+# fakes the lease maps and the store's round trip;
+# test_store_clock, clock_gettime to step the wall clock; test_agent_start,
+# the kernel calls of agent.c, to run the agent without BPF.
+PLANNER_FAKED := calloc store_budget_sync lease_maps__read_leases lease_maps__read_spends \
+	lease_maps__take_hot lease_maps__create
+UNIT_LDFLAGS_planner := $(PLANNER_FAKED:%=-Wl,--wrap=%)
+UNIT_LDFLAGS_store_clock := -Wl,--wrap=clock_gettime
+AGENT_FAKED := attachment__load attachment__attach attachment__close maps__read_ctl \
+	maps__write_ctl maps__read_active maps__reset_ids maps__apply maps__carry_keys
+UNIT_LDFLAGS_agent_start := $(AGENT_FAKED:%=-Wl,--wrap=%)
 $(O)/tests/unit/test_%: $(O)/tests/unit/test_%.o $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(UNIT_LDFLAGS_$*) -o $@ $^ $(LDLIBS) -lcmocka
 
 # Store tests need a redis-server: tests/e2e/test_lease.sh starts one and runs them.
 $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
@@ -173,7 +192,7 @@ test-unit: $(UNIT_BIN) $(BPF_OBJ)
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
