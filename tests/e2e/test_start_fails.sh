@@ -54,7 +54,7 @@ ns_spawn "$NS_RX" socat -u "TCP-LISTEN:$METRICS_PORT,bind=127.0.0.1" /dev/null
 holder=$SPAWNED_PID
 wait_listening "$METRICS_PORT"
 start_fails "the metrics port taken (after the attach)" \
-	"sluice: cannot serve metrics on '127.0.0.1:$METRICS_PORT': Cannot assign requested address" \
+	"sluice: cannot serve metrics on '127.0.0.1:$METRICS_PORT': Address already in use" \
 	--pin-root "$PIN_ROOT/port" --max-keys 65536 --metrics "127.0.0.1:$METRICS_PORT" \
 	--detach-on-exit
 kill -TERM "$holder"

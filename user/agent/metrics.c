@@ -5,12 +5,15 @@
  * the agent's snapshot under its lock.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/escape.h"
@@ -429,23 +432,58 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 	return 0;
 }
 
-static struct MHD_Daemon *start_daemon(struct metrics *m, unsigned int flags, const void *ss)
+/*
+ * The listening socket is ours, not MHD's, so that a failure keeps its errno
+ * ("Address already in use" names the problem; MHD would say nothing).
+ * Returns the socket or -errno.
+ */
+static int listen_on(const struct sockaddr_storage *ss, int dual_stack)
 {
-	return MHD_start_daemon(flags | MHD_USE_EPOLL, 0, NULL, NULL, answer, m,
-				MHD_OPTION_SOCK_ADDR, ss, MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				(unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+	int one = 1, v6only = !dual_stack, fd, err;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    (ss->ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only))) ||
+	    bind(fd, (const struct sockaddr *)ss, len) || listen(fd, METRICS_CONN_MAX)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The daemon on @fd, which it closes when it stops; NULL with errno set. */
+static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
+{
+	struct MHD_Daemon *d;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+			     answer, m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+			     (unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+			     (unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
+	if (!d) {
+		close(fd);
+		errno = EIO;
+	}
+	return d;
 }
 
 struct metrics *metrics__start(const char *listen, const struct attachment *att,
 			       struct metrics_snapshot *snap)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
-	struct sockaddr_storage ss;
-	struct sockaddr_in any4 = { .sin_family = AF_INET };
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
-	int any;
+	struct sockaddr_storage ss, any4 = { .ss_family = AF_INET };
+	int any, err;
 
 	if (!m)
 		return NULL;
@@ -456,20 +494,16 @@ struct metrics *metrics__start(const char *listen, const struct attachment *att,
 		return NULL;
 	}
 	*m = (struct metrics){ .att = att, .snap = snap };
-	if (any) {
-		/* IPv6 and IPv4 on one socket; IPv4 alone on a host without IPv6. */
-		m->daemon = start_daemon(m, flags | MHD_USE_DUAL_STACK, &ss);
-		if (!m->daemon) {
-			any4.sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port;
-			m->daemon = start_daemon(m, flags, &any4);
-		}
-	} else {
-		m->daemon =
-			start_daemon(m, flags | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), &ss);
+	m->daemon = start_daemon(m, listen_on(&ss, any));
+	if (!m->daemon && any && errno == EAFNOSUPPORT) {
+		/* IPv4 alone on a host without IPv6. */
+		((struct sockaddr_in *)&any4)->sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port;
+		m->daemon = start_daemon(m, listen_on(&any4, 0));
 	}
 	if (!m->daemon) {
+		err = errno;
 		free(m);
-		errno = EADDRNOTAVAIL;
+		errno = err;
 		return NULL;
 	}
 	return m;
