@@ -466,8 +466,8 @@ static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
 		errno = -fd;
 		return NULL;
 	}
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-			     answer, m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, answer,
+			     m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
 			     (unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			     (unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
 			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
