@@ -21,6 +21,12 @@ PACKAGES=(
 	clang-tidy cppcheck shellcheck
 	jq prometheus mandoc
 )
+# The deploy tier validates the manifests with npm packages (tests/deploy/);
+# a node that already brings npm (as NodeSource's does) is kept, since
+# Debian's npm would replace it.
+if ! command -v npm >/dev/null; then
+	PACKAGES+=(nodejs npm)
+fi
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
 fi
