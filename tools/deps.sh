@@ -9,7 +9,9 @@
 # (tests/kernel/matrix.sh): QEMU, a static busybox and cpio for its
 # initramfs, zstd for compressed kernel modules. `tools/deps.sh pkg` adds
 # what building and checking the Debian package needs (tests/pkg/test_deb.sh);
-# `tools/deps.sh fuzz` clang's libFuzzer runtime, for `make fuzz`.
+# `tools/deps.sh fuzz` clang's libFuzzer runtime, for `make fuzz`;
+# `tools/deps.sh image` podman and mmdebstrap, for `make image` and
+# `make test-image` (deploy/image.sh, tests/deploy/test_image.sh).
 set -euo pipefail
 
 PACKAGES=(
@@ -32,6 +34,9 @@ if [ "${1:-}" = kernels ]; then
 fi
 if [ "${1:-}" = pkg ]; then
 	PACKAGES+=(dpkg-dev debhelper lintian man-db systemd)
+fi
+if [ "${1:-}" = image ]; then
+	PACKAGES+=(podman mmdebstrap)
 fi
 if [ "${1:-}" = fuzz ]; then
 	PACKAGES+=(libclang-rt-14-dev) # libFuzzer, for `make fuzz`
