@@ -19,7 +19,7 @@
 # Not exercised: a container runtime, the kubelet, the probes (the agent
 # code for /readyz and /healthz is another part of issue #14).
 #   tests/deploy/test_image.sh [IMAGE]   (default localhost/sluice:<version>)
-source "$(dirname "$0")/../e2e/lib.sh"
+source "$(dirname "$0")/lib.sh"
 e2e_require
 version=$(sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p' "$ROOT/user/base/version.h")
 IMAGE=${1:-localhost/sluice:$version}
@@ -101,8 +101,7 @@ e2e_within "passed (burst $BURST, $RATE/s over $ms ms)" "$got" "$BURST" "$(e2e_b
 e2e_equal "dropped, as the image's agent counted" \
 	"$(jq '.policies[] | select(.name == "image-udp") | .dropped_pkts' "$WORK/status.json")" $((COUNT - got))
 
-page=$(in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT &&
-	printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3")
+page=$(deploy_get "$PORT")
 e2e_equal "GET /metrics" "${page%%$'\r'*}" "HTTP/1.1 200 OK"
 grep -q "^sluice_build_info{version=\"$version\"" <<<"$page" || e2e_fail "no sluice_build_info $version"
 echo "ok: /metrics serves sluice_build_info for $version"

@@ -9,7 +9,7 @@
 # series carries. The dashboard's queries also parse as PromQL (promtool
 # check rules, with Grafana's variables replaced). A query naming no sluice_
 # metric, or a dashboard panel without a query, fails too.
-source "$(dirname "$0")/../e2e/lib.sh"
+source "$(dirname "$0")/lib.sh"
 e2e_require
 command -v jq >/dev/null || e2e_fail "no jq (tools/deps.sh installs it)"
 command -v promtool >/dev/null || e2e_fail "no promtool (tools/deps.sh installs prometheus)"
@@ -59,9 +59,8 @@ policies:
     burst: 5
 YAML
 e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$PORT"
-scrape() {
-	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT &&
-		printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3" | sed '1,/^\r$/d'
+scrape() { # the page, without the headers
+	deploy_get "$PORT" | sed '1,/^\r$/d'
 }
 deadline=$((SECONDS + 10))
 until scrape | grep -q '^sluice_store_up{'; do # the store's families, after its first probe
