@@ -36,7 +36,7 @@ mapfile -t BUILD_PKGS < <(
 )
 BUILD_PKGS+=(make gcc libc6-dev)
 # merged-usr: the /usr merge without the usrmerge package, which would pull in
-# perl (55 MB of the first run base's 112 MB).
+# perl (49 MB of the first run base's 112 MB).
 MMDEBSTRAP_OPTS=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
 	--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
 	--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*')
