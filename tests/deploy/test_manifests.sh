@@ -3,8 +3,9 @@
 #
 # The Kubernetes manifests under deploy/, as an operator applies them:
 #   1. every document validates offline against Kubernetes' OpenAPI schemas
-#      (tests/deploy/validate.mjs; npm installs the packages the lock file
-#      pins into $O/deploy, once per lock file);
+#      and has no field they do not know (tests/deploy/validate.mjs; npm
+#      installs the packages the lock file pins into $O/deploy, once per
+#      lock file);
 #   2. each tests/deploy/bad/*.yaml is refused, with exactly the output in
 #      its .err file, so the validator is shown to fail;
 #   3. the DaemonSet says what docs/kubernetes.md says it does: exactly the
