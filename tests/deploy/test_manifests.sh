@@ -65,6 +65,10 @@ equal "capabilities added" "$(ds "$C.securityContext.capabilities.add")" '["BPF"
 equal "capabilities dropped" "$(ds "$C.securityContext.capabilities.drop")" '["ALL"]'
 equal "privileged" "$(ds "$C.securityContext.privileged")" false
 equal "privilege escalation" "$(ds "$C.securityContext.allowPrivilegeEscalation")" false
+equal "read-only root" "$(ds "$C.securityContext.readOnlyRootFilesystem")" true
+equal "user" "$(ds "$C.securityContext.runAsUser")" 0
+equal "seccomp profile" "$(ds "$C.securityContext.seccompProfile.type")" '"RuntimeDefault"'
+equal "priority class" "$(ds "$P.spec.priorityClassName")" '"system-node-critical"'
 equal "AppArmor profile" "$(ds "$C.securityContext.appArmorProfile.type")" '"Unconfined"'
 equal "AppArmor annotation" \
 	"$(ds "$P.metadata.annotations[\"container.apparmor.security.beta.kubernetes.io/sluice\"]")" '"unconfined"'
