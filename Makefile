@@ -66,7 +66,7 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: graph fuzz
-.PHONY: all deps test test-unit test-bpf test-e2e test-kernels soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
+.PHONY: all deps test test-unit test-bpf test-e2e test-deploy test-kernels image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
 all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
@@ -182,7 +182,7 @@ TEST_LOGS := $(O)/test-logs
 test:
 	$(Q)tools/deps.sh
 	$(Q)rm -f $(TEST_LOGS)/summary
-	$(Q)$(MAKE) -k --no-print-directory check-format test-unit test-bpf test-e2e; rc=$$?; \
+	$(Q)$(MAKE) -k --no-print-directory check-format test-unit test-bpf test-e2e test-deploy; rc=$$?; \
 	awk '{ p += $$2; f += $$3; s += $$4 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' \
 		$(TEST_LOGS)/summary; exit $$rc
 
@@ -194,6 +194,21 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 
 test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
+
+# test-deploy: deploy/ as an operator applies it (tests/deploy/test_*.sh):
+# the manifests against Kubernetes' schemas, the alerts' promtool cases, the
+# dashboard's and alerts' queries against a real agent's page. test-image
+# (not in `test`: it needs `make image`, 2 to 5 minutes) runs the image's
+# binary (tests/deploy/test_image.sh); docs/kubernetes.md.
+DEPLOY_TESTS := $(filter-out %/test_image.sh,$(sort $(wildcard tests/deploy/test_*.sh)))
+test-deploy: $(BIN) $(FLOOD)
+	$(Q)O=$(O) SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier deploy $(DEPLOY_TESTS)
+
+image:
+	$(Q)O=$(O) deploy/image.sh
+
+test-image: image $(BIN) $(FLOOD)
+	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier image tests/deploy/test_image.sh
 
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
 # 12's oldest and current kernels and Debian 13's, each booted under QEMU,
@@ -257,7 +272,7 @@ check-format:
 CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
 CHECK_C_SRC = $(wildcard user/*/*.c lib/*.c tools/*.c tests/*/*.c)
 CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh tools/completion/*.bash bench/*.sh \
-	tests/kernel/*) tests/run-tier .ci/run)
+	tests/kernel/*) tests/run-tier .ci/run deploy/image.sh)
 CHECK_JOBS ?= 2
 check:
 	$(Q)tools/deps.sh

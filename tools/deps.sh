@@ -9,7 +9,9 @@
 # (tests/kernel/matrix.sh): QEMU, a static busybox and cpio for its
 # initramfs, zstd for compressed kernel modules. `tools/deps.sh pkg` adds
 # what building and checking the Debian package needs (tests/pkg/test_deb.sh);
-# `tools/deps.sh fuzz` clang's libFuzzer runtime, for `make fuzz`.
+# `tools/deps.sh fuzz` clang's libFuzzer runtime, for `make fuzz`;
+# `tools/deps.sh image` podman and mmdebstrap, for `make image` and
+# `make test-image` (deploy/image.sh, tests/deploy/test_image.sh).
 set -euo pipefail
 
 PACKAGES=(
@@ -21,11 +23,20 @@ PACKAGES=(
 	clang-tidy cppcheck shellcheck
 	jq prometheus mandoc
 )
+# The deploy tier validates the manifests with npm packages (tests/deploy/);
+# a node that already brings npm (as NodeSource's does) is kept, since
+# Debian's npm would replace it.
+if ! command -v npm >/dev/null; then
+	PACKAGES+=(nodejs npm)
+fi
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
 fi
 if [ "${1:-}" = pkg ]; then
 	PACKAGES+=(dpkg-dev debhelper lintian man-db systemd)
+fi
+if [ "${1:-}" = image ]; then
+	PACKAGES+=(podman mmdebstrap)
 fi
 if [ "${1:-}" = fuzz ]; then
 	PACKAGES+=(libclang-rt-14-dev) # libFuzzer, for `make fuzz`

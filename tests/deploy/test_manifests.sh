@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The Kubernetes manifests under deploy/, as an operator applies them:
+#   1. every document validates offline against Kubernetes' OpenAPI schemas
+#      and has no field they do not know (tests/deploy/validate.mjs; npm
+#      installs the packages the lock file pins into $O/deploy, once per
+#      lock file);
+#   2. each tests/deploy/bad/*.yaml is refused, with exactly the output in
+#      its .err file, so the validator is shown to fail;
+#   3. the DaemonSet says what docs/kubernetes.md says it does: exactly the
+#      capabilities BPF, NET_ADMIN, PERFMON, not privileged, AppArmor
+#      unconfined both ways, bpffs with HostToContainer, --iface auto,
+#      metrics on the node's internal address, probes on the named port,
+#      every node, one node at a time; the Service and ServiceMonitor
+#      select it; the ConfigMap's policy passes `sluice check`.
+# Needs node and npm (Debian's nodejs and npm) and, once, the npm registry.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+O=${O:-$ROOT/build}
+SLUICE=${SLUICE:-$O/sluice}
+DEP=$O/deploy
+cd "$ROOT"
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+equal() { # LABEL GOT WANT
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+	echo "ok: $1: $3"
+}
+for tool in node npm jq; do
+	command -v "$tool" >/dev/null || fail "no $tool (tools/deps.sh installs it)"
+done
+[ -x "$SLUICE" ] || fail "build first: $SLUICE"
+
+# 1. The packages, as pinned; validate.mjs beside them, so node finds them.
+mkdir -p "$DEP"
+if ! cmp -s tests/deploy/package-lock.json "$DEP/package-lock.json" || [ ! -d "$DEP/node_modules" ]; then
+	cp tests/deploy/package.json tests/deploy/package-lock.json "$DEP/"
+	(cd "$DEP" && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in $DEP"
+fi
+cp tests/deploy/validate.mjs "$DEP/"
+node "$DEP/validate.mjs" deploy/*.yaml
+
+# 2. The negative cases.
+for bad in tests/deploy/bad/*.yaml; do
+	rc=0
+	out=$(node "$DEP/validate.mjs" "$bad") || rc=$?
+	equal "$bad refused" "$rc" 1
+	[ "$out" = "$(cat "${bad%.yaml}.err")" ] ||
+		fail "$bad: output differs from ${bad%.yaml}.err: $(diff <(echo "$out") "${bad%.yaml}.err")"
+done
+
+# 3. What the DaemonSet promises.
+node "$DEP/validate.mjs" --json deploy/daemonset.yaml >"$DEP/daemonset.json"
+node "$DEP/validate.mjs" --json deploy/servicemonitor.yaml >"$DEP/servicemonitor.json"
+ds() { jq -c "$1" "$DEP/daemonset.json"; }
+sm() { jq -c "$1" "$DEP/servicemonitor.json"; }
+D='.[] | select(.kind == "DaemonSet")'
+P="$D | .spec.template"
+C="$P | .spec.containers[0]"
+equal "capabilities added" "$(ds "$C.securityContext.capabilities.add")" '["BPF","NET_ADMIN","PERFMON"]'
+equal "capabilities dropped" "$(ds "$C.securityContext.capabilities.drop")" '["ALL"]'
+equal "privileged" "$(ds "$C.securityContext.privileged")" false
+equal "privilege escalation" "$(ds "$C.securityContext.allowPrivilegeEscalation")" false
+equal "read-only root" "$(ds "$C.securityContext.readOnlyRootFilesystem")" true
+equal "user" "$(ds "$C.securityContext.runAsUser")" 0
+equal "seccomp profile" "$(ds "$C.securityContext.seccompProfile.type")" '"RuntimeDefault"'
+equal "priority class" "$(ds "$P.spec.priorityClassName")" '"system-node-critical"'
+equal "AppArmor profile" "$(ds "$C.securityContext.appArmorProfile.type")" '"Unconfined"'
+equal "AppArmor annotation" \
+	"$(ds "$P.metadata.annotations[\"container.apparmor.security.beta.kubernetes.io/sluice\"]")" '"unconfined"'
+equal "bpffs hostPath" "$(ds "$P.spec.volumes[] | select(.name == \"bpffs\") | .hostPath.path")" '"/sys/fs/bpf"'
+equal "bpffs propagation" \
+	"$(ds "$C.volumeMounts[] | select(.name == \"bpffs\") | [.mountPath, .mountPropagation]")" \
+	'["/sys/fs/bpf","HostToContainer"]'
+equal "interfaces" "$(ds "$C.args | map(select(startswith(\"--iface\")))")" '["--iface=auto"]'
+# shellcheck disable=SC2016 # $(HOST_IP) is Kubernetes' expansion, not the shell's
+equal "metrics address" "$(ds "$C.args | map(select(startswith(\"--metrics\")))")" '["--metrics=$(HOST_IP):9190"]'
+equal "HOST_IP" "$(ds "$C.env[] | select(.name == \"HOST_IP\") | .valueFrom.fieldRef.fieldPath")" '"status.hostIP"'
+equal "metrics port" "$(ds "$C.ports[] | select(.name == \"metrics\") | .containerPort")" 9190
+equal "prometheus.io/port" "$(ds "$P.metadata.annotations[\"prometheus.io/port\"]")" '"9190"'
+equal "readiness probe" "$(ds "$C.readinessProbe.httpGet | [.path, .port]")" '["/readyz","metrics"]'
+equal "liveness probe" "$(ds "$C.livenessProbe.httpGet | [.path, .port]")" '["/healthz","metrics"]'
+equal "host network" "$(ds "$P.spec.hostNetwork")" true
+equal "tolerations" "$(ds "$P.spec.tolerations")" '[{"operator":"Exists"}]'
+equal "update strategy" "$(ds "$D | .spec.updateStrategy")" '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}'
+equal "Service selects the pods" "$(sm '.[] | select(.kind == "Service") | .spec.selector')" \
+	"$(ds "$P.metadata.labels")"
+equal "ServiceMonitor's port" "$(sm '.[] | select(.kind == "ServiceMonitor") | .spec.endpoints[0].port')" '"metrics"'
+equal "ServiceMonitor's job (the Service's name)" "$(sm '.[] | select(.kind == "Service") | .metadata.name')" '"sluice"'
+
+jq -r '.[] | select(.kind == "ConfigMap") | .data["policy.yaml"]' "$DEP/daemonset.json" >"$DEP/policy.yaml"
+"$SLUICE" check "$DEP/policy.yaml" >/dev/null || fail "sluice check on the ConfigMap's policy.yaml"
+echo "ok: sluice check on the ConfigMap's policy.yaml"
+echo "test_manifests: all checks passed"
