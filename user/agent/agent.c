@@ -310,6 +310,9 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		}
 		count_keys(a, mono_ns());
 	}
+	/* Only a start that got this far replaces what ran before (loader.h). */
+	for (i = 0; !err && i < a->n_att; i++)
+		err = attachment__commit(&a->att[i]);
 	return err ? err : beat(a, getpid());
 }
 
