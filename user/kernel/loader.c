@@ -529,10 +529,13 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 }
 
 /*
- * The keys one program charged while the other set's program was swapped
- * out count in the set that runs: maps__merge_state() of the set pinned in
- * @dir into @maps, or with @into_pinned of @maps into it. A failure costs
- * at most those charges, so it is reported and the swap stands.
+ * The keys one program charged while the other set's program ran count
+ * in the set that runs: maps__merge_state() of the set pinned in @dir
+ * into @maps, or with @into_pinned of @maps into it, just before a swap
+ * and again after it. What a key is charged between its merge and the
+ * swap is lost: for each key, at most what its rate admits in that time.
+ * A failure costs at most those charges, so it is reported and the swap
+ * stands.
  */
 static void merge_pinned(const char *dir, const struct sluice_maps *maps, int into_pinned,
 			 const char *iface)
@@ -563,8 +566,10 @@ static void roll_back(struct attachment *a)
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = TC_HANDLE, .priority = TC_PRIORITY,
 		    .prog_fd = a->prev_prog_fd, .flags = BPF_TC_F_REPLACE);
-	int err = 0;
+	int err = 0, swapped = a->carried && a->mode;
 
+	if (swapped) /* what the new program charged: just before the swap back, and after */
+		merge_pinned(a->old_dir, &a->maps, 1, a->iface);
 	if (a->prev_mode == SLUICE_ATTACH_NATIVE && a->link_fd >= 0)
 		err = bpf_link_update(a->link_fd, a->prev_prog_fd, NULL) ? -errno : 0;
 	else if (a->prev_mode == SLUICE_ATTACH_TC && a->mode == SLUICE_ATTACH_TC)
@@ -576,7 +581,7 @@ static void roll_back(struct attachment *a)
 	if (err)
 		pr_warn("cannot put back the program of '%s' after a failed start: %s", a->iface,
 			strerror(-err));
-	else if (a->carried && a->mode)
+	else if (swapped)
 		merge_pinned(a->old_dir, &a->maps, 1, a->iface);
 	err = unpin_set(a->pin_dir, 0);
 	if (err)
@@ -728,6 +733,8 @@ int attachment__attach(struct attachment *a, int mode)
 		return -EBUSY;
 	}
 	a->mode = mode ? mode : was;
+	if (a->carried) /* what the old program charged since the copy: just before the swap */
+		merge_pinned(a->old_dir, &a->maps, 0, a->iface);
 	err = a->mode ? attach_mode(a, a->mode) : attach_auto(a);
 	if (err) {
 		pr_warn("cannot attach the %s program to '%s': %s%s",
