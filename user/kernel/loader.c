@@ -33,6 +33,7 @@
 #include "sluice/deny.h"
 #include "sluice/frag.h"
 #include "kernel/loader.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "kernel/probe.h"
 #include "base/names.h"
@@ -141,7 +142,7 @@ static __u32 set_abi(const char *name)
 	unsigned long abi;
 	char *end;
 
-	if (strncmp(name, SLUICE_PIN_SET, len) || name[len] < '0' || name[len] > '9')
+	if (strncmp(name, SLUICE_PIN_SET, len) != 0 || name[len] < '0' || name[len] > '9')
 		return 0;
 	errno = 0;
 	abi = strtoul(name + len, &end, 10);
@@ -261,7 +262,8 @@ static int choose_set(struct attachment *a, __u32 *max_keys)
 
 	if (a->old_dir[0] && (err = read_set(a->old_dir, &a->old_abi, &keys)))
 		return err;
-	if (a->old_dir[0] && a->old_abi == SLUICE_ABI_VERSION && strcmp(a->old_dir, a->iface_dir)) {
+	if (a->old_dir[0] && a->old_abi == SLUICE_ABI_VERSION &&
+	    strcmp(a->old_dir, a->iface_dir) != 0) {
 		snprintf(a->pin_dir, sizeof(a->pin_dir), "%s", a->old_dir);
 		a->old_dir[0] = '\0';
 		a->reused = 1;
@@ -313,13 +315,16 @@ static int carry_set(struct attachment *a)
 	struct sluice_maps old;
 	const char *why = "its maps have other layouts";
 	int bad = SLUICE_MAP_CTL, err = -EPROTO;
+	__u64 start_ns;
 
 	if (a->old_abi >= SLUICE_ABI_CARRY_SINCE && a->old_abi <= SLUICE_ABI_VERSION) {
 		err = maps__open_pinned(&old, a->old_dir);
 		why = err ? "a map of it cannot be opened" : "a map of it has another layout";
 	}
 	if (!err) {
+		start_ns = mono_ns();
 		err = maps__copy(&old, &a->maps, &bad);
+		a->copy_ns = mono_ns() - start_ns;
 		maps__close(&old);
 	}
 	a->carried = !err;
@@ -613,11 +618,12 @@ int attachment__commit(struct attachment *a)
 	}
 	a->staged = 0;
 	if (a->old_dir[0]) {
-		log_event(LOG_INFO, "upgrade",
-			  "iface=%s from_abi=%u to_abi=%u from=%s pins=%s "
-			  "key_state=%s",
-			  a->iface, a->old_abi, SLUICE_ABI_VERSION, a->old_dir, final,
-			  a->carried ? "carried" : "new");
+		log_event(
+			LOG_INFO, "upgrade",
+			"iface=%s from_abi=%u to_abi=%u from=%s pins=%s key_state=%s copy_ms=%llu",
+			a->iface, a->old_abi, SLUICE_ABI_VERSION, a->old_dir, final,
+			a->carried ? "carried" : "new",
+			(unsigned long long)(a->copy_ns / SLUICE_NSEC_PER_MSEC));
 		err = unpin_set(a->old_dir, !strcmp(a->old_dir, a->iface_dir));
 		if (err)
 			pr_warn("cannot remove the replaced pins in '%s': %s; remove them by hand",

@@ -26,6 +26,7 @@ struct attachment {
 	__u32 old_abi;		  /* its ABI version */
 	int staged;		  /* pin_dir is new: attachment__close() removes it */
 	int carried;		  /* the replaced set's entries were copied */
+	__u64 copy_ns;		  /* how long the copy took */
 	int made_dir;		  /* iface_dir was made by this load */
 	int prev_prog_fd;	  /* the replaced set's program, while prev_mode is set */
 	int prev_mode;		  /* enum sluice_attach: how the replaced set was attached */

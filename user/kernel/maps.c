@@ -359,7 +359,9 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 
 	for (i = 0; i < SLUICE_MAP_MAX; i++) {
 		*bad = i;
-		err = map_info(from->fd[i], &fi[i]) ?: map_info(to->fd[i], &ti);
+		err = map_info(from->fd[i], &fi[i]);
+		if (!err)
+			err = map_info(to->fd[i], &ti);
 		if (err)
 			return err;
 		if (fi[i].type != ti.type || fi[i].key_size != ti.key_size ||
