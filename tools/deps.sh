@@ -19,7 +19,7 @@ PACKAGES=(
 	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables ethtool socat valgrind libcap2-bin
 	clang-tidy cppcheck shellcheck
-	jq prometheus mandoc
+	jq prometheus mandoc git
 )
 if [ "${1:-}" = kernels ]; then
 	PACKAGES+=(qemu-system-x86 busybox-static cpio xz-utils zstd)
