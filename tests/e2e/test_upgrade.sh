@@ -11,7 +11,9 @@
 # pins and replaces them. Over the whole flood what arrived is at most
 # burst + rate·t, no policy entered a fail mode, a key at its limit before
 # is at its limit after, and the counters went on from where they were.
-# Last, a failed start of this build on its own pins changes nothing.
+# Then a failed start of this build on its own pins changes nothing. Last,
+# the same in tc mode, without the flood: a failed start after the swap
+# puts the old filter program back, and the upgrade carries the key state.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 command -v jq >/dev/null || e2e_fail "no jq (tools/deps.sh installs it)"
@@ -67,6 +69,7 @@ SLOW_BURST=10 # at 1/min nothing refills during the test
 SLOW_SENT=30
 FLOOD_SRC=10.200.0.20
 SLOW_SRC=10.200.0.21
+TC_SRC=10.200.0.22 # the slow policy's key in the tc-mode upgrade
 FLOOD_PPS=2000
 FLOOD_S=12 # long enough for two failed starts and the upgrade, on a busy machine
 METRICS_PORT=9464
@@ -84,15 +87,16 @@ policies:
     rate: 1/min
     burst: $SLOW_BURST
 YAML
-e2e_count_setup flood "ip saddr $FLOOD_SRC udp dport 5353" slow "ip saddr $SLOW_SRC udp dport 5354"
+e2e_count_setup flood "ip saddr $FLOOD_SRC udp dport 5353" slow "ip saddr $SLOW_SRC udp dport 5354" \
+	slow_tc "ip saddr $TC_SRC udp dport 5354"
 IFACE_DIR=$PIN_ROOT/$VETH_RX
 
-send_slow() { # SLOW_SENT packets of the slow policy; prints how many arrived
-	local before
-	before=$(e2e_count slow)
-	e2e_flood --proto udp --dport 5354 --src "$SLOW_SRC" --dst "$RX4" --count "$SLOW_SENT" \
+send_slow() { # [SRC COUNTER]: SLOW_SENT packets of the slow policy; prints how many arrived
+	local src=${1:-$SLOW_SRC} counter=${2:-slow} before
+	before=$(e2e_count "$counter")
+	e2e_flood --proto udp --dport 5354 --src "$src" --dst "$RX4" --count "$SLOW_SENT" \
 		--pps 1000 >/dev/null
-	echo $(($(e2e_count slow) - before))
+	echo $(($(e2e_count "$counter") - before))
 }
 
 status_json() { # sluice status --json of the veth (this build, whichever release pinned)
@@ -112,19 +116,29 @@ link_of() { # PIN: "link-id prog-id" of the pinned link
 	bpftool -j link show pinned "$1" | jq -r '"\(.id) \(.prog_id)"'
 }
 
+tc_prog() { # the id of the program of the veth's clsact ingress filter
+	in_ns "$NS_RX" bpftool -j net show dev "$VETH_RX" |
+		jq -r '[.. | objects | select(.kind? == "clsact/ingress") | .id] | join(" ")'
+}
+
+MODE=native
+running() { # what runs on the veth: "link-id prog-id" natively, the filter's program in tc mode
+	if [ "$MODE" = tc ]; then tc_prog; else link_of "$LINK_PIN"; fi
+}
+
 # A start that must fail: this build with ARGS...; prints nothing, checks
 # that it exited non-zero and left the pins and the link's program as they were.
 expect_failed_start() {
-	local label=$1 log=$WORK/failed.${1// /-}.log rc=0 pins_before link_before
+	local label=$1 log=$WORK/failed.${1// /-}.log rc=0 pins_before running_before
 	shift
 	pins_before=$(pins)
-	link_before=$(link_of "$LINK_PIN")
+	running_before=$(running)
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE" -v run --config "$WORK/policy.yaml" \
-		--iface "$VETH_RX" --pin-root "$PIN_ROOT" --mode native "$@" >"$log" 2>&1 || rc=$?
+		--iface "$VETH_RX" --pin-root "$PIN_ROOT" --mode "$MODE" "$@" >"$log" 2>&1 || rc=$?
 	sed 's/^/  agent: /' "$log"
 	[ "$rc" != 0 ] || e2e_fail "$label: the start did not fail"
 	e2e_equal "$label: the pins are as they were" "$(pins)" "$pins_before"
-	e2e_equal "$label: the link runs the program it ran" "$(link_of "$LINK_PIN")" "$link_before"
+	e2e_equal "$label: the same program runs" "$(running)" "$running_before"
 }
 
 # --- the previous release --------------------------------------------------------------------
@@ -167,11 +181,14 @@ until [ "$(in_ns "$NS_RX" redis-cli -p "$METRICS_PORT" ping 2>/dev/null)" = PONG
 	((SECONDS < deadline)) || e2e_fail "the port squatter did not answer within 10 s"
 	sleep 0.05
 done
-expect_failed_start "port taken" --metrics "127.0.0.1:$METRICS_PORT"
-grep -q 'event=reattach' "$WORK/failed.port-taken.log" ||
-	e2e_fail "port taken: the start failed before it swapped the program"
-grep -q 'event=rollback.*enforcement=previous' "$WORK/failed.port-taken.log" ||
-	e2e_fail "port taken: no rollback logged"
+expect_port_taken() { # a start that fails after it swapped the program: it swaps it back
+	expect_failed_start "port taken" --metrics "127.0.0.1:$METRICS_PORT"
+	grep -q 'event=reattach' "$WORK/failed.port-taken.log" ||
+		e2e_fail "port taken: the start failed before it swapped the program"
+	grep -q 'event=rollback.*enforcement=previous' "$WORK/failed.port-taken.log" ||
+		e2e_fail "port taken: no rollback logged"
+}
+expect_port_taken
 
 # --- the upgrade ---------------------------------------------------------------------------------
 e2e_start_agent "$WORK/policy.yaml"
@@ -219,4 +236,27 @@ grep -E 'event=fail_mode' "$AGENT_LOG" && e2e_fail "a policy entered a fail mode
 e2e_stop_agent
 LINK_PIN=$IFACE_DIR/abi$ABI/link
 expect_failed_start "resize" --max-keys 131072
+
+# --- tc mode: the filter's program is swapped, and swapped back by a failed start ----------------
+"$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$VETH_RX"
+MODE=tc
+SLUICE=$OLD_SLUICE e2e_start_agent "$WORK/policy.yaml" --mode tc
+e2e_equal "tc, previous release: the slow key's burst" "$(send_slow "$TC_SRC" slow_tc)" \
+	"$SLOW_BURST"
+old_prog=$(tc_prog)
+[ -n "$old_prog" ] || e2e_fail "tc, previous release: no filter on $VETH_RX"
+e2e_stop_agent
+expect_port_taken
+e2e_start_agent "$WORK/policy.yaml" --mode tc
+deadline=$((SECONDS + 10))
+until grep -q 'event=upgrade' "$AGENT_LOG"; do
+	((SECONDS < deadline)) || e2e_fail "tc: no upgrade logged within 10 s"
+	sleep 0.05
+done
+grep -q "event=upgrade .*key_state=carried" "$AGENT_LOG" || e2e_fail "tc: the key state was not carried"
+prog=$(tc_prog)
+{ [ -n "$prog" ] && [ "$prog" != "$old_prog" ]; } ||
+	e2e_fail "tc: the filter runs '$prog', not a new program"
+[ -e "$IFACE_DIR/abi$ABI/link" ] && e2e_fail "tc: a link was pinned"
+e2e_equal "tc: the slow key is still at its limit" "$(send_slow "$TC_SRC" slow_tc)" 0
 echo "test_upgrade: all checks passed"
