@@ -145,10 +145,11 @@ expect_failed_start() {
 SLUICE=$OLD_SLUICE e2e_start_agent "$WORK/policy.yaml"
 OLD_PID=$AGENT_PID
 if ((OLD_ABI < 8)); then # releases before ABI 8 pinned in the interface's directory
-	LINK_PIN=$IFACE_DIR/link
+	OLD_SET=$IFACE_DIR
 else
-	LINK_PIN=$IFACE_DIR/abi$OLD_ABI/link
+	OLD_SET=$IFACE_DIR/abi$OLD_ABI
 fi
+LINK_PIN=$OLD_SET/link
 [ -e "$LINK_PIN" ] || e2e_fail "the previous release pinned no link at $LINK_PIN"
 e2e_equal "previous release: the slow key's burst" "$(send_slow)" "$SLOW_BURST"
 e2e_equal "previous release: the slow policy's counters, read by this build" \
@@ -203,7 +204,7 @@ grep -q "event=upgrade .*from_abi=$OLD_ABI to_abi=$ABI .*key_state=carried" "$AG
 	e2e_fail "the upgrade did not carry the key state"
 [ -e "$IFACE_DIR/abi$ABI/sluice_ctl" ] || e2e_fail "no pins in $IFACE_DIR/abi$ABI"
 [ -e "$LINK_PIN" ] && e2e_fail "the previous release's link pin is left: $LINK_PIN"
-[ -e "$IFACE_DIR/sluice_state" ] && e2e_fail "the previous release's maps are left in $IFACE_DIR"
+[ -e "$OLD_SET/sluice_ctl" ] && e2e_fail "the previous release's maps are left in $OLD_SET"
 [ -e "$IFACE_DIR/abi$ABI-new" ] && e2e_fail "a staging directory is left"
 read -r link prog < <(link_of "$IFACE_DIR/abi$ABI/link")
 e2e_equal "the program was swapped on the same link" "$link" "$OLD_LINK"
