@@ -367,10 +367,10 @@ static int adopt_attachment(struct attachment *a)
 	a->prev_prog_fd = err ? -1 : bpf_prog_get_fd_by_id(fd >= 0 ? info.prog_id : tc.prog_id);
 	if (!err && a->prev_prog_fd < 0)
 		err = -errno;
+	if (!err) /* from here attachment__close() closes prev_prog_fd */
+		a->prev_mode = fd >= 0 ? SLUICE_ATTACH_NATIVE : SLUICE_ATTACH_TC;
 	if (!err && fd >= 0 && bpf_obj_pin(fd, to))
 		err = -errno;
-	if (!err)
-		a->prev_mode = fd >= 0 ? SLUICE_ATTACH_NATIVE : SLUICE_ATTACH_TC;
 	if (fd >= 0)
 		close(fd);
 	if (err)
