@@ -630,6 +630,8 @@ int attachment__commit(struct attachment *a)
 				a->old_dir, strerror(-err));
 	}
 	snprintf(a->pin_dir, sizeof(a->pin_dir), "%s", final);
+	a->old_dir[0] = '\0'; /* replaced: a later attach has nothing to merge */
+	a->carried = 0;
 	return 0;
 }
 

@@ -120,12 +120,11 @@ int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
 int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int *bad);
 
 /*
- * After the program was swapped: write each key of @from's sluice_state
- * into @to's where its TAT is further ahead, so the charges the old
- * program made between maps__copy() and the swap count. Racy by design: a
- * charge the new program makes to the same key between this read and
- * write is lost, one packet's increment on a key at its limit at most,
- * once. 0 or -errno.
+ * Write each key of @from's sluice_state into @to's where its TAT is
+ * further ahead, so that charges one program made count for the other
+ * (the loader merges just before and after swapping programs). Racy by
+ * design: a charge a program makes to a key of @to between this read and
+ * write is lost; the write moves the TAT forward only. 0 or -errno.
  */
 int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to);
 
