@@ -547,10 +547,12 @@ static void merge_pinned(const char *dir, const struct sluice_maps *maps, int in
 {
 	struct sluice_maps pinned;
 	int err = maps__open_pinned(&pinned, dir);
+	__u64 now;
 
 	if (!err) {
-		err = into_pinned ? maps__merge_state(maps, &pinned)
-				  : maps__merge_state(&pinned, maps);
+		now = sluice_gcra_ticks(mono_ns());
+		err = into_pinned ? maps__merge_state(maps, &pinned, now)
+				  : maps__merge_state(&pinned, maps, now);
 		maps__close(&pinned);
 	}
 	if (err)

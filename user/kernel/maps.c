@@ -378,23 +378,57 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 	return 0;
 }
 
-/* Write @st into @arg's sluice_state where it is ahead of what is there. */
+struct merge {
+	const struct sluice_maps *to;
+	__u64 now;			/* ticks */
+	struct idmap active;		/* ids of @to's active policies */
+	__u64 tol[SLUICE_MAX_POLICIES]; /* by id: their tolerance */
+};
+
+/*
+ * Write @st into @arg's sluice_state where it is ahead of what is there, no
+ * further ahead than the policy's tolerance there (as maps__carry_keys()).
+ */
 static int merge_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
 {
-	const struct sluice_maps *to = arg;
-	struct sluice_state now;
+	const struct merge *mg = arg;
+	__u32 id = key->policy_id;
+	struct sluice_state want, have;
+	__u64 ahead;
 
-	if (!bpf_map_lookup_elem(to->fd[SLUICE_MAP_STATE], key, &now) &&
-	    (__s64)(st->tat - now.tat) <= 0)
+	if (!idmap_has(&mg->active, id))
+		return 0; /* no active policy there charges it */
+	ahead = sluice_gcra_ahead(st->tat, mg->now, mg->tol[id]);
+	if (!ahead)
+		return 0; /* a full key: the same as none */
+	want.tat = mg->now + ahead;
+	if (!bpf_map_lookup_elem(mg->to->fd[SLUICE_MAP_STATE], key, &have) &&
+	    (__s64)(want.tat - have.tat) <= 0)
 		return 0;
-	if (bpf_map_update_elem(to->fd[SLUICE_MAP_STATE], key, st, BPF_ANY))
+	if (bpf_map_update_elem(mg->to->fd[SLUICE_MAP_STATE], key, &want, BPF_ANY))
 		return -errno;
 	return 0;
 }
 
-int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to)
+int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to, __u64 now)
 {
-	return maps__walk_keys(from, merge_key, (void *)to);
+	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
+	struct merge *mg = calloc(1, sizeof(*mg));
+	size_t i, n = 0;
+	int err = active && mg ? maps__read_active(to, active, &n) : -ENOMEM;
+
+	for (i = 0; !err && i < n; i++) {
+		idmap_add(&mg->active, active[i].id);
+		mg->tol[active[i].id % SLUICE_MAX_POLICIES] = active[i].limit.tolerance;
+	}
+	if (!err) {
+		mg->to = to;
+		mg->now = now;
+		err = maps__walk_keys(from, merge_key, mg);
+	}
+	free(active);
+	free(mg);
+	return err;
 }
 
 struct carry {
