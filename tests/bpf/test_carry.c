@@ -43,26 +43,36 @@ static const char file_limit_only[] = "policies:\n"
 				      "    rate: 1/h\n"
 				      "    burst: 5\n";
 
+/* How the new set takes what the old one charged after the copy. */
+enum merge_how {
+	NO_MERGE,
+	MERGE_IDLE, /* overwriting in batches, as before the swap */
+	MERGE_READ, /* reading each key first, as after it */
+};
+
 /*
  * One upgrade per row: the old object admits @before of SRC's packets, its
  * maps are copied into the new one, which then applies @file_new; the old
- * one admits @after more (and one packet of "other" from SRC); with @merge
- * the new set takes what the old charged since. Then the new object must
- * admit exactly @admits of BURST packets from SRC.
+ * one admits @after more (and one packet of "other" from SRC), and the new
+ * set merges @how. Then the new object must admit exactly @admits of BURST
+ * packets from SRC.
  */
 struct carry_case {
 	const char *name;
-	int before, after, merge;
+	int before, after;
+	enum merge_how how;
 	const char *file_new;
 	int admits;
 };
 
 static const struct carry_case cases[] = {
-	{ "copied at its limit", BURST, 0, 0, file_both, 0 },
-	{ "copied half way", 2, 0, 0, file_both, BURST - 2 },
-	{ "charged after the copy, not merged", 2, BURST - 2, 0, file_both, BURST - 2 },
-	{ "charged after the copy, merged", 2, BURST - 2, 1, file_both, 0 },
-	{ "merged into a file without 'other'", 2, BURST - 2, 1, file_limit_only, 0 },
+	{ "copied at its limit", BURST, 0, NO_MERGE, file_both, 0 },
+	{ "copied half way", 2, 0, NO_MERGE, file_both, BURST - 2 },
+	{ "charged after the copy, not merged", 2, BURST - 2, NO_MERGE, file_both, BURST - 2 },
+	{ "charged after the copy, merged idle", 2, BURST - 2, MERGE_IDLE, file_both, 0 },
+	{ "charged after the copy, merged reading", 2, BURST - 2, MERGE_READ, file_both, 0 },
+	{ "merged into a file without 'other'", 2, BURST - 2, MERGE_IDLE, file_limit_only, 0 },
+	{ "merged reading, without 'other'", 2, BURST - 2, MERGE_READ, file_limit_only, 0 },
 };
 
 static int send(struct harness *h, __u16 port)
@@ -123,9 +133,10 @@ static void run_case(const struct carry_case *c)
 			 (unsigned long long)passed(&new_set), c->before);
 	spend(&old_set, c->after, c->name);
 	assert_int_equal(send(&old_set, NTP_PORT), XDP_PASS);
-	if (c->merge)
+	if (c->how != NO_MERGE)
 		assert_int_equal(maps__merge_state(&old_set.att.maps, &new_set.att.maps,
-						   sluice_gcra_ticks(mono_ns())),
+						   sluice_gcra_ticks(mono_ns()),
+						   c->how == MERGE_IDLE),
 				 0);
 	for (i = 0; i < BURST; i++)
 		admitted += send(&new_set, DNS_PORT) == XDP_PASS;
@@ -133,7 +144,7 @@ static void run_case(const struct carry_case *c)
 		fail_msg("%s: the new object admitted %d of %d, not %d", c->name, admitted, BURST,
 			 c->admits);
 	/* "other" was charged only after the copy: a merge brings its key only if it is active. */
-	if (keys_of(&new_set, other_id) != (__u64)(c->merge && c->file_new == file_both))
+	if (keys_of(&new_set, other_id) != (__u64)(c->how != NO_MERGE && c->file_new == file_both))
 		fail_msg("%s: 'other' has %llu keys in the new set", c->name,
 			 (unsigned long long)keys_of(&new_set, other_id));
 	harness_close(&new_set);

@@ -533,16 +533,23 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	return err;
 }
 
+/* Which way merge_pinned() merges key state, and whether the target is written meanwhile. */
+enum merge_way {
+	MERGE_TO_NEW_IDLE, /* the old set's into the new one, whose program is not attached */
+	MERGE_TO_NEW,	   /* the old set's into the new one, whose program runs */
+	MERGE_TO_OLD,	   /* the new set's into the old one (a swap back) */
+};
+
 /*
  * The keys one program charged while the other set's program ran count
- * in the set that runs: maps__merge_state() of the set pinned in @dir
- * into @maps, or with @into_pinned of @maps into it, just before a swap
- * and again after it. What a key is charged between its merge and the
- * swap is lost: for each key, at most what its rate admits in that time.
- * A failure costs at most those charges, so it is reported and the swap
+ * in the set that runs: maps__merge_state() between the set pinned in
+ * @dir (the old one) and @maps (the new one), just before a swap and
+ * again after it. What a key is charged between its merge and the swap
+ * is lost: for each key, at most what its rate admits in that time. A
+ * failure costs at most those charges, so it is reported and the swap
  * stands.
  */
-static void merge_pinned(const char *dir, const struct sluice_maps *maps, int into_pinned,
+static void merge_pinned(const char *dir, const struct sluice_maps *maps, enum merge_way way,
 			 const char *iface)
 {
 	struct sluice_maps pinned;
@@ -551,8 +558,9 @@ static void merge_pinned(const char *dir, const struct sluice_maps *maps, int in
 
 	if (!err) {
 		now = sluice_gcra_ticks(mono_ns());
-		err = into_pinned ? maps__merge_state(maps, &pinned, now)
-				  : maps__merge_state(&pinned, maps, now);
+		err = way == MERGE_TO_OLD
+			      ? maps__merge_state(maps, &pinned, now, 0)
+			      : maps__merge_state(&pinned, maps, now, way == MERGE_TO_NEW_IDLE);
 		maps__close(&pinned);
 	}
 	if (err)
@@ -576,7 +584,7 @@ static void roll_back(struct attachment *a)
 	int err = 0, swapped = a->carried && a->mode;
 
 	if (swapped) /* what the new program charged: just before the swap back, and after */
-		merge_pinned(a->old_dir, &a->maps, 1, a->iface);
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_OLD, a->iface);
 	if (a->prev_mode == SLUICE_ATTACH_NATIVE && a->link_fd >= 0)
 		err = bpf_link_update(a->link_fd, a->prev_prog_fd, NULL) ? -errno : 0;
 	else if (a->prev_mode == SLUICE_ATTACH_TC && a->mode == SLUICE_ATTACH_TC)
@@ -589,7 +597,7 @@ static void roll_back(struct attachment *a)
 		pr_warn("cannot put back the program of '%s' after a failed start: %s", a->iface,
 			strerror(-err));
 	else if (swapped)
-		merge_pinned(a->old_dir, &a->maps, 1, a->iface);
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_OLD, a->iface);
 	err = unpin_set(a->pin_dir, 0);
 	if (err)
 		pr_warn("cannot remove the pins of a failed start in '%s': %s", a->pin_dir,
@@ -610,7 +618,7 @@ int attachment__commit(struct attachment *a)
 		return 0;
 	err = set_dir(final, a->iface_dir, SLUICE_ABI_VERSION, 0);
 	if (!err && a->carried)
-		merge_pinned(a->old_dir, &a->maps, 0, a->iface);
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_NEW, a->iface);
 	if (!err && rename(a->pin_dir, final))
 		err = -errno;
 	if (err) {
@@ -744,7 +752,7 @@ int attachment__attach(struct attachment *a, int mode)
 	}
 	a->mode = mode ? mode : was;
 	if (a->carried) /* what the old program charged since the copy: just before the swap */
-		merge_pinned(a->old_dir, &a->maps, 0, a->iface);
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_NEW_IDLE, a->iface);
 	err = a->mode ? attach_mode(a, a->mode) : attach_auto(a);
 	if (err) {
 		pr_warn("cannot attach the %s program to '%s': %s%s",

@@ -380,18 +380,34 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 
 struct merge {
 	const struct sluice_maps *to;
-	__u64 now;			/* ticks */
+	__u64 now; /* ticks */
+	int idle;  /* no program writes @to: overwrite, in batches */
+	__u32 n;   /* entries waiting in keys, vals */
+	struct sluice_key keys[COPY_BATCH];
+	struct sluice_state vals[COPY_BATCH];
 	struct idmap active;		/* ids of @to's active policies */
 	__u64 tol[SLUICE_MAX_POLICIES]; /* by id: their tolerance */
 };
 
+static int merge_flush(struct merge *mg)
+{
+	__u32 n = mg->n;
+
+	mg->n = 0;
+	if (n && bpf_map_update_batch(mg->to->fd[SLUICE_MAP_STATE], mg->keys, mg->vals, &n, NULL))
+		return -errno;
+	return 0;
+}
+
 /*
  * Write @st into @arg's sluice_state where it is ahead of what is there, no
  * further ahead than the policy's tolerance there (as maps__carry_keys()).
+ * While no program writes there, what is there is an older copy of @st or
+ * was lowered by the policy's apply: @st, capped, is always ahead.
  */
 static int merge_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
 {
-	const struct merge *mg = arg;
+	struct merge *mg = arg;
 	__u32 id = key->policy_id;
 	struct sluice_state want, have;
 	__u64 ahead;
@@ -402,6 +418,11 @@ static int merge_key(const struct sluice_key *key, const struct sluice_state *st
 	if (!ahead)
 		return 0; /* a full key: the same as none */
 	want.tat = mg->now + ahead;
+	if (mg->idle) {
+		mg->keys[mg->n] = *key;
+		mg->vals[mg->n++] = want;
+		return mg->n == COPY_BATCH ? merge_flush(mg) : 0;
+	}
 	if (!bpf_map_lookup_elem(mg->to->fd[SLUICE_MAP_STATE], key, &have) &&
 	    (__s64)(want.tat - have.tat) <= 0)
 		return 0;
@@ -410,7 +431,8 @@ static int merge_key(const struct sluice_key *key, const struct sluice_state *st
 	return 0;
 }
 
-int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to, __u64 now)
+int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to, __u64 now,
+		      int idle)
 {
 	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
 	struct merge *mg = calloc(1, sizeof(*mg));
@@ -424,8 +446,11 @@ int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *
 	if (!err) {
 		mg->to = to;
 		mg->now = now;
+		mg->idle = idle;
 		err = maps__walk_keys(from, merge_key, mg);
 	}
+	if (!err)
+		err = merge_flush(mg);
 	free(active);
 	free(mg);
 	return err;
