@@ -794,7 +794,20 @@ void attachment__close(struct attachment *a)
 
 int loader_unpin(const char *pin_dir)
 {
-	return unpin_set(pin_dir, 0);
+	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(pin_dir);
+	int err = 0;
+
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while (d && (e = readdir(d)) && !err)
+		if (e->d_type == DT_DIR &&
+		    !strncmp(e->d_name, SLUICE_PIN_SET, strlen(SLUICE_PIN_SET)))
+			err = pin_path(dir, pin_dir, e->d_name) ?: unpin_set(dir, 0);
+	if (d)
+		closedir(d);
+	return err ? err : unpin_set(pin_dir, 0);
 }
 
 /* The mode recorded in @pin_dir's sluice_ctl, or SLUICE_ATTACH_NONE. */

@@ -107,7 +107,11 @@ void attachment__close(struct attachment *a);
  */
 int loader_detach(const char *pin_root, const char *iface);
 
-/* Remove the pins of the set in @pin_dir, its link's included, and the directory. */
+/*
+ * Remove the pins of the set in @pin_dir, its link's included, those of
+ * every set below it (an interface's directory: abi<N>/, abi<N>-new/), and
+ * the directory. 0 or -errno.
+ */
 int loader_unpin(const char *pin_dir);
 
 #endif /* SLUICE_LOADER_H */
