@@ -21,7 +21,7 @@ PACKAGES=(
 	redis-server redis-sentinel redis-tools
 	iproute2 nftables iptables ethtool socat valgrind libcap2-bin strace
 	clang-tidy cppcheck shellcheck
-	jq prometheus mandoc
+	jq prometheus mandoc git
 )
 # The deploy tier validates the manifests with npm packages (tests/deploy/);
 # a node that already brings npm (as NodeSource's does) is kept, since

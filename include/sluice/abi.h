@@ -3,8 +3,10 @@
  * Everything the XDP program and user space exchange through maps: keys,
  * values, enums, limits and pin names. Maps are pinned and outlive both the
  * agent and upgrades, so the layout here is an ABI: never reorder a field;
- * append, or turn one into reserved, and bump SLUICE_ABI_VERSION. The loader
- * refuses pinned maps whose sluice_ctl.abi_version differs.
+ * append, or turn one into reserved, and bump SLUICE_ABI_VERSION. A loader
+ * facing pinned maps whose sluice_ctl.abi_version differs replaces them
+ * (user/kernel/loader.c), carrying their entries over only from
+ * SLUICE_ABI_CARRY_SINCE on.
  *
  * Byte order: addresses and ports are network order (as on the wire), all
  * other integers host order. Addresses are 16 bytes; IPv4 is stored
@@ -15,7 +17,14 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 7
+#define SLUICE_ABI_VERSION 8
+/*
+ * The oldest ABI whose every map has the layout of this one: an upgrade
+ * from it copies the maps whole (key state, policies, counters); from an
+ * older or a newer one it starts fresh. ABI 8 moved the pins into a
+ * directory per ABI and changed no map.
+ */
+#define SLUICE_ABI_CARRY_SINCE 7
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES	     4096  /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
@@ -40,8 +49,17 @@
 #define SLUICE_IPV4_BITS     32
 #define SLUICE_PORT_BITS     16
 
-#define SLUICE_PIN_ROOT "/sys/fs/bpf/sluice"
-#define SLUICE_PIN_LINK "link" /* the pinned XDP bpf_link, beside the maps */
+/*
+ * Pins: <root>/<iface>/ is the interface's directory (one agent's lock);
+ * each set of maps, with the XDP link beside them, lives in a directory
+ * of its own, <iface>/abi<SLUICE_ABI_VERSION>/. A start builds a new set
+ * in <iface>/abi<N>-new/ and renames it when everything worked. Releases
+ * before ABI 8 pinned their set in <iface>/ itself.
+ */
+#define SLUICE_PIN_ROOT	   "/sys/fs/bpf/sluice"
+#define SLUICE_PIN_LINK	   "link" /* the pinned XDP bpf_link, beside the maps */
+#define SLUICE_PIN_SET	   "abi"  /* + the ABI version in decimal: a set of pins */
+#define SLUICE_PIN_STAGING "-new" /* + after a set's name: one being built (bpffs refuses dots) */
 
 /* Cost unit of a policy: what one GCRA "cell" is. */
 enum sluice_cost {
@@ -261,6 +279,8 @@ struct sluice_ctl {
 	__u32 reserved;
 };
 SLUICE_ASSERT_SIZE(struct sluice_ctl, 64);
+/* Every release put abi_version first: a loader reads it from a ctl of any ABI. */
+SLUICE_ASSERT_OFFSET(struct sluice_ctl, abi_version, 0);
 
 /*
  * Value of sluice_fail, indexed by policy id: what the agent keeps per

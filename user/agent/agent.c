@@ -404,6 +404,9 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	if (!err)
 		err = open_stores(a);
 	count_keys(a, mono_ns());
+	/* Only a start that got this far replaces what ran before (loader.h). */
+	for (i = 0; !err && i < a->n_att; i++)
+		err = attachment__commit(&a->att[i]);
 	if (!err)
 		err = beat(a, getpid());
 	set_probes(a, !err, 0);

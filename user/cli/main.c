@@ -77,7 +77,7 @@ int cmd_check_iface(const char *name)
 
 int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir)
 {
-	int err = loader_pin_dir(dir, PATH_MAX, pin_root, iface) ?: maps__open_pinned(m, dir);
+	int err = loader_set_dir(dir, pin_root, iface) ?: maps__open_pinned(m, dir);
 
 	if (err)
 		fprintf(stderr,

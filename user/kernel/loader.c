@@ -1,17 +1,28 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Loading and attaching. With LIBBPF_PIN_BY_NAME and a per-interface
- * pin_root_path, libbpf reuses a compatible pinned map or pins a new one;
- * before that we check the ABI version in the pinned sluice_ctl, because a
- * same-sized but reordered struct would be "compatible" to libbpf.
+ * Loading and attaching. With LIBBPF_PIN_BY_NAME and a pin_root_path per
+ * set of pins (sluice/abi.h, "Pins"), libbpf reuses the maps of a set of
+ * this ABI, or pins new ones. We read the ABI version in the pinned
+ * sluice_ctl first, because a same-sized but reordered struct would be
+ * "compatible" to libbpf: a set of another ABI is replaced, never reused.
+ *
+ * A replacement, or a first start, builds its set in a staging directory:
+ * load, copy the old set's entries (carry_set), take over its attachment
+ * (adopt_attachment); the agent applies the policy and attaches, which
+ * swaps the program on the old link or TC filter; attachment__commit()
+ * renames the set into place and removes the old pins. Until then,
+ * attachment__close() puts everything back (roll_back).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_link.h>
 #include <net/if.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -22,12 +33,21 @@
 #include "sluice/deny.h"
 #include "sluice/frag.h"
 #include "kernel/loader.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "kernel/probe.h"
 #include "base/names.h"
 
 #define PIN_DIR_MODE 0700
 #define REFUSAL_LEN  256 /* probe_refusal()'s sentence */
+
+/*
+ * sluice's filter on clsact ingress, named by handle and priority: first,
+ * as XDP runs before everything else; it passes with TC_ACT_UNSPEC, so
+ * filters after it still run.
+ */
+#define TC_HANDLE   0x51ce
+#define TC_PRIORITY 1
 
 int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *iface)
 {
@@ -75,63 +95,200 @@ static int check_owned(const char *dir)
 }
 
 /*
- * One agent per interface: an exclusive flock() on its pin directory, held
- * until the attachment closes (or the process ends). A second agent is
- * told the pid the first wrote into sluice_ctl, and changes nothing.
+ * One agent per interface: an exclusive flock() on the interface's pin
+ * directory, which every release has locked, held until the attachment
+ * closes (or the process ends). A second agent is told the pid the first
+ * wrote into the sluice_ctl of the set in @set_dir, and changes nothing.
  */
-static int lock_pin_dir(struct attachment *a)
+static int lock_pin_dir(struct attachment *a, const char *set_dir)
 {
 	char path[PATH_MAX];
 	struct sluice_ctl ctl = { 0 };
 	__u32 zero = 0;
 	int fd;
 
-	a->lock_fd = open(a->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	a->lock_fd = open(a->iface_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (a->lock_fd < 0)
 		return -errno;
 	if (!flock(a->lock_fd, LOCK_EX | LOCK_NB))
 		return 0;
 	if (errno != EWOULDBLOCK)
 		return -errno;
-	fd = pin_path(path, a->pin_dir, sluice_map_names[SLUICE_MAP_CTL]) ? -1 : bpf_obj_get(path);
+	fd = !set_dir[0] || pin_path(path, set_dir, sluice_map_names[SLUICE_MAP_CTL])
+		     ? -1
+		     : bpf_obj_get(path);
 	if (fd >= 0 && bpf_map_lookup_elem(fd, &zero, &ctl))
 		ctl.agent_pid = 0;
 	if (fd >= 0)
 		close(fd);
 	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface",
-		a->iface, ctl.agent_pid, a->pin_dir);
+		a->iface, ctl.agent_pid, a->iface_dir);
 	return -EBUSY;
 }
 
-/* If @pin_dir holds maps, they must be ours: same ABI, and their state size. */
-static int check_pinned(const char *pin_dir, __u32 *pinned_keys)
+/* "<iface_dir>/abi<abi>", with @staging its "-new" twin; 0 or -ENAMETOOLONG. */
+static int set_dir(char *buf, const char *iface_dir, __u32 abi, int staging)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/" SLUICE_PIN_SET "%u%s", iface_dir, abi,
+			 staging ? SLUICE_PIN_STAGING : "");
+
+	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* The ABI version a set's directory is named for ("abi<N>"), or 0 for any other name. */
+static __u32 set_abi(const char *name)
+{
+	size_t len = strlen(SLUICE_PIN_SET);
+	unsigned long abi;
+	char *end;
+
+	if (strncmp(name, SLUICE_PIN_SET, len) != 0 || name[len] < '0' || name[len] > '9')
+		return 0;
+	errno = 0;
+	abi = strtoul(name + len, &end, 10);
+	return *end || errno || abi > UINT32_MAX ? 0 : (__u32)abi;
+}
+
+/* Whether @dir holds a set: its sluice_ctl is pinned. */
+static int has_set(const char *dir)
 {
 	char path[PATH_MAX];
-	struct sluice_ctl ctl;
+
+	return !pin_path(path, dir, sluice_map_names[SLUICE_MAP_CTL]) && !access(path, F_OK);
+}
+
+int loader_find_set(char *buf, const char *iface_dir)
+{
+	char dir[PATH_MAX];
+	struct dirent *e;
+	__u32 abi, best = 0;
+	DIR *d = opendir(iface_dir);
+
+	if (!d)
+		return -errno;
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while ((e = readdir(d))) {
+		abi = set_abi(e->d_name);
+		if (!abi || best == SLUICE_ABI_VERSION || set_dir(dir, iface_dir, abi, 0) ||
+		    !has_set(dir))
+			continue;
+		if (abi == SLUICE_ABI_VERSION || abi > best)
+			best = abi;
+	}
+	closedir(d);
+	if (best)
+		return set_dir(buf, iface_dir, best, 0);
+	if (!has_set(iface_dir)) /* a release before ABI 8 pinned its set here */
+		return -ENOENT;
+	return snprintf(buf, PATH_MAX, "%s", iface_dir) >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+int loader_set_dir(char *buf, const char *pin_root, const char *iface)
+{
+	char iface_dir[PATH_MAX];
+
+	return loader_pin_dir(iface_dir, sizeof(iface_dir), pin_root, iface)
+		       ?: loader_find_set(buf, iface_dir);
+}
+
+/*
+ * Remove a set's pins, its link's included, and its directory unless it
+ * is the interface's own (a release before ABI 8). Gone already is no error.
+ */
+static int unpin_set(const char *dir, int keep_dir)
+{
+	char path[PATH_MAX];
+	int i, err = 0;
+
+	if (pin_path(path, dir, SLUICE_PIN_LINK))
+		return -ENAMETOOLONG;
+	if (unlink(path) && errno != ENOENT)
+		err = -errno;
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		if (pin_path(path, dir, sluice_map_names[i]))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT && !err)
+			err = -errno;
+	}
+	if (!err && !keep_dir && rmdir(dir) && errno != ENOENT)
+		err = -errno;
+	return err;
+}
+
+/* The ABI version and sluice_state size of the set in @dir; 0 or -errno. */
+static int read_set(const char *dir, __u32 *abi, __u32 *keys)
+{
+	char path[PATH_MAX];
 	struct bpf_map_info info = {};
 	__u32 zero = 0, len = sizeof(info);
-	int fd, err = 0;
+	void *val = NULL;
+	int fd, err;
 
-	*pinned_keys = 0;
-	if (pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_CTL]))
-		return -ENAMETOOLONG;
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (bpf_map_lookup_elem(fd, &zero, &ctl) || ctl.abi_version != SLUICE_ABI_VERSION) {
-		pr_warn("cannot reuse pinned maps in '%s': they are ABI version %u, this sluice is "
-			"%u; "
-			"detach first (sluice detach --iface <iface>)",
-			pin_dir, ctl.abi_version, SLUICE_ABI_VERSION);
+	/* Any release's ctl starts with abi_version; read it whole whatever its size. */
+	fd = pin_path(path, dir, sluice_map_names[SLUICE_MAP_CTL]) ? -1 : bpf_obj_get(path);
+	err = fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ? -errno : 0;
+	if (!err && info.value_size < sizeof(*abi))
 		err = -EPROTO;
-	}
-	close(fd);
-	fd = pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_STATE]) ? -1 : bpf_obj_get(path);
-	if (!err && fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-		*pinned_keys = info.max_entries;
+	if (!err && !(val = calloc(1, info.value_size)))
+		err = -ENOMEM;
+	if (!err && bpf_map_lookup_elem(fd, &zero, val))
+		err = -errno;
+	if (!err)
+		memcpy(abi, val, sizeof(*abi));
+	free(val);
 	if (fd >= 0)
 		close(fd);
+	fd = err || pin_path(path, dir, sluice_map_names[SLUICE_MAP_STATE]) ? -1
+									    : bpf_obj_get(path);
+	memset(&info, 0, sizeof(info));
+	*keys = fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.max_entries : 0;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		pr_warn("cannot read the pinned maps in '%s': %s", dir, strerror(-err));
 	return err;
+}
+
+/*
+ * Pick where this load pins: the set of this ABI, reused, or a new one in
+ * a staging directory, replacing the set found (a->old_dir) on commit. A
+ * staging directory a crashed start left is removed first (we hold the lock).
+ */
+static int choose_set(struct attachment *a, __u32 *max_keys)
+{
+	__u32 keys = 0;
+	int err;
+
+	if (a->old_dir[0] && (err = read_set(a->old_dir, &a->old_abi, &keys)))
+		return err;
+	if (a->old_dir[0] && a->old_abi == SLUICE_ABI_VERSION &&
+	    strcmp(a->old_dir, a->iface_dir) != 0) {
+		snprintf(a->pin_dir, sizeof(a->pin_dir), "%s", a->old_dir);
+		a->old_dir[0] = '\0';
+		a->reused = 1;
+		if (!*max_keys)
+			*max_keys = keys;
+		if (*max_keys == keys)
+			return 0;
+		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
+			"lost; detach first to change it",
+			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], keys, *max_keys);
+		return -EINVAL;
+	}
+	if (!*max_keys)
+		*max_keys = keys ? keys : SLUICE_STATE_ENTRIES_DEFAULT;
+	err = set_dir(a->pin_dir, a->iface_dir, SLUICE_ABI_VERSION, 1);
+	if (!err)
+		err = unpin_set(a->pin_dir, 0);
+	if (!err && mkdir(a->pin_dir, PIN_DIR_MODE))
+		err = -errno;
+	if (err) {
+		pr_warn("cannot create pin directory '%s': %s", a->pin_dir, strerror(-err));
+		return err;
+	}
+	a->staged = 1;
+	return 0;
 }
 
 static int borrow_maps(struct attachment *a)
@@ -148,16 +305,113 @@ static int borrow_maps(struct attachment *a)
 	return 0;
 }
 
-/* A fresh ctl carries our ABI version from the start. */
+/*
+ * Copy the replaced set's maps into the new ones where their layouts are
+ * this ABI's; otherwise start fresh and say so. A copy that fails half way
+ * fails the load: half a state is worse than none, and nothing old changed.
+ */
+static int carry_set(struct attachment *a)
+{
+	struct sluice_maps old;
+	const char *why = "its maps have other layouts";
+	int bad = SLUICE_MAP_CTL, err = -EPROTO;
+	__u64 start_ns;
+
+	if (a->old_abi >= SLUICE_ABI_CARRY_SINCE && a->old_abi <= SLUICE_ABI_VERSION) {
+		err = maps__open_pinned(&old, a->old_dir);
+		why = err ? "a map of it cannot be opened" : "a map of it has another layout";
+	}
+	if (!err) {
+		start_ns = mono_ns();
+		err = maps__copy(&old, &a->maps, &bad);
+		a->copy_ns = mono_ns() - start_ns;
+		maps__close(&old);
+	}
+	a->carried = !err;
+	if (err && err != -EPROTO && err != -ENOENT) {
+		pr_warn("cannot copy pinned map '%s/%s' into '%s': %s", a->old_dir,
+			sluice_map_names[bad], a->pin_dir, strerror(-err));
+		return err;
+	}
+	if (err)
+		log_event(LOG_WARN, "upgrade_fresh",
+			  "iface=%s from_abi=%u to_abi=%u pins=%s reason=\"%s\" key_state=new",
+			  a->iface, a->old_abi, SLUICE_ABI_VERSION, a->old_dir, why);
+	return 0;
+}
+
+/*
+ * Take over the replaced set's attachment: pin its XDP link in the new set
+ * too, so that attachment__attach() swaps the program on it, or find its
+ * TC filter; either way keep its program, to swap back if the start fails.
+ */
+static int adopt_attachment(struct attachment *a)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = TC_HANDLE, .priority = TC_PRIORITY);
+	struct bpf_link_info info = {};
+	char from[PATH_MAX], to[PATH_MAX];
+	__u32 len = sizeof(info);
+	int fd, err = 0;
+
+	if (pin_path(from, a->old_dir, SLUICE_PIN_LINK) ||
+	    pin_path(to, a->pin_dir, SLUICE_PIN_LINK))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(from);
+	if (fd < 0 && errno != ENOENT)
+		return -errno;
+	if (fd < 0 && (!a->ifindex || bpf_tc_query(&hook, &tc)))
+		return 0; /* neither: nothing runs that a failed start must put back */
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	a->prev_prog_fd = err ? -1 : bpf_prog_get_fd_by_id(fd >= 0 ? info.prog_id : tc.prog_id);
+	if (!err && a->prev_prog_fd < 0)
+		err = -errno;
+	if (!err) /* from here attachment__close() closes prev_prog_fd */
+		a->prev_mode = fd >= 0 ? SLUICE_ATTACH_NATIVE : SLUICE_ATTACH_TC;
+	if (!err && fd >= 0 && bpf_obj_pin(fd, to))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		pr_warn("cannot take over the attachment of '%s' from '%s': %s", a->iface,
+			a->old_dir, strerror(-err));
+	return err;
+}
+
+/*
+ * A new set's ctl carries our ABI version; one that replaced a set without
+ * its entries starts in the replaced set's attach mode, so that attaching
+ * swaps the program instead of adding a second one.
+ */
 static int init_ctl(struct attachment *a)
 {
 	struct sluice_ctl ctl;
-	int err = maps__read_ctl(&a->maps, &ctl);
+	int err;
 
-	if (err || ctl.abi_version)
+	if (!a->staged)
+		return 0;
+	err = maps__read_ctl(&a->maps, &ctl);
+	if (err)
 		return err;
 	ctl.abi_version = SLUICE_ABI_VERSION;
+	if (!a->carried)
+		ctl.attach = a->prev_mode;
 	return maps__write_ctl(&a->maps, &ctl);
+}
+
+/* Take the replaced set's entries and attachment, and mark the new set ours. */
+static int take_over(struct attachment *a)
+{
+	int err = a->old_dir[0] ? carry_set(a) : 0;
+
+	if (!err && a->old_dir[0])
+		err = adopt_attachment(a);
+	if (!err)
+		err = init_ctl(a);
+	if (err)
+		pr_warn("cannot initialise maps in '%s': %s", a->pin_dir, strerror(-err));
+	return err;
 }
 
 /*
@@ -192,52 +446,40 @@ static void report_rejection(const char *iface, int err)
 		iface, uname(&u) ? "?" : u.release);
 }
 
-int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
-		     const struct load_opts *o)
+/*
+ * Make and check <pin_root>/<iface>, find the set pinned there, and lock
+ * the interface. Nothing else is created before the lock is held.
+ */
+static int open_iface_dir(struct attachment *a, const char *pin_root)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, opts);
-	__u32 pinned_keys, max_keys = o->max_keys;
+	int err = loader_pin_dir(a->iface_dir, sizeof(a->iface_dir), pin_root, a->iface);
+
+	a->made_dir = !err && access(a->iface_dir, F_OK);
+	if (!err)
+		err = mkdir_p(a->iface_dir);
+	if (err) {
+		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?",
+			pin_root, a->iface, strerror(-err), pin_root);
+		return err;
+	}
+	err = check_owned(pin_root) ?: check_owned(a->iface_dir);
+	if (err)
+		return err;
+	err = loader_find_set(a->old_dir, a->iface_dir);
+	if (err == -ENOENT)
+		a->old_dir[0] = '\0';
+	else if (err)
+		return err;
+	return lock_pin_dir(a, a->old_dir);
+}
+
+/* Open the object with its maps pinned in a->pin_dir, size them, and load it. */
+static int load_object(struct attachment *a, __u32 max_keys, const struct load_opts *o)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = a->pin_dir);
 	__u64 ttl_ns = o->deny_ttl_ns ? o->deny_ttl_ns : SLUICE_DENY_TTL_NS;
 	int err;
 
-	memset(a, 0, sizeof(*a));
-	a->link_fd = -1;
-	a->lock_fd = -1;
-	maps__init(&a->maps);
-	snprintf(a->iface, sizeof(a->iface), "%s", iface);
-	a->ifindex = if_nametoindex(iface);
-	err = check_kernel(iface); /* before anything is created */
-	if (err)
-		return err;
-	err = loader_pin_dir(a->pin_dir, sizeof(a->pin_dir), pin_root, iface);
-	if (!err)
-		err = mkdir_p(a->pin_dir);
-	if (err) {
-		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?",
-			pin_root, iface, strerror(-err), pin_root);
-		return err;
-	}
-	err = check_owned(pin_root);
-	if (!err)
-		err = check_owned(a->pin_dir);
-	if (!err)
-		err = lock_pin_dir(a);
-	if (err)
-		return err;
-	err = check_pinned(a->pin_dir, &pinned_keys);
-	if (err)
-		return err;
-	a->reused = pinned_keys != 0;
-	if (!max_keys)
-		max_keys = pinned_keys ? pinned_keys : SLUICE_STATE_ENTRIES_DEFAULT;
-	if (pinned_keys && max_keys != pinned_keys) {
-		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
-			"lost; "
-			"detach first to change it",
-			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], pinned_keys, max_keys);
-		return -EINVAL;
-	}
-	opts.pin_root_path = a->pin_dir;
 	a->skel = sluice_bpf__open_opts(&opts);
 	if (!a->skel) {
 		err = -errno;
@@ -253,26 +495,155 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	if (!err)
 		err = sluice_bpf__load(a->skel);
 	if (err) {
-		report_rejection(iface, err);
+		report_rejection(a->iface, err);
 		return err;
 	}
 	a->prog_fd = bpf_program__fd(a->skel->progs.sluice_xdp);
 	a->tc_prog_fd = bpf_program__fd(a->skel->progs.sluice_tc);
 	err = borrow_maps(a);
-	if (!err)
-		err = init_ctl(a);
 	if (err)
-		pr_warn("cannot initialise maps in '%s': %s", a->pin_dir, strerror(-err));
+		pr_warn("cannot find the maps of the XDP object: %s", strerror(-err));
 	return err;
 }
 
+int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
+		     const struct load_opts *o)
+{
+	__u32 max_keys = o->max_keys;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->link_fd = -1;
+	a->lock_fd = -1;
+	a->prev_prog_fd = -1;
+	maps__init(&a->maps);
+	snprintf(a->iface, sizeof(a->iface), "%s", iface);
+	a->ifindex = if_nametoindex(iface);
+	err = check_kernel(iface); /* before anything is created */
+	if (!err)
+		err = open_iface_dir(a, pin_root);
+	if (!err)
+		err = choose_set(a, &max_keys);
+	if (!err)
+		err = load_object(a, max_keys, o);
+	if (!err)
+		err = take_over(a);
+	if (a->carried)
+		a->reused = 1;
+	return err;
+}
+
+/* Which way merge_pinned() merges key state, and whether the target is written meanwhile. */
+enum merge_way {
+	MERGE_TO_NEW_IDLE, /* the old set's into the new one, whose program is not attached */
+	MERGE_TO_NEW,	   /* the old set's into the new one, whose program runs */
+	MERGE_TO_OLD,	   /* the new set's into the old one (a swap back) */
+};
+
 /*
- * sluice's filter on clsact ingress, named by handle and priority: first,
- * as XDP runs before everything else; it passes with TC_ACT_UNSPEC, so
- * filters after it still run.
+ * The keys one program charged while the other set's program ran count
+ * in the set that runs: maps__merge_state() between the set pinned in
+ * @dir (the old one) and @maps (the new one), just before a swap and
+ * again after it. What a key is charged between its merge and the swap
+ * is lost: for each key, at most what its rate admits in that time. A
+ * failure costs at most those charges, so it is reported and the swap
+ * stands.
  */
-#define TC_HANDLE   0x51ce
-#define TC_PRIORITY 1
+static void merge_pinned(const char *dir, const struct sluice_maps *maps, enum merge_way way,
+			 const char *iface)
+{
+	struct sluice_maps pinned;
+	int err = maps__open_pinned(&pinned, dir);
+	__u64 now;
+
+	if (!err) {
+		now = sluice_gcra_ticks(mono_ns());
+		err = way == MERGE_TO_OLD
+			      ? maps__merge_state(maps, &pinned, now, 0)
+			      : maps__merge_state(&pinned, maps, now, way == MERGE_TO_NEW_IDLE);
+		maps__close(&pinned);
+	}
+	if (err)
+		pr_warn("cannot merge the keys charged while the program of '%s' was swapped: %s",
+			iface, strerror(-err));
+}
+
+/*
+ * Put back what a start that failed changed: the replaced set's program
+ * on its link or TC filter, or, when no set was replaced, the attachment
+ * this start made; then remove the new set's pins and, if this start made
+ * it, the interface's directory. The replaced set's pins were never touched.
+ */
+static void detach_tc(const char *iface);
+
+static void roll_back(struct attachment *a)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = TC_HANDLE, .priority = TC_PRIORITY,
+		    .prog_fd = a->prev_prog_fd, .flags = BPF_TC_F_REPLACE);
+	int err = 0, swapped = a->carried && a->mode;
+
+	if (swapped) /* what the new program charged: just before the swap back, and after */
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_OLD, a->iface);
+	if (a->prev_mode == SLUICE_ATTACH_NATIVE && a->link_fd >= 0)
+		err = bpf_link_update(a->link_fd, a->prev_prog_fd, NULL) ? -errno : 0;
+	else if (a->prev_mode == SLUICE_ATTACH_TC && a->mode == SLUICE_ATTACH_TC)
+		err = bpf_tc_attach(&hook, &tc);
+	else if (a->prev_mode == SLUICE_ATTACH_NONE && a->link_fd >= 0)
+		err = bpf_link_detach(a->link_fd) ? -errno : 0;
+	else if (a->prev_mode == SLUICE_ATTACH_NONE && a->mode == SLUICE_ATTACH_TC)
+		detach_tc(a->iface);
+	if (err)
+		pr_warn("cannot put back the program of '%s' after a failed start: %s", a->iface,
+			strerror(-err));
+	else if (swapped)
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_OLD, a->iface);
+	err = unpin_set(a->pin_dir, 0);
+	if (err)
+		pr_warn("cannot remove the pins of a failed start in '%s': %s", a->pin_dir,
+			strerror(-err));
+	if (a->made_dir && rmdir(a->iface_dir) && errno != ENOTEMPTY)
+		pr_warn("cannot remove '%s': %s", a->iface_dir, strerror(errno));
+	log_event(LOG_INFO, "rollback", "iface=%s pins=%s enforcement=%s", a->iface, a->pin_dir,
+		  a->old_dir[0] ? "previous" : "none");
+	a->staged = 0;
+}
+
+int attachment__commit(struct attachment *a)
+{
+	char final[PATH_MAX];
+	int err;
+
+	if (!a->staged)
+		return 0;
+	err = set_dir(final, a->iface_dir, SLUICE_ABI_VERSION, 0);
+	if (!err && a->carried)
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_NEW, a->iface);
+	if (!err && rename(a->pin_dir, final))
+		err = -errno;
+	if (err) {
+		pr_warn("cannot move the pins of '%s' into '%s': %s", a->iface, final,
+			strerror(-err));
+		return err;
+	}
+	a->staged = 0;
+	if (a->old_dir[0]) {
+		log_event(
+			LOG_INFO, "upgrade",
+			"iface=%s from_abi=%u to_abi=%u from=%s pins=%s key_state=%s copy_ms=%llu",
+			a->iface, a->old_abi, SLUICE_ABI_VERSION, a->old_dir, final,
+			a->carried ? "carried" : "new",
+			(unsigned long long)(a->copy_ns / SLUICE_NSEC_PER_MSEC));
+		err = unpin_set(a->old_dir, !strcmp(a->old_dir, a->iface_dir));
+		if (err)
+			pr_warn("cannot remove the replaced pins in '%s': %s; remove them by hand",
+				a->old_dir, strerror(-err));
+	}
+	snprintf(a->pin_dir, sizeof(a->pin_dir), "%s", final);
+	a->old_dir[0] = '\0'; /* replaced: a later attach has nothing to merge */
+	a->carried = 0;
+	return 0;
+}
 
 /* Create the native XDP link; -errno. */
 static int create_link(struct attachment *a)
@@ -380,6 +751,8 @@ int attachment__attach(struct attachment *a, int mode)
 		return -EBUSY;
 	}
 	a->mode = mode ? mode : was;
+	if (a->carried) /* what the old program charged since the copy: just before the swap */
+		merge_pinned(a->old_dir, &a->maps, MERGE_TO_NEW_IDLE, a->iface);
 	err = a->mode ? attach_mode(a, a->mode) : attach_auto(a);
 	if (err) {
 		pr_warn("cannot attach the %s program to '%s': %s%s",
@@ -404,9 +777,14 @@ void attachment__close(struct attachment *a)
 {
 	if (!a)
 		return;
+	if (a->staged)
+		roll_back(a);
 	if (a->link_fd >= 0)
 		close(a->link_fd);
 	a->link_fd = -1;
+	if (a->prev_mode != SLUICE_ATTACH_NONE)
+		close(a->prev_prog_fd);
+	a->prev_mode = SLUICE_ATTACH_NONE;
 	sluice_bpf__destroy(a->skel);
 	a->skel = NULL;
 	if (a->lock_fd >= 0)
@@ -416,18 +794,20 @@ void attachment__close(struct attachment *a)
 
 int loader_unpin(const char *pin_dir)
 {
-	char path[PATH_MAX];
-	int i, err = 0;
+	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(pin_dir);
+	int err = 0;
 
-	for (i = 0; i < SLUICE_MAP_MAX; i++) {
-		if (pin_path(path, pin_dir, sluice_map_names[i]))
-			return -ENAMETOOLONG;
-		if (unlink(path) && errno != ENOENT && !err)
-			err = -errno;
-	}
-	if (!err && rmdir(pin_dir))
-		err = -errno;
-	return err;
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while (d && (e = readdir(d)) && !err)
+		if (e->d_type == DT_DIR &&
+		    !strncmp(e->d_name, SLUICE_PIN_SET, strlen(SLUICE_PIN_SET)))
+			err = pin_path(dir, pin_dir, e->d_name) ?: unpin_set(dir, 0);
+	if (d)
+		closedir(d);
+	return err ? err : unpin_set(pin_dir, 0);
 }
 
 /* The mode recorded in @pin_dir's sluice_ctl, or SLUICE_ATTACH_NONE. */
@@ -469,31 +849,46 @@ static void detach_tc(const char *iface)
 		pr_warn("cannot detach the TC filter of '%s': %s", iface, strerror(-err));
 }
 
-int loader_detach(const char *pin_root, const char *iface)
+/* Detach the program of the set in @dir and remove its pins. */
+static int detach_set(const char *iface, const char *iface_dir, const char *dir)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
-	int fd, err;
+	char path[PATH_MAX];
+	int fd;
 
-	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface);
-	if (err || access(dir, F_OK)) {
-		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to "
-			"'%s'?",
-			iface, pin_root, iface, iface);
-		return -ENOENT;
-	}
 	fd = pin_path(path, dir, SLUICE_PIN_LINK) ? -1 : bpf_obj_get(path);
 	if (fd >= 0) {
 		/* Force the detach even while an agent still holds the link. */
 		if (bpf_link_detach(fd) && errno != ENOLINK)
 			pr_warn("cannot detach XDP link of '%s': %s", iface, strerror(errno));
 		close(fd);
-		unlink(path);
 	}
 	if (pinned_attach(dir) == SLUICE_ATTACH_TC)
 		detach_tc(iface);
-	err = loader_unpin(dir);
+	return unpin_set(dir, !strcmp(dir, iface_dir));
+}
+
+int loader_detach(const char *pin_root, const char *iface)
+{
+	char iface_dir[PATH_MAX], dir[PATH_MAX];
+	int err;
+
+	err = loader_pin_dir(iface_dir, sizeof(iface_dir), pin_root, iface);
+	if (err || loader_find_set(dir, iface_dir)) {
+		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to "
+			"'%s'?",
+			iface, pin_root, iface, iface);
+		return -ENOENT;
+	}
+	/* Every set: this release's, and any an older one or a crash left. */
+	do
+		err = detach_set(iface, iface_dir, dir);
+	while (!err && !loader_find_set(dir, iface_dir));
+	if (!err && !set_dir(dir, iface_dir, SLUICE_ABI_VERSION, 1))
+		err = unpin_set(dir, 0);
+	if (!err && rmdir(iface_dir))
+		err = -errno;
 	if (err)
-		pr_warn("cannot remove pins in '%s': %s", dir, strerror(-err));
+		pr_warn("cannot remove pins in '%s': %s", iface_dir, strerror(-err));
 	else
 		log_event(LOG_INFO, "detach", "iface=%s", iface);
 	return err;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Skeleton open/load/attach, pinning, and reuse of pinned maps. Maps are
- * pinned by name under <pin_root>/<iface>/ and a native XDP attachment is
- * a bpf_link pinned beside them; a TC attachment is a filter on the
+ * Skeleton open/load/attach, pinning, and reuse or replacement of pinned
+ * maps. Maps are pinned by name in a set, <pin_root>/<iface>/abi<N>/
+ * (sluice/abi.h, "Pins"), and a native XDP attachment is a bpf_link pinned
+ * beside them; a TC attachment is a filter on the
  * interface's clsact ingress, which is no link and stays until removed.
  * Either way enforcement and key state outlive the agent; only
  * loader_detach() removes them.
@@ -19,7 +20,16 @@ struct sluice_bpf;
 struct attachment {
 	char iface[POLICY_IFNAME_LEN];
 	int ifindex;
-	char pin_dir[PATH_MAX];
+	char iface_dir[PATH_MAX]; /* <pin_root>/<iface>: the lock */
+	char pin_dir[PATH_MAX];	  /* this set: a staging directory until committed */
+	char old_dir[PATH_MAX];	  /* the set being replaced; "" none */
+	__u32 old_abi;		  /* its ABI version */
+	int staged;		  /* pin_dir is new: attachment__close() removes it */
+	int carried;		  /* the replaced set's entries were copied */
+	__u64 copy_ns;		  /* how long the copy took */
+	int made_dir;		  /* iface_dir was made by this load */
+	int prev_prog_fd;	  /* the replaced set's program, while prev_mode is set */
+	int prev_mode;		  /* enum sluice_attach: how the replaced set was attached */
 	struct sluice_bpf *skel;
 	struct sluice_maps maps; /* borrowed from skel: do not close */
 	int prog_fd;		 /* the XDP program, borrowed from skel */
@@ -33,6 +43,16 @@ struct attachment {
 /* <pin_root>/<iface>, or -ENAMETOOLONG. */
 int loader_pin_dir(char *buf, size_t len, const char *pin_root, const char *iface);
 
+/*
+ * The set of pins in use under @iface_dir into @buf (PATH_MAX bytes): this
+ * ABI's, else the newest other ABI's, else one a release before ABI 8
+ * pinned in @iface_dir itself. 0, -ENOENT when there is none, or -errno.
+ */
+int loader_find_set(char *buf, const char *iface_dir);
+
+/* loader_find_set() of <pin_root>/<iface>: what status, top and reload open. */
+int loader_set_dir(char *buf, const char *pin_root, const char *iface);
+
 /* What a load may set; a zero field keeps the default. */
 struct load_opts {
 	__u32 max_keys;	     /* sluice_state's size: the default, or the pinned size */
@@ -42,10 +62,13 @@ struct load_opts {
 
 /*
  * Open and load the XDP object for @iface (its index may be 0 when the
- * object will only be test-run), pinning its maps in <pin_root>/<iface>/ or
- * reusing the ones already there; refuses pins of another ABI version.
- * @o->max_keys must equal the pinned size when reusing. 0 or -errno, with
- * the cause already reported.
+ * object will only be test-run), under the lock of <pin_root>/<iface>/.
+ * Reuses the set of this ABI pinned there (@o->max_keys must equal its
+ * size); otherwise pins a new set in a staging directory, copies into it
+ * the entries of a set of another ABI where the layouts allow
+ * (SLUICE_ABI_CARRY_SINCE; else it starts fresh and logs upgrade_fresh),
+ * and takes over that set's link. 0 or -errno, with the cause already
+ * reported; on failure attachment__close() removes what was created.
  */
 int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
 		     const struct load_opts *o);
@@ -59,17 +82,36 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
  */
 int attachment__attach(struct attachment *a, int mode);
 
-/* Release fds and memory; enforcement stays through the pinned link. Accepts NULL. */
+/*
+ * After the policy is applied and attachment__attach() succeeded, make a
+ * new set the one in use: merge the keys the old program charged since the
+ * copy, rename the set into <iface>/abi<SLUICE_ABI_VERSION>/, and remove
+ * the replaced set's pins. A reused set needs nothing. 0 or -errno,
+ * reported; on failure the start has failed.
+ */
+int attachment__commit(struct attachment *a);
+
+/*
+ * Release fds and memory; enforcement stays through the pinned link.
+ * Before attachment__commit(), first put back the replaced set's program
+ * (or remove the attachment this start made) and remove the new set's
+ * pins: a failed start leaves what ran before. Accepts NULL.
+ */
 void attachment__close(struct attachment *a);
 
 /*
- * Detach the program of @iface, link or TC filter, and remove its pins.
+ * Detach the program of @iface, link or TC filter, and remove its pins:
+ * every set under <pin_root>/<iface>/, older releases' included.
  * The TC filter is found by the interface's name in the caller's network
  * namespace. 0 or -errno, reported.
  */
 int loader_detach(const char *pin_root, const char *iface);
 
-/* Remove the map pins and the directory of @pin_dir (after a detach). */
+/*
+ * Remove the pins of the set in @pin_dir, its link's included, those of
+ * every set below it (an interface's directory: abi<N>/, abi<N>-new/), and
+ * the directory. 0 or -errno.
+ */
 int loader_unpin(const char *pin_dir);
 
 #endif /* SLUICE_LOADER_H */

@@ -259,6 +259,203 @@ int maps__walk_keys(const struct sluice_maps *m,
 	return err;
 }
 
+/*
+ * The kernel's ENOTSUPP (include/linux/errno.h), which it is not meant to
+ * return to user space but does for a batch operation a map type lacks
+ * (an LPM trie).
+ */
+#define KERNEL_ENOTSUPP 524
+#define COPY_BATCH	1024 /* entries per batch of a map copy */
+
+/* The bytes one entry's value takes in a syscall: per-CPU values are 8-aligned, one per CPU. */
+static long value_bytes(const struct bpf_map_info *info)
+{
+	int ncpu;
+
+	switch (info->type) {
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+	case BPF_MAP_TYPE_PERCPU_HASH:
+	case BPF_MAP_TYPE_LRU_PERCPU_HASH:
+		ncpu = libbpf_num_possible_cpus();
+		return ncpu < 0 ? ncpu : (long)ncpu * (((long)info->value_size + 7) & ~7L);
+	default: return info->value_size;
+	}
+}
+
+/* Copy @from into @to one entry at a time: for maps without batch operations. */
+static int copy_by_key(int from, int to, void *key, void *next, void *val, __u32 key_size)
+{
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(from, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		if (bpf_map_lookup_elem(from, key, val)) {
+			if (errno == ENOENT)
+				continue; /* deleted since: an LRU eviction */
+			return -errno;
+		}
+		if (bpf_map_update_elem(to, key, val, BPF_ANY))
+			return -errno;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+/* Copy @from into @to in batches; -KERNEL_ENOTSUPP when the map type has none. */
+static int copy_batched(int from, int to, void *keys, void *vals)
+{
+	__u32 count, token;
+	void *in = NULL;
+	int err = 0, done = 0;
+
+	while (!err && !done) {
+		count = COPY_BATCH;
+		if (bpf_map_lookup_batch(from, in, &token, keys, vals, &count, NULL)) {
+			if (errno != ENOENT)
+				return -errno;
+			done = 1; /* ENOENT: this was the last batch */
+		}
+		if (count && bpf_map_update_batch(to, keys, vals, &count, NULL))
+			err = -errno;
+		in = &token;
+	}
+	return err;
+}
+
+/* Copy every entry of map @from into @to, whose type and sizes are the same. */
+static int copy_map(int from, int to, const struct bpf_map_info *info)
+{
+	long vsize = value_bytes(info);
+	void *keys = NULL, *vals = NULL, *next = NULL;
+	int err;
+
+	if (vsize < 0)
+		return (int)vsize;
+	keys = calloc(COPY_BATCH, info->key_size);
+	vals = calloc(COPY_BATCH, (size_t)vsize);
+	next = calloc(1, info->key_size);
+	err = keys && vals && next ? copy_batched(from, to, keys, vals) : -ENOMEM;
+	if (err == -KERNEL_ENOTSUPP || err == -EOPNOTSUPP)
+		err = copy_by_key(from, to, keys, next, vals, info->key_size);
+	free(keys);
+	free(vals);
+	free(next);
+	return err;
+}
+
+/* The map info of @fd, or -errno. */
+static int map_info(int fd, struct bpf_map_info *info)
+{
+	__u32 len = sizeof(*info);
+
+	memset(info, 0, sizeof(*info));
+	return bpf_obj_get_info_by_fd(fd, info, &len) ? -errno : 0;
+}
+
+int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int *bad)
+{
+	struct bpf_map_info fi[SLUICE_MAP_MAX], ti;
+	int i, err;
+
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		*bad = i;
+		err = map_info(from->fd[i], &fi[i]);
+		if (!err)
+			err = map_info(to->fd[i], &ti);
+		if (err)
+			return err;
+		if (fi[i].type != ti.type || fi[i].key_size != ti.key_size ||
+		    fi[i].value_size != ti.value_size ||
+		    (i != SLUICE_MAP_STATE && fi[i].max_entries != ti.max_entries))
+			return -EPROTO;
+	}
+	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+		*bad = i;
+		err = copy_map(from->fd[i], to->fd[i], &fi[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+struct merge {
+	const struct sluice_maps *to;
+	__u64 now; /* ticks */
+	int idle;  /* no program writes @to: overwrite, in batches */
+	__u32 n;   /* entries waiting in keys, vals */
+	struct sluice_key keys[COPY_BATCH];
+	struct sluice_state vals[COPY_BATCH];
+	struct idmap active;		/* ids of @to's active policies */
+	__u64 tol[SLUICE_MAX_POLICIES]; /* by id: their tolerance */
+};
+
+static int merge_flush(struct merge *mg)
+{
+	__u32 n = mg->n;
+
+	mg->n = 0;
+	if (n && bpf_map_update_batch(mg->to->fd[SLUICE_MAP_STATE], mg->keys, mg->vals, &n, NULL))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Write @st into @arg's sluice_state where it is ahead of what is there, no
+ * further ahead than the policy's tolerance there (as maps__carry_keys()).
+ * While no program writes there, what is there is an older copy of @st or
+ * was lowered by the policy's apply: @st, capped, is always ahead.
+ */
+static int merge_key(const struct sluice_key *key, const struct sluice_state *st, void *arg)
+{
+	struct merge *mg = arg;
+	__u32 id = key->policy_id;
+	struct sluice_state want, have;
+	__u64 ahead;
+
+	if (!idmap_has(&mg->active, id))
+		return 0; /* no active policy there charges it */
+	ahead = sluice_gcra_ahead(st->tat, mg->now, mg->tol[id]);
+	if (!ahead)
+		return 0; /* a full key: the same as none */
+	want.tat = mg->now + ahead;
+	if (mg->idle) {
+		mg->keys[mg->n] = *key;
+		mg->vals[mg->n++] = want;
+		return mg->n == COPY_BATCH ? merge_flush(mg) : 0;
+	}
+	if (!bpf_map_lookup_elem(mg->to->fd[SLUICE_MAP_STATE], key, &have) &&
+	    (__s64)(want.tat - have.tat) <= 0)
+		return 0;
+	if (bpf_map_update_elem(mg->to->fd[SLUICE_MAP_STATE], key, &want, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to, __u64 now,
+		      int idle)
+{
+	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
+	struct merge *mg = calloc(1, sizeof(*mg));
+	size_t i, n = 0;
+	int err = active && mg ? maps__read_active(to, active, &n) : -ENOMEM;
+
+	for (i = 0; !err && i < n; i++) {
+		idmap_add(&mg->active, active[i].id);
+		mg->tol[active[i].id % SLUICE_MAX_POLICIES] = active[i].limit.tolerance;
+	}
+	if (!err) {
+		mg->to = to;
+		mg->now = now;
+		mg->idle = idle;
+		err = maps__walk_keys(from, merge_key, mg);
+	}
+	if (!err)
+		err = merge_flush(mg);
+	free(active);
+	free(mg);
+	return err;
+}
+
 struct carry {
 	const struct sluice_maps *m;
 	const struct idmap *changed;

@@ -109,6 +109,31 @@ int maps__reset_ids(const struct sluice_maps *m, const struct idmap *fresh);
 int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
 		     const struct idmap *changed, __u64 now, size_t *n);
 
+/*
+ * Copy every entry of every map of @from (pinned by another release) into
+ * the new maps @to, when each map's type, key and value sizes, and size
+ * (but sluice_state's) are the same; nothing is written unless all are.
+ * The caller knows the layouts are the same (SLUICE_ABI_CARRY_SINCE): the
+ * sizes only catch a release that lied. 0, -EPROTO for a map that differs,
+ * or -errno; *@bad is the map (enum sluice_map) it failed on.
+ */
+int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int *bad);
+
+/*
+ * Write each key of @from's sluice_state into @to's where its TAT is
+ * further ahead, so that charges one program made count for the other
+ * (the loader merges just before and after swapping programs). Only keys
+ * of @to's active policies, and no further ahead of @now (ticks) than
+ * their tolerance there: a policy the file dropped or whose limit changed
+ * gets what a reload would have left it. With @idle (no program writes
+ * @to yet: before a swap) it overwrites in batches without reading @to,
+ * which is the same and ten times faster. Otherwise racy by design: a
+ * charge a program makes to a key of @to between this read and write is
+ * lost; the write moves the TAT forward only. 0 or -errno.
+ */
+int maps__merge_state(const struct sluice_maps *from, const struct sluice_maps *to, __u64 now,
+		      int idle);
+
 /* Keys tracked in sluice_state, by policy id and in all. */
 struct key_counts {
 	__u64 per_id[SLUICE_MAX_POLICIES];
