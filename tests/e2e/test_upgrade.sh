@@ -177,9 +177,8 @@ expect_failed_start "no map" --max-keys $((1 << 29))
 # After the swap: a second interface whose pin directory is squatted (group
 # and others may write it, so the loader refuses it): the first interface
 # has been swapped by then, and must be swapped back.
-SQUAT_IFACE=sq$E2E_ID
-in_ns "$NS_RX" ip link add "${SQUAT_IFACE:0:15}" type dummy
-SQUAT_IFACE=${SQUAT_IFACE:0:15}
+SQUAT_IFACE=${E2E_ID:0:11}sq0
+in_ns "$NS_RX" ip link add "$SQUAT_IFACE" type veth peer name "${E2E_ID:0:11}sq1"
 mkdir -p "$PIN_ROOT/$SQUAT_IFACE"
 chmod 0777 "$PIN_ROOT/$SQUAT_IFACE"
 expect_swapped_back() { # a start that fails after it swapped the program: it swaps it back
