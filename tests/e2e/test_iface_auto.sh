@@ -118,7 +118,7 @@ check "$UP1 still enforcing (of $SENT)" "$UP1" "$BURST"
 
 # 3. An IPv6 default route via $UP2: attached again on reload.
 in_ns "$NS_RX" ip -6 route add default via "$TX2_6" dev "$UP2"
-"$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$UP1" >/dev/null
+"$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$UP1" >/dev/null || e2e_fail "reload after an IPv6 default route failed: $(tail -5 "$WORK/agent.log")"
 attached "$UP2" || e2e_fail "$UP2 not attached after an IPv6 default route: $(tail -5 "$WORK/agent.log")"
 echo "ok: IPv6 default route via $UP2, reload: attached again"
 check "IPv6 via $UP2 enforcing (of $SENT)" "$UP2" "$BURST" 6

@@ -451,6 +451,8 @@ static void attach_new(struct agent *a, const char (*want)[POLICY_IFNAME_LEN], s
 			       want[i]) >= 0)
 			continue;
 		err = attach_one(a, want[i]);
+		if (!err) /* as a start does: the new set becomes the one in use */
+			err = attachment__commit(&a->att[a->n_att - 1]);
 		if (!err) {
 			memcpy(a->opts.ifaces[a->opts.n_ifaces++], want[i], POLICY_IFNAME_LEN);
 			continue;
