@@ -287,6 +287,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 			break;
 		}
 		a->n_att++;
+		att->xdp_priority = opts->xdp_priority;
 		err = agent_apply_policy(att, a->ps, opts->config_path, a->ids[i]);
 		if (!err)
 			err = attachment__attach(att, opts->mode);

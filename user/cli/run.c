@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "kernel/dispatch.h"
 #include "cli/cmd.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -22,8 +23,12 @@
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
+#define STR(x)	#x
+#define XSTR(x) STR(x)
+
 static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>]... [--mode native|tc|auto]\n"
+	"                  [--xdp-priority <n>]\n"
 	"                  [--max-keys <n>] [--max-datagrams <n>] [--detach-on-exit]\n"
 	"                  [--pin-root <dir>]\n"
 	"                  [--metrics <addr>:<port>]\n\n"
@@ -32,16 +37,27 @@ static const char usage_text[] =
 	"      --mode <mode>       native (XDP in the driver), tc (clsact ingress, counting\n"
 	"                          GRO aggregates per segment) or auto (native, else tc);\n"
 	"                          default auto; generic XDP is refused (--xdp-mode: alias)\n"
-	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
-	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
-	"      --detach-on-exit    remove the program when the agent exits; by default\n"
-	"                          enforcement stays until 'sluice detach'\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"      --metrics <addr>:<port>\n"
-	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
-	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
-	"                          or :9190 for every address); default: off\n"
-	"  -h, --help              show this help\n";
+	"      --xdp-priority <n>  run priority among the interface's libxdp programs in\n"
+	"                          native mode, lower first; default " XSTR(
+		DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)\n"
+					   "      --max-keys <n>      size of the key-state map; "
+					   "default 1048576, or the pinned size\n"
+					   "      --max-datagrams <n> fragmented datagrams tracked "
+					   "at once; default 65536\n"
+					   "      --detach-on-exit    remove the program when the "
+					   "agent exits; by default\n"
+					   "                          enforcement stays until "
+					   "'sluice detach'\n"
+					   "      --pin-root <dir>    bpffs directory for pins; "
+					   "default " SLUICE_PIN_ROOT "\n"
+					   "      --metrics <addr>:<port>\n"
+					   "                          serve Prometheus metrics on "
+					   "http://<addr>:<port>/metrics\n"
+					   "                          (127.0.0.1:9190, [::1]:9190, "
+					   "9190 for 127.0.0.1,\n"
+					   "                          or :9190 for every address); "
+					   "default: off\n"
+					   "  -h, --help              show this help\n";
 
 static void on_stop(int sig)
 {
@@ -114,12 +130,21 @@ static int parse_count(const char *opt, const char *s, __u32 *out)
 /* Options into @o; returns -1 after printing a usage error, 1 for --help. */
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
-	enum { OPT_MODE = 256, OPT_KEYS, OPT_DATAGRAMS, OPT_DETACH, OPT_PIN_ROOT, OPT_METRICS };
+	enum {
+		OPT_MODE = 256,
+		OPT_PRIORITY,
+		OPT_KEYS,
+		OPT_DATAGRAMS,
+		OPT_DETACH,
+		OPT_PIN_ROOT,
+		OPT_METRICS
+	};
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "iface", required_argument, NULL, 'i' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "xdp-mode", required_argument, NULL, OPT_MODE }, /* the old name: an alias */
+		{ "xdp-priority", required_argument, NULL, OPT_PRIORITY },
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
 		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
@@ -140,6 +165,10 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_MODE:
 			if (parse_mode(optarg, &o->mode))
+				return -1;
+			break;
+		case OPT_PRIORITY:
+			if (parse_count("xdp-priority", optarg, &o->xdp_priority))
 				return -1;
 			break;
 		case OPT_KEYS:

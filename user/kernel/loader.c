@@ -21,6 +21,7 @@
 #include "sluice.skel.h"
 #include "sluice/deny.h"
 #include "sluice/frag.h"
+#include "kernel/dispatch.h"
 #include "kernel/loader.h"
 #include "base/log.h"
 #include "kernel/probe.h"
@@ -274,16 +275,12 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 #define TC_HANDLE   0x51ce
 #define TC_PRIORITY 1
 
-/* Create the native XDP link; -errno. */
-static int create_link(struct attachment *a)
-{
-	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_DRV_MODE);
-	int fd = bpf_link_create(a->prog_fd, a->ifindex, BPF_XDP, &opts);
-
-	return fd < 0 ? -errno : fd;
-}
-
-/* Attach natively: replace the program of the pinned link, or create and pin one. */
+/*
+ * Attach natively. An interface attached by an earlier sluice through a
+ * pinned bpf_link keeps it: the program is replaced on the link, with no
+ * gap, and sharing the interface waits for a detach. Otherwise sluice
+ * joins (or creates) the interface's libxdp dispatcher (kernel/dispatch.c).
+ */
 static int attach_native(struct attachment *a)
 {
 	char path[PATH_MAX];
@@ -293,25 +290,22 @@ static int attach_native(struct attachment *a)
 		return err;
 	a->link_fd = bpf_obj_get(path);
 	if (a->link_fd >= 0) {
-		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL))
+		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL)) {
+			log_event(LOG_INFO, "xdp_link_kept",
+				  "iface=%s link=%s hint=\"this interface is attached through a "
+				  "bpf_link of an earlier sluice; to share it with other XDP "
+				  "programs through libxdp, run sluice detach and start again\"",
+				  a->iface, path);
 			return 0;
+		}
 		/* A link whose interface went away: start over. */
 		close(a->link_fd);
+		a->link_fd = -1;
 		unlink(path);
 	}
-	a->link_fd = create_link(a);
-	if (a->link_fd < 0) {
-		err = a->link_fd;
-		a->link_fd = -1;
-		return err;
-	}
-	if (bpf_obj_pin(a->link_fd, path)) {
-		err = -errno;
-		pr_warn("cannot pin XDP link at '%s': %s", path, strerror(-err));
-		bpf_link_detach(a->link_fd);
-		return err;
-	}
-	return 0;
+	return dispatch_attach(a->skel->obj, a->prog_fd, a->iface, a->ifindex,
+			       a->xdp_priority ? a->xdp_priority : DISPATCH_PRIORITY_DEFAULT,
+			       a->maps.fd[SLUICE_MAP_CTL]);
 }
 
 /* Attach on clsact ingress, creating the qdisc if needed, or replace our filter's program. */
@@ -469,10 +463,53 @@ static void detach_tc(const char *iface)
 		pr_warn("cannot detach the TC filter of '%s': %s", iface, strerror(-err));
 }
 
+/* The fd of @pin_dir's pinned sluice_ctl, or -errno. */
+static int open_pinned_ctl(const char *pin_dir)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_CTL]))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+int loader_xdp_priority(const char *pin_dir, const char *iface)
+{
+	int ifindex = if_nametoindex(iface), fd = open_pinned_ctl(pin_dir), prio;
+
+	if (fd < 0)
+		return fd;
+	prio = ifindex ? dispatch_priority(ifindex, fd) : -ENOENT;
+	close(fd);
+	return prio;
+}
+
+/* Remove sluice's program from the dispatcher of @iface; the others stay. */
+static void detach_dispatched(const char *dir, const char *iface)
+{
+	int ifindex = if_nametoindex(iface), fd, err;
+
+	if (!ifindex) {
+		pr_warn("cannot remove sluice from the XDP programs of '%s': no such interface in "
+			"this network namespace; run detach where the interface is",
+			iface);
+		return;
+	}
+	fd = open_pinned_ctl(dir);
+	err = fd < 0 ? fd : dispatch_detach(ifindex, fd);
+	if (fd >= 0)
+		close(fd);
+	if (err && err != -ENOENT)
+		pr_warn("cannot remove sluice from the XDP programs of '%s': %s", iface,
+			strerror(-err));
+}
+
 int loader_detach(const char *pin_root, const char *iface)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
-	int fd, err;
+	int fd, err, mode;
 
 	err = loader_pin_dir(dir, sizeof(dir), pin_root, iface);
 	if (err || access(dir, F_OK)) {
@@ -481,6 +518,7 @@ int loader_detach(const char *pin_root, const char *iface)
 			iface, pin_root, iface, iface);
 		return -ENOENT;
 	}
+	mode = pinned_attach(dir);
 	fd = pin_path(path, dir, SLUICE_PIN_LINK) ? -1 : bpf_obj_get(path);
 	if (fd >= 0) {
 		/* Force the detach even while an agent still holds the link. */
@@ -488,8 +526,10 @@ int loader_detach(const char *pin_root, const char *iface)
 			pr_warn("cannot detach XDP link of '%s': %s", iface, strerror(errno));
 		close(fd);
 		unlink(path);
+	} else if (mode == SLUICE_ATTACH_NATIVE) {
+		detach_dispatched(dir, iface);
 	}
-	if (pinned_attach(dir) == SLUICE_ATTACH_TC)
+	if (mode == SLUICE_ATTACH_TC)
 		detach_tc(iface);
 	err = loader_unpin(dir);
 	if (err)

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Skeleton open/load/attach, pinning, and reuse of pinned maps. Maps are
- * pinned by name under <pin_root>/<iface>/ and a native XDP attachment is
- * a bpf_link pinned beside them; a TC attachment is a filter on the
- * interface's clsact ingress, which is no link and stays until removed.
- * Either way enforcement and key state outlive the agent; only
- * loader_detach() removes them.
+ * pinned by name under <pin_root>/<iface>/. A native XDP attachment is one
+ * program of the interface's libxdp dispatcher, which libxdp pins (or, when
+ * an earlier sluice left one, a bpf_link pinned beside the maps); a TC
+ * attachment is a filter on the interface's clsact ingress, which is no
+ * link and stays until removed. Either way enforcement and key state
+ * outlive the agent; only loader_detach() removes them.
  */
 #ifndef SLUICE_LOADER_H
 #define SLUICE_LOADER_H
@@ -24,7 +25,8 @@ struct attachment {
 	struct sluice_maps maps; /* borrowed from skel: do not close */
 	int prog_fd;		 /* the XDP program, borrowed from skel */
 	int tc_prog_fd;		 /* the TC program, borrowed from skel */
-	int link_fd;		 /* -1 until attached, and in tc mode */
+	int link_fd;		 /* an earlier sluice's pinned link; else -1 */
+	__u32 xdp_priority;	 /* run priority in the dispatcher; 0: the default */
 	int mode;		 /* enum sluice_attach: as attached */
 	int reused;		 /* maps came from pins: key state was kept */
 	int lock_fd;		 /* the pin directory, flock()ed: one agent per interface */
@@ -63,11 +65,19 @@ int attachment__attach(struct attachment *a, int mode);
 void attachment__close(struct attachment *a);
 
 /*
- * Detach the program of @iface, link or TC filter, and remove its pins.
- * The TC filter is found by the interface's name in the caller's network
- * namespace. 0 or -errno, reported.
+ * Detach the program of @iface, from the dispatcher, link or TC filter, and
+ * remove its pins; other programs in the dispatcher stay. The dispatcher
+ * and the TC filter are found by the interface's name in the caller's
+ * network namespace. 0 or -errno, reported.
  */
 int loader_detach(const char *pin_root, const char *iface);
+
+/*
+ * How @iface's native program is attached, for status and metrics: its run
+ * priority in the libxdp dispatcher (>= 0), or -ENOENT when it is not there
+ * (a pinned link, tc mode, or the interface is not in this namespace).
+ */
+int loader_xdp_priority(const char *pin_dir, const char *iface);
 
 /* Remove the map pins and the directory of @pin_dir (after a detach). */
 int loader_unpin(const char *pin_dir);
