@@ -173,7 +173,7 @@ test-unit: $(UNIT_BIN) $(BPF_OBJ)
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN)
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(STORE_T_BIN) $(O)/bench/pass.bpf.o # test_libxdp's foreign program
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
