@@ -26,6 +26,7 @@ SENT=30   # per exact check
 BLOCKED=9999 # the port xdp-filter drops
 FREE=7000    # a port neither limits
 PRIO=5       # DISPATCH_PRIORITY_DEFAULT, printed by status
+PORT=9190    # the agent's /metrics, on the namespace's own loopback
 
 cleanup() {
 	local rc=$?
@@ -70,6 +71,13 @@ filter_load() {
 	in_ns "$NS_RX" xdp-filter port --proto udp "$BLOCKED"
 }
 
+# The agent's sluice_attach_info series, over bash's /dev/tcp.
+attach_info() {
+	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT &&
+		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3" |
+		grep '^sluice_attach_info{'
+}
+
 # The programs in the dispatcher, as xdp-loader lists them.
 programs() {
 	in_ns "$NS_RX" xdp-loader status "$VETH_RX"
@@ -86,6 +94,8 @@ both_enforce() {
 	status=$(in_ns "$NS_RX" "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
 	grep -q "native mode (libxdp dispatcher, priority $PRIO)" <<<"$status" ||
 		e2e_fail "$1: status does not say how it is attached: $status"
+	e2e_equal "$1: the metric says so too" "$(attach_info)" \
+		"sluice_attach_info{iface=\"$VETH_RX\",mode=\"native\",xdp_priority=\"$PRIO\"} 1"
 	send slow 5353
 	e2e_equal "$1: sluice admits exactly the burst" "$GOT" "$BURST"
 	SPENT_SRC=$SRC_N # its burst is spent: at 1/min it stays so
@@ -152,13 +162,13 @@ if ! programs | grep -q xdp_dispatcher; then
 fi
 
 # 1. xdp-filter first, then sluice.
-e2e_start_agent "$WORK/policy.yaml"
+e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$PORT"
 both_enforce "filter first"
 survives_kill "filter first"
 detach_leaves_filter "filter first"
 
 # 2. sluice first, then xdp-filter.
-e2e_start_agent "$WORK/policy.yaml"
+e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$PORT"
 filter_load
 both_enforce "sluice first"
 # A restarted agent replaces its program in the dispatcher, keeping one.

@@ -220,7 +220,7 @@ int dispatch_attach(struct bpf_object *loaded, int prog_fd, const char *iface, i
 		err = refuse_foreign(mp, iface);
 	xdp_multiprog__close(mp);
 	if (err || own)
-		return err;
+		return err ? err : DISPATCH_ALONE;
 	twin = open_twin(loaded);
 	if (!twin)
 		return -errno;
@@ -233,7 +233,7 @@ int dispatch_attach(struct bpf_object *loaded, int prog_fd, const char *iface, i
 	if (err && err != -ENOENT)
 		pr_warn("cannot remove the earlier sluice program from '%s': %s", iface,
 			strerror(-err));
-	return 0;
+	return dispatch_priority(ifindex, ctl_fd) < 0 ? DISPATCH_ALONE : 0;
 }
 
 int dispatch_detach(int ifindex, int ctl_fd)

@@ -19,6 +19,8 @@ struct bpf_object;
  */
 #define DISPATCH_PRIORITY_DEFAULT 5
 
+#define DISPATCH_ALONE 1 /* dispatch_attach(): libxdp attached the program alone */
+
 /*
  * Add the XDP program of @loaded (a loaded sluice skeleton object, whose
  * maps are shared) to the dispatcher of @ifindex at @priority, creating the
@@ -28,7 +30,8 @@ struct bpf_object;
  * alone; a later start replaces it in place with @prog_fd, @loaded's XDP
  * program.
  * Refuses, naming it, an XDP program that is not libxdp's (-EEXIST).
- * 0 or -errno; failures other than the refusal are left to the caller.
+ * 0 in the dispatcher, DISPATCH_ALONE when attached alone, or -errno;
+ * failures other than the refusal are left to the caller.
  */
 int dispatch_attach(struct bpf_object *loaded, int prog_fd, const char *iface, int ifindex,
 		    unsigned int priority, int ctl_fd);

@@ -284,10 +284,12 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 static int attach_native(struct attachment *a)
 {
 	char path[PATH_MAX];
+	__u32 prio = a->xdp_priority ? a->xdp_priority : DISPATCH_PRIORITY_DEFAULT;
 	int err = pin_path(path, a->pin_dir, SLUICE_PIN_LINK);
 
 	if (err)
 		return err;
+	a->xdp_priority = 0; /* until it is in a dispatcher */
 	a->link_fd = bpf_obj_get(path);
 	if (a->link_fd >= 0) {
 		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL)) {
@@ -303,9 +305,12 @@ static int attach_native(struct attachment *a)
 		a->link_fd = -1;
 		unlink(path);
 	}
-	return dispatch_attach(a->skel->obj, a->prog_fd, a->iface, a->ifindex,
-			       a->xdp_priority ? a->xdp_priority : DISPATCH_PRIORITY_DEFAULT,
-			       a->maps.fd[SLUICE_MAP_CTL]);
+	err = dispatch_attach(a->skel->obj, a->prog_fd, a->iface, a->ifindex, prio,
+			      a->maps.fd[SLUICE_MAP_CTL]);
+	if (err < 0)
+		return err;
+	a->xdp_priority = err == DISPATCH_ALONE ? 0 : prio;
+	return 0;
 }
 
 /* Attach on clsact ingress, creating the qdisc if needed, or replace our filter's program. */

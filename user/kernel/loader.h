@@ -26,7 +26,7 @@ struct attachment {
 	int prog_fd;		 /* the XDP program, borrowed from skel */
 	int tc_prog_fd;		 /* the TC program, borrowed from skel */
 	int link_fd;		 /* an earlier sluice's pinned link; else -1 */
-	__u32 xdp_priority;	 /* run priority in the dispatcher; 0: the default */
+	__u32 xdp_priority;	 /* dispatcher priority: asked (0: default), then as attached */
 	int mode;		 /* enum sluice_attach: as attached */
 	int reused;		 /* maps came from pins: key state was kept */
 	int lock_fd;		 /* the pin directory, flock()ed: one agent per interface */
