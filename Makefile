@@ -23,7 +23,7 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -print-multiarch)
 
 # Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
-PKGS = libbpf yaml-0.1 hiredis libmicrohttpd libsystemd
+PKGS = libbpf libxdp yaml-0.1 hiredis libmicrohttpd libsystemd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 
@@ -192,7 +192,7 @@ test-unit: $(UNIT_BIN) $(BPF_OBJ)
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN)
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN) $(O)/bench/pass.bpf.o # test_libxdp's foreign program
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
 # test-deploy: deploy/ as an operator applies it (tests/deploy/test_*.sh):

@@ -28,7 +28,7 @@ LOGS=${O:-build}/image # mmdebstrap's output, kept for when it fails
 mkdir -p "$LOGS"
 # The shared libraries build/sluice links (`ldd build/sluice`); tests/deploy/test_image.sh
 # fails if one is missing, since the binary then cannot start.
-RUN_PKGS=(libbpf1 libelf1 zlib1g libyaml-0-2 libhiredis0.14 libmicrohttpd12 libsystemd0)
+RUN_PKGS=(libbpf1 libxdp1 libelf1 zlib1g libyaml-0-2 libhiredis0.14 libmicrohttpd12 libsystemd0)
 mapfile -t BUILD_PKGS < <(
 	awk '/^Build-Depends:/ { f = 1; sub(/^Build-Depends:/, "") } f && /^[A-Z]/ && !/^Build-Depends:/ { f = 0 } f' \
 		debian/control | tr ',' '\n' | grep -v '<!nocheck>' | sed 's/[(<].*//; s/[[:space:]]//g' |

@@ -16,10 +16,10 @@ set -euo pipefail
 
 PACKAGES=(
 	make gcc clang llvm clang-format pkg-config bpftool
-	libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
+	libbpf-dev libxdp-dev libelf-dev zlib1g-dev linux-libc-dev
 	libyaml-dev libhiredis-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev
 	redis-server redis-sentinel redis-tools
-	iproute2 nftables iptables ethtool socat valgrind libcap2-bin strace
+	iproute2 nftables iptables ethtool socat valgrind libcap2-bin strace xdp-tools
 	clang-tidy cppcheck shellcheck
 	jq prometheus mandoc git
 )

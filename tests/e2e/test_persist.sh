@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# Enforcement and key state outlive the agent: after SIGTERM the pinned
-# link keeps limiting, `sluice status` still reads the pinned maps, a new
-# agent reuses them (a source at its limit stays at its limit), and only
-# `sluice detach` removes the program, its link and its pins. In tc mode
-# the agent attaches a TC filter instead of the link.
+# Enforcement and key state outlive the agent: after SIGTERM the program
+# keeps limiting (native: in libxdp's dispatcher, which libxdp pins),
+# `sluice status` still reads the pinned maps, a new agent reuses them (a
+# source at its limit stays at its limit), and only `sluice detach`, run
+# where the interface is, removes the program and its pins. In tc mode
+# the agent attaches a TC filter instead.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_topology
@@ -70,7 +71,7 @@ send
 e2e_equal "second agent: the source is still at its limit" "$(arrived_since "$before")" 0
 e2e_stop_agent
 
-"$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$VETH_RX"
+in_ns "$NS_RX" "$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$VETH_RX"
 link=$(link_show)
 grep -q xdp <<<"$link" && e2e_fail "XDP still attached after detach"
 [ -e "$PIN_ROOT/$VETH_RX" ] && e2e_fail "pins left in $PIN_ROOT/$VETH_RX after detach"

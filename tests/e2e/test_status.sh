@@ -102,6 +102,6 @@ e2e_start_agent "$WORK/policy.yaml"
 e2e_wait_state local normal
 expect_status 0 "${P[@]}" --iface "$VETH_RX"
 e2e_stop_agent
-"$SLUICE" detach "${P[@]}" --iface "$VETH_RX"
+in_ns "$NS_RX" "$SLUICE" detach "${P[@]}" --iface "$VETH_RX"
 expect_status 3 "${P[@]}" --iface "$VETH_RX"
 echo "test_status: all checks passed"

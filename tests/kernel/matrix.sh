@@ -119,6 +119,7 @@ fetch() {
 # project's binaries and scripts under /sluice, and every library they load.
 INITRD=$CACHE/initramfs.cpio.gz
 TOOLS=(bash ip nsenter mountpoint date)
+XDP_OBJECT_DIR=/usr/lib/$(gcc -print-multiarch)/bpf # libxdp1's (dpkg -L libxdp1)
 initramfs() {
 	local r=$CACHE/root bin f lib
 	rm -rf "$r"
@@ -145,6 +146,9 @@ initramfs() {
 			cp -nL "$lib" "$r$lib"
 		done
 	done
+	# libxdp loads its dispatcher from this directory at run time.
+	mkdir -p "$r$XDP_OBJECT_DIR"
+	cp "$XDP_OBJECT_DIR/xdp-dispatcher.o" "$r$XDP_OBJECT_DIR/"
 	{
 		echo "BPF_TESTS='$(printf 'build/%s ' "${BPF_TESTS[@]}")'"
 		echo "BPF_TESTS_QUICK='$(printf 'build/%s ' "${QUICK_TESTS[@]}")'"

@@ -52,7 +52,7 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
-	-n | --count | --max-keys | --metrics)
+	-n | --count | --max-keys | --xdp-priority | --metrics)
 		return # a number or an address: nothing to offer
 		;;
 	esac

@@ -342,6 +342,8 @@ static int attach_one(struct agent *a, const char *iface)
 		attachment__close(att); /* not loaded: nothing to beat or detach */
 		return err;
 	}
+	att->xdp_priority = a->opts.xdp_priority;
+	att->xdp_share = a->opts.xdp_share;
 	pthread_mutex_lock(&a->snap.att_lock);
 	set_n_att(a, a->n_att + 1);
 	pthread_mutex_unlock(&a->snap.att_lock);

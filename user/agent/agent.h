@@ -27,6 +27,8 @@ struct agent_opts {
 	int mode;		    /* enum sluice_attach asked for; SLUICE_ATTACH_NONE: auto */
 	__u32 max_keys;		    /* 0: default, or the pinned size */
 	__u32 max_datagrams;	    /* 0: SLUICE_FRAG_ENTRIES_DEFAULT */
+	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
+	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
 	int detach_on_exit;	    /* default: leave enforcement in place */
 	int watch_config;	    /* reload when the file changes (agent/watch.h) */

@@ -155,11 +155,15 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 		fprintf(out, "sluice_policy_generation{iface=\"%s\"} %llu\n",
 			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->ctl.generation);
 	header(out, "sluice_attach_info", "gauge",
-	       "Where the program runs on the interface: native (XDP) or tc (clsact ingress).");
-	for (i = 0; i < n; i++)
-		fprintf(out, "sluice_attach_info{iface=\"%s\",mode=\"%s\"} 1\n",
-			label(ifl, ifs[i].name),
+	       "Where the program runs on the interface: native (XDP) or tc (clsact ingress); "
+	       "xdp_priority: its run priority in libxdp's dispatcher, when it is in one.");
+	for (i = 0; i < n; i++) {
+		fprintf(out, "sluice_attach_info{iface=\"%s\",mode=\"%s\"", label(ifl, ifs[i].name),
 			sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, ifs[i].st->ctl.attach));
+		if (ifs[i].xdp_priority)
+			fprintf(out, ",xdp_priority=\"%u\"", ifs[i].xdp_priority);
+		fprintf(out, "} 1\n");
+	}
 }
 
 /* One value per configured store: the __u64 at offset @off of its struct metrics_store. */
@@ -261,7 +265,8 @@ static char *page(struct metrics *m, size_t *len)
 		pthread_mutex_unlock(&m->snap->lock);
 		if (maps__read_status(&m->att[i].maps, &st[n], kc))
 			continue;
-		ifs[n] = (struct metrics_iface){ m->att[i].iface, &st[n], mono_ns() };
+		ifs[n] = (struct metrics_iface){ m->att[i].iface, &st[n], mono_ns(),
+						 m->att[i].xdp_priority };
 		n++;
 	}
 	out = open_memstream(&buf, len);

@@ -58,7 +58,8 @@ struct metrics_snapshot {
 struct metrics_iface {
 	const char *name;
 	const struct status *st;
-	__u64 now_ns; /* the bpf_ktime_get_ns() clock */
+	__u64 now_ns;	    /* the bpf_ktime_get_ns() clock */
+	__u32 xdp_priority; /* in libxdp's dispatcher; 0: not in one */
 };
 
 enum metrics_probe {

@@ -109,16 +109,21 @@ void log_event(enum log_level level, const char *event, const char *fmt, ...)
 	fflush(stderr);
 }
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+int log_vlibrary(const char *lib, int is_warn, const char *fmt, va_list ap)
 {
-	/* One level lower than ours: libbpf warnings are our info, the rest our debug. */
-	enum log_level ours = level == LIBBPF_WARN ? LOG_INFO : LOG_DEBUG;
+	/* One level lower than ours: a library's warnings are our info, the rest our debug. */
+	enum log_level ours = is_warn ? LOG_INFO : LOG_DEBUG;
 
 	if (ours > log_level)
 		return 0;
 	/* A multi-line message (a verifier log) has the prefix on its first line only. */
-	fprintf(stderr, "%slibbpf: ", line_prefix(ours));
+	fprintf(stderr, "%s%s%s", line_prefix(ours), lib ? lib : "", lib ? ": " : "");
 	return vfprintf(stderr, fmt, ap);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return log_vlibrary("libbpf", level == LIBBPF_WARN, fmt, ap);
 }
 
 void log_hook_libbpf(void)

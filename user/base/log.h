@@ -8,6 +8,8 @@
 #ifndef SLUICE_LOG_H
 #define SLUICE_LOG_H
 
+#include <stdarg.h>
+
 enum log_level {
 	LOG_WARN = 0, /* failures and warnings only: the default, and -q */
 	LOG_INFO = 1,
@@ -24,6 +26,14 @@ enum log_level log_get_level(void);
 
 /* Route libbpf's messages through log.c. */
 void log_hook_libbpf(void);
+
+/*
+ * A library's message, prefixed "@lib: " (NULL: none, the message names
+ * its library), one level lower than ours: its warnings at info, the rest
+ * at debug. A print hook's body.
+ */
+__attribute__((format(printf, 3, 0))) int log_vlibrary(const char *lib, int is_warn,
+						       const char *fmt, va_list ap);
 
 /* A plain message: "sluice: <text>" on stderr, if @level is enabled. */
 __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const char *fmt, ...);

@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/watch.h"
+#include "kernel/dispatch.h"
 #include "cli/cmd.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -24,17 +25,28 @@
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
+#define STR(x)	#x
+#define XSTR(x) STR(x)
+
+/* clang-format off: the help, a line of output per line of source */
 static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
-	"                  [--mode native|tc|auto] [--max-keys <n>] [--max-datagrams <n>]\n"
+	"                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
+	"                  [--max-keys <n>] [--max-datagrams <n>]\n"
 	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
-	"                  [--metrics <addr>:<port>]\n\n"
+	"                  [--metrics <addr>:<port>]\n"
+	"\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
 	"                          auto: the interfaces with a default route, again on reload\n"
 	"      --mode <mode>       native (XDP in the driver), tc (clsact ingress, counting\n"
 	"                          GRO aggregates per segment) or auto (native, else tc);\n"
 	"                          default auto; generic XDP is refused (--xdp-mode: alias)\n"
+	"      --xdp-share         native mode as one program of the interface's libxdp\n"
+	"                          dispatcher, beside other XDP programs (needs CAP_SYS_ADMIN);\n"
+	"                          default: a pinned link of sluice's own\n"
+	"      --xdp-priority <n>  with --xdp-share: run priority among the interface's\n"
+	"                          programs, lower first; default " XSTR(DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)\n"
 	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
 	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
@@ -48,6 +60,7 @@ static const char usage_text[] =
 	"                          or :9190 for every address), with /readyz and /healthz;\n"
 	"                          default: off\n"
 	"  -h, --help              show this help\n";
+/* clang-format on */
 
 static void on_stop(int sig)
 {
@@ -122,6 +135,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
 	enum {
 		OPT_MODE = 256,
+		OPT_SHARE,
+		OPT_PRIORITY,
 		OPT_KEYS,
 		OPT_DATAGRAMS,
 		OPT_DETACH,
@@ -134,6 +149,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "iface", required_argument, NULL, 'i' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "xdp-mode", required_argument, NULL, OPT_MODE }, /* the old name: an alias */
+		{ "xdp-share", no_argument, NULL, OPT_SHARE },
+		{ "xdp-priority", required_argument, NULL, OPT_PRIORITY },
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
 		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
@@ -158,6 +175,11 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			if (parse_mode(optarg, &o->mode))
 				return -1;
 			break;
+		case OPT_SHARE: o->xdp_share = 1; break;
+		case OPT_PRIORITY:
+			if (parse_count("xdp-priority", optarg, &o->xdp_priority))
+				return -1;
+			break;
 		case OPT_KEYS:
 			if (parse_count("max-keys", optarg, &o->max_keys))
 				return -1;
@@ -176,6 +198,11 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	}
 	if (!o->config_path || optind != argc) {
 		fprintf(stderr, "sluice: run needs --config <file> and no other arguments\n");
+		return -1;
+	}
+	if (o->xdp_priority && !o->xdp_share) {
+		fprintf(stderr, "sluice: --xdp-priority orders libxdp's dispatcher: it needs "
+				"--xdp-share\n");
 		return -1;
 	}
 	return 0;

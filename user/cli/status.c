@@ -42,6 +42,7 @@ struct view {
 	__u64 now_ns;
 	__u64 beat_age_ns; /* 0 when no heartbeat was ever written */
 	__u64 lost_ns;	   /* how long the agent has been lost; 0: it is not */
+	int xdp_priority;  /* in the libxdp dispatcher; < 0: not there (link, tc, elsewhere) */
 };
 
 /* The policy's fail mode now, and since when (ns ago; 0 if unknown). */
@@ -106,8 +107,11 @@ static void print_text(const char *iface, const struct view *v, const struct sta
 	size_t i;
 	int mode;
 
-	printf("%s: %s mode, generation %llu, %llu of %u keys tracked\n", iface,
-	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach),
+	printf("%s: %s mode", iface,
+	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach));
+	if (v->xdp_priority >= 0)
+		printf(" (libxdp dispatcher, priority %d)", v->xdp_priority);
+	printf(", generation %llu, %llu of %u keys tracked\n",
 	       (unsigned long long)st->ctl.generation, (unsigned long long)st->keys, st->keys_max);
 	print_agent(v, st);
 	printf("%-20s %-7s %-15s %10s %10s %8s\n", "POLICY", "MODE", "STATE", "PASSED", "DROPPED",
@@ -164,11 +168,15 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 	char name[ESCAPE_JSON_LEN(NAME_MAX + 1)]; /* a pin directory's name */
 	size_t i;
 
-	printf("{\"iface\":\"%s\",\"mode\":\"%s\",\"generation\":%llu,\"keys\":%llu,"
+	printf("{\"iface\":\"%s\",\"mode\":\"%s\",", escape_json_text(name, sizeof(name), iface),
+	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach));
+	if (v->xdp_priority >= 0)
+		printf("\"xdp_priority\":%d,", v->xdp_priority);
+	else
+		printf("\"xdp_priority\":null,");
+	printf("\"generation\":%llu,\"keys\":%llu,"
 	       "\"keys_max\":%u,\"agent_pid\":%u,\"heartbeat_age_ms\":%llu,\"agent_lost_ms\":%llu,"
 	       "\"policies\":[",
-	       escape_json_text(name, sizeof(name), iface),
-	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach),
 	       (unsigned long long)st->ctl.generation, (unsigned long long)st->keys, st->keys_max,
 	       st->ctl.agent_pid, (unsigned long long)(v->beat_age_ns / SLUICE_NSEC_PER_MSEC),
 	       (unsigned long long)(v->lost_ns / SLUICE_NSEC_PER_MSEC));
@@ -224,6 +232,8 @@ static int show(const char *pin_root, const char *iface, int json)
 	v.now_ns = mono_ns();
 	v.beat_age_ns = st.ctl.heartbeat_ns ? v.now_ns - st.ctl.heartbeat_ns : 0;
 	v.lost_ns = sluice_agent_lost_ns(st.ctl.heartbeat_ns, st.ctl.agent_timeout_ns, v.now_ns);
+	v.xdp_priority =
+		st.ctl.attach == SLUICE_ATTACH_NATIVE ? loader_xdp_priority(dir, iface) : -ENOENT;
 	if (json)
 		print_json(iface, &v, &st);
 	else

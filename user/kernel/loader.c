@@ -32,6 +32,7 @@
 #include "sluice.skel.h"
 #include "sluice/deny.h"
 #include "sluice/frag.h"
+#include "kernel/dispatch.h"
 #include "kernel/loader.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -568,6 +569,38 @@ static void merge_pinned(const char *dir, const struct sluice_maps *maps, enum m
 			iface, strerror(-err));
 }
 
+/* The fd of @pin_dir's pinned sluice_ctl, or -errno. */
+static int open_pinned_ctl(const char *pin_dir)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_CTL]))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Remove sluice's program from the dispatcher of @iface; the others stay. */
+static void detach_dispatched(const char *dir, const char *iface)
+{
+	int ifindex = if_nametoindex(iface), fd, err;
+
+	if (!ifindex) {
+		pr_warn("cannot remove sluice from the XDP programs of '%s': no such interface in "
+			"this network namespace; run detach where the interface is",
+			iface);
+		return;
+	}
+	fd = open_pinned_ctl(dir);
+	err = fd < 0 ? fd : dispatch_detach(ifindex, fd);
+	if (fd >= 0)
+		close(fd);
+	if (err && err != -ENOENT)
+		pr_warn("cannot remove sluice from the XDP programs of '%s': %s", iface,
+			strerror(-err));
+}
+
 /*
  * Put back what a start that failed changed: the replaced set's program
  * on its link or TC filter, or, when no set was replaced, the attachment
@@ -593,6 +626,10 @@ static void roll_back(struct attachment *a)
 		err = bpf_link_detach(a->link_fd) ? -errno : 0;
 	else if (a->prev_mode == SLUICE_ATTACH_NONE && a->mode == SLUICE_ATTACH_TC)
 		detach_tc(a->iface);
+	if (!err && a->xdp_share && a->mode == SLUICE_ATTACH_NATIVE && a->link_fd < 0)
+		err = dispatch_detach(a->ifindex, a->maps.fd[SLUICE_MAP_CTL]);
+	if (err == -ENOENT)
+		err = 0;
 	if (err)
 		pr_warn("cannot put back the program of '%s' after a failed start: %s", a->iface,
 			strerror(-err));
@@ -634,6 +671,8 @@ int attachment__commit(struct attachment *a)
 			a->iface, a->old_abi, SLUICE_ABI_VERSION, a->old_dir, final,
 			a->carried ? "carried" : "new",
 			(unsigned long long)(a->copy_ns / SLUICE_NSEC_PER_MSEC));
+		if (a->xdp_share && a->link_fd < 0)
+			detach_dispatched(a->old_dir, a->iface);
 		err = unpin_set(a->old_dir, !strcmp(a->old_dir, a->iface_dir));
 		if (err)
 			pr_warn("cannot remove the replaced pins in '%s': %s; remove them by hand",
@@ -645,34 +684,15 @@ int attachment__commit(struct attachment *a)
 	return 0;
 }
 
-/* Create the native XDP link; -errno. */
-static int create_link(struct attachment *a)
+/* Create the native XDP link, sluice's own, and pin it at @path; -errno. */
+static int create_link(struct attachment *a, const char *path)
 {
 	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_DRV_MODE);
-	int fd = bpf_link_create(a->prog_fd, a->ifindex, BPF_XDP, &opts);
+	int err;
 
-	return fd < 0 ? -errno : fd;
-}
-
-/* Attach natively: replace the program of the pinned link, or create and pin one. */
-static int attach_native(struct attachment *a)
-{
-	char path[PATH_MAX];
-	int err = pin_path(path, a->pin_dir, SLUICE_PIN_LINK);
-
-	if (err)
-		return err;
-	a->link_fd = bpf_obj_get(path);
-	if (a->link_fd >= 0) {
-		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL))
-			return 0;
-		/* A link whose interface went away: start over. */
-		close(a->link_fd);
-		unlink(path);
-	}
-	a->link_fd = create_link(a);
+	a->link_fd = bpf_link_create(a->prog_fd, a->ifindex, BPF_XDP, &opts);
 	if (a->link_fd < 0) {
-		err = a->link_fd;
+		err = -errno;
 		a->link_fd = -1;
 		return err;
 	}
@@ -680,8 +700,53 @@ static int attach_native(struct attachment *a)
 		err = -errno;
 		pr_warn("cannot pin XDP link at '%s': %s", path, strerror(-err));
 		bpf_link_detach(a->link_fd);
+		close(a->link_fd);
+		a->link_fd = -1;
 		return err;
 	}
+	return 0;
+}
+
+/*
+ * Attach natively. An interface attached through a pinned bpf_link of
+ * sluice's keeps it: the program is replaced on the link, with no gap (an
+ * upgrade re-pins the old set's link in the new set first), and sharing
+ * the interface waits for a detach. Otherwise sluice creates and pins a
+ * link of its own, or with --xdp-share joins (or creates) the interface's
+ * libxdp dispatcher (kernel/dispatch.c).
+ */
+static int attach_native(struct attachment *a)
+{
+	char path[PATH_MAX];
+	__u32 prio = a->xdp_priority ? a->xdp_priority : DISPATCH_PRIORITY_DEFAULT;
+	int err = pin_path(path, a->pin_dir, SLUICE_PIN_LINK);
+
+	if (err)
+		return err;
+	a->xdp_priority = 0; /* until it is in a dispatcher */
+	a->link_fd = bpf_obj_get(path);
+	if (a->link_fd >= 0) {
+		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL)) {
+			if (a->xdp_share)
+				log_event(LOG_WARN, "xdp_link_kept",
+					  "iface=%s link=%s hint=\"this interface is attached "
+					  "through sluice's own bpf_link; to share it with other XDP "
+					  "programs through libxdp, run sluice detach and start again\"",
+					  a->iface, path);
+			return 0;
+		}
+		/* A link whose interface went away: start over. */
+		close(a->link_fd);
+		a->link_fd = -1;
+		unlink(path);
+	}
+	if (!a->xdp_share)
+		return create_link(a, path);
+	err = dispatch_attach(a->skel->obj, a->prog_fd, a->iface, a->ifindex, prio,
+			      a->maps.fd[SLUICE_MAP_CTL]);
+	if (err < 0)
+		return err;
+	a->xdp_priority = err == DISPATCH_ALONE ? 0 : prio;
 	return 0;
 }
 
@@ -849,11 +914,24 @@ static void detach_tc(const char *iface)
 		pr_warn("cannot detach the TC filter of '%s': %s", iface, strerror(-err));
 }
 
+
+int loader_xdp_priority(const char *pin_dir, const char *iface)
+{
+	int ifindex = if_nametoindex(iface), fd = open_pinned_ctl(pin_dir), prio;
+
+	if (fd < 0)
+		return fd;
+	prio = ifindex ? dispatch_priority(ifindex, fd) : -ENOENT;
+	close(fd);
+	return prio;
+}
+
+
 /* Detach the program of the set in @dir and remove its pins. */
 static int detach_set(const char *iface, const char *iface_dir, const char *dir)
 {
 	char path[PATH_MAX];
-	int fd;
+	int fd, mode = pinned_attach(dir);
 
 	fd = pin_path(path, dir, SLUICE_PIN_LINK) ? -1 : bpf_obj_get(path);
 	if (fd >= 0) {
@@ -861,8 +939,10 @@ static int detach_set(const char *iface, const char *iface_dir, const char *dir)
 		if (bpf_link_detach(fd) && errno != ENOLINK)
 			pr_warn("cannot detach XDP link of '%s': %s", iface, strerror(errno));
 		close(fd);
+	} else if (mode == SLUICE_ATTACH_NATIVE) {
+		detach_dispatched(dir, iface);
 	}
-	if (pinned_attach(dir) == SLUICE_ATTACH_TC)
+	if (mode == SLUICE_ATTACH_TC)
 		detach_tc(iface);
 	return unpin_set(dir, !strcmp(dir, iface_dir));
 }

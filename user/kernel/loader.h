@@ -2,11 +2,12 @@
 /*
  * Skeleton open/load/attach, pinning, and reuse or replacement of pinned
  * maps. Maps are pinned by name in a set, <pin_root>/<iface>/abi<N>/
- * (sluice/abi.h, "Pins"), and a native XDP attachment is a bpf_link pinned
- * beside them; a TC attachment is a filter on the
- * interface's clsact ingress, which is no link and stays until removed.
- * Either way enforcement and key state outlive the agent; only
- * loader_detach() removes them.
+ * (sluice/abi.h, "Pins"). A native XDP attachment is one program of the
+ * interface's libxdp dispatcher, which libxdp pins (or, when an earlier
+ * sluice left one, a bpf_link pinned beside the maps); a TC attachment is
+ * a filter on the interface's clsact ingress, which is no link and stays
+ * until removed. Either way enforcement and key state outlive the agent;
+ * only loader_detach() removes them.
  */
 #ifndef SLUICE_LOADER_H
 #define SLUICE_LOADER_H
@@ -34,7 +35,9 @@ struct attachment {
 	struct sluice_maps maps; /* borrowed from skel: do not close */
 	int prog_fd;		 /* the XDP program, borrowed from skel */
 	int tc_prog_fd;		 /* the TC program, borrowed from skel */
-	int link_fd;		 /* -1 until attached, and in tc mode */
+	int link_fd;		 /* an earlier sluice's pinned link; else -1 */
+	__u32 xdp_priority;	 /* dispatcher priority: asked (0: default), then as attached */
+	int xdp_share;		 /* native: join libxdp's dispatcher, not a link of our own */
 	int mode;		 /* enum sluice_attach: as attached */
 	int reused;		 /* maps came from pins: key state was kept */
 	int lock_fd;		 /* the pin directory, flock()ed: one agent per interface */
@@ -100,12 +103,20 @@ int attachment__commit(struct attachment *a);
 void attachment__close(struct attachment *a);
 
 /*
- * Detach the program of @iface, link or TC filter, and remove its pins:
- * every set under <pin_root>/<iface>/, older releases' included.
- * The TC filter is found by the interface's name in the caller's network
- * namespace. 0 or -errno, reported.
+ * Detach the program of @iface, from the dispatcher, link or TC filter,
+ * and remove its pins: every set under <pin_root>/<iface>/, older
+ * releases' included; other programs in the dispatcher stay. The
+ * dispatcher and the TC filter are found by the interface's name in the
+ * caller's network namespace. 0 or -errno, reported.
  */
 int loader_detach(const char *pin_root, const char *iface);
+
+/*
+ * How @iface's native program is attached, for status and metrics: its run
+ * priority in the libxdp dispatcher (>= 0), or -ENOENT when it is not there
+ * (a pinned link, tc mode, or the interface is not in this namespace).
+ */
+int loader_xdp_priority(const char *pin_dir, const char *iface);
 
 /*
  * Remove the pins of the set in @pin_dir, its link's included, those of
