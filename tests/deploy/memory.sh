@@ -42,7 +42,7 @@ for keys in ${KEYS_LIST:-1048576}; do
 		--metrics "127.0.0.1:$PORT" >"$WORK/agent.$keys.log" 2>&1
 	AGENT_PID=$SPAWNED_PID
 	deadline=$((SECONDS + 20))
-	until [ -e "$PIN_ROOT/$VETH_RX/link" ]; do
+	until [ -e "$(e2e_set_dir "$VETH_RX")/link" ]; do
 		kill -0 "$AGENT_PID" 2>/dev/null || { cat "$WORK/agent.$keys.log" >&2; e2e_fail "agent exited"; }
 		((SECONDS < deadline)) || e2e_fail "agent did not attach within 20 s"
 		sleep 0.05

@@ -88,8 +88,8 @@ e2e_wait_start "$AGENT_LOG"
 e2e_equal "the agent's effective capabilities" \
 	"$(awk '/^CapEff:/ { print $2 }' "/proc/$AGENT_PID/status")" "$CAP_EFF"
 e2e_equal "the agent's root" "$(readlink "/proc/$AGENT_PID/root")" "$WORK/root"
-[ -e "$PIN_ROOT/$VETH_RX/link" ] || e2e_fail "no pinned link under $PIN_ROOT/$VETH_RX"
-echo "ok: link pinned at $PIN_ROOT/$VETH_RX/link (the host's bpffs)"
+[ -e "$(e2e_set_dir "$VETH_RX")/link" ] || e2e_fail "no pinned link under $PIN_ROOT/$VETH_RX"
+echo "ok: link pinned at $(e2e_set_dir "$VETH_RX")/link (the host's bpffs)"
 
 e2e_count_setup got 'udp dport 7000'
 read -r sent ms < <(e2e_flood --proto udp --dport 7000 --src 10.200.1.1 --dst "$RX4" \

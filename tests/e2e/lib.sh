@@ -23,6 +23,9 @@ NS_RX=${E2E_ID}rx
 VETH_TX=${E2E_ID}a
 VETH_RX=${E2E_ID}b
 PIN_ROOT=/sys/fs/bpf/sluice-e2e-$E2E_ID
+# The pins of this build's ABI sit in $PIN_ROOT/<iface>/abi<N>/ (abi.h, "Pins").
+E2E_ABI=$(sed -n 's/^#define SLUICE_ABI_VERSION \([0-9][0-9]*\)$/\1/p' "$ROOT/include/sluice/abi.h")
+e2e_set_dir() { echo "$PIN_ROOT/$1/abi$E2E_ABI"; }
 WORK=$(mktemp -d "/tmp/sluice-e2e-$E2E_ID.XXXXXX")
 TX4=10.200.0.1
 RX4=10.200.0.2
