@@ -113,8 +113,8 @@ SLUICE_INLINE __u64 sluice_gcra_mul_sat(__u64 n, __u64 x)
  * charges less than one tick per whole unit, plus one, more than the exact
  * product, never less; a cost of at most one unit gets exactly
  * sluice_gcra_incr(), by one branch: every packet XDP sees, and every
- * frame that is not a GRO aggregate, takes it (the split costs the pass
- * path some 45 instructions per layer: docs/performance.md, Session 6).
+ * frame that is not a GRO aggregate, takes it (the split cost 16
+ * instructions per layer: docs/performance.md, Session 6).
  * Saturates at SLUICE_GCRA_INCR_SAT.
  */
 SLUICE_INLINE __u64 sluice_gcra_incr_cost(__u64 cost, __u64 interval_mant, __u32 interval_shift,
