@@ -308,7 +308,7 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 		r = layer_apply(m, env, v, id, LIMIT_OP_PEEK);
 		if (r == LIMIT_WOULD_DROP && n < SLUICE_MAX_LAYERS)
 			u.shadowed[n++] = id; /* counted as would-drops if the packet drops */
-		if (is_drop(r)) {
+		if (is_layer_drop(r)) {
 			v->id = id;
 			for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
 				count_policy(u.shadowed[i], SLUICE_PSTAT_SHADOW, m);
@@ -328,10 +328,10 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 			u.admitted.id[n++] = id;
 		else if (r == LIMIT_STATE_ERR)
 			v->state_err = 1;
-		else if (is_drop(r))
+		else if (is_layer_drop(r))
 			break;
 	}
-	if (is_drop(r)) {
+	if (is_layer_drop(r)) {
 		v->id = id;
 		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
 			layer_apply(m, env, v, u.admitted.id[i], LIMIT_OP_REFUND);

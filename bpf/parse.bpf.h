@@ -53,11 +53,16 @@
 #define IPV4_MAPPED_WORD 0xffff /* third 32-bit word of an IPv4-mapped address */
 #define TCP_WORD_BYTES	 4	/* doff unit */
 
-/* What the parser made of a frame (see the top of this file). */
+/*
+ * What the parser made of a frame (see the top of this file). From
+ * PARSE_FRAG_LATER on, no policy decides it by its own headers: the
+ * pipeline tells those from the rest by one compare.
+ */
 enum parse_result {
 	PARSE_OK = 0,	  /* IP understood; has_ports says whether the ports were too */
 	PARSE_NO_PORTS,	  /* a TCP/UDP header cut short, in no fragment */
 	PARSE_NOT_IP,	  /* neither IPv4 nor IPv6 */
+	PARSE_FRAG_LATER, /* a later fragment: it follows its first (frag.bpf.h) */
 	PARSE_UNFINISHED, /* headers it cannot finish: the file's `unparsed:` decides */
 	PARSE_TINY,	  /* a first fragment cut short, or IPv4 TCP at offset 1 */
 };
@@ -358,7 +363,9 @@ static __always_inline int parse_packet(struct cursor *c, struct pkt_meta *m, vo
 	if (proto < 0)
 		return -proto;
 	m->proto = proto;
-	if (!has_port_header(proto) || !m->has_ports) {
+	if (!m->has_ports)
+		return PARSE_FRAG_LATER; /* set_frag() cleared it: only a later fragment */
+	if (!has_port_header(proto)) {
 		m->has_ports = 0;
 		return PARSE_OK;
 	}

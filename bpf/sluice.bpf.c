@@ -77,7 +77,8 @@ static __always_inline int parse_frame(void *ctx, int hook, void *data, void *da
 	m->segs = 1;
 	m->len_bytes = len_bytes;
 	parsed = parse_packet(&c, m, ctx, hook);
-	if (gso_size && (parsed == PARSE_OK || parsed == PARSE_NO_PORTS))
+	if (gso_size &&
+	    (parsed == PARSE_OK || parsed == PARSE_NO_PORTS || parsed == PARSE_FRAG_LATER))
 		frame_segments(m, c.pos - data, gso_segs, gso_size);
 	return parsed;
 }
@@ -125,18 +126,23 @@ static __always_inline int charge_unparsed(struct pkt_meta *m, struct limit_env 
 }
 
 /*
- * What the program cannot decide by its policies: a later fragment that
+ * What the program cannot decide by its policies (@parsed from
+ * PARSE_FRAG_LATER on): a tiny fragment is dropped; a later fragment that
  * has no first (an orphan) and a frame the parser could not finish get
  * what the file says (abi.h, sluice_gen_flag); a later fragment with a
- * first follows it. An allowlisted source is passed, as always. Into @v;
- * returns the total to count.
+ * first follows it. An allowlisted source is passed, as always, but for
+ * a tiny fragment. Into @v; returns the total to count.
  */
 static __always_inline int decide_odd(struct pkt_meta *m, struct limit_env *env, struct verdict *v,
 				      int parsed)
 {
 	int why;
 
-	if (parsed != PARSE_UNFINISHED) {
+	if (parsed == PARSE_TINY) {
+		v->result = LIMIT_REFUSED;
+		return SLUICE_TOTAL_FRAG_TINY;
+	}
+	if (parsed == PARSE_FRAG_LATER) {
 		why = frag_layers(m, env, v);
 		if (why != SLUICE_TOTAL_FRAG_ORPHAN || (env->gen_flags & SLUICE_GEN_F_ORPHAN_PASS))
 			return why;
@@ -190,12 +196,7 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 	env.gen_flags = ctl->gen_flags[env.gen];
 	env.heartbeat_ns = ctl->heartbeat_ns;
 	env.agent_timeout_ns = ctl->agent_timeout_ns;
-	if (parsed == PARSE_TINY) {
-		why = SLUICE_TOTAL_FRAG_TINY;
-		v.result = LIMIT_REFUSED;
-		goto decided;
-	}
-	if (parsed == PARSE_UNFINISHED || m.frag == PKT_FRAG_LATER) {
+	if (parsed >= PARSE_FRAG_LATER) {
 		why = decide_odd(&m, &env, &v, parsed);
 		goto decided;
 	}

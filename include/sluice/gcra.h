@@ -112,15 +112,22 @@ SLUICE_INLINE __u64 sluice_gcra_mul_sat(__u64 n, __u64 x)
  * unit's increment, plus the rest's. Each part is rounded up, so it
  * charges less than one tick per whole unit, plus one, more than the exact
  * product, never less; a cost of at most one unit gets exactly
- * sluice_gcra_incr(). Saturates at SLUICE_GCRA_INCR_SAT.
+ * sluice_gcra_incr(), by one branch: every packet XDP sees, and every
+ * frame that is not a GRO aggregate, takes it (the split cost 16
+ * instructions per layer: docs/performance.md, Session 6).
+ * Saturates at SLUICE_GCRA_INCR_SAT.
  */
 SLUICE_INLINE __u64 sluice_gcra_incr_cost(__u64 cost, __u64 interval_mant, __u32 interval_shift,
 					  __u32 unit_shift)
 {
-	__u64 units = cost >> unit_shift, rest = cost & ((1ULL << unit_shift) - 1);
-	__u64 incr = sluice_gcra_mul_sat(
-		units, sluice_gcra_incr(1ULL << unit_shift, interval_mant, interval_shift));
+	__u64 units, rest, incr;
 
+	if (cost <= 1ULL << unit_shift)
+		return sluice_gcra_incr(cost, interval_mant, interval_shift);
+	units = cost >> unit_shift;
+	rest = cost & ((1ULL << unit_shift) - 1);
+	incr = sluice_gcra_mul_sat(
+		units, sluice_gcra_incr(1ULL << unit_shift, interval_mant, interval_shift));
 	/* ≤ INCR_SAT + INCR_MAX < 2^63 */
 	incr += sluice_gcra_incr(rest, interval_mant, interval_shift);
 	return incr > SLUICE_GCRA_INCR_SAT ? SLUICE_GCRA_INCR_SAT : incr;
