@@ -216,12 +216,18 @@ capture_start plain "$PLAIN_PORT"
 write_policy 1 "redis://$(store_addr 1):$PLAIN_PORT"
 e2e_fleet_agent 1 "$WORK/node1.yaml"
 wait_joined redis_plain 1
+# tcpdump writes what it has read as it reads it (-U), but may not yet have
+# read the last segments: poll while the agent keeps syncing.
+deadline=$((SECONDS + JOIN_WAIT_S))
+while read -r word; do
+	until capture_holds "$word"; do
+		((SECONDS < deadline)) || e2e_fail "the plain-TCP control capture lacks '$word'"
+		sleep 0.05
+	done
+done < <(secret_words)
 e2e_fleet_stop_agent 1
 stop_pid "$CAPTURE_PID"
 stop_pid "$REDIS_PID"
-while read -r word; do
-	capture_holds "$word" || e2e_fail "the plain-TCP control capture lacks '$word'"
-done < <(secret_words)
 echo "ok: control: the plain-TCP capture ($(packets "tcp") packets) holds AUTH," \
 	"the password, EVALSHA and the fleet's key names"
 
