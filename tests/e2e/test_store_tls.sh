@@ -13,7 +13,8 @@
 #   1. control: node 1's agent talks plain TCP to a plain redis-server over
 #      that veth; the capture holds AUTH, the password, EVALSHA and the
 #      fleet's key names (so the search below can find them);
-#   2. k = 2 agents share a budget through stunnel and the TLS-only Redis:
+#   2. the TLS-only Redis answers a client without AUTH with NOAUTH;
+#      k = 2 agents share a budget through stunnel and it:
 #      both join the fleet, the store is up in their metrics, both hold a
 #      lease in Redis; the capture of the same veth holds TLS records and
 #      none of those bytes;
@@ -86,12 +87,15 @@ for i in $(seq 1 $NODES); do
 	e2e_fleet_count_setup "$i"
 done
 
-# redis ARGS...: the redis-cli command, as the ACL user, against the TLS
-# Redis (the test's own look at the store, from inside its namespace).
-redis() {
+# redis_anonymous ARGS...: the redis-cli command against the TLS Redis,
+# from inside its namespace, with no AUTH; redis ARGS...: as the ACL user
+# (the test's own look at the store).
+redis_anonymous() {
 	in_ns "$NS_DB" redis-cli -h "$(store_addr 1)" -p "$TLS_PORT" --tls --sni "$HOST" \
-		--cacert "$WORK/tls/ca.pem" --cert "$WORK/tls/client.pem" --key "$WORK/tls/client.key" \
-		--user "$USER_NAME" --pass "$PASSWORD" --no-auth-warning "$@"
+		--cacert "$WORK/tls/ca.pem" --cert "$WORK/tls/client.pem" --key "$WORK/tls/client.key" "$@"
+}
+redis() {
+	redis_anonymous --user "$USER_NAME" --pass "$PASSWORD" --no-auth-warning "$@"
 }
 redis_plain() {
 	in_ns "$NS_DB" redis-cli -h "$(store_addr 1)" -p "$PLAIN_PORT" \
@@ -238,6 +242,8 @@ for i in $(seq 1 $NODES); do tls_bind+=("$(store_addr "$i")"); done
 start_redis redis-tls redis "$TLS/redis-tls.conf" --bind "${tls_bind[@]}" \
 	--tls-cert-file "$WORK/tls/server.pem" --tls-key-file "$WORK/tls/server.key" \
 	--tls-ca-cert-file "$WORK/tls/ca.pem"
+anonymous=$(redis_anonymous ping)
+e2e_equal "PING to the TLS Redis without AUTH" "${anonymous%% *}" NOAUTH
 capture_start tls "$TLS_PORT"
 for i in $(seq 1 $NODES); do
 	start_stunnel "$i"
