@@ -15,14 +15,16 @@
 #      fleet's key names (so the search below can find them);
 #   2. the TLS-only Redis answers a client without AUTH with NOAUTH;
 #      k = 2 agents share a budget through stunnel and it:
-#      both join the fleet, the store is up in their metrics, both hold a
-#      lease in Redis; the capture of the same veth holds TLS records and
-#      none of those bytes;
+#      both join the fleet, the store is up in their metrics and status;
+#      the capture of the same veth holds TLS records and none of those
+#      bytes;
 #   3. the fleet bound holds through TLS, one source flooding both nodes
-#      (the check of test_fleet.sh), and a node-scoped control admits 2×;
+#      (the check of test_fleet.sh) whose packets both nodes decide on
+#      leases from Redis, and a node-scoped control admits 2×;
 #   4. node 1's stunnel trusting another CA, and node 2's expecting another
 #      host name, refuse the server; both agents go to the store fault and
-#      their policy to on_store_error (status), and stunnel says why.
+#      their policy to on_store_error (status), and stunnel says why;
+#      node 1's stunnel with the right CA again, its agent recovers.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_realtime
