@@ -272,7 +272,8 @@ check-format:
 CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
 CHECK_C_SRC = $(wildcard user/*/*.c lib/*.c tools/*.c tests/*/*.c)
 CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh tools/completion/*.bash bench/*.sh \
-	tests/kernel/*) tests/run-tier .ci/run deploy/image.sh)
+	tests/kernel/*) tests/run-tier .ci/run deploy/image.sh \
+	deploy/store-tls/make-certs.sh)
 CHECK_JOBS ?= 2
 check:
 	$(Q)tools/deps.sh

@@ -19,6 +19,7 @@ PACKAGES=(
 	libbpf-dev libxdp-dev libelf-dev zlib1g-dev linux-libc-dev
 	libyaml-dev libhiredis-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev
 	redis-server redis-sentinel redis-tools
+	stunnel4 tcpdump openssl
 	iproute2 nftables iptables ethtool socat valgrind libcap2-bin strace xdp-tools
 	clang-tidy cppcheck shellcheck
 	jq prometheus mandoc git

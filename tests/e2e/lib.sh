@@ -409,3 +409,78 @@ e2e_fleet_wait_share() {
 	done
 	echo "ok: nodes $* share the limit by $want"
 }
+
+# e2e_fleet_policies RATE BURST: the policies of test_fleet.sh and
+# test_store_tls.sh: 'shared', cluster-scoped, on UDP port
+# $E2E_FLEET_PORT_SHARED, and its control 'per-node', node-scoped, on
+# $E2E_FLEET_PORT_CONTROL, both keyed by source address.
+E2E_FLEET_PORT_SHARED=9100
+E2E_FLEET_PORT_CONTROL=9101
+e2e_fleet_policies() {
+	cat <<YAML
+policies:
+  - name: shared
+    scope: cluster
+    match: { proto: udp, dst_port: $E2E_FLEET_PORT_SHARED }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $1/s
+    burst: $2
+  - name: per-node          # the control: node scope, k times the limit
+    match: { proto: udp, dst_port: $E2E_FLEET_PORT_CONTROL }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $1/s
+    burst: $2
+YAML
+}
+
+# e2e_fleet_count_setup I: nftables counters 'shared' and 'control' in
+# node I for e2e_fleet_policies' two ports.
+e2e_fleet_count_setup() {
+	NS_RX=${NODE_NS[$1]} e2e_count_setup shared "udp dport $E2E_FLEET_PORT_SHARED" \
+		control "udp dport $E2E_FLEET_PORT_CONTROL"
+}
+
+# e2e_fleet_flood COUNTER PORT SRC PPS COUNT I...: COUNT frames from SRC at
+# PPS to every listed node at once, starting together E2E_FLEET_LEAD_MS
+# after they are spawned (on $SINK's clock); sets FLEET_GOT (what the
+# nodes' nftables counter COUNTER saw arrive) and FLEET_MS (from the
+# common start to the last frame any flood sent, as the floods measured
+# it). Fails if a listed node's agent lost the store.
+E2E_FLEET_LEAD_MS=100
+e2e_fleet_flood() {
+	local counter=$1 port=$2 src=$3 pps=$4 count=$5 n pids=() before=0 after=0 t0 late ms
+	shift 5
+	for n in "$@"; do before=$((before + $(NS_RX=${NODE_NS[n]} e2e_count "$counter"))); done
+	t0=$(($("$SINK" now) + E2E_FLEET_LEAD_MS * 1000000))
+	for n in "$@"; do
+		ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[n]}" --dst-mac "${NODE_MAC[n]}" --proto udp \
+			--dport "$port" --src "$src" --dst "${NODE_ADDR[n]}" --pps "$pps" \
+			--count "$count" --start-at-ns "$t0" >"$WORK/flood$n.out"
+		pids+=("$SPAWNED_PID")
+	done
+	for n in "${pids[@]}"; do wait "$n" || e2e_fail "a flood failed"; done
+	FLEET_MS=0
+	for n in "$@"; do
+		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$WORK/flood$n.out")
+		ms=$(sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p' "$WORK/flood$n.out")
+		{ [ -n "$late" ] && [ -n "$ms" ]; } || e2e_fail "no summary from a flood: $(cat "$WORK/flood$n.out")"
+		if ((late + ms > FLEET_MS)); then FLEET_MS=$((late + ms)); fi
+		after=$((after + $(NS_RX=${NODE_NS[n]} e2e_count "$counter")))
+	done
+	FLEET_GOT=$((after - before))
+	e2e_fleet_no_fault "$@"
+}
+
+# e2e_fleet_check LABEL K TIMES RATE BURST INTERVAL_MS: FLEET_GOT within the
+# fleet-wide bound burst + rate·t over FLEET_MS, TIMES over (1 for a
+# cluster limit, K for K nodes' own), plus one packet per node for the
+# rounding of burst/k and of t to a millisecond; a cluster limit adds
+# rate × sync interval for its cold->hot transition (docs/shared-budget.md).
+# The lower end, 85 %, shows the limit does not over-drop.
+E2E_FLEET_LOW_PCT=85
+e2e_fleet_check() {
+	local label=$1 k=$2 times=$3 rate=$4 burst=$5 sync_ms=$6 hi
+	hi=$(((burst + rate * FLEET_MS / 1000) * times + k))
+	((times == 1)) && hi=$((hi + rate * sync_ms / 1000))
+	e2e_within "$label" "$FLEET_GOT" $((hi * E2E_FLEET_LOW_PCT / 100)) "$hi"
+}
