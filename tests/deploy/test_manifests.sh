@@ -77,8 +77,8 @@ equal "bpffs propagation" \
 	"$(ds "$C.volumeMounts[] | select(.name == \"bpffs\") | [.mountPath, .mountPropagation]")" \
 	'["/sys/fs/bpf","HostToContainer"]'
 equal "interfaces" "$(ds "$C.args | map(select(startswith(\"--iface\")))")" '["--iface=auto"]'
-# shellcheck disable=SC2016 # $(HOST_IP) is Kubernetes' expansion, not the shell's
 equal "config watched" "$(ds "$C.args | map(select(startswith(\"--watch-config\")))")" '["--watch-config"]'
+# shellcheck disable=SC2016 # $(HOST_IP) is Kubernetes' expansion, not the shell's
 equal "metrics address" "$(ds "$C.args | map(select(startswith(\"--metrics\")))")" '["--metrics=$(HOST_IP):9190"]'
 equal "HOST_IP" "$(ds "$C.env[] | select(.name == \"HOST_IP\") | .valueFrom.fieldRef.fieldPath")" '"status.hostIP"'
 equal "metrics port" "$(ds "$C.ports[] | select(.name == \"metrics\") | .containerPort")" 9190
