@@ -91,22 +91,34 @@ programs() {
 	in_ns "$NS_RX" xdp-loader status "$VETH_RX"
 }
 
+# attached_as LABEL STATUS METRIC: `sluice status` matches STATUS (a grep
+# pattern), and the sluice_attach_info series' labels end with METRIC.
+attached_as() {
+	local status
+	status=$(in_ns "$NS_RX" "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
+	grep -q "$2" <<<"$status" || e2e_fail "$1: status does not say how it is attached: $status"
+	e2e_equal "$1: the metric says so too" "$(attach_info)" \
+		"sluice_attach_info{iface=\"$VETH_RX\",mode=\"native\"$3} 1"
+}
+
+# spend_burst LABEL: a new source gets exactly the 1/min policy's burst;
+# sets SPENT_SRC, the source: at 1/min its burst stays spent.
+spend_burst() {
+	send slow 5353
+	e2e_equal "$1: sluice admits exactly the burst" "$GOT" "$BURST"
+	SPENT_SRC=$SRC_N
+}
+
 # both_enforce ORDER: sluice limits, xdp-filter drops, both in one dispatcher.
 both_enforce() {
-	local progs status
+	local progs
 	progs=$(programs)
 	echo "$progs"
 	grep -Eq "=> +$PRIO +sluice_xdp .*XDP_PASS" <<<"$progs" ||
 		e2e_fail "$1: sluice_xdp at priority $PRIO, chaining on XDP_PASS, is not in the dispatcher"
 	grep -q "xdpfilt_" <<<"$progs" || e2e_fail "$1: xdp-filter is not in the dispatcher"
-	status=$(in_ns "$NS_RX" "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
-	grep -q "native mode (libxdp dispatcher, priority $PRIO)" <<<"$status" ||
-		e2e_fail "$1: status does not say how it is attached: $status"
-	e2e_equal "$1: the metric says so too" "$(attach_info)" \
-		"sluice_attach_info{iface=\"$VETH_RX\",mode=\"native\",xdp_priority=\"$PRIO\"} 1"
-	send slow 5353
-	e2e_equal "$1: sluice admits exactly the burst" "$GOT" "$BURST"
-	SPENT_SRC=$SRC_N # its burst is spent: at 1/min it stays so
+	attached_as "$1" "native mode (libxdp dispatcher, priority $PRIO)" ",xdp_priority=\"$PRIO\""
+	spend_burst "$1"
 	e2e_send rated 8001
 	e2e_admitted "$1: sluice admits burst + rate·t" 50 200
 	send blocked "$BLOCKED"
@@ -145,7 +157,7 @@ detach_leaves_filter() {
 # lone: the kernel refuses the dispatcher, so libxdp attaches sluice alone.
 # sluice enforces, xdp-filter cannot join it, `sluice detach` empties the hook.
 lone() {
-	local progs status rc=0 out filter_dir=/sys/fs/bpf/xdp-filter had_dir=0
+	local progs rc=0 out filter_dir=/sys/fs/bpf/xdp-filter had_dir=0
 	e2e_start_agent "$WORK/policy.yaml" --xdp-share --metrics "127.0.0.1:$PORT"
 	progs=$(programs)
 	echo "$progs"
@@ -154,14 +166,8 @@ lone() {
 	if grep -q xdp_dispatcher <<<"$progs"; then
 		e2e_fail "lone: a dispatcher is attached after all"
 	fi
-	status=$(in_ns "$NS_RX" "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX")
-	grep -q "^$VETH_RX: native mode, generation" <<<"$status" ||
-		e2e_fail "lone: status does not say it is attached alone in native mode: $status"
-	e2e_equal "lone: the metric names no priority" "$(attach_info)" \
-		"sluice_attach_info{iface=\"$VETH_RX\",mode=\"native\"} 1"
-	send slow 5353
-	e2e_equal "lone: sluice admits exactly the burst" "$GOT" "$BURST"
-	SPENT_SRC=$SRC_N
+	attached_as lone "^$VETH_RX: native mode, generation" "" # alone: no dispatcher, no priority
+	spend_burst lone
 	send free "$FREE"
 	e2e_equal "lone: what sluice does not limit arrives" "$GOT" "$SENT"
 
