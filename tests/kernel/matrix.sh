@@ -39,7 +39,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 O=$(cd "${O:-$ROOT/build}" && pwd) # absolute: apt reads relative paths from /etc/apt
 CACHE=$O/kernels
-VM_TIMEOUT_S=${VM_TIMEOUT_S:-900}
+VM_TIMEOUT_S=${VM_TIMEOUT_S:-1200} # a wait: the whole tier and test_libxdp.sh under TCG on a loaded machine
 VM_MEM_MB=2048
 KERNELS=("$@")
 ((${#KERNELS[@]})) || read -r -a KERNELS <<<"${SLUICE_KERNELS:-bookworm:oldest bookworm trixie running bullseye=refused}"
