@@ -213,7 +213,7 @@ test-image: image $(BIN) $(FLOOD)
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
 # 12's oldest and current kernels and Debian 13's, each booted under QEMU,
 # and on the running kernel (tests/kernel/matrix.sh; about 20 minutes under TCG). Root.
-test-kernels: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN)
+test-kernels: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN) $(O)/bench/pass.bpf.o # test_libxdp's foreign program
 	$(Q)tools/deps.sh kernels
 	$(Q)O=$(O) tests/kernel/matrix.sh
 

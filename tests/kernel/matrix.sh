@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
 # The kernel matrix (`make test-kernels`): the BPF tier and an attach-and-
-# enforce smoke test (tests/kernel/smoke.sh) on each kernel users run.
+# enforce smoke test (tests/kernel/smoke.sh) on each kernel users run, and
+# on the kernels of $SLUICE_KERNELS_FULL the libxdp sharing test
+# (tests/e2e/test_libxdp.sh, with Debian's xdp-filter).
 #
 #   running    the kernel of this machine, natively;
 #   SUITE      Debian SUITE's current cloud kernel (bookworm: 6.1, trixie:
@@ -22,9 +24,12 @@
 #
 # Usage: tests/kernel/matrix.sh [KERNEL...]   (default: $SLUICE_KERNELS)
 # The kernels in $SLUICE_KERNELS_FULL (default: the oldest one and the running
-# one) run the whole BPF tier; the others run $SLUICE_KERNEL_QUICK, a few BPF
-# tests that each load the whole object through that kernel's verifier, and
-# the smoke test. Under TCG the whole tier takes about 8 minutes on 6.1, the
+# one) run the whole BPF tier and test_libxdp.sh; the others run
+# $SLUICE_KERNEL_QUICK, a few BPF tests that each load the whole object
+# through that kernel's verifier, and the smoke test. A booted kernel must
+# pass test_libxdp.sh's sharing checks (libxdp's dispatcher); the running
+# one may refuse the dispatcher (Firecracker's 6.18 does), where the test
+# checks the lone program libxdp falls back to. Under TCG the whole tier takes about 8 minutes on 6.1, the
 # quick one about 1.
 # SLUICE_KERNEL_TESTS="tests/bpf/test_limit ..." runs only those BPF tests,
 # on every kernel.
@@ -34,7 +39,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 O=$(cd "${O:-$ROOT/build}" && pwd) # absolute: apt reads relative paths from /etc/apt
 CACHE=$O/kernels
-VM_TIMEOUT_S=${VM_TIMEOUT_S:-900}
+VM_TIMEOUT_S=${VM_TIMEOUT_S:-1200} # a wait: the whole tier and test_libxdp.sh under TCG on a loaded machine
 VM_MEM_MB=2048
 KERNELS=("$@")
 ((${#KERNELS[@]})) || read -r -a KERNELS <<<"${SLUICE_KERNELS:-bookworm:oldest bookworm trixie running bullseye=refused}"
@@ -62,8 +67,9 @@ mirror() {
 }
 
 # fetch SUITE[:PACKAGE]: download and unpack SUITE's current cloud kernel,
-# or PACKAGE of SUITE, into $CACHE/SUITE; sets KDIR (holding vmlinuz and
-# veth.ko) and KPKG (the package's name).
+# or PACKAGE of SUITE, into $CACHE/SUITE; sets KDIR (holding vmlinuz, the
+# MODULES and their dependencies under mod/, and mod/order, the order to
+# load them in) and KPKG (the package's name).
 fetch() {
 	local suite=${1%%:*} want=${1#*:} d uri sec apt pkg deb
 	local key=/usr/share/keyrings/debian-archive-keyring.gpg
@@ -95,39 +101,67 @@ fetch() {
 	esac
 	[ -n "$KPKG" ] || { rm -f "$d/pkg"; echo "matrix: $suite: no cloud kernel" >&2; return 1; }
 	KDIR=$d/$KPKG
-	if [ ! -f "$KDIR/vmlinuz" ]; then
+	if [ ! -f "$KDIR/mod/order" ]; then
 		rm -rf "$KDIR" "$d/deb"
 		mkdir -p "$d/deb" "$KDIR/x"
 		(cd "$d/deb" && apt-get "${apt[@]}" download "$KPKG" >>"$d/apt.log" 2>&1) ||
 			{ cat "$d/apt.log" >&2; return 1; }
 		for deb in "$d"/deb/*.deb; do dpkg-deb -x "$deb" "$KDIR/x"; done
-		pkg=$(find "$KDIR/x" -name 'veth.ko*' -print -quit)
-		[ -n "$pkg" ] || { echo "matrix: $KPKG has no veth module" >&2; return 1; }
-		case $pkg in
-		*.xz) xz -dc "$pkg" >"$KDIR/veth.ko" ;;
-		*.zst) zstd -qdc "$pkg" >"$KDIR/veth.ko" ;;
-		*) cp "$pkg" "$KDIR/veth.ko" ;;
-		esac
-		cp "$KDIR"/x/boot/vmlinuz-* "$KDIR/vmlinuz.tmp"
+		mkdir -p "$KDIR/mod"
+		for pkg in "${MODULES[@]}"; do module "$KDIR" "$pkg" || return 1; done
+		cp "$KDIR"/x/boot/vmlinuz-* "$KDIR/vmlinuz"
 		rm -rf "$KDIR/x" "$d/deb"
-		mv "$KDIR/vmlinuz.tmp" "$KDIR/vmlinuz"
+		mv "$KDIR/mod/order.tmp" "$KDIR/mod/order"
 	fi
 }
 
+# The modules the tests load that Debian's cloud kernels build as modules:
+# veth for the namespaces' link; nf_tables and nft_objref for the named
+# nftables counters test_libxdp.sh counts arrivals with (lib.sh,
+# e2e_count_setup).
+MODULES=(veth nf_tables nft_objref)
+
+# module KDIR NAME: NAME's module from the package unpacked in KDIR/x,
+# decompressed into KDIR/mod/NAME.ko after the modules it depends on (its
+# .modinfo section's depends=, read with binutils' objcopy: no kmod here),
+# each appended once to KDIR/mod/order.tmp.
+module() {
+	local kdir=$1 name=$2 ko dep
+	! grep -qx "$name" "$kdir/mod/order.tmp" 2>/dev/null || return 0
+	ko=$(find "$kdir/x" \( -name "$name.ko*" -o -name "${name//_/-}.ko*" \) -print -quit)
+	[ -n "$ko" ] || { echo "matrix: $KPKG has no module $name" >&2; return 1; }
+	case $ko in
+	*.xz) xz -dc "$ko" >"$kdir/mod/$name.ko" ;;
+	*.zst) zstd -qdc "$ko" >"$kdir/mod/$name.ko" ;;
+	*) cp "$ko" "$kdir/mod/$name.ko" ;;
+	esac
+	objcopy -O binary --only-section=.modinfo "$kdir/mod/$name.ko" "$kdir/mod/$name.modinfo"
+	for dep in $(tr '\0' '\n' <"$kdir/mod/$name.modinfo" | sed -n 's/^depends=//p' | tr ',' ' '); do
+		module "$kdir" "$dep" || return 1
+	done
+	rm "$kdir/mod/$name.modinfo"
+	echo "$name" >>"$kdir/mod/order.tmp"
+}
+
 # The initramfs: busybox, the tools the tests call that busybox lacks or
-# does differently (bash, iproute2's ip, util-linux, coreutils' date), the
-# project's binaries and scripts under /sluice, and every library they load.
+# does differently (bash, iproute2's ip, util-linux, coreutils' date), and
+# test_libxdp.sh's (xdp-tools' xdp-filter and xdp-loader, bpftool, nft,
+# util-linux's chrt), the project's binaries and scripts under /sluice, and
+# every library they load.
 INITRD=$CACHE/initramfs.cpio.gz
-TOOLS=(bash ip nsenter mountpoint date)
+TOOLS=(bash ip nsenter mountpoint date xdp-filter xdp-loader bpftool nft chrt)
 XDP_OBJECT_DIR=/usr/lib/$(gcc -print-multiarch)/bpf # libxdp1's (dpkg -L libxdp1)
 initramfs() {
 	local r=$CACHE/root bin f lib
 	rm -rf "$r"
 	mkdir -p "$r"/{bin,usr/bin,lib,sluice/tests/kernel,sluice/tests/e2e,sluice/build/tests/bpf}
+	mkdir -p "$r"/sluice/{include/sluice,build/bench}
 	cp /bin/busybox "$r/bin/busybox"
 	install -m 0755 "$ROOT/tests/kernel/init" "$r/init"
 	cp "$ROOT/tests/run-tier" "$r/sluice/tests/"
-	cp "$ROOT/tests/e2e/lib.sh" "$r/sluice/tests/e2e/"
+	cp "$ROOT/tests/e2e/lib.sh" "$ROOT/tests/e2e/test_libxdp.sh" "$r/sluice/tests/e2e/"
+	cp "$ROOT/include/sluice/abi.h" "$r/sluice/include/sluice/" # lib.sh reads the ABI version
+	cp "$O/bench/pass.bpf.o" "$r/sluice/build/bench/" # test_libxdp.sh's foreign program
 	cp "$ROOT/tests/kernel/smoke.sh" "$r/sluice/tests/kernel/"
 	local elves=()
 	for bin in "${TOOLS[@]}"; do
@@ -146,9 +180,10 @@ initramfs() {
 			cp -nL "$lib" "$r$lib"
 		done
 	done
-	# libxdp loads its dispatcher from this directory at run time.
+	# libxdp loads its dispatcher, and xdp-filter its programs, from this
+	# directory at run time.
 	mkdir -p "$r$XDP_OBJECT_DIR"
-	cp "$XDP_OBJECT_DIR/xdp-dispatcher.o" "$r$XDP_OBJECT_DIR/"
+	cp "$XDP_OBJECT_DIR"/{xdp-dispatcher,xdpfilt_*}.o "$r$XDP_OBJECT_DIR/"
 	{
 		echo "BPF_TESTS='$(printf 'build/%s ' "${BPF_TESTS[@]}")'"
 		echo "BPF_TESTS_QUICK='$(printf 'build/%s ' "${QUICK_TESTS[@]}")'"
@@ -158,12 +193,13 @@ initramfs() {
 }
 
 # boot KDIR LOG [ARG]: boot the kernel with the initramfs (and KDIR's
-# veth.ko), ARG on its command line.
+# modules, in /lib/modules.order's order), ARG on its command line.
 boot() {
-	local kdir=$1 log=$2 arg=${3:-} extra=$CACHE/veth.cpio.gz
-	rm -rf "$CACHE/veth" && mkdir -p "$CACHE/veth/lib"
-	cp "$kdir/veth.ko" "$CACHE/veth/lib/"
-	(cd "$CACHE/veth" && find . | cpio -o -H newc --quiet | gzip -1) >"$extra"
+	local kdir=$1 log=$2 arg=${3:-} extra=$CACHE/modules.cpio.gz
+	rm -rf "$CACHE/modules" && mkdir -p "$CACHE/modules/lib"
+	cp "$kdir"/mod/*.ko "$CACHE/modules/lib/"
+	cp "$kdir/mod/order" "$CACHE/modules/lib/modules.order"
+	(cd "$CACHE/modules" && find . | cpio -o -H newc --quiet | gzip -1) >"$extra"
 	cat "$INITRD" "$extra" >"$CACHE/boot.cpio.gz"
 	timeout "$VM_TIMEOUT_S" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 \
 		-m $VM_MEM_MB -nographic -no-reboot -net none -kernel "$kdir/vmlinuz" \
@@ -179,16 +215,18 @@ report_refusal() {
 	local name=$1 log=$2 why
 	why=$(grep -m 1 -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" || true)
 	if [ -n "$why" ] && ! grep -q '^@@ refusal-rc 0$' "$log" && ! grep -q 'PROG LOAD LOG' "$log"; then
-		REPORT+=("| $name | - | refused: $why | - | pass | $((SECONDS - START))s |")
+		REPORT+=("| $name | - | refused: $why | - | - | pass | $((SECONDS - START))s |")
 	else
 		failed+=("$name")
-		REPORT+=("| $name | - | not refused as expected | - | FAIL | $((SECONDS - START))s |")
+		REPORT+=("| $name | - | not refused as expected | - | - | FAIL | $((SECONDS - START))s |")
 	fi
 }
 
-# report NAME LOG: read a run's BPF tier and smoke lines; prints them.
+# report NAME LOG LIBXDP: read a run's BPF tier, smoke and libxdp lines;
+# prints them. LIBXDP: "-" (test_libxdp.sh not run), "shared" (its sharing
+# checks must have run and passed) or "any" (its lone-program ones will do).
 report() {
-	local name=$1 log=$2 tier bpf attach=no admitted ok=1
+	local name=$1 log=$2 want=$3 tier bpf attach=no admitted libxdp=- ok=1
 	tier=$(grep -E '^bpf: [0-9]+ passed' "$log" | tail -n 1 || true)
 	bpf=$(echo "$tier" | awk '{ printf "%d/%d", $2, $2 + $4 + $6 }')
 	[ -n "$tier" ] || bpf="none ran"
@@ -197,8 +235,17 @@ report() {
 		paste -sd ';' - | sed 's/;/; /g')
 	grep -q '^@@ bpf-rc 0$' "$log" || ok=0
 	grep -q '^@@ smoke-rc 0$' "$log" || ok=0
+	if [ "$want" != - ]; then
+		libxdp=FAIL
+		if grep -q '^@@ libxdp-rc 0$' "$log"; then
+			grep -q '^test_libxdp: all checks passed' "$log" && libxdp=shared
+			[ "$want" = shared ] || ! grep -q '^test_libxdp: lone-program checks passed' "$log" ||
+				libxdp=lone
+		fi
+		[ "$libxdp" != FAIL ] || ok=0
+	fi
 	((ok)) || failed+=("$name")
-	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
+	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $libxdp | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
 }
 
 mkdir -p "$CACHE"
@@ -210,6 +257,7 @@ for spec in "${KERNELS[@]}"; do
 	START=$SECONDS # the row's time: download, boot and tests
 	if [ "$k" = running ]; then
 		name="running $(uname -r)"
+		libxdp=-
 		{
 			tests=("${BPF_TESTS[@]}")
 			[[ $FULL == *" running "* ]] || tests=("${QUICK_TESTS[@]}")
@@ -217,11 +265,16 @@ for spec in "${KERNELS[@]}"; do
 			echo "@@ bpf-rc $?"
 			"$ROOT/tests/kernel/smoke.sh" 2>&1
 			echo "@@ smoke-rc $?"
+			if [[ $FULL == *" running "* ]]; then
+				"$ROOT/tests/e2e/test_libxdp.sh" 2>&1
+				echo "@@ libxdp-rc $?"
+			fi
 		} >"$log" 2>&1 || true
+		[[ $FULL != *" running "* ]] || libxdp=any
 	else
 		if ! fetch "$k"; then
 			failed+=("$k")
-			REPORT+=("| $k | not fetched | - | - | FAIL | - |")
+			REPORT+=("| $k | not fetched | - | - | - | FAIL | - |")
 			continue
 		fi
 		((built)) || { initramfs; built=1; }
@@ -232,16 +285,22 @@ for spec in "${KERNELS[@]}"; do
 			report_refusal "$name" "$log"
 			continue
 		fi
-		if [[ $FULL == *" $k "* ]]; then boot "$KDIR" "$log"; else boot "$KDIR" "$log" sluice.tier=quick; fi
+		libxdp=-
+		if [[ $FULL == *" $k "* ]]; then
+			boot "$KDIR" "$log"
+			libxdp=shared
+		else
+			boot "$KDIR" "$log" sluice.tier=quick
+		fi
 		grep -q '^@@ end' "$log" || echo "@@ the VM did not finish (timeout ${VM_TIMEOUT_S}s or panic)" >>"$log"
 	fi
-	grep -E '^(  (PASS|FAIL|SKIP)|        \||bpf: |@@|smoke: |ok: |FAIL: )' "$log" || true
-	report "$name" "$log"
+	grep -E '^(  (PASS|FAIL|SKIP)|        \||bpf: |@@|smoke: |ok: |FAIL: |skip: |test_libxdp: )' "$log" || true
+	report "$name" "$log" "$libxdp"
 done
 
 echo
-echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | result | time |"
-echo "|---|---|---|---|---|---|"
+echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | libxdp | result | time |"
+echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${REPORT[@]}"
 if ((${#failed[@]})); then
 	echo "kernels: ${#failed[@]} failed: ${failed[*]} (logs in $CACHE/*.log)" >&2
