@@ -15,7 +15,7 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 7
+#define SLUICE_ABI_VERSION 8
 
 /* Limits that size maps and loops. */
 #define SLUICE_MAX_POLICIES	     4096  /* policy ids are 0 .. SLUICE_MAX_POLICIES - 1 */
@@ -375,12 +375,48 @@ enum sluice_total {
 					    * fragments.orphan decides */
 	SLUICE_TOTAL_FRAG_TINY = 14,	   /* a first fragment cut short (RFC 1858, 7112), or
 					    * IPv4 TCP at offset 1: dropped */
+	SLUICE_TOTAL_BANNED = 15,	   /* a source on the ban list (sluice_ban): dropped */
 	SLUICE_TOTAL_MAX,
 };
 
 struct sluice_totals {
 	struct sluice_counter c[SLUICE_TOTAL_MAX];
 };
+
+/*
+ * The ban list (docs/bans.md): sources dropped after the allowlist and
+ * before every policy, written by `sluice ban` and `sluice unban` with or
+ * without an agent. sluice_ban is an LPM trie keyed by struct
+ * sluice_addr_key with gen always 0 (bans have no generation): prefixlen is
+ * SLUICE_ADDR_KEY_BITS() of the prefix's bits in the mapped address.
+ */
+#define SLUICE_BAN_ENTRIES    65536 /* bans per interface, expired ones included */
+#define SLUICE_BAN_GEN	      0	    /* sluice_addr_key.gen of every ban */
+#define SLUICE_BAN_REASON_LEN 40    /* reason including the terminating NUL */
+/* The longest --for: a difference of ticks (gcra.h) must stay below 2^63. */
+#define SLUICE_BAN_FOR_MAX_NS (1ULL << 54) /* 208 days */
+
+/* Value of sluice_ban. */
+struct sluice_ban {
+	__u64 expires_ns; /* bpf_ktime_get_ns() clock (CLOCK_MONOTONIC): from then on the
+			   * ban drops nothing; 0 never expires */
+	__u64 since_ns;	  /* same clock: when the ban was (last) written */
+	__u64 drops_pkts; /* packets it dropped; the program adds atomically */
+	char reason[SLUICE_BAN_REASON_LEN]; /* NUL-terminated, may be empty */
+};
+SLUICE_ASSERT_SIZE(struct sluice_ban, 64);
+
+/*
+ * Value of sluice_ban_gate, a one-element array: whether the program looks
+ * up sluice_ban at all. Only the ban commands write it, under a lock on the
+ * pin directory, never the agent (which rewrites sluice_ctl whole and would
+ * lose a concurrent write there).
+ */
+struct sluice_ban_gate {
+	__u32 entries; /* entries in sluice_ban, expired ones included; 0: skip the lookup */
+	__u32 reserved;
+};
+SLUICE_ASSERT_SIZE(struct sluice_ban_gate, 8);
 
 /* Maps, by the index user space uses; the name is also the pin file. */
 enum sluice_map {
@@ -397,19 +433,22 @@ enum sluice_map {
 	SLUICE_MAP_SPEND,
 	SLUICE_MAP_HOT,
 	SLUICE_MAP_CLASS,
+	SLUICE_MAP_BAN,
+	SLUICE_MAP_BAN_GATE,
 	SLUICE_MAP_MAX,
 };
 
 #ifndef __bpf__
 /* The only place map names appear as strings; tests check it against the object. */
 static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
-	[SLUICE_MAP_STATE] = "sluice_state",   [SLUICE_MAP_POLICY] = "sluice_policy",
-	[SLUICE_MAP_MATCH] = "sluice_match",   [SLUICE_MAP_STATS] = "sluice_stats",
-	[SLUICE_MAP_TOTALS] = "sluice_totals", [SLUICE_MAP_CTL] = "sluice_ctl",
-	[SLUICE_MAP_SRC] = "sluice_src",       [SLUICE_MAP_DST] = "sluice_dst",
-	[SLUICE_MAP_FAIL] = "sluice_fail",     [SLUICE_MAP_LEASE] = "sluice_lease",
-	[SLUICE_MAP_SPEND] = "sluice_spend",   [SLUICE_MAP_HOT] = "sluice_hot",
-	[SLUICE_MAP_CLASS] = "sluice_class",
+	[SLUICE_MAP_STATE] = "sluice_state",	   [SLUICE_MAP_POLICY] = "sluice_policy",
+	[SLUICE_MAP_MATCH] = "sluice_match",	   [SLUICE_MAP_STATS] = "sluice_stats",
+	[SLUICE_MAP_TOTALS] = "sluice_totals",	   [SLUICE_MAP_CTL] = "sluice_ctl",
+	[SLUICE_MAP_SRC] = "sluice_src",	   [SLUICE_MAP_DST] = "sluice_dst",
+	[SLUICE_MAP_FAIL] = "sluice_fail",	   [SLUICE_MAP_LEASE] = "sluice_lease",
+	[SLUICE_MAP_SPEND] = "sluice_spend",	   [SLUICE_MAP_HOT] = "sluice_hot",
+	[SLUICE_MAP_CLASS] = "sluice_class",	   [SLUICE_MAP_BAN] = "sluice_ban",
+	[SLUICE_MAP_BAN_GATE] = "sluice_ban_gate",
 };
 #endif
 

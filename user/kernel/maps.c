@@ -358,6 +358,7 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
 	struct bpf_map_info info = {};
 	__u32 zero = 0, info_len = sizeof(info);
+	struct sluice_ban_gate gate = { 0 };
 	size_t i, n = 0;
 	int err;
 
@@ -379,6 +380,9 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno
 											: 0;
 	st->keys_max = info.max_entries;
+	if (!err)
+		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
+	st->bans = gate.entries;
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
 		err = read_policy_status(m, kc->per_id, &st->policies[i]);
