@@ -409,7 +409,7 @@ SLUICE_ASSERT_SIZE(struct sluice_ban, 64);
 /*
  * Value of sluice_ban_gate, a one-element array: whether the program looks
  * up sluice_ban at all. Only the ban commands write it, under a lock on the
- * pin directory, never the agent (which rewrites sluice_ctl whole and would
+ * pin root, never the agent (which rewrites sluice_ctl whole and would
  * lose a concurrent write there).
  */
 struct sluice_ban_gate {

@@ -333,9 +333,9 @@ static int on_iface(const struct ban_cmd *c, const char *iface)
 		maps__close(&m);
 		return err;
 	}
-	lock = bans__lock(dir);
+	lock = bans__lock(c->pin_root);
 	if (lock < 0) {
-		fprintf(stderr, "sluice: cannot lock '%s': %s\n", dir, strerror(-lock));
+		fprintf(stderr, "sluice: cannot lock '%s': %s\n", c->pin_root, strerror(-lock));
 		maps__close(&m);
 		return lock;
 	}

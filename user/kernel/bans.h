@@ -2,9 +2,10 @@
 /*
  * The ban list's map I/O (docs/bans.md): sluice_ban, an LPM trie of
  * prefixes, and sluice_ban_gate, which tells the program whether to look
- * at it. Every writer holds bans__lock() on the interface's pin directory
- * while it changes the trie and rewrites the gate, so two `sluice ban`
- * commands cannot leave the gate at 0 over a live ban. Parsing the
+ * at it. Every writer holds bans__lock() on the pin root while it changes
+ * the trie and rewrites the gate, so two `sluice ban` commands cannot
+ * leave the gate at 0 over a live ban. Not on the interface's own pin
+ * directory: its agent holds a flock() on that for as long as it runs. Parsing the
  * command line and printing are the commands' (user/cli/ban.c).
  */
 #ifndef SLUICE_BANS_H
@@ -26,7 +27,7 @@ void bans__key(struct sluice_addr_key *k, const __u8 *addr, unsigned int bits);
 /* The prefix length of @k in the mapped address space (0..128). */
 unsigned int bans__key_bits(const struct sluice_addr_key *k);
 
-/* An exclusive lock on pin directory @dir, held until bans__unlock(). fd or -errno. */
+/* An exclusive flock() on directory @dir (the pin root), until bans__unlock(). fd or -errno. */
 int bans__lock(const char *dir);
 void bans__unlock(int fd);
 
