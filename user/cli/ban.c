@@ -26,9 +26,8 @@
 static const char ban_usage[] =
 	"usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>]\n"
 	"                  [--iface <iface>]... [--pin-root <dir>]\n\n"
-	"      --for <duration>    lift the ban after this long (e.g. 600s, 10m, 2h); default "
-	"never\n"
-	"      --reason <text>     why, shown by 'sluice bans' (printable, at most 39 characters)\n"
+	"      --for <duration>    lift it after this long (10m, 2h); default: never\n"
+	"      --reason <text>     shown by 'sluice bans'; printable, at most 39 chars\n"
 	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n";
