@@ -420,8 +420,8 @@ static const struct bench_row rows[ROW_MAX] = {
 	POL_ROW(ROW_BAN_ONE, "IPv4 UDP and the ban list (floor: empty; xref: vs 1 policy)",
 		"1 ban, the banned source (drop)", SCEN_BAN_ONE, FLOW_V4_UDP, DPORT_PASS, XDP_DROP,
 		NULL, SLUICE_PSTAT_DROPPED),
-	POL_ROW(ROW_BAN_MANY, NULL, "10^4 bans, a banned source (drop)", SCEN_BAN_MANY,
-		FLOW_V4_UDP, DPORT_PASS, XDP_DROP, NULL, SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_BAN_MANY, NULL, "10^4 bans, a banned source (drop)", SCEN_BAN_MANY, FLOW_V4_UDP,
+		DPORT_PASS, XDP_DROP, NULL, SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_BAN_MISS, NULL, "10^4 bans, not banned, 1 policy, drop", SCEN_BAN_MANY,
 		FLOW_V4_UDP_B, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 };

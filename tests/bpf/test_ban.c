@@ -6,8 +6,9 @@
  * deltas of the ban's own counter, the banned and allowed totals and the
  * policy's passes: a banned /32, /128 and prefixes are dropped before the
  * policy, an expired ban and a ban of a neighbour pass, an allowlisted
- * source passes despite a ban, and with the gate at 0 (no bans) the trie
- * is not consulted at all.
+ * source passes despite a ban, and with the gate at 0 (no bans) neither
+ * map is consulted at all. Single addresses go to the hash, prefixes to
+ * the trie: the rows cover both.
  */
 #include <linux/bpf.h>
 #include <errno.h>
@@ -202,11 +203,35 @@ static void test_reban_unban(void **state)
 	harness_close(&h);
 }
 
+/* An expired ban of an address does not hide a live ban of its prefix. */
+static void test_expired_host_live_prefix(void **state)
+{
+	struct sluice_ban b = { .since_ns = mono_ns() };
+	struct sluice_addr_key host, net;
+	struct harness h;
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	ban_key("2001:db8:b::7", &host);
+	ban_key("2001:db8:b::/48", &net);
+	assert_int_equal(bans__put(&h.att.maps, &net, &b), 0);
+	b.expires_ns = b.since_ns - SLUICE_NSEC_PER_SEC;
+	assert_int_equal(bans__put(&h.att.maps, &host, &b), 0);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	harness_udp(&p, "2001:db8:b::7", "2001:db8:ffff::53", DNS_PORT);
+	assert_int_equal(harness_run(&h, &p), XDP_DROP);
+	assert_int_equal(ban_drops(&h.att.maps, &net), 1);
+	assert_int_equal(ban_drops(&h.att.maps, &host), 0);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_reban_unban),
+		cmocka_unit_test(test_expired_host_live_prefix),
 	};
 
 	harness_require_root();

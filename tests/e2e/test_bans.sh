@@ -169,7 +169,7 @@ echo "ok: an expired ban is shown expired, and the next ban deletes it"
 # minutes): IPv6 /128 keys fd00:ffff::N, never expiring. The commands
 # recount the gate from the trie, so they see these like their own.
 have=$(entries)
-awk -v n=$((MAX_BANS - have - 1)) -v map="$PIN_ROOT/$VETH_RX/sluice_ban" 'BEGIN {
+awk -v n=$((MAX_BANS - have - 1)) -v map="$PIN_ROOT/$VETH_RX/sluice_ban_host" 'BEGIN {
 	zero = "00"; for (i = 1; i < 64; i++) zero = zero " 00"
 	for (i = 0; i < n; i++)
 		printf "map update pinned %s key hex 88 00 00 00 00 fd 00 ff ff 00 00 00 00 00 00 00 00 00 00 %02x %02x value hex %s\n", map, int(i / 256), i % 256, zero
@@ -183,5 +183,7 @@ e2e_equal "exit status of a ban on a full list" "$rc" 1
 grep -qF "cannot ban 'fd00:eeee::2/128' on '$VETH_RX': ban list full: $MAX_BANS of $MAX_BANS entries" \
 	"$WORK/full.err" || e2e_fail "full: $(cat "$WORK/full.err")"
 e2e_equal "entries after the refused ban" "$(entries)" "$MAX_BANS"
+ban "$A" --for 10m --reason again >/dev/null || e2e_fail "a full list refused a ban of a banned $A"
+echo "ok: a full list takes a new expiry for a ban it holds"
 e2e_equal "$A still banned on a full list" "$(delivered "$A" 100)" 0
 echo "PASS"

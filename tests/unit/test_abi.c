@@ -77,6 +77,8 @@ static const struct map_case map_cases[] = {
 	MAP_CASE(SLUICE_MAP_BAN, BPF_MAP_TYPE_LPM_TRIE, struct sluice_addr_key, struct sluice_ban,
 		 SLUICE_BAN_ENTRIES, BPF_F_NO_PREALLOC),
 	MAP_CASE(SLUICE_MAP_BAN_GATE, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_ban_gate, 1, 0),
+	MAP_CASE(SLUICE_MAP_BAN_HOST, BPF_MAP_TYPE_HASH, struct sluice_addr_key, struct sluice_ban,
+		 SLUICE_BAN_ENTRIES, BPF_F_NO_PREALLOC),
 };
 /* clang-format on */
 

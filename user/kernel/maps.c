@@ -382,7 +382,7 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 	st->keys_max = info.max_entries;
 	if (!err)
 		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
-	st->bans = gate.entries;
+	st->bans = gate.hosts + gate.prefixes;
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
 		err = read_policy_status(m, kc->per_id, &st->policies[i]);

@@ -32,7 +32,7 @@ struct status {
 	size_t n_policies;
 	__u64 keys;	/* all tracked keys */
 	__u32 keys_max; /* sluice_state's size */
-	__u32 bans;	/* entries of sluice_ban, expired ones included (sluice_ban_gate) */
+	__u32 bans;	/* bans in both maps, expired ones included (sluice_ban_gate) */
 };
 
 void maps__init(struct sluice_maps *m);
