@@ -13,6 +13,8 @@
 #   - unban restores the flow;
 #   - a ban --for 2s ends on time: the flow is back within EXPIRE_TOL_MS of
 #     its expiry, never before it; bans shows it expired, ban prunes it;
+#   - deploy/fail2ban's action bans and unbans (its own command lines, with
+#     fail2ban's tags filled in as fail2ban would; fail2ban is not run);
 #   - a full list refuses a ban with the figures, and changes nothing.
 source "$(dirname "$0")/lib.sh"
 e2e_require
@@ -163,6 +165,34 @@ echo "measured: first packet after expiry $late_ms ms after expiry (from the com
 ban fd00:200::99 --for 1h >/dev/null
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$C/32" && e2e_fail "ban did not prune the expired $C"
 echo "ok: an expired ban is shown expired, and the next ban deletes it"
+
+# ---- the fail2ban action -------------------------------------------------------
+# action LINE-NAME IP BANTIME: run the action's command, with fail2ban's tags filled in.
+ACTION=$ROOT/deploy/fail2ban/action.d/sluice.conf
+action() {
+	local cmd
+	cmd=$(awk -v key="$1" '
+		/^[a-z_]+ *=/ { on = ($1 == key) ; if (on) { sub(/^[^=]*= */, ""); print }; next }
+		on && /^[ \t]/ { print; next }
+		{ on = 0 }' "$ACTION")
+	[ -n "$cmd" ] || e2e_fail "no $1 in $ACTION"
+	cmd=${cmd//<sluice>/$SLUICE}
+	cmd=${cmd//<sluice_opts>/--pin-root $PIN_ROOT}
+	cmd=${cmd//<ip>/$2}
+	cmd=${cmd//<bantime>/$3}
+	cmd=${cmd//<name>/sshd}
+	bash -euc "$cmd" >/dev/null
+}
+D=10.200.4.1
+action actionban "$D" 600
+"$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$D/32 .* fail2ban-sshd$" || e2e_fail "fail2ban: $D not banned"
+e2e_equal "$D banned by the fail2ban action" "$(delivered "$D" 100)" 0
+action actionunban "$D" 600
+e2e_equal "$D unbanned by the fail2ban action" "$(delivered "$D" 100)" 100
+action actionban fd00:200::4 -1
+"$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^fd00:200::4/128 *never .* fail2ban-sshd$" ||
+	e2e_fail "fail2ban: bantime -1 did not ban fd00:200::4 for ever"
+action actionunban fd00:200::4 -1
 
 # ---- a full list ---------------------------------------------------------------
 # Filled by bpftool in one process (65536 `sluice ban` runs would take

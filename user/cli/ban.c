@@ -289,13 +289,14 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 	char left[UNITS_TEXT_LEN];
 	int err, is_ban = !strcmp(c->name, "ban");
 
-	err = bans__prune(m, b.since_ns);
+	/* unban first: lifting a ban that has just expired is not an error. */
+	err = is_ban ? 0 : bans__del(m, &c->key);
+	if (!err)
+		err = bans__prune(m, b.since_ns);
 	if (!err && is_ban) {
 		b.expires_ns = c->for_ns ? b.since_ns + c->for_ns : 0;
 		memcpy(b.reason, c->reason, sizeof(b.reason));
 		err = bans__put(m, &c->key, &b);
-	} else if (!err) {
-		err = bans__del(m, &c->key);
 	}
 	/* Even after a failed change: the prune may have deleted entries. */
 	if (bans__sync_gate(m) && !err)
