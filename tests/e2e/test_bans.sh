@@ -7,7 +7,8 @@
 # measured against the commands' own returns:
 #   - bad arguments are refused, naming the argument, and change nothing;
 #   - a ban drops a steady flow within BAN_MS of `sluice ban` returning;
-#   - status lists it with its drops, /metrics counts it;
+#   - status lists it with its drops, /metrics counts it (sluice_bans,
+#     sluice_ban_drops_total);
 #   - bans survive kill -9 of the agent, and ban/unban work without one;
 #   - an allowlisted source passes a ban of its prefix; the rest does not;
 #   - unban restores the flow;
@@ -86,7 +87,14 @@ delivered() {
 	got "$1"
 }
 
-e2e_start_agent "$WORK/policy.yaml"
+METRICS_PORT=9190
+e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$METRICS_PORT"
+# metric NAME: its value on /metrics (the agent's namespace, over loopback).
+metric() {
+	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$METRICS_PORT &&
+		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3" |
+		K="$1{iface=\"$VETH_RX\"}" awk '$1 == ENVIRON["K"] { print $2 }'
+}
 
 # ---- bad input ---------------------------------------------------------------
 bad() { # EXPECTED-TEXT ARGS...: exit 2, the message names the argument
@@ -123,6 +131,8 @@ status=$(e2e_status --iface "$VETH_RX")
 grep -q "bans: 1 of $MAX_BANS (0 expired)" <<<"$status" || e2e_fail "status: no ban line: $status"
 dropped=$(awk -v s="$A/32" '$1 == s { print $3 }' <<<"$status")
 e2e_within "status: packets the ban of $A dropped" "${dropped:-0}" $((PPS / 2)) $((3 * PPS))
+e2e_equal "metrics: sluice_bans" "$(metric sluice_bans)" 1
+e2e_equal "metrics: sluice_ban_drops_total = the ban's count" "$(metric sluice_ban_drops_total)" "$dropped"
 
 # ---- bans survive kill -9 of the agent ---------------------------------------
 kill -KILL "$AGENT_PID"
