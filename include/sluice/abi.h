@@ -394,9 +394,9 @@ struct sluice_totals {
  * generation): prefixlen is SLUICE_ADDR_KEY_BITS() of the prefix's bits in
  * the mapped address, SLUICE_ADDR_KEY_BITS(SLUICE_ADDR_BITS) in the hash.
  */
-#define SLUICE_BAN_ENTRIES    65536 /* bans per interface, both maps, expired ones included */
-#define SLUICE_BAN_GEN	      0	    /* sluice_addr_key.gen of every ban */
-#define SLUICE_BAN_REASON_LEN 40    /* reason including the terminating NUL */
+#define SLUICE_BAN_ENTRIES    65536U /* bans per interface, both maps, expired ones included */
+#define SLUICE_BAN_GEN	      0	     /* sluice_addr_key.gen of every ban */
+#define SLUICE_BAN_REASON_LEN 40     /* reason including the terminating NUL */
 /* The longest --for: a difference of ticks (gcra.h) must stay below 2^63. */
 #define SLUICE_BAN_FOR_MAX_NS (1ULL << 54) /* 208 days */
 
