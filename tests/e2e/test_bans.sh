@@ -132,6 +132,12 @@ grep -q "bans: 1 of $MAX_BANS (0 expired)" <<<"$status" || e2e_fail "status: no 
 dropped=$(awk -v s="$A/32" '$1 == s { print $3 }' <<<"$status")
 e2e_within "status: packets the ban of $A dropped" "${dropped:-0}" $((PPS / 2)) $((3 * PPS))
 e2e_equal "metrics: sluice_bans" "$(metric sluice_bans)" 1
+json=$(e2e_status --iface "$VETH_RX" --json)
+e2e_equal "status --json: the top ban" "$(jq -r '.bans.top[0] | "\(.prefix) \(.drops_pkts)"' <<<"$json")" \
+	"$A/32 $dropped"
+json=$("$SLUICE" bans --pin-root "$PIN_ROOT" --json)
+e2e_equal "bans --json" "$(jq -r '.bans[0] | "\(.prefix) \(.expired) \(.reason)"' <<<"$json")" \
+	"$A/32 false e2e-drop"
 e2e_equal "metrics: sluice_ban_drops_total = the ban's count" "$(metric sluice_ban_drops_total)" "$dropped"
 
 # ---- bans survive kill -9 of the agent ---------------------------------------
