@@ -10,6 +10,7 @@
 #   - status lists it with its drops, /metrics counts it (sluice_bans,
 #     sluice_ban_drops_total);
 #   - bans survive kill -9 of the agent, and ban/unban work without one;
+#     a new agent reuses the pins and keeps them;
 #   - an allowlisted source passes a ban of its prefix; the rest does not;
 #   - unban restores the flow;
 #   - a ban --for 2s ends on time: the flow is back within EXPIRE_TOL_MS of
@@ -151,6 +152,11 @@ B=10.200.2.1
 ban 10.200.0.0/16 --reason e2e-wide >/dev/null
 e2e_equal "allowlisted $ALLOWED under a banned /16" "$(delivered "$ALLOWED" 200)" 200
 e2e_equal "$B under a banned /16" "$(delivered "$B" 200)" 0
+
+# ---- a new agent reuses the pins, bans included ---------------------------------
+e2e_start_agent "$WORK/policy.yaml"
+e2e_equal "packets from $A after a new agent started" "$(delivered "$A" 100)" 0
+e2e_equal "bans after a new agent started" "$(entries)" 2
 
 # ---- unban restores ------------------------------------------------------------
 unban 10.200.0.0/16 >/dev/null
