@@ -60,7 +60,8 @@
 #define BENCH_MANY_POLICIES	1000U
 #define BENCH_MANY_PORT_FIRST	10000 /* the other policies of the 1000: one port each */
 #define BENCH_ALLOW_PREFIXES	10000U
-#define BENCH_BANS		10000U /* the ban list of SCEN_BAN_MANY */
+#define BENCH_BANS		10000U /* the ban list of SCEN_BAN_MANY, _PREFIXES */
+#define BENCH_BAN_PREFIX_BITS	(SLUICE_V4MAPPED_BITS + 24) /* SCEN_BAN_PREFIXES: /24s */
 #define BENCH_FDINFO_LINE	128
 #define BENCH_LAYER_DROP_PREFIX 24 /* shorter than /32: udp-drop is the last layer */
 #define NSEC_PER_SEC_F		1e9
@@ -162,6 +163,7 @@ enum bench_scen {
 	SCEN_ONE_PRECISE,   /* SCEN_ONE with clock: precise */
 	SCEN_BAN_ONE,	    /* SCEN_ONE with SRC_V4 banned */
 	SCEN_BAN_MANY,	    /* SCEN_ONE with SRC_V4 and BENCH_BANS - 1 more /32s banned */
+	SCEN_BAN_PREFIXES,  /* SCEN_ONE with SRC_V4's /24 and BENCH_BANS - 1 more /24s banned */
 	SCEN_MAX,
 };
 
@@ -209,6 +211,7 @@ enum bench_row_id {
 	ROW_BAN_ONE,
 	ROW_BAN_MANY,
 	ROW_BAN_MISS,
+	ROW_BAN_PREFIXES,
 	ROW_MAX,
 };
 
@@ -424,6 +427,9 @@ static const struct bench_row rows[ROW_MAX] = {
 		DPORT_PASS, XDP_DROP, NULL, SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_BAN_MISS, NULL, "10^4 bans, not banned, 1 policy, drop", SCEN_BAN_MANY,
 		FLOW_V4_UDP_B, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	/* Prefixes go to the trie, whose walk grows with its depth. */
+	POL_ROW(ROW_BAN_PREFIXES, NULL, "10^4 /24 bans, a banned source (drop)", SCEN_BAN_PREFIXES,
+		FLOW_V4_UDP, DPORT_PASS, XDP_DROP, NULL, SLUICE_PSTAT_DROPPED),
 };
 
 /* A policy file being written into @buf; @err is the first error. */
@@ -826,7 +832,7 @@ static int scen_yaml(enum bench_scen sc, struct yaml_buf *y)
 		for (i = 0; i < POLICY_MAX; i++)
 			yaml_policy(y, &policies[i], SLUICE_IPV4_BITS);
 	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE || sc == SCEN_ONE_PRECISE ||
-		 sc == SCEN_BAN_ONE || sc == SCEN_BAN_MANY)
+		 sc == SCEN_BAN_ONE || sc == SCEN_BAN_MANY || sc == SCEN_BAN_PREFIXES)
 		yaml_policy(y, &policies[POLICY_UDP_DROP], SLUICE_IPV4_BITS);
 	if (sc == SCEN_ONE_PRECISE)
 		yaml_add(y, "    clock: precise\n");
@@ -861,13 +867,19 @@ static int bench__load_sluice(struct bench *b)
 
 /*
  * The ban list of @sc, through kernel/bans.c as `sluice ban` writes it:
- * SRC_V4, then (SCEN_BAN_MANY) /32s from SRC_V4_B + 1 up, a dense trie
- * beside SRC_V4_B, which stays unbanned; other files have none.
+ * SRC_V4, then (SCEN_BAN_MANY) /32s from SRC_V4_B + 1 up, a dense hash
+ * beside SRC_V4_B, which stays unbanned, or (SCEN_BAN_PREFIXES) SRC_V4's
+ * /24 and the /24s above it, a dense trie; other files have none.
  */
 static int bench__set_bans(struct bench *b, enum bench_scen sc)
 {
-	__u32 n = sc == SCEN_BAN_MANY ? BENCH_BANS : sc == SCEN_BAN_ONE ? 1 : 0, i, first;
+	__u32 n = sc == SCEN_BAN_ONE				   ? 1
+		  : sc == SCEN_BAN_MANY || sc == SCEN_BAN_PREFIXES ? BENCH_BANS
+								   : 0;
+	unsigned int bits = sc == SCEN_BAN_PREFIXES ? BENCH_BAN_PREFIX_BITS : SLUICE_ADDR_BITS;
+	const char *base = sc == SCEN_BAN_PREFIXES ? SRC_V4 : SRC_V4_B;
 	const struct sluice_maps *m = &b->h.att.maps;
+	__u32 i, first, step = 1U << (SLUICE_ADDR_BITS - bits);
 	struct sluice_ban ban = { 0 };
 	struct sluice_addr_key k;
 	__u8 addr[SLUICE_ADDR_LEN];
@@ -878,20 +890,22 @@ static int bench__set_bans(struct bench *b, enum bench_scen sc)
 	for (j = 0; !err && j < have; j++)
 		err = bans__del(m, &e[j].key);
 	free(e);
+	if (!err)
+		err = bans__sync_gate(m);
 	if (!err && n && addr_parse(SRC_V4, addr) < 0)
 		err = -EINVAL;
 	if (!err && n) {
-		bans__key(&k, addr, SLUICE_ADDR_BITS);
+		bans__key(&k, addr, bits);
 		err = bans__put(m, &k, &ban);
 	}
-	if (!err && n > 1 && addr_parse(SRC_V4_B, addr) < 0)
+	if (!err && n > 1 && addr_parse(base, addr) < 0)
 		err = -EINVAL;
 	memcpy(&first, addr + ADDR_V4MAPPED_LEN, sizeof(first));
 	for (i = 1; !err && i < n; i++) {
-		__u32 host = htonl(ntohl(first) + i);
+		__u32 host = htonl(ntohl(first) + i * step); /* < 2^32: 10^4 × 2^8 */
 
 		memcpy(addr + ADDR_V4MAPPED_LEN, &host, sizeof(host));
-		bans__key(&k, addr, SLUICE_ADDR_BITS);
+		bans__key(&k, addr, bits);
 		err = bans__put(m, &k, &ban);
 	}
 	return err ?: bans__sync_gate(m);

@@ -293,6 +293,8 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 	err = is_ban ? 0 : bans__del(m, &c->key);
 	if (!err)
 		err = bans__prune(m, b.since_ns);
+	if (!err)
+		err = bans__sync_gate(m); /* what bans__put() checks the bound against */
 	if (!err && is_ban) {
 		b.expires_ns = c->for_ns ? b.since_ns + c->for_ns : 0;
 		memcpy(b.reason, c->reason, sizeof(b.reason));

@@ -82,15 +82,16 @@ int bans__put(const struct sluice_maps *m, const struct sluice_addr_key *k,
 	struct sluice_ban_gate gate = { 0 };
 	struct sluice_ban old, v = *b;
 	int fd = ban_fd(m, k), err, is_full = 0;
+	__u32 zero = 0;
 
 	v.drops_pkts = 0;
 	/*
-	 * The bound is on both maps together, so a new entry is counted
-	 * first (the trie's lookup cannot say whether @k is new: count); a
-	 * writer holds bans__lock(), so the count stays true.
+	 * The bound is on both maps together. The gate counts them: every
+	 * writer recounts it after a change, holding bans__lock() (the
+	 * trie's lookup cannot say whether @k is new, so always ask).
 	 */
 	if (fd == m->fd[SLUICE_MAP_BAN] || bpf_map_lookup_elem(fd, k, &old)) {
-		err = count_bans(m, &gate);
+		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
 		if (err)
 			return err;
 		is_full = gate.hosts + gate.prefixes >= SLUICE_BAN_ENTRIES;

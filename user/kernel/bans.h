@@ -35,8 +35,9 @@ void bans__unlock(int fd);
  * Write @b under @k, in the map its length picks, keeping the packets an
  * existing entry dropped (a packet dropped between the read and the write
  * is not counted: racy by design, a counter for people). 0, -ENOSPC when
- * both maps hold SLUICE_BAN_ENTRIES together, or -errno. Hold
- * bans__lock(), and call bans__sync_gate() after.
+ * the gate counts SLUICE_BAN_ENTRIES in both maps together, or -errno.
+ * Hold bans__lock(), have the gate counted (bans__sync_gate()) before, and
+ * call bans__sync_gate() after.
  */
 int bans__put(const struct sluice_maps *m, const struct sluice_addr_key *k,
 	      const struct sluice_ban *b);
