@@ -38,7 +38,9 @@
 
 #include "sluice.skel.h"
 #include "lib/harness.h"
+#include "base/addr.h"
 #include "base/log.h"
+#include "kernel/bans.h"
 #include "policy/policy.h"
 #include "rotate.h"
 
@@ -58,6 +60,8 @@
 #define BENCH_MANY_POLICIES	1000U
 #define BENCH_MANY_PORT_FIRST	10000 /* the other policies of the 1000: one port each */
 #define BENCH_ALLOW_PREFIXES	10000U
+#define BENCH_BANS		10000U /* the ban list of SCEN_BAN_MANY, _PREFIXES */
+#define BENCH_BAN_PREFIX_BITS	(SLUICE_V4MAPPED_BITS + 24) /* SCEN_BAN_PREFIXES: /24s */
 #define BENCH_FDINFO_LINE	128
 #define BENCH_LAYER_DROP_PREFIX 24 /* shorter than /32: udp-drop is the last layer */
 #define NSEC_PER_SEC_F		1e9
@@ -157,6 +161,9 @@ enum bench_scen {
 	SCEN_ALLOW_ONE,	    /* SCEN_ONE with BENCH_ALLOW_PREFIXES allowlisted */
 	SCEN_ALLOW_LAYERED, /* SCEN_LAYERED with BENCH_ALLOW_PREFIXES allowlisted */
 	SCEN_ONE_PRECISE,   /* SCEN_ONE with clock: precise */
+	SCEN_BAN_ONE,	    /* SCEN_ONE with SRC_V4 banned */
+	SCEN_BAN_MANY,	    /* SCEN_ONE with SRC_V4 and BENCH_BANS - 1 more /32s banned */
+	SCEN_BAN_PREFIXES,  /* SCEN_ONE with SRC_V4's /24 and BENCH_BANS - 1 more /24s banned */
 	SCEN_MAX,
 };
 
@@ -201,6 +208,10 @@ enum bench_row_id {
 	ROW_ALLOW_ONE,
 	ROW_ALLOW_LAYERED,
 	ROW_ALLOWED,
+	ROW_BAN_ONE,
+	ROW_BAN_MANY,
+	ROW_BAN_MISS,
+	ROW_BAN_PREFIXES,
 	ROW_MAX,
 };
 
@@ -408,6 +419,17 @@ static const struct bench_row rows[ROW_MAX] = {
 		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_ALLOWED, NULL, "an allowlisted source (pass)", SCEN_ALLOW_LAYERED,
 		FLOW_V4_ALLOWED, DPORT_DROP, XDP_PASS, NULL, SLUICE_PSTAT_PASSED),
+	/* To a port no policy matches: only the ban can drop these. */
+	POL_ROW(ROW_BAN_ONE, "IPv4 UDP and the ban list (floor: empty; xref: vs 1 policy)",
+		"1 ban, the banned source (drop)", SCEN_BAN_ONE, FLOW_V4_UDP, DPORT_PASS, XDP_DROP,
+		NULL, SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_BAN_MANY, NULL, "10^4 bans, a banned source (drop)", SCEN_BAN_MANY, FLOW_V4_UDP,
+		DPORT_PASS, XDP_DROP, NULL, SLUICE_PSTAT_DROPPED),
+	POL_ROW(ROW_BAN_MISS, NULL, "10^4 bans, not banned, 1 policy, drop", SCEN_BAN_MANY,
+		FLOW_V4_UDP_B, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	/* Prefixes go to the trie, whose walk grows with its depth. */
+	POL_ROW(ROW_BAN_PREFIXES, NULL, "10^4 /24 bans, a banned source (drop)", SCEN_BAN_PREFIXES,
+		FLOW_V4_UDP, DPORT_PASS, XDP_DROP, NULL, SLUICE_PSTAT_DROPPED),
 };
 
 /* A policy file being written into @buf; @err is the first error. */
@@ -422,6 +444,7 @@ struct bench_opts {
 	const char *bench_dir;
 	__u32 rounds;
 	__u32 repeat;
+	const char *only; /* --only: a label's substring; NULL: every row */
 };
 
 struct bench {
@@ -466,12 +489,13 @@ static int print_usage(FILE *f)
 	int n = fprintf(
 		f,
 		"usage: sluice-bench --obj <sluice.bpf.o> --bench-dir <dir> [--rounds <n>] "
-		"[--repeat <n>]\n\n"
+		"[--repeat <n>]\n                    [--only <text>]\n\n"
 		"  --obj <file>        the XDP object sluice-bench was built with\n"
 		"  --bench-dir <dir>   where empty.bpf.o, lookup.bpf.o and rotate.bpf.o are\n"
 		"  --rounds <n>        measured rounds per row, 1..%d (default %d)\n"
 		"  --repeat <n>        packets per round, in one BPF_PROG_TEST_RUN "
 		"(default %u)\n"
+		"  --only <text>       only rows whose label holds <text>, and their baselines\n"
 		"  -h, --help          print this help\n",
 		BENCH_ROUNDS_MAX, BENCH_ROUNDS_DEFAULT, BENCH_REPEAT_DEFAULT);
 
@@ -508,6 +532,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, int *status)
 		{ "bench-dir", required_argument, NULL, 'd' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "repeat", required_argument, NULL, 'n' },
+		{ "only", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -523,6 +548,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, int *status)
 			err = parse_count(optarg, BENCH_ROUNDS_MAX, &o->rounds);
 		else if (c == 'n')
 			err = parse_count(optarg, UINT32_MAX, &o->repeat);
+		else if (c == 'O')
+			o->only = optarg;
 		else if (c == 'h')
 			return print_usage(stdout) ?: -ECANCELED;
 		else
@@ -804,7 +831,8 @@ static int scen_yaml(enum bench_scen sc, struct yaml_buf *y)
 	if (sc == SCEN_BASE)
 		for (i = 0; i < POLICY_MAX; i++)
 			yaml_policy(y, &policies[i], SLUICE_IPV4_BITS);
-	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE || sc == SCEN_ONE_PRECISE)
+	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE || sc == SCEN_ONE_PRECISE ||
+		 sc == SCEN_BAN_ONE || sc == SCEN_BAN_MANY || sc == SCEN_BAN_PREFIXES)
 		yaml_policy(y, &policies[POLICY_UDP_DROP], SLUICE_IPV4_BITS);
 	if (sc == SCEN_ONE_PRECISE)
 		yaml_add(y, "    clock: precise\n");
@@ -837,6 +865,52 @@ static int bench__load_sluice(struct bench *b)
 	return 0;
 }
 
+/*
+ * The ban list of @sc, through kernel/bans.c as `sluice ban` writes it:
+ * SRC_V4, then (SCEN_BAN_MANY) /32s from SRC_V4_B + 1 up, a dense hash
+ * beside SRC_V4_B, which stays unbanned, or (SCEN_BAN_PREFIXES) SRC_V4's
+ * /24 and the /24s above it, a dense trie; other files have none.
+ */
+static int bench__set_bans(struct bench *b, enum bench_scen sc)
+{
+	__u32 n = sc == SCEN_BAN_ONE				   ? 1
+		  : sc == SCEN_BAN_MANY || sc == SCEN_BAN_PREFIXES ? BENCH_BANS
+								   : 0;
+	unsigned int bits = sc == SCEN_BAN_PREFIXES ? BENCH_BAN_PREFIX_BITS : SLUICE_ADDR_BITS;
+	const char *base = sc == SCEN_BAN_PREFIXES ? SRC_V4 : SRC_V4_B;
+	const struct sluice_maps *m = &b->h.att.maps;
+	__u32 i, first, step = 1U << (SLUICE_ADDR_BITS - bits);
+	struct sluice_ban ban = { 0 };
+	struct sluice_addr_key k;
+	__u8 addr[SLUICE_ADDR_LEN];
+	struct ban_entry *e = NULL;
+	size_t j, have = 0;
+	int err = bans__read(m, &e, &have);
+
+	for (j = 0; !err && j < have; j++)
+		err = bans__del(m, &e[j].key);
+	free(e);
+	if (!err)
+		err = bans__sync_gate(m);
+	if (!err && n && addr_parse(SRC_V4, addr) < 0)
+		err = -EINVAL;
+	if (!err && n) {
+		bans__key(&k, addr, bits);
+		err = bans__put(m, &k, &ban);
+	}
+	if (!err && n > 1 && addr_parse(base, addr) < 0)
+		err = -EINVAL;
+	memcpy(&first, addr + ADDR_V4MAPPED_LEN, sizeof(first));
+	for (i = 1; !err && i < n; i++) {
+		__u32 host = htonl(ntohl(first) + i * step); /* < 2^32: 10^4 × 2^8 */
+
+		memcpy(addr + ADDR_V4MAPPED_LEN, &host, sizeof(host));
+		bans__key(&k, addr, bits);
+		err = bans__put(m, &k, &ban);
+	}
+	return err ?: bans__sync_gate(m);
+}
+
 /* Apply policy file @sc unless it is in force; 0 or -errno, reported. */
 static int bench__apply(struct bench *b, enum bench_scen sc)
 {
@@ -847,6 +921,8 @@ static int bench__apply(struct bench *b, enum bench_scen sc)
 	err = scen_yaml(sc, &b->yaml);
 	if (!err)
 		err = harness_apply(&b->h, b->yaml.buf);
+	if (!err)
+		err = bench__set_bans(b, sc);
 	if (err) {
 		fprintf(stderr, "sluice-bench: cannot apply policy file %d: %s\n", sc,
 			strerror(-err));
@@ -1417,14 +1493,33 @@ static void print_memory(const struct bench *b)
 	       "current contents)\n");
 }
 
+/* Rows --only keeps into @keep: those it names and every row their figures use. */
+static void rows_kept(const char *only, int *keep)
+{
+	const struct bench_row *r;
+	enum bench_row_id id;
+
+	for (id = 0; id < ROW_MAX; id++) {
+		r = &rows[id];
+		if (only && !strstr(r->label, only))
+			continue;
+		keep[id] = keep[r->floor] = keep[r->lookup] = keep[r->ref] = 1;
+		keep[rows[r->ref].floor] = keep[ROW_EMPTY] = 1;
+	}
+}
+
 /* Every row in order: floors and lookups come before the rows that use them. */
 static int bench__run(struct bench *b, struct bench_result *res, int *any_bad)
 {
+	int keep[ROW_MAX] = { 0 };
 	enum bench_row_id id;
 	int err = 0;
 
 	*any_bad = 0;
+	rows_kept(b->o->only, keep);
 	for (id = 0; !err && id < ROW_MAX; id++) {
+		if (!keep[id])
+			continue;
 		err = bench__run_row(b, id, &res[id]);
 		if (err)
 			break;

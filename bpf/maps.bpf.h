@@ -191,4 +191,37 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_hot SEC(".maps");
 
+/*
+ * The ban list (abi.h, bpf/ban.bpf.h): prefixes in a trie (which must not
+ * be preallocated), single addresses in a hash. Not preallocated either:
+ * a deleted entry is freed only after every program that may hold a
+ * pointer to it has finished (RCU), so a drop is never counted on a
+ * recycled element.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_BAN_ENTRIES);
+	__type(key, struct sluice_addr_key);
+	__type(value, struct sluice_ban);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ban SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_ban_gate);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ban_gate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_BAN_ENTRIES);
+	__type(key, struct sluice_addr_key);
+	__type(value, struct sluice_ban);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ban_host SEC(".maps");
+
 #endif /* SLUICE_MAPS_BPF_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The program: parse → allowlist → classify → limit → count, one pipeline
+ * The program: parse → allowlist → bans → classify → limit → count, one pipeline
  * (sluice_pipeline()) behind two hooks: XDP in the driver (sluice_xdp),
  * and TC on clsact ingress (sluice_tc), for interfaces without native
  * XDP. TC runs after GRO, where one skb may stand for many wire packets:
@@ -13,6 +13,7 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
+#include "ban.bpf.h"
 #include "classify.bpf.h"
 #include "deny.bpf.h"
 #include "layer.bpf.h"
@@ -213,6 +214,11 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 	}
 	if (classify_addrs(&m, &env)) {
 		why = SLUICE_TOTAL_ALLOWED;
+		goto decided;
+	}
+	if (ban_drop(&m, &env)) {
+		why = SLUICE_TOTAL_BANNED;
+		v.result = LIMIT_REFUSED;
 		goto decided;
 	}
 	match = classify(&m, env.gen);

@@ -17,12 +17,13 @@
 
 #include "compiler.h"
 
-#define SLUICE_ABI_VERSION 8
+#define SLUICE_ABI_VERSION 9
 /*
  * The oldest ABI whose every map has the layout of this one: an upgrade
  * from it copies the maps whole (key state, policies, counters); from an
  * older or a newer one it starts fresh. ABI 8 moved the pins into a
- * directory per ABI and changed no map.
+ * directory per ABI and changed no map; ABI 9 added the ban maps, which an
+ * upgrade from 7 or 8 starts empty.
  */
 #define SLUICE_ABI_CARRY_SINCE 7
 
@@ -395,12 +396,52 @@ enum sluice_total {
 					    * fragments.orphan decides */
 	SLUICE_TOTAL_FRAG_TINY = 14,	   /* a first fragment cut short (RFC 1858, 7112), or
 					    * IPv4 TCP at offset 1: dropped */
+	SLUICE_TOTAL_BANNED = 15,	   /* a source on the ban list (sluice_ban): dropped */
 	SLUICE_TOTAL_MAX,
 };
 
 struct sluice_totals {
 	struct sluice_counter c[SLUICE_TOTAL_MAX];
 };
+
+/*
+ * The ban list (docs/bans.md): sources dropped after the allowlist and
+ * before every policy, written by `sluice ban` and `sluice unban` with or
+ * without an agent. A ban of one address (/32, /128) is in sluice_ban_host,
+ * a hash, so a packet's lookup costs the same however many there are; a
+ * ban of a shorter prefix is in sluice_ban, an LPM trie, which the program
+ * reads only while it holds one (its walk grows with the trie's depth).
+ * Both are keyed by struct sluice_addr_key with gen always 0 (bans have no
+ * generation): prefixlen is SLUICE_ADDR_KEY_BITS() of the prefix's bits in
+ * the mapped address, SLUICE_ADDR_KEY_BITS(SLUICE_ADDR_BITS) in the hash.
+ */
+#define SLUICE_BAN_ENTRIES    65536U /* bans per interface, both maps, expired ones included */
+#define SLUICE_BAN_GEN	      0	     /* sluice_addr_key.gen of every ban */
+#define SLUICE_BAN_REASON_LEN 40     /* reason including the terminating NUL */
+/* The longest --for: a difference of ticks (gcra.h) must stay below 2^63. */
+#define SLUICE_BAN_FOR_MAX_NS (1ULL << 54) /* 208 days */
+
+/* Value of sluice_ban and sluice_ban_host. */
+struct sluice_ban {
+	__u64 expires_ns; /* bpf_ktime_get_ns() clock (CLOCK_MONOTONIC): from then on the
+			   * ban drops nothing; 0 never expires */
+	__u64 since_ns;	  /* same clock: when the ban was (last) written */
+	__u64 drops_pkts; /* packets it dropped; the program adds atomically */
+	char reason[SLUICE_BAN_REASON_LEN]; /* NUL-terminated, may be empty */
+};
+SLUICE_ASSERT_SIZE(struct sluice_ban, 64);
+
+/*
+ * Value of sluice_ban_gate, a one-element array: which ban maps the program
+ * looks up at all. Only the ban commands write it, under a lock on the pin
+ * root, never the agent (which rewrites sluice_ctl whole and would lose a
+ * concurrent write there).
+ */
+struct sluice_ban_gate {
+	__u32 hosts;	/* entries in sluice_ban_host, expired ones included; 0: skip it */
+	__u32 prefixes; /* entries in sluice_ban, likewise */
+};
+SLUICE_ASSERT_SIZE(struct sluice_ban_gate, 8);
 
 /* Maps, by the index user space uses; the name is also the pin file. */
 enum sluice_map {
@@ -417,19 +458,32 @@ enum sluice_map {
 	SLUICE_MAP_SPEND,
 	SLUICE_MAP_HOT,
 	SLUICE_MAP_CLASS,
+	SLUICE_MAP_BAN,
+	SLUICE_MAP_BAN_GATE,
+	SLUICE_MAP_BAN_HOST,
 	SLUICE_MAP_MAX,
 };
+
+/* The ABI that appended the ban maps: a set of an older one pins those before them. */
+#define SLUICE_ABI_BANS 9
+
+/* How many maps, the first of enum sluice_map, a set of ABI @abi pins. */
+static inline int sluice_maps_of_abi(__u32 abi)
+{
+	return abi >= SLUICE_ABI_BANS ? SLUICE_MAP_MAX : SLUICE_MAP_BAN;
+}
 
 #ifndef __bpf__
 /* The only place map names appear as strings; tests check it against the object. */
 static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
-	[SLUICE_MAP_STATE] = "sluice_state",   [SLUICE_MAP_POLICY] = "sluice_policy",
-	[SLUICE_MAP_MATCH] = "sluice_match",   [SLUICE_MAP_STATS] = "sluice_stats",
-	[SLUICE_MAP_TOTALS] = "sluice_totals", [SLUICE_MAP_CTL] = "sluice_ctl",
-	[SLUICE_MAP_SRC] = "sluice_src",       [SLUICE_MAP_DST] = "sluice_dst",
-	[SLUICE_MAP_FAIL] = "sluice_fail",     [SLUICE_MAP_LEASE] = "sluice_lease",
-	[SLUICE_MAP_SPEND] = "sluice_spend",   [SLUICE_MAP_HOT] = "sluice_hot",
-	[SLUICE_MAP_CLASS] = "sluice_class",
+	[SLUICE_MAP_STATE] = "sluice_state",	   [SLUICE_MAP_POLICY] = "sluice_policy",
+	[SLUICE_MAP_MATCH] = "sluice_match",	   [SLUICE_MAP_STATS] = "sluice_stats",
+	[SLUICE_MAP_TOTALS] = "sluice_totals",	   [SLUICE_MAP_CTL] = "sluice_ctl",
+	[SLUICE_MAP_SRC] = "sluice_src",	   [SLUICE_MAP_DST] = "sluice_dst",
+	[SLUICE_MAP_FAIL] = "sluice_fail",	   [SLUICE_MAP_LEASE] = "sluice_lease",
+	[SLUICE_MAP_SPEND] = "sluice_spend",	   [SLUICE_MAP_HOT] = "sluice_hot",
+	[SLUICE_MAP_CLASS] = "sluice_class",	   [SLUICE_MAP_BAN] = "sluice_ban",
+	[SLUICE_MAP_BAN_GATE] = "sluice_ban_gate", [SLUICE_MAP_BAN_HOST] = "sluice_ban_host",
 };
 #endif
 

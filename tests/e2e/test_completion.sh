@@ -86,6 +86,8 @@ expect_words "sluice run --iface au<TAB>" "$(printf '%s\n' auto "$au_ifaces" | s
 expect_words "sluice status --iface au<TAB>" "$au_ifaces" "$(complete_words status --iface au)"
 "$SLUICE" run --help | grep -q -- '--iface auto' || e2e_fail "run --help does not name --iface auto"
 expect_words "sluice run --max-keys <TAB>" "" "$(complete_words run --max-keys "")"
+expect_words "sluice ban --for <TAB>" "" "$(complete_words ban --for "")"
+expect_words "sluice ban --reason <TAB>" "" "$(complete_words ban --reason "")"
 mkdir "$WORK/pins" "$WORK/policies"
 touch "$WORK/policy.yaml" "$WORK/policy.yml"
 expect_words "sluice check policy.y<TAB>" "$(printf '%s\n' "$WORK/policy.yaml" "$WORK/policy.yml")" \

@@ -74,6 +74,11 @@ static const struct map_case map_cases[] = {
 		 SLUICE_HOT_ENTRIES, 0),
 	MAP_CASE(SLUICE_MAP_CLASS, BPF_MAP_TYPE_ARRAY, __u32, __u64,
 		 SLUICE_POLICY_GENS * SLUICE_SVCS, BPF_F_MMAPABLE),
+	MAP_CASE(SLUICE_MAP_BAN, BPF_MAP_TYPE_LPM_TRIE, struct sluice_addr_key, struct sluice_ban,
+		 SLUICE_BAN_ENTRIES, BPF_F_NO_PREALLOC),
+	MAP_CASE(SLUICE_MAP_BAN_GATE, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_ban_gate, 1, 0),
+	MAP_CASE(SLUICE_MAP_BAN_HOST, BPF_MAP_TYPE_HASH, struct sluice_addr_key, struct sluice_ban,
+		 SLUICE_BAN_ENTRIES, BPF_F_NO_PREALLOC),
 };
 /* clang-format on */
 

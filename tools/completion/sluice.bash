@@ -52,8 +52,8 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
-	-n | --count | --max-keys | --xdp-priority | --metrics)
-		return # a number or an address: nothing to offer
+	-n | --count | --max-keys | --xdp-priority | --metrics | --for | --reason)
+		return # a number, an address, a duration or a text: nothing to offer
 		;;
 	esac
 	if [ -z "$cmd" ]; then

@@ -139,6 +139,16 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		fprintf(out, "sluice_keys_max{iface=\"%s\"} %u\n", label(ifl, ifs[i].name),
 			ifs[i].st->keys_max);
+	/* Per interface, not per ban: a label per prefix would be unbounded (docs/bans.md). */
+	header(out, "sluice_bans", "gauge",
+	       "Entries of the ban list, expired ones not yet deleted included.");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_bans{iface=\"%s\"} %u\n", label(ifl, ifs[i].name),
+			ifs[i].st->bans);
+	header(out, "sluice_ban_drops_total", "counter", "Packets dropped by the ban list.");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_ban_drops_total{iface=\"%s\"} %llu\n", label(ifl, ifs[i].name),
+			(unsigned long long)ifs[i].st->totals.c[SLUICE_TOTAL_BANNED].pkts);
 	header(out, "sluice_heartbeat_age_seconds", "gauge",
 	       "Age of the agent's heartbeat as the XDP program sees it.");
 	for (i = 0; i < n; i++)

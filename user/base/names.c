@@ -21,6 +21,7 @@ const char *const sluice_total_names[SLUICE_TOTAL_MAX] = {
 	[SLUICE_TOTAL_FRAGMENTS] = "fragments",
 	[SLUICE_TOTAL_FRAG_ORPHAN] = "frag_orphans",
 	[SLUICE_TOTAL_FRAG_TINY] = "frag_tiny",
+	[SLUICE_TOTAL_BANNED] = "banned",
 };
 
 const char *const sluice_pstat_names[SLUICE_PSTAT_MAX] = {

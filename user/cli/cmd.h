@@ -27,6 +27,9 @@ int cmd_status(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_ban(int argc, char **argv);
+int cmd_unban(int argc, char **argv);
+int cmd_bans(int argc, char **argv);
 
 /* The usage text of a command to @out; exit @code (2 for a usage error). */
 int cmd_usage(FILE *out, const char *text, int code);
@@ -44,5 +47,12 @@ int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m
 
 /* The first interface with pins under @pin_root into @buf. 0, or -1 after printing why. */
 int cmd_first_iface(const char *pin_root, char *buf, size_t len);
+
+/*
+ * The ban list of the maps @m for `sluice status`: a line with the total,
+ * then the few bans that dropped most; with @json, a ",\"bans\":{...}"
+ * member to put in the interface's object.
+ */
+void ban_status(const struct sluice_maps *m, int json);
 
 #endif /* SLUICE_CMD_H */

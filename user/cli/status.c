@@ -189,7 +189,7 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 		printf("%s\"%s_pkts\":%llu,\"%s_bytes\":%llu", i ? "," : "", sluice_total_names[i],
 		       (unsigned long long)st->totals.c[i].pkts, sluice_total_names[i],
 		       (unsigned long long)st->totals.c[i].bytes);
-	printf("}}\n");
+	printf("}"); /* the object is closed by show(), after the bans */
 }
 
 /* Healthy: the agent is not lost, and every policy is in its normal mode. */
@@ -224,8 +224,8 @@ static int show(const char *pin_root, const char *iface, int json)
 	if (err)
 		return STATUS_UNREADABLE;
 	err = maps__read_status(&m, &st, NULL);
-	maps__close(&m);
 	if (err) {
+		maps__close(&m);
 		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
 		return STATUS_UNREADABLE;
 	}
@@ -238,6 +238,10 @@ static int show(const char *pin_root, const char *iface, int json)
 		print_json(iface, &v, &st);
 	else
 		print_text(iface, &v, &st);
+	ban_status(&m, json);
+	if (json)
+		printf("}\n");
+	maps__close(&m);
 	err = is_healthy(&v, &st) ? STATUS_HEALTHY : STATUS_UNHEALTHY;
 	status__free(&st);
 	return err;

@@ -319,7 +319,7 @@ static int carry_set(struct attachment *a)
 	__u64 start_ns;
 
 	if (a->old_abi >= SLUICE_ABI_CARRY_SINCE && a->old_abi <= SLUICE_ABI_VERSION) {
-		err = maps__open_pinned(&old, a->old_dir);
+		err = maps__open_pinned_n(&old, a->old_dir, sluice_maps_of_abi(a->old_abi));
 		why = err ? "a map of it cannot be opened" : "a map of it has another layout";
 	}
 	if (!err) {

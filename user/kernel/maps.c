@@ -36,12 +36,17 @@ int pin_path(char *buf, const char *dir, const char *name)
 
 int maps__open_pinned(struct sluice_maps *m, const char *pin_dir)
 {
+	return maps__open_pinned_n(m, pin_dir, SLUICE_MAP_MAX);
+}
+
+int maps__open_pinned_n(struct sluice_maps *m, const char *pin_dir, int n)
+{
 	char path[PATH_MAX];
 	int i, err;
 
 	maps__init(m);
 	errno = 0;
-	for (i = 0; i < SLUICE_MAP_MAX; i++) {
+	for (i = 0; i < n && i < SLUICE_MAP_MAX; i++) {
 		m->fd[i] = pin_path(path, pin_dir, sluice_map_names[i]) ? -1 : bpf_obj_get(path);
 		if (m->fd[i] < 0) {
 			err = errno ? -errno : -ENAMETOOLONG;
@@ -359,6 +364,8 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 
 	for (i = 0; i < SLUICE_MAP_MAX; i++) {
 		*bad = i;
+		if (from->fd[i] < 0)
+			continue;
 		err = map_info(from->fd[i], &fi[i]);
 		if (!err)
 			err = map_info(to->fd[i], &ti);
@@ -371,6 +378,8 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 	}
 	for (i = 0; i < SLUICE_MAP_MAX; i++) {
 		*bad = i;
+		if (from->fd[i] < 0)
+			continue;
 		err = copy_map(from->fd[i], to->fd[i], &fi[i]);
 		if (err)
 			return err;
@@ -555,6 +564,7 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 	struct sluice_policy *active = calloc(SLUICE_MAX_POLICIES, sizeof(*active));
 	struct bpf_map_info info = {};
 	__u32 zero = 0, info_len = sizeof(info);
+	struct sluice_ban_gate gate = { 0 };
 	size_t i, n = 0;
 	int err;
 
@@ -576,6 +586,9 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno
 											: 0;
 	st->keys_max = info.max_entries;
+	if (!err)
+		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
+	st->bans = gate.hosts + gate.prefixes;
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
 		err = read_policy_status(m, kc->per_id, &st->policies[i]);

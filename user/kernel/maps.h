@@ -32,6 +32,7 @@ struct status {
 	size_t n_policies;
 	__u64 keys;	/* all tracked keys */
 	__u32 keys_max; /* sluice_state's size */
+	__u32 bans;	/* bans in both maps, expired ones included (sluice_ban_gate) */
 };
 
 void maps__init(struct sluice_maps *m);
@@ -41,6 +42,9 @@ int pin_path(char *buf, const char *dir, const char *name);
 
 /* Open every map pinned in @pin_dir. 0 or -errno; on failure nothing stays open. */
 int maps__open_pinned(struct sluice_maps *m, const char *pin_dir);
+
+/* The same for the first @n maps (a set of an older ABI: sluice_maps_of_abi()); the rest stay -1. */
+int maps__open_pinned_n(struct sluice_maps *m, const char *pin_dir, int n);
 
 void maps__close(struct sluice_maps *m);
 
@@ -115,7 +119,8 @@ int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
  * (but sluice_state's) are the same; nothing is written unless all are.
  * The caller knows the layouts are the same (SLUICE_ABI_CARRY_SINCE): the
  * sizes only catch a release that lied. 0, -EPROTO for a map that differs,
- * or -errno; *@bad is the map (enum sluice_map) it failed on.
+ * or -errno; *@bad is the map (enum sluice_map) it failed on. A map @from
+ * lacks (-1: one a later ABI added) is left as it is, empty.
  */
 int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int *bad);
 

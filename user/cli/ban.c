@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice ban, unban and bans: the ban list of each interface's pinned maps
+ * (docs/bans.md), written and read without the agent. Every argument is
+ * checked before anything is written, so a bad one changes nothing. Map
+ * I/O is kernel/bans.c's; this file parses, loops over interfaces and
+ * prints, and prints the ban lines of `sluice status` (ban_status()).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/addr.h"
+#include "base/clock.h"
+#include "base/escape.h"
+#include "cli/cmd.h"
+#include "kernel/bans.h"
+#include "policy/policy.h"
+
+#define BAN_STATUS_TOP 3 /* bans `sluice status` lists, by packets dropped */
+
+static const char ban_usage[] =
+	"usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>]\n"
+	"                  [--iface <iface>]... [--pin-root <dir>]\n\n"
+	"      --for <duration>    lift it after this long (10m, 2h); default: never\n"
+	"      --reason <text>     shown by 'sluice bans'; printable, at most 39 chars\n"
+	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"  -h, --help              show this help\n";
+
+static const char unban_usage[] =
+	"usage: sluice unban <addr>|<prefix> [--iface <iface>]... [--pin-root <dir>]\n\n"
+	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"  -h, --help              show this help\n";
+
+static const char bans_usage[] =
+	"usage: sluice bans [--iface <iface>]... [--json] [--pin-root <dir>]\n\n"
+	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
+	"      --json              one JSON object per interface, one per line\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"  -h, --help              show this help\n";
+
+enum { OPT_FOR = 256, OPT_REASON, OPT_JSON, OPT_PIN_ROOT };
+
+static const struct option ban_opts[] = {
+	{ "for", required_argument, NULL, OPT_FOR },
+	{ "reason", required_argument, NULL, OPT_REASON },
+	{ "iface", required_argument, NULL, 'i' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
+/* One command's arguments, checked. */
+struct ban_cmd {
+	const char *name; /* "ban", "unban" or "bans" */
+	const char *usage;
+	const char *ifaces[POLICY_MAX_IFACES];
+	int n_ifaces;
+	const char *pin_root;
+	struct sluice_addr_key key;
+	char prefix[ADDR_TEXT_LEN]; /* the key's text, canonical */
+	__u64 for_ns;		    /* 0: never expires */
+	char reason[SLUICE_BAN_REASON_LEN];
+	int json;
+};
+
+/* "--for": a positive duration no longer than SLUICE_BAN_FOR_MAX_NS. 0 or -1 after why. */
+static int parse_for(struct ban_cmd *c, const char *s)
+{
+	char err[DIAG_MSG_LEN], max[UNITS_TEXT_LEN];
+
+	if (policy_parse_duration(s, &c->for_ns, err, sizeof(err))) {
+		fprintf(stderr, "sluice: %s: --for: %s\n", c->name, err);
+		return -1;
+	}
+	if (c->for_ns > SLUICE_BAN_FOR_MAX_NS) {
+		fprintf(stderr, "sluice: %s: --for: '%s' is too long (at most %s)\n", c->name, s,
+			units_duration_text(max, (double)SLUICE_BAN_FOR_MAX_NS));
+		return -1;
+	}
+	return 0;
+}
+
+/* "--reason": printable ASCII that fits the entry. 0 or -1 after why. */
+static int parse_reason(struct ban_cmd *c, const char *s)
+{
+	size_t i, len = strlen(s);
+
+	if (len >= sizeof(c->reason)) {
+		fprintf(stderr, "sluice: %s: --reason: %zu characters is too long (at most %zu)\n",
+			c->name, len, sizeof(c->reason) - 1);
+		return -1;
+	}
+	for (i = 0; i < len; i++) {
+		if (s[i] < ' ' || s[i] > '~') {
+			fprintf(stderr,
+				"sluice: %s: --reason: character %zu is not printable ASCII "
+				"(expected letters, digits, punctuation or spaces)\n",
+				c->name, i + 1);
+			return -1;
+		}
+	}
+	memcpy(c->reason, s, len + 1);
+	return 0;
+}
+
+/* The <addr>|<prefix> argument. 0 or -1 after why. */
+static int parse_target(struct ban_cmd *c, const char *s)
+{
+	struct policy_prefix p;
+	char err[DIAG_MSG_LEN];
+
+	if (policy_parse_prefix(s, &p, err, sizeof(err))) {
+		fprintf(stderr, "sluice: %s: <addr>|<prefix>: %s\n", c->name, err);
+		return -1;
+	}
+	bans__key(&c->key, p.addr, p.bits);
+	return addr_text(c->prefix, sizeof(c->prefix), p.addr, p.bits) ? -1 : 0;
+}
+
+/*
+ * The options of @c's command and, when @want_target, its one argument.
+ * 0, or the exit status (help, or a usage or value error).
+ */
+static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target, int *exit_code)
+{
+	int opt;
+
+	c->pin_root = SLUICE_PIN_ROOT;
+	while ((opt = getopt_long(argc, argv, "i:h", ban_opts, NULL)) != -1) {
+		int is_ban = !strcmp(c->name, "ban"), bad = 0;
+
+		switch (opt) {
+		case 'i':
+			bad = c->n_ifaces == POLICY_MAX_IFACES;
+			if (!bad)
+				c->ifaces[c->n_ifaces++] = optarg;
+			break;
+		case OPT_PIN_ROOT: c->pin_root = optarg; break;
+		case OPT_JSON:
+			bad = want_target;
+			c->json = 1;
+			break;
+		case OPT_FOR:
+			if (!is_ban)
+				bad = 1;
+			else if (parse_for(c, optarg))
+				return *exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE), -1;
+			break;
+		case OPT_REASON:
+			if (!is_ban)
+				bad = 1;
+			else if (parse_reason(c, optarg))
+				return *exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE), -1;
+			break;
+		case 'h': *exit_code = cmd_usage(stdout, c->usage, EXIT_OK); return -1;
+		default: bad = 1; break;
+		}
+		if (bad) {
+			*exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE);
+			return -1;
+		}
+	}
+	if (argc - optind != want_target) {
+		*exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE);
+		return -1;
+	}
+	if (want_target && parse_target(c, argv[optind])) {
+		*exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE);
+		return -1;
+	}
+	return 0;
+}
+
+/* Most packets dropped first, then by prefix, for a stable order. */
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct ban_entry *x = a, *y = b;
+
+	if (x->ban.drops_pkts != y->ban.drops_pkts)
+		return x->ban.drops_pkts > y->ban.drops_pkts ? -1 : 1;
+	return memcmp(&x->key, &y->key, sizeof(x->key));
+}
+
+/* The entries of @m, sorted; *@e is the caller's to free. 0 or -errno. */
+static int read_sorted(const struct sluice_maps *m, struct ban_entry **e, size_t *n)
+{
+	int err = bans__read(m, e, n);
+
+	if (!err)
+		qsort(*e, *n, sizeof(**e), cmp_entry);
+	return err;
+}
+
+/* "never", "expired" or the time left, into @buf of UNITS_TEXT_LEN bytes. */
+static const char *expiry_text(char *buf, const struct sluice_ban *b, __u64 now_ns)
+{
+	if (!b->expires_ns)
+		return "never";
+	if (ban_is_expired(b, now_ns))
+		return "expired";
+	return units_duration_text(buf, (double)(b->expires_ns - now_ns));
+}
+
+static void print_json_entry(const struct ban_entry *e, __u64 now_ns)
+{
+	char reason[ESCAPE_JSON_LEN(SLUICE_BAN_REASON_LEN)], prefix[ADDR_TEXT_LEN];
+	const struct sluice_ban *b = &e->ban;
+
+	if (addr_text(prefix, sizeof(prefix), e->key.addr, (int)bans__key_bits(&e->key)))
+		prefix[0] = '\0';
+	printf("{\"prefix\":\"%s\",\"expired\":%s,\"expires_in_ms\":%llu,\"drops_pkts\":%llu,"
+	       "\"reason\":\"%s\"}",
+	       prefix, ban_is_expired(b, now_ns) ? "true" : "false",
+	       (unsigned long long)(b->expires_ns && !ban_is_expired(b, now_ns)
+					    ? (b->expires_ns - now_ns) / SLUICE_NSEC_PER_MSEC
+					    : 0),
+	       (unsigned long long)b->drops_pkts,
+	       escape_json_text(reason, sizeof(reason), b->reason));
+}
+
+static void print_entry(const struct ban_entry *e, __u64 now_ns)
+{
+	char prefix[ADDR_TEXT_LEN], left[UNITS_TEXT_LEN];
+
+	if (addr_text(prefix, sizeof(prefix), e->key.addr, (int)bans__key_bits(&e->key)))
+		prefix[0] = '\0';
+	printf("%-43s %-8s %10llu %s\n", prefix, expiry_text(left, &e->ban, now_ns),
+	       (unsigned long long)e->ban.drops_pkts, e->ban.reason);
+}
+
+/* sluice bans, on one interface's maps. */
+static int list(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+{
+	char name[ESCAPE_JSON_LEN(NAME_MAX + 1)];
+	__u64 now_ns = mono_ns();
+	struct ban_entry *e;
+	size_t i, n;
+	int err = read_sorted(m, &e, &n);
+
+	if (err) {
+		fprintf(stderr, "sluice: cannot read the ban list of '%s': %s\n", iface,
+			strerror(-err));
+		return err;
+	}
+	if (c->json) {
+		printf("{\"iface\":\"%s\",\"entries\":%zu,\"max\":%u,\"bans\":[",
+		       escape_json_text(name, sizeof(name), iface), n, SLUICE_BAN_ENTRIES);
+		for (i = 0; i < n; i++) {
+			printf("%s", i ? "," : "");
+			print_json_entry(&e[i], now_ns);
+		}
+		printf("]}\n");
+	} else {
+		printf("%s: %zu of %u bans\n", iface, n, SLUICE_BAN_ENTRIES);
+		if (n)
+			printf("%-43s %-8s %10s %s\n", "PREFIX", "EXPIRES", "DROPPED", "REASON");
+		for (i = 0; i < n; i++)
+			print_entry(&e[i], now_ns);
+	}
+	free(e);
+	return 0;
+}
+
+/* "ban list full" with the figures, for @iface. */
+static void report_full(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+{
+	__u32 entries = SLUICE_BAN_ENTRIES;
+
+	if (bans__read_gate(m, &entries))
+		entries = SLUICE_BAN_ENTRIES;
+	fprintf(stderr,
+		"sluice: cannot ban '%s' on '%s': ban list full: %u of %u entries; unban some "
+		"first (docs/bans.md)\n",
+		c->prefix, iface, entries, SLUICE_BAN_ENTRIES);
+}
+
+/* sluice ban or unban on one interface's maps, under its lock; 0 or -errno after why. */
+static int change(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+{
+	struct sluice_ban b = { .since_ns = mono_ns() };
+	char left[UNITS_TEXT_LEN];
+	int err, is_ban = !strcmp(c->name, "ban");
+
+	/* unban first: lifting a ban that has just expired is not an error. */
+	err = is_ban ? 0 : bans__del(m, &c->key);
+	if (!err)
+		err = bans__prune(m, b.since_ns);
+	if (!err)
+		err = bans__sync_gate(m); /* what bans__put() checks the bound against */
+	if (!err && is_ban) {
+		b.expires_ns = c->for_ns ? b.since_ns + c->for_ns : 0;
+		memcpy(b.reason, c->reason, sizeof(b.reason));
+		err = bans__put(m, &c->key, &b);
+	}
+	/* Even after a failed change: the prune may have deleted entries. */
+	if (bans__sync_gate(m) && !err)
+		err = -EIO;
+	if (err == -ENOSPC && is_ban)
+		report_full(c, iface, m);
+	else if (err == -ENOENT && !is_ban)
+		fprintf(stderr, "sluice: cannot unban '%s' on '%s': it is not banned\n", c->prefix,
+			iface);
+	else if (err)
+		fprintf(stderr, "sluice: cannot %s '%s' on '%s': %s\n", c->name, c->prefix, iface,
+			strerror(-err));
+	else if (is_ban)
+		printf("banned %s on %s %s%s\n", c->prefix, iface,
+		       c->for_ns ? "for " : "until unbanned",
+		       c->for_ns ? units_duration_text(left, (double)c->for_ns) : "");
+	else
+		printf("unbanned %s on %s\n", c->prefix, iface);
+	return err;
+}
+
+/* Run @c on @iface's pins; 0 or -errno after why. */
+static int on_iface(const struct ban_cmd *c, const char *iface)
+{
+	char dir[PATH_MAX];
+	struct sluice_maps m;
+	int err, lock;
+
+	err = cmd_open_pins(c->pin_root, iface, &m, dir);
+	if (err)
+		return err;
+	if (!strcmp(c->name, "bans")) {
+		err = list(c, iface, &m);
+		maps__close(&m);
+		return err;
+	}
+	lock = bans__lock(c->pin_root);
+	if (lock < 0) {
+		fprintf(stderr, "sluice: cannot lock '%s': %s\n", c->pin_root, strerror(-lock));
+		maps__close(&m);
+		return lock;
+	}
+	err = change(c, iface, &m);
+	bans__unlock(lock);
+	maps__close(&m);
+	return err;
+}
+
+/* Every interface named, or every one with pins under the pin root; the exit status. */
+static int each_iface(const struct ban_cmd *c)
+{
+	struct dirent *e;
+	DIR *d;
+	int i, n = 0, failed = 0, err;
+
+	for (i = 0; i < c->n_ifaces; i++)
+		failed |= on_iface(c, c->ifaces[i]) != 0;
+	if (c->n_ifaces)
+		return failed ? EXIT_FAIL : EXIT_OK;
+	d = opendir(c->pin_root);
+	if (!d) {
+		err = errno; /* before fprintf(), which may change it */
+		fprintf(stderr, "sluice: cannot list '%s': %s; is sluice attached anywhere?\n",
+			c->pin_root, strerror(err));
+		return EXIT_FAIL;
+	}
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		n++;
+		failed |= on_iface(c, e->d_name) != 0;
+	}
+	closedir(d);
+	if (!n)
+		fprintf(stderr, "sluice: no interface has sluice attached under '%s'\n",
+			c->pin_root);
+	return failed || !n ? EXIT_FAIL : EXIT_OK;
+}
+
+static int run(struct ban_cmd *c, int argc, char **argv, int want_target)
+{
+	int code = EXIT_OK, i;
+
+	if (parse_args(c, argc, argv, want_target, &code))
+		return code;
+	for (i = 0; i < c->n_ifaces; i++)
+		if (cmd_check_iface(c->ifaces[i]))
+			return cmd_usage(stderr, c->usage, EXIT_USAGE);
+	return each_iface(c);
+}
+
+int cmd_ban(int argc, char **argv)
+{
+	struct ban_cmd c = { .name = "ban", .usage = ban_usage };
+
+	return run(&c, argc, argv, 1);
+}
+
+int cmd_unban(int argc, char **argv)
+{
+	struct ban_cmd c = { .name = "unban", .usage = unban_usage };
+
+	return run(&c, argc, argv, 1);
+}
+
+int cmd_bans(int argc, char **argv)
+{
+	struct ban_cmd c = { .name = "bans", .usage = bans_usage };
+
+	return run(&c, argc, argv, 0);
+}
+
+void ban_status(const struct sluice_maps *m, int json)
+{
+	__u64 now_ns = mono_ns(), drops = 0;
+	struct ban_entry *e;
+	size_t i, n, expired = 0;
+
+	if (read_sorted(m, &e, &n)) {
+		printf(json ? ",\"bans\":null" : "  bans: unreadable\n");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		drops += e[i].ban.drops_pkts;
+		expired += ban_is_expired(&e[i].ban, now_ns) != 0;
+	}
+	if (json)
+		printf(",\"bans\":{\"entries\":%zu,\"expired\":%zu,\"drops_pkts\":%llu,\"top\":[",
+		       n, expired, (unsigned long long)drops);
+	else
+		printf("  bans: %zu of %u (%zu expired), %llu packets dropped\n", n,
+		       SLUICE_BAN_ENTRIES, expired, (unsigned long long)drops);
+	for (i = 0; i < n && i < BAN_STATUS_TOP && e[i].ban.drops_pkts; i++) {
+		if (json) {
+			printf("%s", i ? "," : "");
+			print_json_entry(&e[i], now_ns);
+		} else {
+			printf("    ");
+			print_entry(&e[i], now_ns);
+		}
+	}
+	if (json)
+		printf("]}");
+	free(e);
+}
