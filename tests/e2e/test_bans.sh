@@ -221,7 +221,7 @@ action actionunban fd00:200::4 -1
 # minutes): IPv6 /128 keys fd00:ffff::N, never expiring. The commands
 # recount the gate from the trie, so they see these like their own.
 have=$(entries)
-awk -v n=$((MAX_BANS - have - 1)) -v map="$PIN_ROOT/$VETH_RX/sluice_ban_host" 'BEGIN {
+awk -v n=$((MAX_BANS - have - 1)) -v map="$(e2e_set_dir "$VETH_RX")/sluice_ban_host" 'BEGIN {
 	zero = "00"; for (i = 1; i < 64; i++) zero = zero " 00"
 	for (i = 0; i < n; i++)
 		printf "map update pinned %s key hex 88 00 00 00 00 fd 00 ff ff 00 00 00 00 00 00 00 00 00 00 %02x %02x value hex %s\n", map, int(i / 256), i % 256, zero

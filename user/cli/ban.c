@@ -330,6 +330,14 @@ static int on_iface(const struct ban_cmd *c, const char *iface)
 	err = cmd_open_pins(c->pin_root, iface, &m, dir);
 	if (err)
 		return err;
+	if (m.fd[SLUICE_MAP_BAN] < 0) {
+		fprintf(stderr,
+			"sluice: the pins in '%s' are of a release before ban lists (ABI %d); "
+			"start this sluice's agent on '%s' to upgrade them\n",
+			dir, SLUICE_ABI_BANS, iface);
+		maps__close(&m);
+		return -EPROTO;
+	}
 	if (!strcmp(c->name, "bans")) {
 		err = list(c, iface, &m);
 		maps__close(&m);

@@ -36,7 +36,18 @@ int pin_path(char *buf, const char *dir, const char *name)
 
 int maps__open_pinned(struct sluice_maps *m, const char *pin_dir)
 {
-	return maps__open_pinned_n(m, pin_dir, SLUICE_MAP_MAX);
+	char path[PATH_MAX];
+	struct sluice_ctl ctl;
+	__u32 zero = 0;
+	int fd, n = SLUICE_MAP_MAX;
+
+	/* The set's own ABI says which maps it pinned; unreadable, all of them. */
+	fd = pin_path(path, pin_dir, sluice_map_names[SLUICE_MAP_CTL]) ? -1 : bpf_obj_get(path);
+	if (fd >= 0 && !bpf_map_lookup_elem(fd, &zero, &ctl) && ctl.abi_version)
+		n = sluice_maps_of_abi(ctl.abi_version);
+	if (fd >= 0)
+		close(fd);
+	return maps__open_pinned_n(m, pin_dir, n);
 }
 
 int maps__open_pinned_n(struct sluice_maps *m, const char *pin_dir, int n)
@@ -360,25 +371,30 @@ static int map_info(int fd, struct bpf_map_info *info)
 int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int *bad)
 {
 	struct bpf_map_info fi[SLUICE_MAP_MAX], ti;
-	int i, err;
+	int i, err, skip[SLUICE_MAP_MAX] = { 0 };
 
 	for (i = 0; i < SLUICE_MAP_MAX; i++) {
 		*bad = i;
-		if (from->fd[i] < 0)
+		skip[i] = from->fd[i] < 0;
+		if (skip[i])
 			continue;
 		err = map_info(from->fd[i], &fi[i]);
 		if (!err)
 			err = map_info(to->fd[i], &ti);
 		if (err)
 			return err;
-		if (fi[i].type != ti.type || fi[i].key_size != ti.key_size ||
-		    fi[i].value_size != ti.value_size ||
-		    (i != SLUICE_MAP_STATE && fi[i].max_entries != ti.max_entries))
+		if (fi[i].type == ti.type && fi[i].key_size == ti.key_size &&
+		    fi[i].value_size == ti.value_size &&
+		    (i == SLUICE_MAP_STATE || fi[i].max_entries == ti.max_entries))
+			continue;
+		/* The interface-wide totals gain a counter now and then: they restart. */
+		if (i != SLUICE_MAP_TOTALS)
 			return -EPROTO;
+		skip[i] = 1;
 	}
 	for (i = 0; i < SLUICE_MAP_MAX; i++) {
 		*bad = i;
-		if (from->fd[i] < 0)
+		if (skip[i])
 			continue;
 		err = copy_map(from->fd[i], to->fd[i], &fi[i]);
 		if (err)
@@ -586,7 +602,7 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 		err = bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_STATE], &info, &info_len) ? -errno
 											: 0;
 	st->keys_max = info.max_entries;
-	if (!err)
+	if (!err && m->fd[SLUICE_MAP_BAN_GATE] >= 0) /* a set of an ABI before bans has none */
 		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
 	st->bans = gate.hosts + gate.prefixes;
 	for (i = 0; !err && i < n; i++) {

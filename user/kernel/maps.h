@@ -40,7 +40,11 @@ void maps__init(struct sluice_maps *m);
 /* "<dir>/<name>" into @buf of PATH_MAX bytes; 0 or -ENAMETOOLONG. */
 int pin_path(char *buf, const char *dir, const char *name);
 
-/* Open every map pinned in @pin_dir. 0 or -errno; on failure nothing stays open. */
+/*
+ * Open the maps pinned in @pin_dir: every map of the ABI its sluice_ctl
+ * names (sluice_maps_of_abi()), the rest -1. 0 or -errno; on failure
+ * nothing stays open.
+ */
 int maps__open_pinned(struct sluice_maps *m, const char *pin_dir);
 
 /* The same for the first @n maps (a set of an older ABI: sluice_maps_of_abi()); the rest stay -1. */
@@ -120,7 +124,8 @@ int maps__carry_keys(const struct sluice_maps *m, const struct compiled *c,
  * The caller knows the layouts are the same (SLUICE_ABI_CARRY_SINCE): the
  * sizes only catch a release that lied. 0, -EPROTO for a map that differs,
  * or -errno; *@bad is the map (enum sluice_map) it failed on. A map @from
- * lacks (-1: one a later ABI added) is left as it is, empty.
+ * lacks (-1: one a later ABI added) is left as it is, empty, and so is
+ * sluice_totals when a later ABI added a counter to it.
  */
 int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int *bad);
 
