@@ -728,11 +728,13 @@ static int attach_native(struct attachment *a)
 	if (a->link_fd >= 0) {
 		if (!bpf_link_update(a->link_fd, a->prog_fd, NULL)) {
 			if (a->xdp_share)
-				log_event(LOG_WARN, "xdp_link_kept",
-					  "iface=%s link=%s hint=\"this interface is attached "
-					  "through sluice's own bpf_link; to share it with other XDP "
-					  "programs through libxdp, run sluice detach and start again\"",
-					  a->iface, path);
+				log_event(
+					LOG_WARN, "xdp_link_kept",
+					"iface=%s link=%s hint=\"this interface is attached "
+					"through sluice's own bpf_link; to share it with other XDP "
+					"programs through libxdp, run sluice detach and start "
+					"again\"",
+					a->iface, path);
 			return 0;
 		}
 		/* A link whose interface went away: start over. */
@@ -914,7 +916,6 @@ static void detach_tc(const char *iface)
 		pr_warn("cannot detach the TC filter of '%s': %s", iface, strerror(-err));
 }
 
-
 int loader_xdp_priority(const char *pin_dir, const char *iface)
 {
 	int ifindex = if_nametoindex(iface), fd = open_pinned_ctl(pin_dir), prio;
@@ -925,7 +926,6 @@ int loader_xdp_priority(const char *pin_dir, const char *iface)
 	close(fd);
 	return prio;
 }
-
 
 /* Detach the program of the set in @dir and remove its pins. */
 static int detach_set(const char *iface, const char *iface_dir, const char *dir)

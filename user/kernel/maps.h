@@ -47,7 +47,8 @@ int pin_path(char *buf, const char *dir, const char *name);
  */
 int maps__open_pinned(struct sluice_maps *m, const char *pin_dir);
 
-/* The same for the first @n maps (a set of an older ABI: sluice_maps_of_abi()); the rest stay -1. */
+/* The same for the first @n maps (a set of an older ABI: sluice_maps_of_abi()); the rest stay -1.
+ */
 int maps__open_pinned_n(struct sluice_maps *m, const char *pin_dir, int n);
 
 void maps__close(struct sluice_maps *m);
