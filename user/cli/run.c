@@ -28,7 +28,8 @@ static volatile sig_atomic_t reload_requested;
 #define STR(x)	#x
 #define XSTR(x) STR(x)
 
-/* clang-format off: the help, a line of output per line of source */
+/* The help, a line of output per line of source. */
+/* clang-format off */
 static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
 	"                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
@@ -46,31 +47,21 @@ static const char usage_text[] =
 	"                          dispatcher, beside other XDP programs (needs CAP_SYS_ADMIN);\n"
 	"                          default: a pinned link of sluice's own\n"
 	"      --xdp-priority <n>  with --xdp-share: run priority among the interface's\n"
-	"                          programs, lower first; default " XSTR(
-		DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)\n"
-					   "      --max-keys <n>      size of the key-state map; "
-					   "default 1048576, or the pinned size\n"
-					   "      --max-datagrams <n> fragmented datagrams tracked "
-					   "at once; default 65536\n"
-					   "      --detach-on-exit    remove the program when the "
-					   "agent exits; by default\n"
-					   "                          enforcement stays until "
-					   "'sluice detach'\n"
-					   "      --pin-root <dir>    bpffs directory for pins; "
-					   "default " SLUICE_PIN_ROOT "\n"
-					   "      --watch-config      reload when the policy file "
-					   "changes (written, replaced,\n"
-					   "                          or a Kubernetes ConfigMap's "
-					   "..data swapped), as SIGHUP does\n"
-					   "      --metrics <addr>:<port>\n"
-					   "                          serve Prometheus metrics on "
-					   "http://<addr>:<port>/metrics\n"
-					   "                          (127.0.0.1:9190, [::1]:9190, "
-					   "9190 for 127.0.0.1,\n"
-					   "                          or :9190 for every address), "
-					   "with /readyz and /healthz;\n"
-					   "                          default: off\n"
-					   "  -h, --help              show this help\n";
+	"                          programs, lower first; default " XSTR(DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)\n"
+	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
+	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
+	"      --detach-on-exit    remove the program when the agent exits; by default\n"
+	"                          enforcement stays until 'sluice detach'\n"
+	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"      --watch-config      reload when the policy file changes (written, replaced,\n"
+	"                          or a Kubernetes ConfigMap's ..data swapped), as SIGHUP does\n"
+	"      --metrics <addr>:<port>\n"
+	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
+	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
+	"                          or :9190 for every address), with /readyz and /healthz;\n"
+	"                          default: off\n"
+	"  -h, --help              show this help\n";
+/* clang-format on */
 /* clang-format on */
 
 static void on_stop(int sig)
