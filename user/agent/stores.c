@@ -122,6 +122,7 @@ static int lease_rate_of(const struct policy *p, struct lease_policy *out)
 	out->rate_period_us = p->rate.period_ns / SLUICE_NSEC_PER_USEC;
 	out->burst = p->burst;
 	out->strict = p->cold_strict;
+	out->fault_closed = p->on_store_error == SLUICE_FAIL_CLOSED;
 	return 0;
 }
 
