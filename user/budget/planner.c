@@ -588,14 +588,16 @@ static int send_round(struct round *r, struct store_conn *c, struct budget_sync 
 		goto out; /* a wrong reply is a lie about all of them: install nothing */
 	beat->live_nodes = bp->live_nodes;
 	install(r, g, sent_ns);
-	if (full) {
+	if (full && !bp->hot_failed) {
 		if (r->seen.n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
 			qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;
 		memset(&r->seen, 0, sizeof(r->seen));
-		adopt_fleet(r, kernel_expiry(r, sent_ns));
 	}
+	/* A hot set not read (its shard down, on a cluster): the last one stands. */
+	if (full)
+		adopt_fleet(r, kernel_expiry(r, sent_ns));
 out:
 	free(keys);
 	free(q);
@@ -650,8 +652,11 @@ int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet,
 		ret = round_att(ls, i, c, &b, full, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
+	/* On a cluster the beat's shard may be down alone: keep the last count. */
+	if (!ret && full && b.live_nodes)
+		ls->live = b.live_nodes;
 	if (!ret && full)
-		*live = ls->live = b.live_nodes;
+		*live = b.live_nodes;
 	return ret;
 }
 

@@ -879,7 +879,7 @@ int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err,
 	int ret;
 
 	err[0] = '\0';
-	b->failed = 0;
+	b->failed = b->hot_failed = 0;
 	for (i = 0; i < b->n_leases; i++)
 		b->grants[i].err = -EIO; /* until its reply arrives */
 	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
@@ -897,8 +897,11 @@ int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err,
 				    : pipe_run(conn, &p, err, len);
 	if (!ret)
 		ret = budget_read(&p, b, !!conn->cluster, err, len);
-	for (i = 0; !ret && i < p.n; i++)
+	for (i = 0; !ret && i < p.n; i++) {
 		b->failed += !!p.calls[i].err;
+		if (i >= (b->fleet ? 1 : 0) && i < (b->fleet ? 1 : 0) + b->n_hot)
+			b->hot_failed += !!p.calls[i].err;
+	}
 	if (!ret && p.n && b->failed == p.n)
 		ret = p.calls[0].err; /* no shard answered: the store is down */
 	pipe_free(&p);

@@ -183,6 +183,7 @@ struct budget_sync {
 	struct lease_grant *grants; /* out: one per lease, in order */
 	size_t failed;		    /* out, on a cluster: calls whose shard failed (their grants'
 				     * err says which); the others' answers stand */
+	size_t hot_failed;	    /* out, on a cluster: hot sets not read (their shard failed) */
 };
 
 /*
