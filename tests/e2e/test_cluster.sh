@@ -48,6 +48,11 @@ LEAD_MS=300
 LATE_MS=20
 SINK_MS=60000
 PORT_SHARED=9100
+PORT_CALLS=9101
+CALLS_RATE=10 # the commands-per-second figures: many keys, each saturated at 2 L
+CALLS_BURST=4
+CALLS_MS=6000 # each flood; commands counted from +2 s to +5 s
+SINGLE_PORT=6999 # the single Redis the figures compare with
 STORE_IP=10.230.0.1
 PORT0=7000
 EARLY_MS=$((INTERVAL_MS / 10))   # LEASE_EARLY_DIV (user/budget/planner.h)
@@ -182,10 +187,23 @@ add_node() {
 	local i=$1
 	e2e_fleet_node "$i"
 	in_ns "${NODE_NS[i]}" ip route add "$STORE_IP/32" via "10.210.$i.1"
-	cat >"$WORK/node$i.yaml" <<YAML
-node: { name: node-$i }
-store: { redis: "cluster://$STORE_IP:$PORT0,$STORE_IP:$((PORT0 + 1))", fleet: "$FLEET", timeout: ${E2E_STORE_TIMEOUT_MS}ms, sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
+	node_yaml "$i" "cluster://$STORE_IP:$PORT0,$STORE_IP:$((PORT0 + 1))"
+	e2e_fleet_agent "$i" "$WORK/node$i.yaml"
+}
+
+# node_yaml I URL: node I's policy file, its store at URL. The policy
+# 'calls' serves the commands-per-second figures (CALLS_KEYS) alone.
+node_yaml() {
+	cat >"$WORK/node$1.yaml" <<YAML
+node: { name: node-$1 }
+store: { redis: "$2", fleet: "$FLEET", timeout: ${E2E_STORE_TIMEOUT_MS}ms, sync_interval: ${INTERVAL_MS}ms, hold_down: 1s }
 policies:
+  - name: calls
+    scope: cluster
+    match: { proto: udp, dst_port: $PORT_CALLS }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: $CALLS_RATE/s
+    burst: $CALLS_BURST
   - name: shared
     scope: cluster
     on_store_error: closed
@@ -194,7 +212,6 @@ policies:
     rate: $RATE/s
     burst: $BURST
 YAML
-	e2e_fleet_agent "$i" "$WORK/node$i.yaml"
 }
 
 # ---- phases: a sink per node, one flood per node over every key ----
@@ -394,6 +411,71 @@ run_fault() {
 	start_redis "$r"
 	wait_cluster_ok
 }
+
+# measure_calls LABEL PORT...: for each N in CALLS_KEYS, N fresh keys
+# each offered 2 L (split over the nodes), and the commands each listed
+# Redis ran from +2 s to +5 s (INFO commandstats), per second: per Redis
+# and per node.
+CALLS_SET=20
+measure_calls() {
+	local label=$1 n i p c total t0 t1 pids pps
+	shift
+	for n in $CALLS_KEYS; do
+		pps=$((2 * CALLS_RATE * n / K))
+		CALLS_SET=$((CALLS_SET + 1)) # fresh keys: 10.CALLS_SET.0.1 and on
+		T0=$(($(now_ns) + LEAD_MS * 1000000))
+		pids=()
+		for i in $(seq 1 "$K"); do
+			ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[i]}" --dst-mac "${NODE_MAC[i]}" --proto udp \
+				--dport $PORT_CALLS --src "10.$CALLS_SET.0.1" --src-count "$n" --dst "${NODE_ADDR[i]}" \
+				--pps $pps --count $((pps * CALLS_MS / 1000)) \
+				--duration-ms $((CALLS_MS + 100)) --start-at-ns "$T0" -q
+			pids+=("$SPAWNED_PID")
+		done
+		declare -A c0=()
+		sleep_until $((T0 + 2000 * 1000000))
+		for p in "$@"; do c0[$p]=$(calls "$p"); done
+		t0=$(now_ns)
+		sleep_until $((T0 + 5000 * 1000000))
+		t1=$(now_ns)
+		total=0
+		for p in "$@"; do
+			c=$(($(calls "$p") - c0[$p]))
+			total=$((total + c))
+			echo "figure: $label, $n hot keys, k=$K: :$p $(awk -v c=$c -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') commands/s"
+		done
+		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v k="$K" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / k / (ns / 1e9) }') commands/s per node"
+		for p in "${pids[@]}"; do wait "$p" || e2e_fail "a flood failed (status $?)"; done
+	done
+}
+
+# CALLS_KEYS="100 1000": only the figures, for docs/shared-budget.md: on
+# one Redis (before #17), then on the cluster, with the agents restarted
+# on each store.
+if [ -n "${CALLS_KEYS:-}" ]; then
+	K=${K_LIST%% *}
+	ns_spawn "$NS_TX" redis-server --bind "$STORE_IP" --port $SINGLE_PORT --save '' \
+		--protected-mode no --appendonly no --daemonize no --logfile "$WORK/single.log"
+	until [ "$(cli $SINGLE_PORT ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
+	for i in $(seq 1 "$K"); do
+		add_node "$i"
+		e2e_fleet_stop_agent "$i"
+		node_yaml "$i" "redis://$STORE_IP:$SINGLE_PORT"
+		e2e_fleet_agent "$i" "$WORK/node$i.yaml"
+	done
+	e2e_fleet_wait_share calls "$K" $(seq 1 "$K")
+	measure_calls "one Redis" $SINGLE_PORT
+	for i in $(seq 1 "$K"); do
+		e2e_fleet_stop_agent "$i"
+		node_yaml "$i" "cluster://$STORE_IP:$PORT0,$STORE_IP:$((PORT0 + 1))"
+		e2e_fleet_agent "$i" "$WORK/node$i.yaml"
+	done
+	e2e_fleet_wait_share calls "$K" $(seq 1 "$K")
+	mapfile -t primaries < <(cli $PORT0 cluster nodes | awk '$3 ~ /master/ { split($2, a, "[:@]"); print a[2] }' | sort -n)
+	measure_calls "cluster" "${primaries[@]}"
+	for i in $(seq 1 "$K"); do e2e_fleet_stop_agent "$i"; done
+	exit 0
+fi
 
 ASK_PORT=$PORT0 # the node asked about slots and keys; never a dead one
 agents=0
