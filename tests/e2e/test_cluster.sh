@@ -53,6 +53,7 @@ CALLS_RATE=10 # the commands-per-second figures: many keys, each saturated at 2 
 CALLS_BURST=4
 CALLS_MS=6000 # each flood; commands counted from +2 s to +5 s
 SINGLE_PORT=6999 # the single Redis the figures compare with
+METRICS_PORT=9464 # each agent's /metrics, on its own namespace's loopback
 STORE_IP=10.230.0.1
 PORT0=7000
 EARLY_MS=$((INTERVAL_MS / 10))   # LEASE_EARLY_DIV (user/budget/planner.h)
@@ -184,11 +185,43 @@ pick_keys() {
 
 # add_node I: node I's namespace, route to the store, policy and agent.
 add_node() {
-	local i=$1
+	local i=$1 deadline
 	e2e_fleet_node "$i"
 	in_ns "${NODE_NS[i]}" ip route add "$STORE_IP/32" via "10.210.$i.1"
+	# The path up (neighbours resolved) before the agent's first sync, whose
+	# connects get the store's timeout: the checks are those of a healthy store.
+	deadline=$((SECONDS + 10))
+	until [ "$(in_ns "${NODE_NS[i]}" redis-cli -h "$STORE_IP" -p "$ASK_PORT" ping 2>/dev/null)" = PONG ]; do
+		((SECONDS < deadline)) || e2e_fail "node $i cannot reach the cluster at $STORE_IP:$ASK_PORT"
+		sleep 0.05
+	done
 	node_yaml "$i" "cluster://$STORE_IP:$PORT0,$STORE_IP:$((PORT0 + 1))"
-	e2e_fleet_agent "$i" "$WORK/node$i.yaml"
+	e2e_fleet_agent "$i" "$WORK/node$i.yaml" --metrics "127.0.0.1:$METRICS_PORT"
+}
+
+# scrape I: node I's /metrics, with bash's /dev/tcp (no client needed).
+scrape() {
+	in_ns "${NODE_NS[$1]}" bash -c "exec 3<>/dev/tcp/127.0.0.1/$METRICS_PORT &&
+		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3"
+}
+
+# check_shard_metrics: each node's /metrics during the fault: the dead
+# primary down with failed round trips, the others up.
+check_shard_metrics() {
+	local i out up failed p
+	for i in $(seq 1 "$K"); do
+		out=$(scrape "$i")
+		for p in "${!PER_SHARD[@]}"; do
+			up=$(sed -n "s/^sluice_store_shard_up{.*addr=\"$STORE_IP:$p\"} \([0-9]*\).*/\1/p" <<<"$out")
+			failed=$(sed -n "s/^sluice_store_shard_round_trips_total{.*addr=\"$STORE_IP:$p\",result=\"failed\"} \([0-9]*\).*/\1/p" <<<"$out")
+			if [ "$p" = "$victim" ]; then
+				check "k=$K node $i /metrics: shard :$p up=$up failed=$failed: down, failed > 0" \
+					$((${up:-1} == 0 && ${failed:-0} > 0))
+			else
+				check "k=$K node $i /metrics: shard :$p up=$up: up" $((${up:-0} == 1))
+			fi
+		done
+	done
 }
 
 # node_yaml I URL: node I's policy file, its store at URL. The policy
@@ -386,14 +419,20 @@ run_fault() {
 	# The promotion lies between the start of the last poll that did not
 	# see it (t_before) and the end of the first that did (t_promoted).
 	for i in "${!KEY_PORT[@]}"; do [ "${KEY_PORT[i]}" = "$victim" ] || ASK_PORT=${KEY_PORT[i]}; done
-	t_before=$(now_ns)
+	# Before any promotion: a failed node is not even suspected for NODE_TIMEOUT_MS.
+	sleep_until $((t_kill + NODE_TIMEOUT_MS * 1000000 / 2))
+	check_shard_metrics
 	deadline=$((SECONDS + PROMOTE_S))
+	t_try=$(now_ns)
+	t_before=$t_try # the promotion is later: the node is not suspected yet
 	until promoted; do
+		t_before=$t_try
 		((SECONDS < deadline)) || e2e_fail "no replica of :$victim was promoted within $PROMOTE_S s"
 		sleep 0.05
-		t_before=$(now_ns)
+		t_try=$(now_ns)
 	done
 	t_promoted=$(now_ns)
+	echo "k=$K: kill at $t_kill, promotion between $t_before and $t_promoted (ns)"
 	echo "figure: k=$K the replica on :$NEW_PORT promoted $(((t_before - t_kill) / 1000000))..$(((t_promoted - t_kill) / 1000000)) ms after the kill"
 	phase_end
 	worst_last=0 worst_resume=0
@@ -449,6 +488,8 @@ measure_calls() {
 	done
 }
 
+ASK_PORT=$PORT0 # the node asked about slots and keys; never a dead one
+
 # CALLS_KEYS="100 1000": only the figures, for docs/shared-budget.md: on
 # one Redis (before #17), then on the cluster, with the agents restarted
 # on each store.
@@ -477,7 +518,6 @@ if [ -n "${CALLS_KEYS:-}" ]; then
 	exit 0
 fi
 
-ASK_PORT=$PORT0 # the node asked about slots and keys; never a dead one
 agents=0
 for K in $K_LIST; do
 	while ((agents < K)); do
