@@ -299,7 +299,7 @@ static int connect_fake(void *arg, const char *addr, struct store_conn *conn, ch
 	for (i = 0; i < fs->n; i++) {
 		struct fake *f = &fs->f[i];
 
-		if (strcmp(f->addr, addr) || f->refuse)
+		if (strcmp(f->addr, addr) != 0 || f->refuse)
 			continue;
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, f->fd), 0);
 		if (f->canned)

@@ -178,7 +178,7 @@ int cluster__init(struct cluster *cl, const char *url, cluster_connect_fn connec
 	cl->timeout_ns = timeout_ns;
 	cl->cancel_fd = cancel_fd;
 	cl->stale = 1;
-	if (strncmp(url, URL_CLUSTER, strlen(URL_CLUSTER)))
+	if (strncmp(url, URL_CLUSTER, strlen(URL_CLUSTER)) != 0)
 		return -EINVAL;
 	for (a = url + strlen(URL_CLUSTER); *a; a = comma + 1) {
 		comma = strchr(a, ',');

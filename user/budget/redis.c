@@ -710,14 +710,14 @@ static void shard_run(struct cluster *cl, struct pipe *p, const __u8 *node_of, s
 {
 	struct pipe sub = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS },
 			    .asking = asking };
-	size_t *idx = calloc(p->n, sizeof(*idx)), j, k;
+	size_t *idx = calloc(p->n ? p->n : 1, sizeof(*idx)), j, k;
 	char cause[CAUSE_LEN] = "";
 	struct store_conn *conn = NULL;
 	int ret = -ENOMEM;
 
-	sub.calls = calloc(p->n, sizeof(*sub.calls));
+	sub.calls = calloc(p->n ? p->n : 1, sizeof(*sub.calls));
 	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to replies */
-	sub.replies = calloc(p->n, sizeof(*sub.replies));
+	sub.replies = calloc(p->n ? p->n : 1, sizeof(*sub.replies));
 	if (!idx || !sub.calls || !sub.replies)
 		goto out;
 	for (j = 0; j < p->n; j++) {
@@ -838,6 +838,17 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b)
 	return ret;
 }
 
+/* A wrong reply to @c: the whole round's fault (-EPROTO), or on a cluster its own call's. */
+static int note_bad(struct call *c, int bad, int per_call)
+{
+	if (!bad)
+		return 0;
+	if (!per_call)
+		return -EPROTO;
+	c->err = -EPROTO;
+	return 0;
+}
+
 /*
  * Read @p's replies into @b. A wrong reply fails the whole round on one
  * Redis (-EPROTO), only its own call on a cluster (its err is set). Calls
@@ -845,28 +856,28 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b)
  */
 static int budget_read(struct pipe *p, struct budget_sync *b, int per_call, char *err, size_t len)
 {
-	size_t i, at = 0, first_lease = b->fleet ? 1 : 0;
+	size_t i, at = 0;
 	int ret = 0, bad;
 
-	for (at = 0; at < p->n; at++) {
-		struct call *c = &p->calls[at];
-
-		i = at - first_lease - b->n_hot;
-		if (c->err) {
-			if (at >= first_lease + b->n_hot)
-				b->grants[i].err = c->err;
+	if (b->fleet) {
+		bad = !p->calls[at].err &&
+		      live_of(p->replies[at], b->fleet, &b->live_nodes, err, len);
+		if (note_bad(&p->calls[at++], bad, per_call))
+			ret = -EPROTO;
+	}
+	for (i = 0; i < b->n_hot; i++, at++) {
+		bad = !p->calls[at].err && members_of(p->replies[at], b, i, err, len);
+		if (note_bad(&p->calls[at], bad, per_call))
+			ret = -EPROTO;
+	}
+	for (i = 0; i < b->n_leases; i++, at++) {
+		if (p->calls[at].err) {
+			b->grants[i].err = p->calls[at].err;
 			continue;
 		}
-		if (at < first_lease)
-			bad = live_of(p->replies[at], b->fleet, &b->live_nodes, err, len);
-		else if (at < first_lease + b->n_hot)
-			bad = members_of(p->replies[at], b, at - first_lease, err, len);
-		else
-			bad = grant_of(p->replies[at], &b->leases[i], b->lease_ttl_us,
-				       &b->grants[i], err, len);
-		if (bad && per_call)
-			c->err = -EPROTO;
-		else if (bad)
+		bad = !!grant_of(p->replies[at], &b->leases[i], b->lease_ttl_us, &b->grants[i], err,
+				 len);
+		if (note_bad(&p->calls[at], bad, per_call))
 			ret = -EPROTO;
 	}
 	return ret;
