@@ -7,12 +7,16 @@
  *                  accepted address its family, address text and port
  *   probe/<name>   metrics_probe(): the exact HTTP status and body line for
  *                  a snapshot and a time
+ *   shard/<name>   metrics_render(): a cluster store's per-primary lines (#17),
+ *                  present with their exact values, or absent
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <cmocka.h>
@@ -127,13 +131,66 @@ static void test_probe(void **state)
 	assert_string_equal(body, t->body);
 }
 
+#define CLUSTER_URL "cluster://10.0.0.1:7000"
+#define SHARD_LINE(metric, shard, addr)                                                            \
+	metric "{store=\"" CLUSTER_URL "\",shard=\"" shard "\",addr=\"" addr "\""
+
+struct shard_row {
+	const char *name;
+	const char *line; /* a whole line of the page */
+	int is_present;
+};
+
+static const struct shard_row shard_rows[] = {
+	{ "shard/up", SHARD_LINE("sluice_store_shard_up", "0", "10.0.0.1:7000") "} 1\n", 1 },
+	{ "shard/down", SHARD_LINE("sluice_store_shard_up", "1", "10.0.0.2:7001") "} 0\n", 1 },
+	{ "shard/ok",
+	  SHARD_LINE("sluice_store_shard_round_trips_total", "0",
+		     "10.0.0.1:7000") ",result=\"ok\"} 5\n",
+	  1 },
+	{ "shard/failed",
+	  SHARD_LINE("sluice_store_shard_round_trips_total", "1",
+		     "10.0.0.2:7001") ",result=\"failed\"} 4\n",
+	  1 },
+	{ "shard/none_of_one_redis", "sluice_store_shard_up{store=\"redis://10.0.0.9:6379\"", 0 },
+	{ "shard/none_beyond_the_map", "shard=\"2\"", 0 },
+};
+
+static void test_shard(void **state)
+{
+	const struct shard_row *t = *state;
+	struct metrics_snapshot *snap = calloc(1, sizeof(*snap));
+	char *page = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&page, &len);
+
+	assert_non_null(snap);
+	assert_non_null(out);
+	snprintf(snap->stores[0].url, sizeof(snap->stores[0].url), "%s", CLUSTER_URL);
+	snap->stores[0].n_shards = 2;
+	snprintf(snap->stores[0].shards[0].addr, CLUSTER_ADDR_LEN, "10.0.0.1:7000");
+	snap->stores[0].shards[0].ok = 5;
+	snprintf(snap->stores[0].shards[1].addr, CLUSTER_ADDR_LEN, "10.0.0.2:7001");
+	snap->stores[0].shards[1].ok = 3;
+	snap->stores[0].shards[1].failed = 4;
+	snap->stores[0].shards[1].down = 1;
+	snprintf(snap->stores[1].url, sizeof(snap->stores[1].url), "redis://10.0.0.9:6379");
+	metrics_render(out, NULL, 0, snap);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(strstr(page, t->line) != NULL, t->is_present);
+	free(page);
+	free(snap);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[ARRAY_SIZE(listen_rows) + ARRAY_SIZE(probe_rows)];
+	struct CMUnitTest
+		tests[ARRAY_SIZE(listen_rows) + ARRAY_SIZE(probe_rows) + ARRAY_SIZE(shard_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD_ROWS(&s, test_listen, listen_rows);
 	SUITE_ADD_ROWS(&s, test_probe, probe_rows);
+	SUITE_ADD_ROWS(&s, test_shard, shard_rows);
 	return _cmocka_run_group_tests("metrics", s.tests, s.n, NULL, NULL);
 }

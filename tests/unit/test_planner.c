@@ -252,7 +252,7 @@ static void assert_full_round(size_t from)
 		assert_int_equal(c->beat, a == 0); /* one beat per round, with the first */
 		assert_int_equal(c->n_hot, TEST_N_POL);
 		for (i = 0; i < TEST_N_POL; i++) {
-			snprintf(want, sizeof(want), "%s:hot:p%zu.%zu", TEST_FLEET, a, i);
+			snprintf(want, sizeof(want), "%s:hot:{p%zu.%zu}", TEST_FLEET, a, i);
 			assert_string_equal(c->hot[i], want);
 		}
 	}

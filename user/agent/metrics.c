@@ -190,6 +190,43 @@ static void store_counter(FILE *out, const struct metrics_snapshot *s, const cha
 				*(const unsigned long long *)((const char *)&s->stores[k] + off));
 }
 
+/*
+ * A cluster:// store's primaries, by their index in the slot map and
+ * address: at most CLUSTER_NODES_MAX per store, so the labels are bounded.
+ */
+static void render_shards(FILE *out, const struct metrics_snapshot *s)
+{
+	char sl[LABEL_LEN], al[LABEL_LEN];
+	const struct metrics_shard *sh;
+	size_t k, i;
+
+	header(out, "sluice_store_shard_up", "gauge",
+	       "1 while a cluster store's primary answered its last round trip.");
+	for (k = 0; k < METRICS_STORES; k++)
+		for (i = 0; i < s->stores[k].n_shards; i++) {
+			sh = &s->stores[k].shards[i];
+			fprintf(out,
+				"sluice_store_shard_up{store=\"%s\",shard=\"%zu\",addr=\"%s\"} "
+				"%d\n",
+				label(sl, s->stores[k].url), i, label(al, sh->addr), !sh->down);
+		}
+	header(out, "sluice_store_shard_round_trips_total", "counter",
+	       "Round trips to each primary of a cluster store, by result.");
+	for (k = 0; k < METRICS_STORES; k++)
+		for (i = 0; i < s->stores[k].n_shards; i++) {
+			sh = &s->stores[k].shards[i];
+			label(sl, s->stores[k].url);
+			label(al, sh->addr);
+			fprintf(out,
+				"sluice_store_shard_round_trips_total{store=\"%s\",shard=\"%zu\","
+				"addr=\"%s\",result=\"ok\"} %llu\n"
+				"sluice_store_shard_round_trips_total{store=\"%s\",shard=\"%zu\","
+				"addr=\"%s\",result=\"failed\"} %llu\n",
+				sl, i, al, (unsigned long long)sh->ok, sl, i, al,
+				(unsigned long long)sh->failed);
+		}
+}
+
 static void render_agent(FILE *out, const struct metrics_snapshot *s)
 {
 	char sl[LABEL_LEN];
@@ -218,6 +255,7 @@ static void render_agent(FILE *out, const struct metrics_snapshot *s)
 	store_counter(out, s, "sluice_store_hot_keys", "gauge",
 		      "Keys of cluster-scoped policies holding a lease, at the last sync.",
 		      offsetof(struct metrics_store, hot_keys));
+	render_shards(out, s);
 	header(out, "sluice_fail_mode_transitions_total", "counter",
 	       "Policy fail-mode changes the agent made for store faults.");
 	fprintf(out, "sluice_fail_mode_transitions_total %llu\n",

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "budget/cluster.h"
 #include "kernel/maps.h"
 
 #define METRICS_STORES 2
@@ -28,6 +29,12 @@ struct metrics_snapshot {
 		__u64 syncs;	   /* pipelined round trips: full syncs and early top-ups */
 		__u64 lease_calls; /* lease script calls in them */
 		__u64 hot_keys;	   /* keys holding a lease entry at the newest full sync */
+		__u64 n_shards;	   /* a cluster:// store's primaries, by slot map order */
+		struct metrics_shard {
+			char addr[CLUSTER_ADDR_LEN];
+			__u64 ok, failed; /* round trips to it */
+			int down;	  /* its last round trip failed */
+		} shards[CLUSTER_NODES_MAX];
 	} stores[METRICS_STORES];
 	__u64 fail_transitions; /* policy store fail-mode changes */
 	__u64 reloads_ok;

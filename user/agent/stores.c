@@ -122,6 +122,7 @@ static int lease_rate_of(const struct policy *p, struct lease_policy *out)
 	out->rate_period_us = p->rate.period_ns / SLUICE_NSEC_PER_USEC;
 	out->burst = p->burst;
 	out->strict = p->cold_strict;
+	out->fault_closed = p->on_store_error == SLUICE_FAIL_CLOSED;
 	return 0;
 }
 
@@ -198,7 +199,7 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	if (!cfg.plan)
 		return -errno;
 	s->store[k] = store__open(&cfg); /* takes the plan, also when it fails */
-	s->rounds_seen[k] = s->leases_seen[k] = s->map_errors_seen[k] = 0;
+	s->rounds_seen[k] = s->leases_seen[k] = s->map_errors_seen[k] = s->shards_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!s->store[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -264,9 +265,30 @@ static int is_stalled(const struct agent_stores *s, enum agent_store k,
 	const struct policy_store *e =
 		k == AGENT_STORE_ABUSE ? &s->v.ps->abuse_store : &s->v.ps->store;
 
+	/*
+	 * A round on a cluster is a pipeline per primary, each with its own
+	 * deadline: it may take one timeout per primary, and one more for the
+	 * slot map.
+	 */
+	__u64 trips = s->shards_seen[k] ? 1 + s->shards_seen[k] : 1;
+
 	/* The thread may have begun after @now was read: that is no stall. */
 	return r->busy_since_ns && now > r->busy_since_ns &&
-	       now - r->busy_since_ns > e->timeout_ns + s->v.ps->sync_interval_ns;
+	       now - r->busy_since_ns > trips * e->timeout_ns + s->v.ps->sync_interval_ns;
+}
+
+/* A cluster store's primaries, as its report lists them, into the snapshot @m. */
+static void note_shards(struct metrics_store *m, const struct store_report *r)
+{
+	size_t i;
+
+	m->n_shards = r->n_shards < CLUSTER_NODES_MAX ? r->n_shards : CLUSTER_NODES_MAX;
+	for (i = 0; i < m->n_shards; i++) {
+		snprintf(m->shards[i].addr, sizeof(m->shards[i].addr), "%s", r->shards[i].addr);
+		m->shards[i].ok = r->shards[i].ok;
+		m->shards[i].failed = r->shards[i].failed;
+		m->shards[i].down = r->shards[i].down;
+	}
 }
 
 /* Feed what endpoint @k saw since the last tick into its health machine. */
@@ -308,6 +330,10 @@ static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 		s->rounds_seen[k] = r.rounds;
 		s->leases_seen[k] = r.leases;
 	}
+	if (r.n_shards) /* the thread's own totals, sent after each sync of a cluster store */
+		note_shards(&s->v.snap->stores[k], &r);
+	if (r.n_shards)
+		s->shards_seen[k] = r.n_shards;
 	s->v.snap->stores[k].transitions = h->transitions;
 	pthread_mutex_unlock(&s->v.snap->lock);
 	if (h->state != was)

@@ -62,6 +62,7 @@ struct round {
 	char **add;	     /* hex members this node saw hot, by policy */
 	size_t *n_add;	     /* by policy */
 	struct key_set seen; /* members the store returned */
+	const struct store_conn *conn;
 };
 
 static int key_cmp(const void *a, const void *b)
@@ -429,6 +430,36 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
+/* The Redis key of @p's bucket for @k, into @out. */
+static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
+		       const struct sluice_key *k, char *out)
+{
+	char hex[HEX_ADDR_LEN];
+
+	hex_of(k->addr, hex);
+	snprintf(out, LEASE_KEY_LEN, LEASE_BUCKET_FMT, ls->plan->prefix, p->name, hex);
+}
+
+/* Whether the shard of @e's bucket answered (always, but on a cluster). */
+static int is_reachable(const struct round *r, const struct entry *e)
+{
+	char key[LEASE_KEY_LEN];
+
+	bucket_key(r->ls, e->p, &e->key, key);
+	return store_key_is_reachable(r->conn, key);
+}
+
+/*
+ * A key whose shard failed (on a cluster) under a closed policy: live,
+ * with nothing more to spend, so it is denied until its shard answers
+ * again. What was reported stays, so the next answer counts from it.
+ */
+static void close_lease(struct entry *e, __u64 expires)
+{
+	e->l.granted = e->s.spent;
+	e->l.expires = expires;
+}
+
 /* Overwrite @e's lease, counting a failure (the entry keeps its old lease). */
 static void write_lease(struct round *r, const struct entry *e)
 {
@@ -449,12 +480,23 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->e[i];
 
-		if (e->hold) {
+		if (e->hold && is_reachable(r, e)) {
 			e->l.expires = expires;
+			write_lease(r, e);
+		} else if (e->hold && e->p->fault_closed) {
+			close_lease(e, expires);
 			write_lease(r, e);
 		}
 		if (!e->send)
 			continue;
+		if (g[k].err) { /* its shard failed: the lease runs out, or closes */
+			if (e->p->fault_closed) {
+				close_lease(e, expires);
+				write_lease(r, e);
+			}
+			k++;
+			continue;
+		}
 		if (!(is_pending(e) && !g[k].held)) {
 			e->l.granted = e->s.spent + g[k].held;
 			e->l.reported = e->s.spent;
@@ -470,16 +512,6 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 		}
 		k++;
 	}
-}
-
-/* The Redis key of @p's bucket for @k, into @out. */
-static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
-		       const struct sluice_key *k, char *out)
-{
-	char hex[HEX_ADDR_LEN];
-
-	hex_of(k->addr, hex);
-	snprintf(out, LEASE_KEY_LEN, "%s:b:%s:%s", ls->plan->prefix, p->name, hex);
 }
 
 static void round_free(struct round *r)
@@ -532,7 +564,7 @@ static int send_round(struct round *r, struct store_conn *c, struct budget_sync 
 		n++;
 	}
 	for (i = 0; full && i < r->att->n_pol; i++) {
-		snprintf(h[i].key, sizeof(h[i].key), "%s:hot:%s", r->ls->plan->prefix,
+		snprintf(h[i].key, sizeof(h[i].key), LEASE_HOT_FMT, r->ls->plan->prefix,
 			 r->att->pol[i].name);
 		h[i].add = (const char *const *)&r->add[i * LEASE_HOT_LIMIT];
 		h[i].n_add = r->n_add[i];
@@ -556,14 +588,16 @@ static int send_round(struct round *r, struct store_conn *c, struct budget_sync 
 		goto out; /* a wrong reply is a lie about all of them: install nothing */
 	beat->live_nodes = bp->live_nodes;
 	install(r, g, sent_ns);
-	if (full) {
+	if (full && !bp->hot_failed) {
 		if (r->seen.n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
 			qsort(r->seen.v, r->seen.n, sizeof(*r->seen.v), key_cmp);
 		free(r->ls->fleet[r->att_i].v);
 		r->ls->fleet[r->att_i] = r->seen;
 		memset(&r->seen, 0, sizeof(r->seen));
-		adopt_fleet(r, kernel_expiry(r, sent_ns));
 	}
+	/* A hot set not read (its shard down, on a cluster): the last one stands. */
+	if (full)
+		adopt_fleet(r, kernel_expiry(r, sent_ns));
 out:
 	free(keys);
 	free(q);
@@ -575,7 +609,7 @@ out:
 static int round_att(struct lease_state *ls, size_t ai, struct store_conn *c, struct budget_sync *b,
 		     int full, char *err, size_t len)
 {
-	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai };
+	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .conn = c };
 	int ret = -ENOMEM;
 
 	r.add = calloc(r.att->n_pol * LEASE_HOT_LIMIT + 1, sizeof(*r.add));
@@ -618,8 +652,11 @@ int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet,
 		ret = round_att(ls, i, c, &b, full, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
+	/* On a cluster the beat's shard may be down alone: keep the last count. */
+	if (!ret && full && b.live_nodes)
+		ls->live = b.live_nodes;
 	if (!ret && full)
-		*live = ls->live = b.live_nodes;
+		*live = b.live_nodes;
 	return ret;
 }
 

@@ -28,14 +28,26 @@
 #define LEASE_HOT_LIMIT	   4096 /* hot keys read back per policy and sync */
 #define LEASE_HOLDER_LEN   (STORE_NAME_LEN + IF_NAMESIZE + 1)
 
+/*
+ * The Redis keys (#17): the part in braces is the hash tag, so on a Redis
+ * Cluster a key's bucket lands on the slot of its policy and address, and
+ * spreads over the shards, and each policy's hot set on its own slot. Each
+ * script touches one key, so each call is within one slot. Fleet names
+ * with braces are refused for cluster stores (they would be the tag).
+ */
+#define LEASE_BUCKET_FMT "%s:b:{%s:%s}" /* fleet, policy, key address in hex */
+#define LEASE_HOT_FMT	 "%s:hot:{%s}"	/* fleet, policy */
+
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {
 	__u32 id;		    /* its stable id on that interface */
 	char name[SLUICE_NAME_LEN]; /* identifies it across the fleet */
 	__u64 rate_units;	    /* cost units per rate_period_us */
 	__u64 rate_period_us;
-	__u64 burst; /* cost units */
-	int strict;  /* cold_mode strict: no cold share is ever spent */
+	__u64 burst;	  /* cost units */
+	int strict;	  /* cold_mode strict: no cold share is ever spent */
+	int fault_closed; /* on_store_error closed: a key whose shard fails is denied, not
+			   * left to expire into the share (a cluster) */
 };
 
 /* One interface: its maps and its cluster-scoped policies. */
@@ -48,8 +60,7 @@ struct lease_att {
 
 /* What the agent hands the store thread; the store owns it from then on. */
 struct lease_plan {
-	char prefix[STORE_NAME_LEN]; /* Redis keys: <prefix>:hot:<policy>, <prefix>:b:<policy>:<key>
-				      */
+	char prefix[STORE_NAME_LEN]; /* the fleet: LEASE_BUCKET_FMT, LEASE_HOT_FMT */
 	__u64 interval_ns;
 	struct lease_att *att; /* owned */
 	size_t n_att;

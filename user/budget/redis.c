@@ -15,6 +15,7 @@
 
 #include "sluice/abi.h"
 #include "sluice/compiler.h"
+#include "budget/cluster.h"
 #include "budget/redis.h"
 #include "budget/wire.h"
 
@@ -188,6 +189,8 @@ struct call {
 	enum store_script script;
 	size_t argc;
 	char **argv;
+	size_t objects, bytes; /* what its reply may cost */
+	int err;	       /* on a cluster: 0, or why its shard gave no answer */
 };
 
 /* Script calls sent in one round trip, and their replies in order. */
@@ -196,6 +199,7 @@ struct pipe {
 	redisReply **replies;
 	size_t n, cap;
 	struct wire_budget budget; /* what their replies may cost, in all */
+	int asking;		   /* each round trip starts with ASKING (a cluster's ASK) */
 };
 
 /*
@@ -256,8 +260,11 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_
 	if (!c->argv)
 		return -ENOMEM;
 	p->replies[p->n++] = NULL;
-	p->budget.objects += CALL_REPLY_OBJECTS + objects;
-	p->budget.bytes += CALL_REPLY_BYTES + bytes;
+	c->objects = CALL_REPLY_OBJECTS + objects;
+	c->bytes = CALL_REPLY_BYTES + bytes;
+	c->err = 0;
+	p->budget.objects += c->objects;
+	p->budget.bytes += c->bytes;
 	c->argv[CALL_HEAD - 2] = strdup("1");
 	c->argv[CALL_HEAD - 1] = strdup(key);
 	for (i = 0; i < nargs; i++)
@@ -318,8 +325,15 @@ int store_command(struct store_conn *conn, int argc, const char **argv, redisRep
 		  size_t len)
 {
 	const struct wire_budget b = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS };
+
+	return store_command_within(conn, argc, argv, &b, out, err, len);
+}
+
+int store_command_within(struct store_conn *conn, int argc, const char **argv,
+			 const struct wire_budget *b, redisReply **out, char *err, size_t len)
+{
 	struct wire w;
-	int ret = wire_begin(&w, conn->c->fd, conn->cancel_fd, conn->timeout_ns, &b);
+	int ret = wire_begin(&w, conn->c->fd, conn->cancel_fd, conn->timeout_ns, b);
 
 	*out = NULL;
 	if (ret)
@@ -375,6 +389,28 @@ static int queue_call(struct out_buf *o, struct lease_scripts *sc, struct call *
 	return out_add(o, (int)k->argc, (const char **)k->argv, err, len);
 }
 
+/* The ASKING that precedes a call redirected by ASK, and its answer. */
+static int asking_send(struct out_buf *o, char *err, size_t len)
+{
+	const char *argv[] = { "ASKING" };
+
+	return out_add(o, ARRAY_SIZE(argv), argv, err, len);
+}
+
+static int asking_read(struct wire *w, char *err, size_t len)
+{
+	redisReply *r;
+	int ret = wire_read(w, &r, err, len);
+
+	if (!ret && r->type != REDIS_REPLY_STATUS) {
+		snprintf(err, len, "'ASKING': %s", store_reply_error(NULL, r));
+		ret = -EPROTO;
+	}
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
 /*
  * One round trip: send the calls @again marks (all when NULL), read their
  * replies into p->replies, marking in @noscript those answered NOSCRIPT.
@@ -391,12 +427,16 @@ static int round_trip(struct store_conn *conn, struct pipe *p, const unsigned ch
 
 	if (ret)
 		snprintf(err, len, "store sync: %s", strerror(-ret));
+	if (!ret && p->asking)
+		ret = asking_send(&o, err, len);
 	for (i = 0; i < p->n && !ret; i++)
 		if (!again || again[i])
 			ret = queue_call(&o, &conn->sc, &p->calls[i], !!again, err, len);
 	if (!ret)
 		ret = wire_send(&w, o.buf, o.len, err, len);
 	free(o.buf);
+	if (!ret && p->asking)
+		ret = asking_read(&w, err, len);
 	for (i = 0; i < p->n && !ret; i++) {
 		if (again && !again[i])
 			continue;
@@ -657,13 +697,200 @@ static int members_of(const redisReply *r, const struct budget_sync *b, size_t i
 	return -EPROTO;
 }
 
+#define CAUSE_LEN 256 /* one shard's failure, before the caller's words */
+
+/*
+ * Run the calls of @p that @node_of maps to primary @i as one pipeline on
+ * it (after ASKING when @asking), moving their replies into p->replies.
+ * When the primary cannot be reached or answers out of step, each of
+ * those calls gets the error (call.err) and the first cause goes to @err.
+ */
+static void shard_run(struct cluster *cl, struct pipe *p, const __u8 *node_of, size_t i, int asking,
+		      char *err, size_t len)
+{
+	struct pipe sub = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS },
+			    .asking = asking };
+	size_t *idx = calloc(p->n ? p->n : 1, sizeof(*idx)), j, k;
+	char cause[CAUSE_LEN] = "";
+	struct store_conn *conn = NULL;
+	int ret = -ENOMEM;
+
+	sub.calls = calloc(p->n ? p->n : 1, sizeof(*sub.calls));
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to replies */
+	sub.replies = calloc(p->n ? p->n : 1, sizeof(*sub.replies));
+	if (!idx || !sub.calls || !sub.replies)
+		goto out;
+	for (j = 0; j < p->n; j++) {
+		if (node_of[j] != i)
+			continue;
+		idx[sub.n] = j;
+		sub.calls[sub.n++] = p->calls[j];
+		sub.budget.objects += p->calls[j].objects;
+		sub.budget.bytes += p->calls[j].bytes;
+	}
+	ret = 0;
+	if (!sub.n)
+		goto out;
+	conn = cluster__conn(cl, i, cause, sizeof(cause));
+	ret = conn ? pipe_run(conn, &sub, cause, sizeof(cause)) : -EIO;
+	if (conn)
+		cluster__note(cl, i, !ret);
+	for (k = 0; k < sub.n; k++) {
+		j = idx[k];
+		if (p->replies[j])
+			freeReplyObject(p->replies[j]);
+		p->replies[j] = sub.replies[k];
+		p->calls[j].err = ret;
+	}
+out:
+	if (ret && !err[0])
+		snprintf(err, len, "shard '%s': %s", cl->map.addr[i],
+			 cause[0] ? cause : strerror(-ret));
+	free(idx);
+	free(sub.calls);
+	free(sub.replies);
+}
+
+/*
+ * Follow a MOVED or ASK answer to call @i once: MOVED updates the slot map
+ * (and asks for a refresh before the next round), ASK does not; either way
+ * the call runs again, alone, on the named primary. Redirected calls did
+ * not run, so running them again is safe.
+ */
+static void follow(struct cluster *cl, struct pipe *p, size_t i, __u8 *node_of, char *err,
+		   size_t len)
+{
+	struct cluster_redirect rd;
+	size_t j;
+
+	if (p->calls[i].err || !p->replies[i] || !cluster_redirect_of(p->replies[i], &rd))
+		return;
+	j = cluster__node_of(cl, rd.addr);
+	if (j == CLUSTER_NODE_NONE) {
+		p->calls[i].err = -EPROTO;
+		return;
+	}
+	if (!rd.ask) {
+		cl->map.slot_node[rd.slot] = (__u8)j;
+		cl->stale = 1;
+	}
+	memset(node_of, CLUSTER_NODE_NONE, p->n);
+	node_of[i] = (__u8)j;
+	shard_run(cl, p, node_of, j, rd.ask, err, len);
+}
+
+/*
+ * Send each call of @p to the primary of its key's slot, one pipeline per
+ * primary, then follow redirects. Each call that got no answer has its
+ * err set. 0, or -ENOMEM, or -EIO when there is no slot map at all.
+ */
+static int cluster_run(struct cluster *cl, struct pipe *p, char *err, size_t len)
+{
+	__u8 *node_of = calloc(p->n ? p->n : 1, 1);
+	char cause[CAUSE_LEN] = "";
+	size_t i;
+
+	if (!node_of)
+		return -ENOMEM;
+	if (cl->stale && cluster__refresh(cl, cause, sizeof(cause)) && !cl->map.n) {
+		snprintf(err, len, "no cluster slot map: %s", cause);
+		free(node_of);
+		return -EIO;
+	}
+	for (i = 0; i < p->n; i++) {
+		const char *key = p->calls[i].argv[CALL_HEAD - 1];
+
+		node_of[i] = cl->map.slot_node[cluster_key_slot(key, strlen(key))];
+		if (node_of[i] == CLUSTER_NODE_NONE)
+			p->calls[i].err = -EIO;
+	}
+	for (i = 0; i < cl->map.n; i++)
+		shard_run(cl, p, node_of, i, 0, err, len);
+	for (i = 0; i < p->n; i++)
+		follow(cl, p, i, node_of, err, len);
+	free(node_of);
+	return 0;
+}
+
+int store_key_is_reachable(const struct store_conn *conn, const char *key)
+{
+	const struct cluster *cl = conn->cluster;
+	__u8 i;
+
+	if (!cl)
+		return 1;
+	i = cl->map.slot_node[cluster_key_slot(key, strlen(key))];
+	return i != CLUSTER_NODE_NONE && !cl->node[i].down;
+}
+
+/* Queue everything @b sends, in the order its replies are read. */
+static int budget_queue(struct pipe *p, const struct budget_sync *b)
+{
+	size_t i;
+	int ret = 0;
+
+	if (b->fleet)
+		ret = add_beat(p, b->fleet, b->node, b->beat_ttl_us);
+	for (i = 0; i < b->n_hot && !ret; i++)
+		ret = add_hot(p, &b->hot[i]);
+	for (i = 0; i < b->n_leases && !ret; i++)
+		ret = add_lease(p, b->holder, b->lease_ttl_us, &b->leases[i]);
+	return ret;
+}
+
+/* A wrong reply to @c: the whole round's fault (-EPROTO), or on a cluster its own call's. */
+static int note_bad(struct call *c, int bad, int per_call)
+{
+	if (!bad)
+		return 0;
+	if (!per_call)
+		return -EPROTO;
+	c->err = -EPROTO;
+	return 0;
+}
+
+/*
+ * Read @p's replies into @b. A wrong reply fails the whole round on one
+ * Redis (-EPROTO), only its own call on a cluster (its err is set). Calls
+ * without an answer (err set) are skipped, their grants keep that err.
+ */
+static int budget_read(struct pipe *p, struct budget_sync *b, int per_call, char *err, size_t len)
+{
+	size_t i, at = 0;
+	int ret = 0, bad;
+
+	if (b->fleet) {
+		bad = !p->calls[at].err &&
+		      live_of(p->replies[at], b->fleet, &b->live_nodes, err, len);
+		if (note_bad(&p->calls[at++], bad, per_call))
+			ret = -EPROTO;
+	}
+	for (i = 0; i < b->n_hot; i++, at++) {
+		bad = !p->calls[at].err && members_of(p->replies[at], b, i, err, len);
+		if (note_bad(&p->calls[at], bad, per_call))
+			ret = -EPROTO;
+	}
+	for (i = 0; i < b->n_leases; i++, at++) {
+		if (p->calls[at].err) {
+			b->grants[i].err = p->calls[at].err;
+			continue;
+		}
+		bad = !!grant_of(p->replies[at], &b->leases[i], b->lease_ttl_us, &b->grants[i], err,
+				 len);
+		if (note_bad(&p->calls[at], bad, per_call))
+			ret = -EPROTO;
+	}
+	return ret;
+}
+
 int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len)
 {
 	struct pipe p = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS } };
-	size_t i, at = 0;
-	int ret = 0;
+	size_t i;
+	int ret;
 
 	err[0] = '\0';
+	b->failed = b->hot_failed = 0;
 	for (i = 0; i < b->n_leases; i++)
 		b->grants[i].err = -EIO; /* until its reply arrives */
 	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
@@ -673,28 +900,21 @@ int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err,
 		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len) ||
 		    !limit_is_valid(b->hot[i].limit, err, len))
 			return -EINVAL;
-	if (b->fleet)
-		ret = add_beat(&p, b->fleet, b->node, b->beat_ttl_us);
-	for (i = 0; i < b->n_hot && !ret; i++)
-		ret = add_hot(&p, &b->hot[i]);
-	for (i = 0; i < b->n_leases && !ret; i++)
-		ret = add_lease(&p, b->holder, b->lease_ttl_us, &b->leases[i]);
+	ret = budget_queue(&p, b);
 	if (ret == -ENOMEM)
 		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
 	if (!ret)
-		ret = pipe_run(conn, &p, err, len);
-	if (ret)
-		goto out;
-	if (b->fleet && live_of(p.replies[at++], b->fleet, &b->live_nodes, err, len))
-		ret = -EPROTO;
-	for (i = 0; i < b->n_hot; i++)
-		if (members_of(p.replies[at++], b, i, err, len))
-			ret = -EPROTO;
-	for (i = 0; i < b->n_leases; i++)
-		if (grant_of(p.replies[at++], &b->leases[i], b->lease_ttl_us, &b->grants[i], err,
-			     len))
-			ret = -EPROTO;
-out:
+		ret = conn->cluster ? cluster_run(conn->cluster, &p, err, len)
+				    : pipe_run(conn, &p, err, len);
+	if (!ret)
+		ret = budget_read(&p, b, !!conn->cluster, err, len);
+	for (i = 0; !ret && i < p.n; i++) {
+		b->failed += !!p.calls[i].err;
+		if (i >= (b->fleet ? 1 : 0) && i < (b->fleet ? 1 : 0) + b->n_hot)
+			b->hot_failed += !!p.calls[i].err;
+	}
+	if (!ret && p.n && b->failed == p.n)
+		ret = p.calls[0].err; /* no shard answered: the store is down */
 	pipe_free(&p);
 	return ret;
 }

@@ -12,6 +12,8 @@
 
 struct redisContext;
 struct redisReply;
+struct wire_budget;
+struct cluster;
 
 /*
  * The shared budget's Redis side (#5): conserving token leases, membership and the fleet's hot sets
@@ -55,6 +57,8 @@ struct store_conn {
 	struct lease_scripts sc; /* loaded on this connection */
 	__u64 timeout_ns;	 /* each round trip, whole: first byte sent to last byte read */
 	int cancel_fd;		 /* readable: give up any wait at once; -1: never */
+	struct cluster *cluster; /* set: a Redis Cluster (budget/cluster.h); @c is unused and
+				  * script calls go to each key's primary */
 };
 
 /*
@@ -65,6 +69,18 @@ struct store_conn {
  */
 int store_command(struct store_conn *conn, int argc, const char **argv, struct redisReply **out,
 		  char *err, size_t len);
+
+/* store_command() with reply budget @b (a reply larger than an ordinary one, CLUSTER SLOTS). */
+int store_command_within(struct store_conn *conn, int argc, const char **argv,
+			 const struct wire_budget *b, struct redisReply **out, char *err,
+			 size_t len);
+
+/*
+ * Whether the shard that holds Redis key @key answered the last round
+ * trip to it: always 1 but on a cluster, where a primary that is down
+ * fails only the keys it holds.
+ */
+int store_key_is_reachable(const struct store_conn *conn, const char *key);
 
 /*
  * One key's limit: rate_units per rate_period_us, at most burst outstanding
@@ -165,6 +181,9 @@ struct budget_sync {
 	const struct lease_req *leases;
 	size_t n_leases;
 	struct lease_grant *grants; /* out: one per lease, in order */
+	size_t failed;		    /* out, on a cluster: calls whose shard failed (their grants'
+				     * err says which); the others' answers stand */
+	size_t hot_failed;	    /* out, on a cluster: hot sets not read (their shard failed) */
 };
 
 /*
@@ -174,6 +193,13 @@ struct budget_sync {
  * was); -EINVAL (nothing sent), -ENOMEM, or -EIO, -ETIMEDOUT, -ECANCELED
  * (the connection failed: drop it and reconnect); the first failure's
  * cause in @err.
+ *
+ * On a cluster (@conn->cluster) each call goes to the primary of its key's
+ * slot, one pipeline per primary in the same round; MOVED and ASK are
+ * followed once. A primary that fails, or answers wrongly, fails only its
+ * own calls (@b->failed, each grant's err; a failed beat leaves
+ * @b->live_nodes 0 and a failed hot set is not read): the call returns 0
+ * when any call was answered, else the first failure.
  */
 int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len);
 

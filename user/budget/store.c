@@ -13,6 +13,13 @@
  * old master and the next one finds the new master; no other code knows.
  * Worst case a connect costs one timeout per sentinel plus the master's.
  *
+ * A cluster:// URL names some nodes of a Redis Cluster (#17): the slot map
+ * is read from the first that answers, and the budget's calls go to each
+ * key's primary (budget/cluster.h, and the routing in redis.c). Connections
+ * to the primaries open on first use and close when a round trip to one
+ * fails, which also makes the map stale: it is read again before the next
+ * round, so a promoted replica is found within a round of the promotion.
+ *
  * The store never blocks the agent (#12). Every round trip is bounded in
  * time and size (budget/wire.h), store__close() cancels any wait at once
  * through an eventfd, and a thread that still does not end in
@@ -33,6 +40,7 @@
 
 #include "base/clock.h"
 #include "sluice/compiler.h"
+#include "budget/cluster.h"
 #include "budget/planner.h"
 #include "budget/store.h"
 #include "base/log.h"
@@ -40,6 +48,7 @@
 #define URL_REDIS	   "redis://"
 #define URL_UNIX	   "unix://"
 #define URL_SENTINEL	   "sentinel://"
+#define URL_CLUSTER	   "cluster://"
 #define ROLE_MASTER	   "master" /* ROLE's first word on a master */
 #define REDIS_PORT_DEFAULT 6379
 
@@ -55,6 +64,7 @@ struct store {
 	__u64 busy_since_ns;	     /* under lock: the sync under way began; 0 none */
 	struct store_report pending; /* under lock */
 	struct store_conn conn;	     /* the thread's own; conn.c NULL: not connected */
+	struct cluster *cluster;     /* a cluster:// URL's, the thread's own; else NULL */
 	struct lease_state *lease;   /* the thread's own */
 };
 
@@ -141,6 +151,21 @@ static int auth(struct store_conn *c, const struct store_config *cfg, const char
 	if (!cfg->username[0]) /* the default user: AUTH password */
 		argv[1] = cfg->password;
 	return command(c, what, "OK", err, len, cfg->username[0] ? 3 : 2, argv);
+}
+
+/* A cluster node's connection, logged in (cluster_connect_fn). */
+static int connect_node(void *arg, const char *addr, struct store_conn *conn, char *err, size_t len)
+{
+	const struct store *s = arg;
+
+	conn->c = ready(connect_tcp(addr, tv_of(s->cfg.timeout_ns)), addr, err, len);
+	if (!conn->c)
+		return -1;
+	if (!auth(conn, &s->cfg, addr, err, len))
+		return 0;
+	redisFree(conn->c);
+	conn->c = NULL;
+	return -1;
 }
 
 /* Whether @r answers get-master-addr-by-name: [host, port]. */
@@ -282,6 +307,26 @@ static int open_conn(struct store *s, char *err, size_t len)
 	return 0;
 }
 
+/* Each primary's address and round trips so far into the pending report; under s->lock. */
+static void note_shards(struct store *s)
+{
+	const struct cluster *cl = s->cluster;
+	size_t i;
+
+	if (!cl)
+		return;
+	s->pending.n_shards = cl->map.n;
+	s->pending.map_refreshes = cl->refreshes;
+	for (i = 0; i < cl->map.n; i++) {
+		struct store_shard *sh = &s->pending.shards[i];
+
+		snprintf(sh->addr, sizeof(sh->addr), "%s", cl->map.addr[i]);
+		sh->ok = cl->node[i].ok;
+		sh->failed = cl->node[i].failed;
+		sh->down = cl->node[i].down;
+	}
+}
+
 /*
  * One sync. Full, once per interval: with a node name, this node's
  * membership beat (which answers the live node count), the hot sets and
@@ -298,7 +343,7 @@ static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t l
 	int ret;
 
 	*live = 0;
-	if (!s->conn.c) {
+	if (!s->conn.c && !s->cluster) {
 		if (!full)
 			return 0; /* reconnecting is the full sync's job */
 		if (open_conn(s, err, len))
@@ -307,6 +352,8 @@ static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t l
 	if (s->cfg.node[0])
 		ret = lease_round(s->lease, &s->conn, s->cfg.fleet, s->cfg.node, ttl_us, full, live,
 				  err, len);
+	else if (s->cluster)
+		ret = full ? cluster__refresh(s->cluster, err, len) : 0;
 	else
 		ret = full ? command(&s->conn, s->cfg.url, "PONG", err, len, ARRAY_SIZE(ping), ping)
 			   : 0;
@@ -316,9 +363,12 @@ static int sync_once(struct store *s, int full, __u64 *live, char *err, size_t l
 	s->pending.leases = st.leases;
 	s->pending.hot_keys = st.hot_keys;
 	s->pending.map_errors = st.map_errors;
+	note_shards(s);
 	pthread_mutex_unlock(&s->lock);
 	if (!ret)
 		return 0;
+	if (s->cluster)
+		s->cluster->stale = 1;
 	redisFree(s->conn.c);
 	s->conn.c = NULL;
 	return ret < 0 ? ret : -EIO;
@@ -356,6 +406,9 @@ static void note_sync(struct store *s, int full, int ret, __u64 live, const char
 
 static void store_free(struct store *s)
 {
+	if (s->cluster)
+		cluster__close(s->cluster);
+	free(s->cluster);
 	redisFree(s->conn.c);
 	close(s->cancel_fd);
 	pthread_cond_destroy(&s->wake);
@@ -417,6 +470,18 @@ static int init_sync(struct store *s)
 	return err;
 }
 
+/* The cluster a cluster:// URL names, not yet connected; 0 or an error number. */
+static int open_cluster(struct store *s)
+{
+	s->cluster = calloc(1, sizeof(*s->cluster));
+	if (!s->cluster)
+		return ENOMEM;
+	if (cluster__init(s->cluster, s->cfg.url, connect_node, s, s->cfg.timeout_ns, s->cancel_fd))
+		return EINVAL;
+	s->conn.cluster = s->cluster;
+	return 0;
+}
+
 struct store *store__open(const struct store_config *cfg)
 {
 	struct store *s = calloc(1, sizeof(*s));
@@ -434,9 +499,12 @@ struct store *store__open(const struct store_config *cfg)
 	}
 	s->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	err = s->cancel_fd < 0 ? errno : init_sync(s);
+	if (!err && has_scheme(cfg->url, URL_CLUSTER))
+		err = open_cluster(s);
 	if (!err)
 		err = pthread_create(&s->thread, NULL, run, s);
 	if (err) {
+		free(s->cluster);
 		if (s->cancel_fd >= 0)
 			close(s->cancel_fd);
 		lease_state__free(s->lease);

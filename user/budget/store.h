@@ -11,6 +11,7 @@
 
 #include "sluice/compiler.h"
 
+#include "budget/cluster.h"
 #include "budget/redis.h"
 
 #define STORE_URL_LEN	    256
@@ -20,7 +21,8 @@
 
 struct store_config {
 	char url[STORE_URL_LEN];       /* redis://host:port, unix:///path or
-					* sentinel://host:port[,host:port...]/master */
+					* sentinel://host:port[,host:port...]/master
+					* or cluster://host:port[,host:port...] */
 	char username[STORE_NAME_LEN]; /* a Redis ACL user; empty: the default user */
 	char password[STORE_URL_LEN];  /* empty: none; never from the command line; the
 					* sentinels' too */
@@ -30,6 +32,13 @@ struct store_config {
 	char fleet[STORE_NAME_LEN];    /* the membership sorted set's key */
 	struct lease_plan *plan; /* hot keys' leases (budget/planner.h); the store takes it; NULL:
 				  * none */
+};
+
+/* One primary of a cluster:// store, as its report shows it. */
+struct store_shard {
+	char addr[CLUSTER_ADDR_LEN]; /* host:port, as the slot map names it */
+	__u64 ok, failed;	     /* round trips to it since the store opened */
+	int down;		     /* its last round trip failed */
 };
 
 /* What happened since the last store__collect(). */
@@ -44,6 +53,9 @@ struct store_report {
 	__u64 map_errors;	 /* lease map writes that failed, in all (with rounds) */
 	__u64 busy_since_ns;	 /* CLOCK_MONOTONIC: the sync under way began; 0: none */
 	char err[STORE_ERR_LEN]; /* the newest failure's cause */
+	__u64 n_shards;		 /* a cluster's primaries (0: not a cluster, or no sync since) */
+	__u64 map_refreshes;	 /* slot maps read since the store opened */
+	struct store_shard shards[CLUSTER_NODES_MAX];
 };
 
 struct store;

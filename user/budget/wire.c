@@ -107,7 +107,9 @@ static void *create_array(const redisReadTask *task, int elements)
 	struct wire *w = wire_of(task);
 	redisReply *r;
 
-	if (elements < 0 || depth_of(task) >= WIRE_DEPTH_MAX) {
+	int depth_max = w->left.depth ? w->left.depth : WIRE_DEPTH_MAX;
+
+	if (elements < 0 || depth_of(task) >= depth_max) {
 		snprintf(w->why, sizeof(w->why), "an array of %d elements at depth %d refused",
 			 elements, depth_of(task) + 1);
 		return NULL;

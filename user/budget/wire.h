@@ -32,6 +32,7 @@ struct redisReply;
 struct wire_budget {
 	size_t bytes;	/* bytes read from the socket */
 	size_t objects; /* reply objects created, each array counting its announced elements */
+	int depth;	/* nested arrays, at most; 0: WIRE_DEPTH_MAX */
 };
 
 struct wire {

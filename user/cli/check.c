@@ -392,10 +392,43 @@ static const char *const unparsed_text[SLUICE_UNPARSED_MAX] = {
 	[SLUICE_UNPARSED_PASS] = "a frame whose headers cannot be finished is passed, unlimited",
 };
 
+/* What kind of store @url names, for `store:` (the forms policy/sections.c accepts). */
+static const char *store_kind(const char *url)
+{
+	static const struct {
+		const char *scheme, *kind;
+	} kinds[] = {
+		{ "cluster://", "Redis Cluster: slot map from the first node that answers, "
+				"each key's calls to its primary" },
+		{ "sentinel://", "Redis Sentinel: the master the sentinels name" },
+		{ "unix://", "one Redis, Unix socket" },
+		{ "redis://", "one Redis, TCP" },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strncmp(url, kinds[i].scheme, strlen(kinds[i].scheme)))
+			return kinds[i].kind;
+	return "unknown";
+}
+
+static void print_store(const char *what, const struct policy_store *e)
+{
+	struct line l = { .len = 0 };
+
+	if (!e->url[0])
+		return;
+	line__add(&l, "%s: %s (%s)", what, e->url, store_kind(e->url));
+	line__print(&l);
+}
+
 static void print_file(const struct policy_set *ps)
 {
 	char beat[UNITS_TEXT_LEN], timeout[UNITS_TEXT_LEN];
 	struct line l = { .len = 0 };
+
+	print_store("store", &ps->store);
+	print_store("abuse store", &ps->abuse_store);
 
 	line__add(&l, "interfaces: ");
 	if (ps->n_ifaces)

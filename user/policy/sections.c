@@ -215,10 +215,12 @@ static int parse_agent(struct pctx *c, struct walk *w, const yaml_node_t *val, c
 #define URL_REDIS    "redis://"
 #define URL_UNIX     "unix://"
 #define URL_SENTINEL "sentinel://"
+#define URL_CLUSTER  "cluster://"
 #define URL_EXPECTED                                                                               \
-	"expected redis://host:port, unix:///path/to/redis.sock or "                               \
-	"sentinel://host:port[,host:port...]/master-name"
-#define PORT_DIGITS_MAX	     5			 /* in PORT_MAX */
+	"expected redis://host:port, unix:///path/to/redis.sock, "                                 \
+	"sentinel://host:port[,host:port...]/master-name or cluster://host:port[,host:port...]"
+#define CLUSTER_SEEDS_MAX    16 /* addresses in a cluster:// URL (budget/cluster.h) */
+#define PORT_DIGITS_MAX	     5	/* in PORT_MAX */
 #define STORE_TIMEOUT_NS_MAX SLUICE_NSEC_PER_SEC /* a slower store is a failed one */
 #define SYNC_INTERVAL_NS_MIN 10000000ULL	 /* 10 ms */
 
@@ -292,6 +294,33 @@ static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char
 	}
 }
 
+/*
+ * cluster://host:port[,host:port...]: some nodes of a Redis Cluster, each
+ * with a port, at most CLUSTER_SEEDS_MAX. Reports the first problem.
+ */
+static int check_cluster_url(struct pctx *c, const yaml_node_t *val, const char *path,
+			     const char *s)
+{
+	const char *a = s + strlen(URL_CLUSTER), *comma;
+	int n;
+
+	for (n = 1;; n++, a = comma + 1) {
+		comma = strchr(a, ',');
+		if (!comma)
+			comma = a + strlen(a);
+		if (check_host_port(a, comma - a, 1))
+			return REPORT(c, val, path,
+				      "'%.*s' in '%.*s%s' is not a cluster node address (expected "
+				      "host:port with a port from %d to %d)",
+				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+		if (n > CLUSTER_SEEDS_MAX)
+			return REPORT(c, val, path, "'%.*s%s' names more than %d nodes",
+				      DIAG_SHOW(s), CLUSTER_SEEDS_MAX);
+		if (!*comma)
+			return 0;
+	}
+}
+
 static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	const char *s = scalar_of(c, val, path, "a URL such as redis://127.0.0.1:6379");
@@ -306,6 +335,9 @@ static int parse_redis_url(struct pctx *c, struct walk *w, const yaml_node_t *va
 			      "'password_file', or $SLUICE_STORE_PASSWORD)");
 	if (!strncmp(s, URL_SENTINEL, strlen(URL_SENTINEL))) {
 		if (check_sentinel_url(c, val, path, s))
+			return -EINVAL;
+	} else if (!strncmp(s, URL_CLUSTER, strlen(URL_CLUSTER))) {
+		if (check_cluster_url(c, val, path, s))
 			return -EINVAL;
 	} else if (!strncmp(s, URL_REDIS, strlen(URL_REDIS))) {
 		if (check_host_port(s + strlen(URL_REDIS), strlen(s + strlen(URL_REDIS)), 0))
@@ -479,13 +511,40 @@ static int parse_node(struct pctx *c, struct walk *w, const yaml_node_t *val, co
 	return walk_mapping(c, &nw);
 }
 
+static int is_cluster_url(const char *url)
+{
+	return !strncmp(url, URL_CLUSTER, strlen(URL_CLUSTER));
+}
+
+/*
+ * On a Redis Cluster the part of a key in braces picks its slot, and the
+ * budget's keys put the policy and key address there (budget/planner.h):
+ * a fleet name with a brace would come first and put every key on one
+ * shard.
+ */
+static int check_cluster_fleet(struct pctx *c, const yaml_node_t *val, const char *path)
+{
+	const struct policy_set *ps = c->ps;
+
+	if (!is_cluster_url(ps->store.url) && !is_cluster_url(ps->abuse_store.url))
+		return 0;
+	if (!strpbrk(ps->fleet, "{}"))
+		return 0;
+	return REPORT(c, val, path,
+		      "fleet '%s' has a brace, which on a Redis Cluster would put every key "
+		      "on one shard (expected a fleet name without '{' or '}')",
+		      ps->fleet);
+}
+
 static int parse_store(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	struct policy_set *ps = w->obj;
 	struct walk sw = WALK_INIT(&ps->store, val, path, store_fields, STOREF_MAX);
 
 	ps->store.timeout_ns = POLICY_STORE_TIMEOUT_NS_DEFAULT;
-	return walk_mapping(c, &sw);
+	if (walk_mapping(c, &sw))
+		return -EINVAL;
+	return check_cluster_fleet(c, val, path);
 }
 
 /* ---- what the program cannot decide by its policies (docs/policy.md) ---- */

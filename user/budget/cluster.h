@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Redis Cluster for the shared budget (#17): the key-to-slot function, the
+ * slot map read from CLUSTER SLOTS, MOVED and ASK replies, and one
+ * connection per primary. hiredis 0.14 has no cluster support; this is the
+ * small part of a cluster client the budget needs, on the connections of
+ * store.c (which opens them, through @connect) and the bounded round trips
+ * of wire.c. Routing a pipeline over the shards is redis.c's.
+ */
+#ifndef SLUICE_CLUSTER_H
+#define SLUICE_CLUSTER_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "budget/redis.h"
+
+#define CLUSTER_SLOTS	     16384 /* the Redis Cluster spec's hash slots */
+#define CLUSTER_NODES_MAX    16	   /* primaries, at most: each is a metrics label */
+#define CLUSTER_NODE_NONE    0xff  /* slot_node[]: no primary serves the slot */
+#define CLUSTER_ADDR_LEN     64	   /* host:port or [v6]:port, NUL-terminated */
+#define CLUSTER_RANGES_MAX   1024  /* slot ranges in a CLUSTER SLOTS reply, at most */
+#define CLUSTER_RANGE_VALUES 32	   /* reply objects per range: bounds, 4 nodes of 7 */
+#define CLUSTER_VALUE_BYTES  64	   /* wire bytes per reply object, at most on average */
+#define CLUSTER_SLOTS_DEPTH  4	   /* ranges, a range, a node, its metadata (Redis 7) */
+
+/* The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or the whole key, mod 16384.
+ */
+__u16 cluster_key_slot(const char *key, size_t len);
+
+/* Which primary serves each slot, by index into addr[]. */
+struct cluster_map {
+	char addr[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
+	size_t n;
+	__u8 slot_node[CLUSTER_SLOTS]; /* CLUSTER_NODE_NONE: not served */
+};
+
+/*
+ * Parse a CLUSTER SLOTS reply into @m: each range [start, end, primary,
+ * replicas...], a node [host, port, id, ...]. An empty host (the node
+ * does not know its own address) means @asked_host, the host that was
+ * asked. 0, or -EPROTO with the cause in @err: an error reply, a range out
+ * of order or bounds, a port out of range, more than CLUSTER_NODES_MAX
+ * primaries, or no slot served at all.
+ */
+int cluster_map_parse(const struct redisReply *r, const char *asked_host, struct cluster_map *m,
+		      char *err, size_t len);
+
+/* A redirection: "-MOVED <slot> <host:port>" or "-ASK <slot> <host:port>". */
+struct cluster_redirect {
+	int ask; /* ASK: this call only, after ASKING; MOVED: the slot has moved */
+	__u16 slot;
+	char addr[CLUSTER_ADDR_LEN];
+};
+
+/* 1 when @r is a well-formed MOVED or ASK error (into @out), else 0. */
+int cluster_redirect_of(const struct redisReply *r, struct cluster_redirect *out);
+
+/* Opens (and logs in to) a connection to @addr into @conn->c; 0 or -1 with @err. */
+typedef int (*cluster_connect_fn)(void *arg, const char *addr, struct store_conn *conn, char *err,
+				  size_t len);
+
+/* One primary, as the store's thread holds it. */
+struct cluster_node {
+	struct store_conn conn; /* conn.c NULL: not connected */
+	__u64 ok, failed;	/* round trips to it, since the start */
+	int down;		/* its last round trip failed */
+};
+
+/* The cluster as the store's thread holds it; @seeds are the URL's addresses. */
+struct cluster {
+	char seeds[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
+	size_t n_seeds;
+	struct cluster_map map;
+	struct cluster_node node[CLUSTER_NODES_MAX]; /* by map index */
+	int stale;				     /* refresh the map before the next round */
+	__u64 refreshes;			     /* maps read, since the start */
+	cluster_connect_fn connect;
+	void *connect_arg;
+	__u64 timeout_ns;
+	int cancel_fd;
+};
+
+/*
+ * Read the seeds of "cluster://a:p,b:p" (@url) into @cl, which is zeroed
+ * and marked stale; 0 or -EINVAL.
+ */
+int cluster__init(struct cluster *cl, const char *url, cluster_connect_fn connect, void *arg,
+		  __u64 timeout_ns, int cancel_fd);
+
+/*
+ * Read the slot map from the first node that answers CLUSTER SLOTS (the
+ * current primaries first, then the seeds), keeping the connections to
+ * primaries that stay. 0, or -EIO with the last cause in @err.
+ */
+int cluster__refresh(struct cluster *cl, char *err, size_t len);
+
+/*
+ * The connection to primary @i, connected on first use; NULL with @err
+ * when it cannot be (the node is then marked down and the map stale).
+ */
+struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t len);
+
+/*
+ * The index of primary @addr, added to the map when new (a MOVED or ASK
+ * names it); CLUSTER_NODE_NONE when the map is full.
+ */
+size_t cluster__node_of(struct cluster *cl, const char *addr);
+
+/* Note a round trip to primary @i: failed ones drop its connection and make the map stale. */
+void cluster__note(struct cluster *cl, size_t i, int ok);
+
+void cluster__close(struct cluster *cl);
+
+#endif /* SLUICE_CLUSTER_H */
