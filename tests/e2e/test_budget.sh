@@ -24,7 +24,7 @@
 #     proof that the harness sees over-admission;
 #   - a key offered 0.5 L (80/20) passes at least 99 % of what was sent;
 #   - the agents' Redis commands per sync interval and node do not grow
-#     with the offered load: 2 L and 4 L differ by less than 5 %.
+#     with the offered load: 2 L and 4 L differ by less than 10 %.
 #
 # Every figure is printed whether its check passes or not, and failed checks
 # are collected: the test fails at the end, so one run shows every shape.
@@ -59,7 +59,10 @@ EARLY_MS=$((INTERVAL_MS / 10)) # early top-ups: every interval / LEASE_EARLY_DIV
 # the checks, in integer arithmetic
 UNDER_PCT=99
 CONTROL_PCT=80
-REDIS_DIFF_PCT=5
+# Commands per sync, measured at 2 L and 4 L: 72.8 to 77.4 across runs of one
+# build (the early top-ups a round holds vary with timing), so 10 %; growth
+# with the load would be of the order of the load, 100 %.
+REDIS_DIFF_PCT=10
 
 FAILS=()
 # check LABEL OK: print the figure as ok: or FAIL:, and collect a failure.
