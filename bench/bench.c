@@ -55,6 +55,7 @@
 #define BENCH_SOURCES_MANY	1000000U
 #define BENCH_SOURCES_EVICT	10000000U   /* > BENCH_MAX_KEYS: every packet inserts and evicts */
 #define BENCH_ROTATE_BASE_HOST	(10U << 24) /* 10.0.0.0: BENCH_SOURCES_EVICT fit in 10/8 */
+#define BENCH_SPRAY_PORTS	65536U	    /* every UDP destination port, from 0 */
 #define BENCH_THREADS_MAX	2	    /* rows run by this many threads on as many CPUs */
 #define BENCH_LAYERS		SLUICE_MAX_LAYERS /* policies on one port in the layered rows */
 #define BENCH_MANY_POLICIES	1000U
@@ -164,6 +165,7 @@ enum bench_scen {
 	SCEN_BAN_ONE,	    /* SCEN_ONE with SRC_V4 banned */
 	SCEN_BAN_MANY,	    /* SCEN_ONE with SRC_V4 and BENCH_BANS - 1 more /32s banned */
 	SCEN_BAN_PREFIXES,  /* SCEN_ONE with SRC_V4's /24 and BENCH_BANS - 1 more /24s banned */
+	SCEN_SPRAY,	    /* udp-any-drop alone: every UDP port, keyed by source */
 	SCEN_MAX,
 };
 
@@ -194,6 +196,8 @@ enum bench_row_id {
 	ROW_ROT_PASS_MANY,
 	ROW_ROT_EMPTY_EVICT,
 	ROW_ROT_PASS_EVICT,
+	ROW_SPRAY_EMPTY,
+	ROW_SPRAY_DROP,
 	ROW_MT_EMPTY,
 	ROW_MT_LOOKUP,
 	ROW_MT_DROP_SAME,
@@ -223,6 +227,7 @@ struct bench_row {
 	enum bench_flow flow;
 	__u16 dport;
 	__u32 sources;		   /* PROG_ROTATE rows: distinct sources */
+	__u32 ports;		   /* PROG_ROTATE rows: 0, or distinct destination ports */
 	int verdict;		   /* expected XDP verdict of every packet */
 	const char *policy;	   /* sluice rows: the policy that counts every packet */
 	enum sluice_pstat counted; /* ... as this */
@@ -372,6 +377,35 @@ static const struct bench_row rows[ROW_MAX] = {
 		    BENCH_SOURCES_MANY),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
 		    BENCH_SOURCES_EVICT),
+	/* #16: a flow identity with the port in it missed the deny cache on every packet. */
+	[ROW_SPRAY_EMPTY] = { .group = "one IPv4 source spraying every UDP port, one policy keyed "
+				       "by "
+				       "source (floor: rotate->empty, same spray)",
+			      .label = "rotate->empty, 65,536 ports",
+			      .prog = PROG_ROTATE,
+			      .tail = PROG_EMPTY,
+			      .flow = FLOW_V4_UDP,
+			      .dport = DPORT_PASS,
+			      .sources = 1,
+			      .ports = BENCH_SPRAY_PORTS,
+			      .verdict = XDP_DROP,
+			      .floor = ROW_SPRAY_EMPTY,
+			      .lookup = ROW_LOOKUP_V4_UDP,
+			      .ref = ROW_SPRAY_EMPTY },
+	[ROW_SPRAY_DROP] = { .label = "rotate->sluice drop, 65,536 ports",
+			     .prog = PROG_ROTATE,
+			     .tail = PROG_SLUICE,
+			     .flow = FLOW_V4_UDP,
+			     .dport = DPORT_DROP,
+			     .sources = 1,
+			     .ports = BENCH_SPRAY_PORTS,
+			     .verdict = XDP_DROP,
+			     .policy = "udp-any-drop",
+			     .counted = SLUICE_PSTAT_DROPPED,
+			     .floor = ROW_SPRAY_EMPTY,
+			     .lookup = ROW_LOOKUP_V4_UDP,
+			     .ref = ROW_DROP_V4_UDP,
+			     .scen = SCEN_SPRAY },
 	[ROW_MT_EMPTY] = { .group = "IPv4 UDP on two CPUs at once, ns/pkt per CPU "
 				    "(floor: empty on 2 CPUs; xref: vs 1 CPU)",
 			   .label = "2 CPUs: empty",
@@ -840,6 +874,14 @@ static int scen_yaml(enum bench_scen sc, struct yaml_buf *y)
 		yaml_layered(y);
 	else if (sc == SCEN_MANY)
 		yaml_many(y);
+	else if (sc == SCEN_SPRAY)
+		yaml_add(y,
+			 "  - name: udp-any-drop\n"
+			 "    match: { proto: udp }\n"
+			 "    key: { ipv4_prefix: %d, ipv6_prefix: %d }\n"
+			 "    rate: %s\n"
+			 "    burst: %s\n",
+			 SLUICE_IPV4_BITS, SLUICE_ADDR_BITS, RATE_DROP, BURST_DROP);
 	return y->err;
 }
 
@@ -1003,7 +1045,8 @@ static void build_packet(struct pkt *p, enum bench_flow flow, __u16 dport)
 static int bench__aim(struct bench *b, const struct bench_row *r)
 {
 	struct bench_rotate_cfg cfg = { .sources = r->sources,
-					.base_host = BENCH_ROTATE_BASE_HOST };
+					.base_host = BENCH_ROTATE_BASE_HOST,
+					.ports = r->ports };
 	__u32 zero = 0, slot = BENCH_TARGET_SLOT;
 	int err;
 
@@ -1204,14 +1247,14 @@ static void summarize(double *ns, __u32 n, struct bench_result *res)
 }
 
 /*
- * Rows that rotate through many sources warm up until every source was
- * seen once, or until sluice_state is full and evicting, whichever is
+ * Rows that rotate through many sources (or ports) warm up until every
+ * one was seen once, or until sluice_state is full and evicting, whichever is
  * first; others for one round (a drop row's key is over its limit after
  * its first packet).
  */
 static __u32 warmup_pkts(const struct bench_row *r, __u32 repeat)
 {
-	__u64 n = r->prog == PROG_ROTATE ? r->sources : repeat;
+	__u64 n = r->prog != PROG_ROTATE ? repeat : r->ports > r->sources ? r->ports : r->sources;
 
 	if (n > BENCH_WARMUP_MAX_PKTS)
 		n = BENCH_WARMUP_MAX_PKTS;

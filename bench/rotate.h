@@ -17,7 +17,9 @@
 struct bench_rotate_cfg {
 	__u32 sources;	 /* distinct source addresses to cycle through, >= 1 */
 	__u32 base_host; /* first address (IPv4) or low 32 bits (IPv6), host order */
+	__u32 ports;	 /* 0: keep the destination port; else cycle through this many */
+	__u32 base_port; /* the first of them, host order (IPv4 UDP only) */
 };
-SLUICE_ASSERT_SIZE(struct bench_rotate_cfg, 8);
+SLUICE_ASSERT_SIZE(struct bench_rotate_cfg, 16);
 
 #endif /* SLUICE_BENCH_ROTATE_H */

@@ -37,24 +37,42 @@ static __always_inline struct sluice_addr_val *addr_lookup(void *trie, __u32 gen
 	return bpf_map_lookup_elem(trie, &k);
 }
 
-/* The policies that may apply to service @svc in generation @gen, or NULL. */
-static __always_inline struct sluice_match *classify_svc(__u32 gen, __u32 svc)
+/*
+ * Service @svc's list of policies in generation @gen: its slot in
+ * sluice_match, 0 for none. Services that the same policies may apply to
+ * share a slot (compile.c), so the slot, not the port, is what the policy
+ * walk depends on (the deny cache's flow, deny.bpf.h).
+ */
+static __always_inline __u32 class_slot(__u32 gen, __u32 svc)
 {
 	__u32 i = gen * SLUICE_SVCS + svc;
-	struct sluice_match *match;
-	__u64 *slot;
+	__u64 *slot = bpf_map_lookup_elem(&sluice_class, &i);
 
-	slot = bpf_map_lookup_elem(&sluice_class, &i);
-	if (!slot || !*slot)
+	return slot && *slot < SLUICE_MATCH_SLOTS ? (__u32)*slot : 0;
+}
+
+/* The policies of slot @slot (class_slot()) in generation @gen, or NULL. */
+static __always_inline struct sluice_match *match_of(__u32 gen, __u32 slot)
+{
+	__u32 i = gen * SLUICE_MATCH_SLOTS + slot;
+	struct sluice_match *match;
+
+	if (!slot)
 		return NULL;
-	i = gen * SLUICE_MATCH_SLOTS + (__u32)*slot;
 	match = bpf_map_lookup_elem(&sluice_match, &i);
 	return match && match->count ? match : NULL;
 }
 
-static __always_inline struct sluice_match *classify(const struct pkt_meta *m, __u32 gen)
+/* The policies that may apply to service @svc in generation @gen, or NULL. */
+static __always_inline struct sluice_match *classify_svc(__u32 gen, __u32 svc)
 {
-	return classify_svc(gen, sluice_svc_of(m->proto, m->has_ports, bpf_ntohs(m->dst_port)));
+	return match_of(gen, class_slot(gen, svc));
+}
+
+/* The slot of @m's service: its protocol and destination port. */
+static __always_inline __u32 classify_slot(const struct pkt_meta *m, __u32 gen)
+{
+	return class_slot(gen, sluice_svc_of(m->proto, m->has_ports, bpf_ntohs(m->dst_port)));
 }
 
 #endif /* SLUICE_CLASSIFY_BPF_H */

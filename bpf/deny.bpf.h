@@ -4,9 +4,12 @@
  * read. When a policy denies a packet, GCRA also says how long any packet
  * of the same key will be denied (the retry time: a key's TAT only grows
  * while nobody is admitted). Everything that chose that policy and key is
- * in the packet's flow — source, protocol, destination port, SYN, family —
- * so the next packets of the flow can be dropped without classifying,
- * looking up policies or reading the key, until then.
+ * in the packet's flow — source, protocol, the list of policies its
+ * destination port selects (not the port: a port spray at one policy is
+ * one flow), SYN, family — so the next packets of the flow can be dropped
+ * without looking up policies or reading the key, until then. Finding the
+ * list is one inlined array read (classify_slot()), which the full path
+ * needs anyway.
  *
  * A slot per flow hash in a per-CPU array: no helper call, no lock, one
  * writer per slot; two flows on one slot just take turns (a miss costs the
@@ -57,10 +60,12 @@
  */
 const volatile __u64 sluice_deny_ttl_ticks = SLUICE_DENY_TTL_TICKS;
 
-static __always_inline void flow_of(const struct pkt_meta *m, struct sluice_flow *f)
+/* @m's flow, whose service selects the policies of @match_slot. */
+static __always_inline void flow_of(const struct pkt_meta *m, __u32 match_slot,
+				    struct sluice_flow *f)
 {
 	__builtin_memcpy(f->src, m->src, SLUICE_ADDR_LEN);
-	f->dst_port = m->has_ports ? m->dst_port : 0;
+	f->match_slot = match_slot;
 	f->proto = m->proto;
 	f->flags = (m->is_ipv4 ? SLUICE_FLOW_F_IPV4 : 0) |
 		   (m->has_ports ? SLUICE_FLOW_F_PORTS : 0) | (m->is_syn ? SLUICE_FLOW_F_SYN : 0);

@@ -24,14 +24,21 @@ enum sluice_flow_flag {
 	SLUICE_FLOW_F_SYN = 1 << 2,
 };
 
-/* What decides a packet's policies: its flow. */
+/*
+ * What decides a packet's policies: its flow. Not the destination port
+ * but the list of policies its port (or protocol) selects, the slot
+ * sluice_class names in sluice_match: a source spraying ports that the same
+ * policies cover is one flow (#16), and ports that select other policies
+ * are other flows.
+ */
 struct sluice_flow {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
-	__be16 dst_port;		/* 0 without ports */
+	__u16 match_slot;		/* its service's slot in sluice_match; 0: none */
 	__u8 proto;			/* IPPROTO_* */
 	__u8 flags;			/* enum sluice_flow_flag */
 };
 SLUICE_ASSERT_SIZE(struct sluice_flow, 20);
+_Static_assert(SLUICE_MATCH_SLOTS <= 1U << 16, "a match slot must fit sluice_flow.match_slot");
 
 #define SLUICE_FLOW_WORDS (sizeof(struct sluice_flow) / sizeof(__u32))
 

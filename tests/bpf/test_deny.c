@@ -2,7 +2,8 @@
 /*
  * BPF_PROG_TEST_RUN on the real object: the deny cache (bpf/deny.bpf.h).
  * When a node-scoped, enforcing policy drops a packet with its own limit,
- * the flow (source, protocol, destination port, SYN, family) is kept in
+ * the flow (source, protocol, the policies its destination port selects,
+ * SYN, family) is kept in
  * this CPU's slot until the key would admit again, at most the TTL
  * (SLUICE_DENY_TTL_NS; these tests load with TEST_DENY_TTL_NS, so that no
  * entry ends while a test still counts on it, however slow the machine:
@@ -42,6 +43,7 @@
 #include "base/clock.h"
 #include "sluice/deny.h"
 #include "sluice/gcra.h"
+#include "sluice/svc.h"
 #include "../unit/rows.h"
 #include "agent/agent.h"
 #include "expect.h"
@@ -67,7 +69,9 @@
 #define LOSS_TIMEOUT_NS	 SLUICE_NSEC_PER_SEC
 #define LOST_BEAT_NS	 1 /* a heartbeat at boot: lost for the whole uptime */
 #define TEST_DENY_TTL_NS (60 * SLUICE_NSEC_PER_SEC) /* outlives any test; < a 1/h retry */
-#define ROW_TESTS	 6			    /* tests run once per address family */
+#define ROW_TESTS	 7			    /* tests run once per address family */
+#define SPRAY_FIRST	 1000			    /* the port range of "spray" */
+#define SPRAY_LAST	 1999
 
 /* Addresses a step names; each family row gives their text. */
 enum addr {
@@ -141,13 +145,29 @@ struct step {
 
 /* ---- the cache as this CPU holds it --------------------------------------- */
 
-static struct sluice_flow flow_of(const char *src, __u8 proto, __u16 port, __be32 tcp_flags)
+/* The slot in sluice_match of @proto and @port under @h's active policies. */
+static __u16 match_slot(struct harness *h, __u8 proto, __u16 port)
+{
+	struct sluice_ctl ctl;
+	__u64 slot = 0;
+	__u32 i;
+
+	assert_int_equal(maps__read_ctl(&h->att.maps, &ctl), 0);
+	i = ctl.active_gen % SLUICE_POLICY_GENS * SLUICE_SVCS + sluice_svc_of(proto, 1, port);
+	if (bpf_map_lookup_elem(bpf_map__fd(h->att.skel->maps.sluice_class), &i, &slot))
+		fail_msg("cannot read sluice_class[%u]", i);
+	assert_in_range(slot, 0, SLUICE_MATCH_SLOTS - 1);
+	return slot;
+}
+
+static struct sluice_flow flow_of(struct harness *h, const char *src, __u8 proto, __u16 port,
+				  __be32 tcp_flags)
 {
 	struct sluice_flow f;
 
 	memset(&f, 0, sizeof(f));
 	f.flags = SLUICE_FLOW_F_PORTS | (pkt_addr16(src, (__u8 *)f.src) ? SLUICE_FLOW_F_IPV4 : 0);
-	f.dst_port = htons(port);
+	f.match_slot = match_slot(h, proto, port);
 	f.proto = proto;
 	if (proto == IPPROTO_TCP && (tcp_flags & SYN) && !(tcp_flags & ACK))
 		f.flags |= SLUICE_FLOW_F_SYN;
@@ -246,7 +266,7 @@ static void run_steps(struct harness *h, const struct family *f, const char *pha
 			      where);
 		status__free(&before);
 		status__free(&after);
-		flow = flow_of(f->addr[s->src], s->proto, s->port, s->tcp_flags);
+		flow = flow_of(h, f->addr[s->src], s->proto, s->port, s->tcp_flags);
 		check_cache(h, &flow, s->cache, s->moved[0].policy, where);
 	}
 }
@@ -440,7 +460,7 @@ static void test_until_exact(void **state)
 	assert_int_equal(harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED), c->admitted);
 	assert_int_equal(harness_policy_pkts(&st, "limit", SLUICE_PSTAT_DROPPED), 1);
 	status__free(&st);
-	flow = flow_of(src, IPPROTO_UDP, DNS_PORT, 0);
+	flow = flow_of(&h, src, IPPROTO_UDP, DNS_PORT, 0);
 	assert_true(read_slot(&h, &flow, &e));
 	assert_memory_equal(&e.flow, &flow, sizeof(flow));
 	pol = harness_policy(&h, "limit");
@@ -512,7 +532,7 @@ static void test_reload(void **state)
 	harness_close(&h);
 }
 
-/* ---- 4. the flow is the whole match: port, protocol, SYN ------------------ */
+/* ---- 4. the flow is the whole match: the port's policies, protocol, SYN -- */
 
 static const struct step ports_steps[] = {
 	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
@@ -713,14 +733,15 @@ static const struct step collide_steps[] = {
 };
 
 /* The first of @fmt's candidate sources whose flow to @port lands in @slot, into @buf. */
-static void colliding_src(char *buf, size_t len, const char *fmt, __u16 port, __u32 slot)
+static void colliding_src(struct harness *h, char *buf, size_t len, const char *fmt, __u16 port,
+			  __u32 slot)
 {
 	struct sluice_flow flow;
 	unsigned int i;
 
 	for (i = 1; i < COLLIDE_TRIES; i++) {
 		snprintf(buf, len, fmt, i / BYTE_VALUES, i % BYTE_VALUES);
-		flow = flow_of(buf, IPPROTO_UDP, port, 0);
+		flow = flow_of(h, buf, IPPROTO_UDP, port, 0);
 		if (sluice_deny_slot(&flow) == slot)
 			return;
 	}
@@ -731,18 +752,59 @@ static void test_two_flows_one_slot(void **state)
 {
 	struct family f = *(const struct family *)*state;
 	char src_b[INET6_ADDRSTRLEN], src_c[INET6_ADDRSTRLEN];
-	struct sluice_flow a = flow_of(f.addr[SRC_A], IPPROTO_UDP, DNS_PORT, 0);
+	struct sluice_flow a;
 	struct harness h;
 	int i;
 
-	colliding_src(src_b, sizeof(src_b), f.candidate, DNS_PORT, sluice_deny_slot(&a));
-	colliding_src(src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
+	expect_load(&h, dns_web_yaml);
+	a = flow_of(&h, f.addr[SRC_A], IPPROTO_UDP, DNS_PORT, 0);
+	colliding_src(&h, src_b, sizeof(src_b), f.candidate, DNS_PORT, sluice_deny_slot(&a));
+	colliding_src(&h, src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
 	f.addr[SRC_B] = src_b;
 	f.addr[SRC_C] = src_c;
-	expect_load(&h, dns_web_yaml);
 	RUN(&h, &f, "first packets", collide_first_steps);
 	for (i = 0; i < ROUNDS; i++)
 		RUN(&h, &f, "taking turns", collide_steps);
+	harness_close(&h);
+}
+
+/* ---- 9. a port spray is one flow (#16) ------------------------------------ */
+
+/* "spray" covers a range of ports, keyed by source; "web" is another list. */
+static const char spray_yaml[] = "policies:\n" POLICY("spray", UDP_RANGE(SPRAY_FIRST, SPRAY_LAST),
+						      KEY_HOST, "1", "") WEB_POLICY;
+
+static const struct step spray_first_steps[] = {
+	STEP(1, SRC_A, UDP(SPRAY_FIRST), PASS, 0, MISS, M("spray", PASSED)),
+	STEP(1, SRC_A, UDP(SPRAY_FIRST + 1), DROP, 0, HIT, M("spray", DROPPED)),
+};
+
+/* Another list of policies is another flow: a miss, decided by "web". */
+static const struct step spray_web_steps[] = {
+	STEP(1, SRC_A, UDP(WEB_PORT), PASS, 0, MISS, M("web", PASSED)),
+};
+
+/*
+ * One source over every port of "spray": once one port's packet is
+ * denied, each other port's is dropped from the cache. The key deleted
+ * after the first drop proves it (as in test_counts): the full path would
+ * admit a fresh burst, so a flow per port would pass its first packet.
+ */
+static void test_port_spray(void **state)
+{
+	const struct family *f = *state;
+	struct step spray = STEP(1, SRC_A, UDP(0), DROP, 0, HIT, M("spray", DROPPED));
+	struct harness h;
+	__u32 port;
+
+	expect_load(&h, spray_yaml);
+	RUN(&h, f, "first ports", spray_first_steps);
+	assert_int_equal(harness_key_delete(&h, "spray", f->addr[SRC_A]), 0);
+	for (port = SPRAY_FIRST + 2; port <= SPRAY_LAST; port++) {
+		spray.port = port;
+		run_steps(&h, f, "spray", &spray, 1);
+	}
+	RUN(&h, f, "another policy", spray_web_steps);
 	harness_close(&h);
 }
 
@@ -785,5 +847,6 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_not_cached, families);
 	SUITE_ADD_ROWS(&s, test_layer_changes, turns_cases);
 	SUITE_ADD_ROWS(&s, test_two_flows_one_slot, families);
+	SUITE_ADD_ROWS(&s, test_port_spray, families);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_deny", tests, s.n, NULL, NULL));
 }
