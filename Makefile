@@ -79,9 +79,12 @@ $(O)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) $(wildcard include/sluice/
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# Each object's call chains must fit the verifier's 512 bytes of stack as
+# Debian 12's 6.1 counts them (tools/bpf-stack.sh): refused at build time.
 $(O)/%.bpf.o: $(O)/%.tmp.bpf.o
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) gen object $@ $<
+	$(Q)tools/bpf-stack.sh $@ >/dev/null || { tools/bpf-stack.sh $@ >&2; rm -f $@; exit 1; }
 
 $(SKEL): $(BPF_OBJ)
 	$(call msg,SKEL,$@)

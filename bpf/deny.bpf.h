@@ -60,12 +60,14 @@
  */
 const volatile __u64 sluice_deny_ttl_ticks = SLUICE_DENY_TTL_TICKS;
 
-/* @m's flow, whose service selects the policies of @match_slot. */
-static __always_inline void flow_of(const struct pkt_meta *m, __u32 match_slot,
-				    struct sluice_flow *f)
+/*
+ * @m's flow, but f->match_slot, which the caller sets first
+ * (classify_slot()): kept there, it costs the pipeline no stack of its
+ * own, which 6.1's verifier has none of to spare (docs/kernels.md).
+ */
+static __always_inline void flow_of(const struct pkt_meta *m, struct sluice_flow *f)
 {
 	__builtin_memcpy(f->src, m->src, SLUICE_ADDR_LEN);
-	f->match_slot = match_slot;
 	f->proto = m->proto;
 	f->flags = (m->is_ipv4 ? SLUICE_FLOW_F_IPV4 : 0) |
 		   (m->has_ports ? SLUICE_FLOW_F_PORTS : 0) | (m->is_syn ? SLUICE_FLOW_F_SYN : 0);

@@ -180,7 +180,7 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 	struct sluice_ctl *ctl;
 	struct pkt_meta m = {};
 	int xdp, cache, parsed;
-	__u32 zero = 0, slot = 0, match_slot;
+	__u32 zero = 0, slot = 0;
 	__u64 stamp;
 	long denied_by;
 
@@ -201,10 +201,10 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		why = decide_odd(&m, &env, &v, parsed);
 		goto decided;
 	}
-	match_slot = classify_slot(&m, env.gen);
+	flow.match_slot = classify_slot(&m, env.gen);
 	cache = !(env.gen_flags & SLUICE_GEN_F_DST);
 	if (cache) {
-		flow_of(&m, match_slot, &flow);
+		flow_of(&m, &flow);
 		slot = sluice_deny_slot(&flow);
 		denied_by = deny_cached(&env, &flow, slot, stamp);
 		if (denied_by >= 0) {
@@ -222,7 +222,7 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		v.result = LIMIT_REFUSED;
 		goto decided;
 	}
-	match = match_of(env.gen, match_slot);
+	match = match_of(env.gen, flow.match_slot);
 	if (!match) {
 		v.result = LIMIT_SKIP;
 		goto decided;
