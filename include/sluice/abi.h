@@ -336,6 +336,7 @@ SLUICE_ASSERT_SIZE(struct sluice_lease, 80);
 enum sluice_lease_flag {
 	SLUICE_LEASE_F_FROZEN = 1 << 0,	  /* idle: granted lowered to spent, no call */
 	SLUICE_LEASE_F_RELEASED = 1 << 1, /* frozen, and what was left handed back */
+	SLUICE_LEASE_F_STARVED = 1 << 2,  /* the last answer held less than wanted */
 };
 
 struct sluice_spend {

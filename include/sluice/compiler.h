@@ -15,6 +15,10 @@
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A constant's value as a string literal. */
+#define SLUICE_STR_OF(x) #x
+#define SLUICE_STR(x)	 SLUICE_STR_OF(x)
 #endif
 
 /* Time units, in nanoseconds. */

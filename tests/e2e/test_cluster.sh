@@ -49,8 +49,8 @@ LATE_MS=20
 SINK_MS=60000
 PORT_SHARED=9100
 PORT_CALLS=9101
-CALLS_RATE=10 # the commands-per-second figures: many keys, each saturated at 2 L
-CALLS_BURST=4
+CALLS_RATE=${CALLS_RATE:-10} # the commands-per-second figures: many keys, each saturated at 2 L
+CALLS_BURST=${CALLS_BURST:-4}
 CALLS_MS=6000 # each flood; commands counted from +2 s to +5 s
 SINGLE_PORT=6999 # the single Redis the figures compare with
 METRICS_PORT=9464 # each agent's /metrics, on its own namespace's loopback
@@ -162,7 +162,16 @@ hex_of() {
 	IFS=. read -r a b c d <<<"$1"
 	printf '00000000000000000000ffff%02x%02x%02x%02x' "$a" "$b" "$c" "$d"
 }
-bucket_of() { echo "$FLEET:b:{shared:$(hex_of "$1")}"; } # LEASE_BUCKET_FMT (user/budget/planner.h)
+# bucket_of IPV4: its bucket's key, LEASE_BUCKET_FMT (user/budget/planner.h):
+# the group is the CRC16 of the hex address mod LEASE_GROUPS, and
+# CLUSTER KEYSLOT is that CRC16 mod 16384, a multiple of LEASE_GROUPS.
+LEASE_GROUPS=64
+bucket_of() {
+	local hex group
+	hex=$(hex_of "$1")
+	group=$(($(cli "$ASK_PORT" cluster keyslot "$hex") % LEASE_GROUPS))
+	printf '%s:b:{shared:%02x}:%s\n' "$FLEET" "$group" "$hex"
+}
 # pick_keys PHASE: N_KEYS fresh sources (10.K.PHASE.y: cold keys, as
 # test_budget.sh gives each phase), N_KEYS / SHARDS on each primary; sets
 # KEYS, KEY_PORT (each one's primary), PER_SHARD, SRC_LIST.
@@ -364,6 +373,15 @@ run_under() {
 calls() {
 	cli "$1" info commandstats | awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_info" { n += $3 } END { print n + 0 }'
 }
+# script_calls PORT: the script calls it ran (EVALSHA and EVAL: what the
+# agents send, one per call however many keys it carries).
+script_calls() {
+	cli "$1" info commandstats | awk -F'[:,=]' '$1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" { n += $3 } END { print n + 0 }'
+}
+# cpu_us PORT: the CPU time Redis has used, user and system, in µs.
+cpu_us() {
+	cli "$1" info cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 } END { printf "%.0f", s * 1e6 }'
+}
 
 # commands_per_s FROM_NS TO_NS: Redis commands per second per shard and
 # per node (INFO commandstats), between two moments of the running phase.
@@ -459,12 +477,13 @@ run_fault() {
 }
 
 # measure_calls LABEL PORT...: for each N in CALLS_KEYS, N fresh keys
-# each offered 2 L (split over the nodes), and the commands each listed
-# Redis ran from +2 s to +5 s (INFO commandstats), per second: per Redis
-# and per node.
+# each offered 2 L (split over the nodes), and what each listed Redis ran
+# from +2 s to +5 s, per second: commands (INFO commandstats, the
+# scripts' own included) per Redis and per node, script calls (what the
+# agents sent) and CPU time (INFO cpu) in all.
 CALLS_SET=20
 measure_calls() {
-	local label=$1 n i p c total t0 t1 pids pps
+	local label=$1 n i p c total t0 t1 pids pps s_total cpu_total
 	shift
 	for n in $CALLS_KEYS; do
 		pps=$((2 * CALLS_RATE * n / K))
@@ -478,19 +497,28 @@ measure_calls() {
 				--duration-ms $((CALLS_MS + 100)) --start-at-ns "$T0" -q
 			pids+=("$SPAWNED_PID")
 		done
-		declare -A c0=()
+		declare -A c0=() s0=() u0=()
 		sleep_until $((T0 + 2000 * 1000000))
-		for p in "$@"; do c0[$p]=$(calls "$p"); done
+		for p in "$@"; do
+			c0[$p]=$(calls "$p")
+			s0[$p]=$(script_calls "$p")
+			u0[$p]=$(cpu_us "$p")
+		done
 		t0=$(now_ns)
 		sleep_until $((T0 + 5000 * 1000000))
 		t1=$(now_ns)
-		total=0
+		total=0 s_total=0 cpu_total=0
+		for p in "$@"; do
+			s_total=$((s_total + $(script_calls "$p") - s0[$p]))
+			cpu_total=$((cpu_total + $(cpu_us "$p") - u0[$p]))
+		done
 		for p in "$@"; do
 			c=$(($(calls "$p") - c0[$p]))
 			total=$((total + c))
 			echo "figure: $label, $n hot keys, k=$K: :$p $(awk -v c=$c -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') commands/s"
 		done
 		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v k="$K" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / k / (ns / 1e9) }') commands/s per node"
+		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') commands/s in all, $(awk -v c=$s_total -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') script calls/s in all, Redis CPU $(awk -v c=$cpu_total -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", c / 1e6 / (ns / 1e9) * 100 }') % of a core"
 		for p in "${pids[@]}"; do wait "$p" || e2e_fail "a flood failed (status $?)"; done
 	done
 }

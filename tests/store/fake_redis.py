@@ -9,7 +9,7 @@ EVAL: the membership beat, the hot sets and the leases) are answered with
 one bad shape each:
 
   pass         pass everything through (the start)
-  huge         lease replies with held and granted set to 2^62
+  huge         lease replies with every key's held and granted set to 2^62
   endless      "$1000000000" then one byte every 3 ms, forever
   array        "*2147483647" then integer elements, as fast as they go
   oom, noperm, moved
@@ -77,7 +77,7 @@ async def read_value(reader):
 
 
 def is_lease(cmd):
-    """A script call on a lease bucket: <fleet>:b:<policy>:<key>."""
+    """A script call on lease buckets: its first key <fleet>:b:{<policy>:<group>}:<key>."""
     return len(cmd) > 3 and b":b:" in cmd[3]
 
 
@@ -114,8 +114,8 @@ async def bad_reply(st, cmd, up_r, up_w, writer):
         up_w.write(encode(cmd))
         await up_w.drain()
         raw, v = await read_value(up_r)
-        if isinstance(v, list) and len(v) == 4:
-            raw = encode([HUGE, v[1], v[2], HUGE])
+        if isinstance(v, list) and v and len(v) % 4 == 0:  # 4 per key: held, exp, now, granted
+            raw = encode([HUGE if i % 4 in (0, 3) else x for i, x in enumerate(v)])
         writer.write(raw)
     else:
         return False

@@ -67,9 +67,11 @@ static const struct pair_row pair_rows[] = {
 	{ "an empty tag: the whole key", "foo{}{bar}", "{}{bar}", 0 },
 	{ "from the first open brace", "foo{{bar}}zap", "{bar", 1 },
 	{ "a brace never closed: the whole key", "foo{bar", "bar", 0 },
-	{ "a bucket and its tag", "sluice:b:{shared:0a000001}", "shared:0a000001", 1 },
-	{ "two buckets of one policy", "sluice:b:{shared:0a000001}", "sluice:b:{shared:0a000002}",
-	  0 },
+	{ "a bucket and its tag", "sluice:b:{shared:07}:0a000001", "shared:07", 1 },
+	{ "two buckets of one group", "sluice:b:{shared:07}:0a000001",
+	  "sluice:b:{shared:07}:0a000002", 1 },
+	{ "two groups of one policy", "sluice:b:{shared:07}:0a000001",
+	  "sluice:b:{shared:08}:0a000001", 0 },
 };
 
 static void test_pair(void **state)

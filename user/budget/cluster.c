@@ -27,8 +27,6 @@
 #define NODE_FIELDS_MIN	 2 /* a node: host, port (then id and metadata) */
 #define MOVED_WORD	 "MOVED "
 #define ASK_WORD	 "ASK "
-#define STR_OF(x)	 #x
-#define STR(x)		 STR_OF(x) /* a constant's value as a string literal */
 
 static __u16 crc16(const char *buf, size_t len)
 {
@@ -109,7 +107,7 @@ static const char *add_range(const redisReply *r, const char *asked_host, struct
 		return "a primary that is not [host, port]";
 	node = map_node(m, addr);
 	if (node == CLUSTER_NODE_NONE)
-		return "more primaries than " STR(CLUSTER_NODES_MAX);
+		return "more primaries than " SLUICE_STR(CLUSTER_NODES_MAX);
 	for (s = (size_t)r->element[0]->integer; s <= (size_t)r->element[1]->integer; s++) {
 		if (m->slot_node[s] != CLUSTER_NODE_NONE)
 			return "a slot served twice";
@@ -129,7 +127,7 @@ int cluster_map_parse(const redisReply *r, const char *asked_host, struct cluste
 	if (r->type != REDIS_REPLY_ARRAY)
 		why = r->type == REDIS_REPLY_ERROR ? r->str : "not an array";
 	else if (r->elements > CLUSTER_RANGES_MAX)
-		why = "more ranges than " STR(CLUSTER_RANGES_MAX);
+		why = "more ranges than " SLUICE_STR(CLUSTER_RANGES_MAX);
 	for (i = 0; !why && i < r->elements; i++)
 		why = add_range(r->element[i], asked_host, m);
 	if (!why && !m->n)

@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "sluice/compiler.h"
 #include "sluice/gcra.h"
+#include "budget/cluster.h"
 #include "budget/planner.h"
 #include "kernel/leases.h"
 
@@ -49,6 +50,7 @@ struct lease_state {
 	struct lease_plan *plan;
 	struct key_set *fleet; /* by attachment */
 	__u64 live;	       /* the fleet's size at the last beat; 0 unknown */
+	unsigned int early;    /* early rounds since the last full sync */
 	struct lease_stats stats;
 };
 
@@ -383,11 +385,34 @@ static void plan_full(struct round *r)
 }
 
 /*
+ * How many early rounds a starved key waits between top-ups: while the
+ * fleet's bucket is dry, a call brings only what refilled since the last
+ * one, so asking every round (interval / LEASE_EARLY_DIV) costs calls and
+ * brings no more units. Its units wait in the bucket, which may fill
+ * meanwhile but not overflow: at most half the burst's refill time
+ * passes. And at most LEASE_STARVED_EVERY_MAX rounds: what waits there is
+ * admitted a little later, which moves units from one 1-second window to
+ * the next (test_budget.sh's steady windows, L ± 5 %, allow two rounds
+ * of refill, not five).
+ */
+static unsigned int starved_every(const struct round *r, const struct lease_policy *p)
+{
+	__u64 round_ns = r->ls->plan->interval_ns / LEASE_EARLY_DIV;
+	__u64 half_ns = p->burst * p->rate_period_us * SLUICE_NSEC_PER_USEC / (2 * p->rate_units);
+	__u64 every = round_ns ? half_ns / round_ns : 1;
+
+	if (every < 1)
+		return 1;
+	return every < LEASE_STARVED_EVERY_MAX ? (unsigned int)every : LEASE_STARVED_EVERY_MAX;
+}
+
+/*
  * Early round: a lease that would not cover the demand seen since its last
- * top-up once more (about half used, or used up: a saturated key is topped
- * up every round, at any packet rate, and a node whose traffic stopped
- * stops asking at once); keys still waiting for their first lease; and
- * frozen leases to hand back.
+ * top-up once more (about half used, or used up: a saturated key asks
+ * every round, at any packet rate, and a node whose traffic stopped stops
+ * asking at once), but a starved one only every starved_every() rounds;
+ * keys still waiting for their first lease; and frozen leases to hand
+ * back.
  */
 static size_t plan_early(struct round *r)
 {
@@ -404,6 +429,9 @@ static size_t plan_early(struct round *r)
 			e->release = 1;
 		} else if (!is_pending(e)) {
 			if (!dr || left > dr)
+				continue;
+			if ((e->l.flags & SLUICE_LEASE_F_STARVED) &&
+			    r->ls->early % starved_every(r, e->p))
 				continue;
 			e->l.want = min_u64(e->p->burst,
 					    e->l.want > d ? e->l.want : LEASE_LOOKAHEAD * d);
@@ -430,6 +458,11 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
+unsigned int lease_group(const char *hex)
+{
+	return cluster_key_slot(hex, strlen(hex)) % LEASE_GROUPS;
+}
+
 /* The Redis key of @p's bucket for @k, into @out. */
 static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
 		       const struct sluice_key *k, char *out)
@@ -437,7 +470,8 @@ static void bucket_key(const struct lease_state *ls, const struct lease_policy *
 	char hex[HEX_ADDR_LEN];
 
 	hex_of(k->addr, hex);
-	snprintf(out, LEASE_KEY_LEN, LEASE_BUCKET_FMT, ls->plan->prefix, p->name, hex);
+	snprintf(out, LEASE_KEY_LEN, LEASE_BUCKET_FMT, ls->plan->prefix, p->name, lease_group(hex),
+		 hex);
 }
 
 /* Whether the shard of @e's bucket answered (always, but on a cluster). */
@@ -504,6 +538,8 @@ static void install(struct round *r, const struct lease_grant *g, __u64 sent_ns)
 			e->l.expires = expires;
 			e->l.flags =
 				e->release ? SLUICE_LEASE_F_FROZEN | SLUICE_LEASE_F_RELEASED : 0;
+			if (!e->release && g[k].held < e->l.want)
+				e->l.flags |= SLUICE_LEASE_F_STARVED;
 			write_lease(r, e);
 		} else {
 			/* Pending and nothing yet: stays cold; what was spent is reported. */
@@ -644,6 +680,7 @@ int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet,
 
 	*live = 0;
 	err[0] = '\0';
+	ls->early = full ? 0 : ls->early + 1;
 	if (full)
 		ls->stats.hot_keys = 0;
 	if (!n_att && full)

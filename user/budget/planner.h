@@ -19,24 +19,28 @@
 #include "budget/redis.h"
 #include "kernel/leases.h"
 
-#define LEASE_TTL_SYNCS	   3 /* the store's lease lives this many intervals */
-#define LEASE_KERNEL_SYNCS SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
-#define LEASE_EARLY_DIV	   10	/* early top-ups at most every interval / this */
-#define LEASE_LOOKAHEAD	   1	/* hold this many intervals of the last interval's demand */
-#define LEASE_IDLE_SYNCS   30	/* a key without demand this long gives its entry up */
-#define LEASE_HOT_SYNCS	   30	/* a key nobody saw hot this long leaves the hot set */
-#define LEASE_HOT_LIMIT	   4096 /* hot keys read back per policy and sync */
-#define LEASE_HOLDER_LEN   (STORE_NAME_LEN + IF_NAMESIZE + 1)
+#define LEASE_TTL_SYNCS		3 /* the store's lease lives this many intervals */
+#define LEASE_KERNEL_SYNCS	SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
+#define LEASE_EARLY_DIV		10   /* early top-ups at most every interval / this */
+#define LEASE_STARVED_EVERY_MAX 2    /* a starved key's early rounds: at most every this many */
+#define LEASE_GROUPS		64   /* bucket keys of a policy share this many hash tags */
+#define LEASE_LOOKAHEAD		1    /* hold this many intervals of the last interval's demand */
+#define LEASE_IDLE_SYNCS	30   /* a key without demand this long gives its entry up */
+#define LEASE_HOT_SYNCS		30   /* a key nobody saw hot this long leaves the hot set */
+#define LEASE_HOT_LIMIT		4096 /* hot keys read back per policy and sync */
+#define LEASE_HOLDER_LEN	(STORE_NAME_LEN + IF_NAMESIZE + 1)
 
 /*
- * The Redis keys (#17): the part in braces is the hash tag, so on a Redis
- * Cluster a key's bucket lands on the slot of its policy and address, and
- * spreads over the shards, and each policy's hot set on its own slot. Each
- * script touches one key, so each call is within one slot. Fleet names
- * with braces are refused for cluster stores (they would be the tag).
+ * The Redis keys (#17): the part in braces is the hash tag. A policy's
+ * buckets fall in LEASE_GROUPS groups by their address (lease_group()),
+ * each group on one slot: on a Redis Cluster one lease call carries the
+ * keys of a group (their scripts may only touch one slot), and the groups
+ * spread over the shards; each policy's hot set is on a slot of its own.
+ * Fleet names with braces are refused for cluster stores (they would be
+ * the tag).
  */
-#define LEASE_BUCKET_FMT "%s:b:{%s:%s}" /* fleet, policy, key address in hex */
-#define LEASE_HOT_FMT	 "%s:hot:{%s}"	/* fleet, policy */
+#define LEASE_BUCKET_FMT "%s:b:{%s:%02x}:%s" /* fleet, policy, group, key address in hex */
+#define LEASE_HOT_FMT	 "%s:hot:{%s}"	     /* fleet, policy */
 
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {
@@ -96,6 +100,9 @@ struct lease_stats {
  */
 int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
 		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
+
+/* The group of the key whose address is @hex (LEASE_BUCKET_FMT): the same on every node. */
+unsigned int lease_group(const char *hex);
 
 void lease_state__stats(const struct lease_state *ls, struct lease_stats *out);
 

@@ -22,12 +22,18 @@
 #define NUM_LEN 24 /* a __u64 in decimal, NUL-terminated */
 
 /*
- * KEYS[1] the bucket hash. ARGV: node, ttl_us, rate_units, rate_period_us,
- * burst, cap, used, want, empty, release. Returns {held, expires_us, now_us,
- * granted}. A bucket that does not exist starts full, or empty when empty
- * is 1. With release 1 the caller hands back what it holds beyond want: it
- * promises it can no longer spend that (it stopped spending a whole sync
- * interval before asking).
+ * KEYS[1..n] bucket hashes, one call for several keys (#17: a hot key
+ * used to cost a call of its own, and TIME, two HSETs and a PEXPIRE in
+ * it). ARGV: node, ttl_us, live_slack_us, then for each key
+ * LEASE_KEY_ARGS values: rate_units,
+ * rate_period_us, burst, cap, used, want, empty, release. Returns
+ * {held, expires_us, now_us, granted} for each key in order, flat. A bucket
+ * that does not exist starts full, or empty when empty is 1. With release 1
+ * the caller hands back what it holds beyond want: it promises it can no
+ * longer spend that (it stopped spending a whole sync interval before
+ * asking). One TIME serves every key of the call; on a Redis Cluster the
+ * keys of a call share a slot (the caller groups them). Besides the fields
+ * of redis.h, a bucket keeps 'live': the Redis TIME its TTL lasts until.
  *
  * Invariant, after every call: tok + Σ live lease × P <= burst × P, where
  * P = rate_period_us and tok is scaled by P, so refill (elapsed_us × units)
@@ -55,14 +61,19 @@
  * more than cap, so no node can drain more than cap.
  */
 static const char LEASE_LUA[] =
-	"local key, node = KEYS[1], ARGV[1]\n"
-	"local ttl, units, per = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])\n"
-	"local burst, cap = tonumber(ARGV[5]), tonumber(ARGV[6])\n"
-	"local used, want = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
-	"local first = tonumber(ARGV[9]) == 1 and 0 or burst * per\n"
-	"local release = tonumber(ARGV[10]) == 1\n"
+	"local node, ttl, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local fmt = function(x) return string.format('%d', x) end\n"
+	"local mine, myexp = 'lease:' .. node, 'exp:' .. node\n"
+	"local res = {}\n"
+	"for k = 1, #KEYS do\n"
+	"local key, a = KEYS[k], 3 + (k - 1) * 8\n"
+	"local units, per = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])\n"
+	"local burst, cap = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])\n"
+	"local used, want = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])\n"
+	"local first = tonumber(ARGV[a + 7]) == 1 and 0 or burst * per\n"
+	"local release = tonumber(ARGV[a + 8]) == 1\n"
 	"local h = redis.call('HGETALL', key)\n"
 	"local f = {}\n"
 	"for i = 1, #h, 2 do f[h[i]] = tonumber(h[i + 1]) end\n"
@@ -85,7 +96,7 @@ static const char LEASE_LUA[] =
 	 * The caller's live lease: what it did not spend stays its own; what it
 	 * spent has left the fleet's budget, so it is not outstanding any more.
 	 */
-	"local keep = f['lease:' .. node] or 0\n"
+	"local keep = f[mine] or 0\n"
 	"if used > keep then used = keep end\n"
 	"keep = keep - used\n"
 	"out = out - used\n"
@@ -111,18 +122,31 @@ static const char LEASE_LUA[] =
 	"if cap - keep < g then g = cap - keep end\n"
 	"if g < 0 then g = 0 end\n"
 	"tok = tok - g * per\n"
-	"local fmt = function(x) return string.format('%d', x) end\n"
-	"redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts))\n"
+	/*
+	 * Idle: gone once every lease has expired and the bucket is full
+	 * again, and up to LEASE_LIVE_SLACK_US later: the TTL is set only when
+	 * the time it gave (the field 'live') falls short, once a second of
+	 * calls rather than at each.
+	 */
+	"local need = maxexp + math.ceil(burst * per / units)\n"
+	"local live = f['live']\n"
+	"local extend = not live or live < need\n"
+	"if extend then live = need + slack end\n"
 	"if keep + g > 0 then\n"
-	"  redis.call('HSET', key, 'lease:' .. node, fmt(keep + g), 'exp:' .. node, fmt(now + "
-	"ttl))\n"
+	"  redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts), 'live', fmt(live), mine,\n"
+	"             fmt(keep + g), myexp, fmt(now + ttl))\n"
 	"else\n"
-	"  redis.call('HDEL', key, 'lease:' .. node, 'exp:' .. node)\n"
+	"  redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts), 'live', fmt(live))\n"
+	"  if f[mine] then redis.call('HDEL', key, mine, myexp) end\n"
 	"end\n"
-	/* Idle: gone once every lease has expired and the bucket is full again. */
-	"local idle_us = maxexp - now + math.ceil(burst * per / units)\n"
-	"redis.call('PEXPIRE', key, fmt(math.ceil(idle_us / 1000) + 1))\n"
-	"return {keep + g, now + ttl, now, g}\n";
+	/* After the HSET: a key that did not exist has no TTL to set. */
+	"if extend then redis.call('PEXPIRE', key, fmt(math.ceil((live - now) / 1000) + 1)) end\n"
+	"res[#res + 1] = keep + g\n"
+	"res[#res + 1] = now + ttl\n"
+	"res[#res + 1] = now\n"
+	"res[#res + 1] = g\n"
+	"end\n"
+	"return res\n";
 
 /*
  * KEYS[1] a policy's hot set (member: a key's address in hex, score: Redis
@@ -153,18 +177,24 @@ static const char BEAT_LUA[] =
 	"redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
 	"return redis.call('ZCARD', KEYS[1])\n";
 
+/* The lease script's arguments: the call's, then LEASE_KEY_ARGS per key. */
 enum lease_arg {
 	LEASE_ARG_NODE,
 	LEASE_ARG_TTL,
-	LEASE_ARG_UNITS,
-	LEASE_ARG_PERIOD,
-	LEASE_ARG_BURST,
-	LEASE_ARG_CAP,
-	LEASE_ARG_USED,
-	LEASE_ARG_WANT,
-	LEASE_ARG_EMPTY,
-	LEASE_ARG_RELEASE,
-	LEASE_ARG_MAX,
+	LEASE_ARG_LIVE_SLACK, /* LEASE_LIVE_SLACK_US */
+	LEASE_ARG_KEYS,	      /* then each key's */
+};
+
+enum lease_key_arg {
+	LEASE_KEY_UNITS,
+	LEASE_KEY_PERIOD,
+	LEASE_KEY_BURST,
+	LEASE_KEY_CAP,
+	LEASE_KEY_USED,
+	LEASE_KEY_WANT,
+	LEASE_KEY_EMPTY,
+	LEASE_KEY_RELEASE,
+	LEASE_KEY_ARGS,
 };
 
 enum hot_arg {
@@ -179,17 +209,19 @@ static const char *const script_src[STORE_SCRIPT_MAX] = {
 	[STORE_SCRIPT_HOT] = HOT_LUA,
 };
 
-/* EVALSHA|EVAL, script, numkeys, key, then the script's arguments. */
-#define CALL_HEAD   4
-#define CALL_VERB   0
-#define CALL_SCRIPT 1
+/* EVALSHA|EVAL, script, numkeys, the keys, then the script's arguments. */
+#define CALL_VERB    0
+#define CALL_SCRIPT  1
+#define CALL_NUMKEYS 2
+#define CALL_KEY     3 /* the first key: on a cluster, every key's slot */
 
-/* One script call of a pipeline; argv[CALL_HEAD..] are owned copies. */
+/* One script call of a pipeline; argv[CALL_NUMKEYS..] are owned copies. */
 struct call {
 	enum store_script script;
 	size_t argc;
 	char **argv;
 	size_t objects, bytes; /* what its reply may cost */
+	size_t first, n_keys;  /* a lease call: its leases, budget_sync order[first..+n_keys] */
 	int err;	       /* on a cluster: 0, or why its shard gave no answer */
 };
 
@@ -200,6 +232,7 @@ struct pipe {
 	size_t n, cap;
 	struct wire_budget budget; /* what their replies may cost, in all */
 	int asking;		   /* each round trip starts with ASKING (a cluster's ASK) */
+	size_t *order;		   /* the leases, grouped by slot: the calls' keys in turn */
 };
 
 /*
@@ -217,7 +250,7 @@ static void pipe_free(struct pipe *p)
 	size_t i, j;
 
 	for (i = 0; i < p->n; i++) {
-		for (j = CALL_HEAD - 2; j < p->calls[i].argc; j++)
+		for (j = CALL_NUMKEYS; j < p->calls[i].argc; j++)
 			free(p->calls[i].argv[j]);
 		free(p->calls[i].argv);
 		if (p->replies[i])
@@ -225,16 +258,18 @@ static void pipe_free(struct pipe *p)
 	}
 	free(p->calls);
 	free(p->replies);
+	free(p->order);
 	memset(p, 0, sizeof(*p));
 }
 
 /*
- * Queue script @sc on @key with @nargs arguments, whose reply may hold
- * @objects values in @bytes; 0 or -ENOMEM.
+ * Queue script @sc on @n_keys keys with @nargs arguments, whose reply may
+ * hold @objects values in @bytes; 0 or -ENOMEM.
  */
-static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_t nargs,
-		    const char *const *args, size_t objects, size_t bytes)
+static int pipe_add(struct pipe *p, enum store_script sc, const char *const *keys, size_t n_keys,
+		    size_t nargs, const char *const *args, size_t objects, size_t bytes)
 {
+	char numkeys[NUM_LEN];
 	struct call *c;
 	size_t i;
 
@@ -254,22 +289,24 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *key, size_
 		p->cap = cap;
 	}
 	c = &p->calls[p->n];
+	memset(c, 0, sizeof(*c));
 	c->script = sc;
-	c->argc = CALL_HEAD + nargs;
+	c->argc = CALL_KEY + n_keys + nargs;
 	c->argv = calloc(c->argc, sizeof(*c->argv));
 	if (!c->argv)
 		return -ENOMEM;
 	p->replies[p->n++] = NULL;
 	c->objects = CALL_REPLY_OBJECTS + objects;
 	c->bytes = CALL_REPLY_BYTES + bytes;
-	c->err = 0;
 	p->budget.objects += c->objects;
 	p->budget.bytes += c->bytes;
-	c->argv[CALL_HEAD - 2] = strdup("1");
-	c->argv[CALL_HEAD - 1] = strdup(key);
+	snprintf(numkeys, sizeof(numkeys), "%zu", n_keys);
+	c->argv[CALL_NUMKEYS] = strdup(numkeys);
+	for (i = 0; i < n_keys; i++)
+		c->argv[CALL_KEY + i] = strdup(keys[i]);
 	for (i = 0; i < nargs; i++)
-		c->argv[CALL_HEAD + i] = strdup(args[i]);
-	for (i = CALL_HEAD - 2; i < c->argc; i++)
+		c->argv[CALL_KEY + n_keys + i] = strdup(args[i]);
+	for (i = CALL_NUMKEYS; i < c->argc; i++)
 		if (!c->argv[i])
 			return -ENOMEM;
 	return 0;
@@ -537,31 +574,55 @@ static int limit_is_valid(__u64 limit, char *err, size_t len)
 	return 0;
 }
 
-/* Queue one call of the lease script for @q. */
-static int add_lease(struct pipe *p, const char *node, __u64 ttl_us, const struct lease_req *q)
+/*
+ * Queue one call of the lease script for the @n requests order[0..n) of
+ * @r (at most STORE_LEASE_BATCH_MAX); the pipe's last call gets them as its
+ * first..first + n of p->order.
+ */
+static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const struct lease_req *r,
+		      const size_t *order, size_t first, size_t n)
 {
-	char num[LEASE_ARG_MAX][NUM_LEN];
-	const char *args[LEASE_ARG_MAX];
-	const __u64 v[LEASE_ARG_MAX] = {
-		[LEASE_ARG_TTL] = ttl_us,
-		[LEASE_ARG_UNITS] = q->k->rate_units,
-		[LEASE_ARG_PERIOD] = q->k->rate_period_us,
-		[LEASE_ARG_BURST] = q->k->burst,
-		[LEASE_ARG_CAP] = q->k->cap,
-		[LEASE_ARG_USED] = q->used,
-		[LEASE_ARG_WANT] = q->want,
-		[LEASE_ARG_EMPTY] = !!q->k->start_empty,
-		[LEASE_ARG_RELEASE] = !!q->release,
-	};
-	int i;
+	char num[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS][NUM_LEN];
+	const char *args[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS];
+	const char *keys[STORE_LEASE_BATCH_MAX];
+	size_t i, j;
+	int err;
 
 	args[LEASE_ARG_NODE] = node;
-	for (i = LEASE_ARG_TTL; i < LEASE_ARG_MAX; i++) {
-		snprintf(num[i], sizeof(num[i]), "%" PRIu64, (uint64_t)v[i]);
-		args[i] = num[i];
+	snprintf(num[LEASE_ARG_TTL], sizeof(num[0]), "%" PRIu64, (uint64_t)ttl_us);
+	args[LEASE_ARG_TTL] = num[LEASE_ARG_TTL];
+	snprintf(num[LEASE_ARG_LIVE_SLACK], sizeof(num[0]), "%" PRIu64,
+		 (uint64_t)LEASE_LIVE_SLACK_US);
+	args[LEASE_ARG_LIVE_SLACK] = num[LEASE_ARG_LIVE_SLACK];
+	for (i = 0; i < n; i++) {
+		const struct lease_req *q = &r[order[first + i]];
+		const __u64 v[LEASE_KEY_ARGS] = {
+			[LEASE_KEY_UNITS] = q->k->rate_units,
+			[LEASE_KEY_PERIOD] = q->k->rate_period_us,
+			[LEASE_KEY_BURST] = q->k->burst,
+			[LEASE_KEY_CAP] = q->k->cap,
+			[LEASE_KEY_USED] = q->used,
+			[LEASE_KEY_WANT] = q->want,
+			[LEASE_KEY_EMPTY] = !!q->k->start_empty,
+			[LEASE_KEY_RELEASE] = !!q->release,
+		};
+
+		keys[i] = q->k->key;
+		for (j = 0; j < LEASE_KEY_ARGS; j++) {
+			size_t a = LEASE_ARG_KEYS + i * LEASE_KEY_ARGS + j;
+
+			snprintf(num[a], sizeof(num[a]), "%" PRIu64, (uint64_t)v[j]);
+			args[a] = num[a];
+		}
 	}
-	return pipe_add(p, STORE_SCRIPT_LEASE, q->k->key, LEASE_ARG_MAX, args, 1 + GRANT_FIELDS,
-			GRANT_FIELDS * INT_REPLY_BYTES);
+	/* Reply objects: the array (itself and each element as announced), then each element. */
+	err = pipe_add(p, STORE_SCRIPT_LEASE, keys, n, LEASE_ARG_KEYS + n * LEASE_KEY_ARGS, args,
+		       1 + 2 * n * GRANT_FIELDS, n * GRANT_FIELDS * INT_REPLY_BYTES);
+	if (!err) {
+		p->calls[p->n - 1].first = first;
+		p->calls[p->n - 1].n_keys = n;
+	}
+	return err;
 }
 
 static __u64 max_u64(__u64 a, __u64 b)
@@ -589,25 +650,27 @@ static const char *grant_lie(const struct lease_grant *g, const struct lease_req
 }
 
 /*
- * Decode and check reply @r to @q into @g; 0, or -EPROTO (an error, or
- * not what the script can answer) with the cause in @err.
+ * Decode and check the @i-th of the @n answers of lease reply @r to @q
+ * into @g: the whole reply must be @n × 4 integers. 0, or -EPROTO (an
+ * error, or not what the script can answer) with the cause in @err.
  */
-static int grant_of(const redisReply *r, const struct lease_req *q, __u64 ttl_us,
-		    struct lease_grant *g, char *err, size_t len)
+static int grant_of(const redisReply *r, size_t i, size_t n, const struct lease_req *q,
+		    __u64 ttl_us, struct lease_grant *g, char *err, size_t len)
 {
-	const char *lie = "not 4 integers";
+	const char *lie = "not 4 integers a key";
+	redisReply *const *el = r->element;
 	__u64 v[GRANT_FIELDS];
-	size_t i;
+	size_t f;
 
 	memset(g, 0, sizeof(*g));
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == GRANT_FIELDS) {
-		for (i = 0; i < GRANT_FIELDS; i++) {
-			if (r->element[i]->type != REDIS_REPLY_INTEGER ||
-			    r->element[i]->integer < 0)
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == n * GRANT_FIELDS) {
+		for (f = 0; f < GRANT_FIELDS; f++) {
+			if (el[i * GRANT_FIELDS + f]->type != REDIS_REPLY_INTEGER ||
+			    el[i * GRANT_FIELDS + f]->integer < 0)
 				break;
-			v[i] = r->element[i]->integer;
+			v[f] = el[i * GRANT_FIELDS + f]->integer;
 		}
-		if (i == GRANT_FIELDS) {
+		if (f == GRANT_FIELDS) {
 			g->held = v[GRANT_HELD];
 			g->expires_us = v[GRANT_EXPIRES];
 			g->now_us = v[GRANT_NOW];
@@ -618,7 +681,8 @@ static int grant_of(const redisReply *r, const struct lease_req *q, __u64 ttl_us
 		}
 	}
 	if (!err[0] && r->type == REDIS_REPLY_ERROR)
-		snprintf(err, len, "lease script failed on '%s': %s", q->k->key, r->str);
+		snprintf(err, len, "lease script failed on the call of %zu keys with '%s': %s", n,
+			 q->k->key, r->str);
 	else if (!err[0])
 		snprintf(err, len, "lease reply on '%s' refused: %s", q->k->key, lie);
 	memset(g, 0, sizeof(*g));
@@ -633,7 +697,8 @@ static int add_beat(struct pipe *p, const char *fleet, const char *node, __u64 t
 	const char *args[] = { node, ttl };
 
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)ttl_us);
-	return pipe_add(p, STORE_SCRIPT_BEAT, fleet, ARRAY_SIZE(args), args, 1, INT_REPLY_BYTES);
+	return pipe_add(p, STORE_SCRIPT_BEAT, &fleet, 1, ARRAY_SIZE(args), args, 1,
+			INT_REPLY_BYTES);
 }
 
 static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *err, size_t len)
@@ -657,6 +722,7 @@ static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *er
 static int add_hot(struct pipe *p, const struct hot_req *h)
 {
 	const char **args = calloc(HOT_ARG_MEMBERS + h->n_add, sizeof(*args));
+	const char *key = h->key;
 	char ttl[NUM_LEN], limit[NUM_LEN];
 	size_t i;
 	int err;
@@ -669,7 +735,7 @@ static int add_hot(struct pipe *p, const struct hot_req *h)
 	args[HOT_ARG_LIMIT] = limit;
 	for (i = 0; i < h->n_add; i++)
 		args[HOT_ARG_MEMBERS + i] = h->add[i];
-	err = pipe_add(p, STORE_SCRIPT_HOT, h->key, HOT_ARG_MEMBERS + h->n_add, args, 1 + h->limit,
+	err = pipe_add(p, STORE_SCRIPT_HOT, &key, 1, HOT_ARG_MEMBERS + h->n_add, args, 1 + h->limit,
 		       h->limit * HOT_MEMBER_BYTES);
 	free(args);
 	return err;
@@ -798,7 +864,7 @@ static int cluster_run(struct cluster *cl, struct pipe *p, char *err, size_t len
 		return -EIO;
 	}
 	for (i = 0; i < p->n; i++) {
-		const char *key = p->calls[i].argv[CALL_HEAD - 1];
+		const char *key = p->calls[i].argv[CALL_KEY];
 
 		node_of[i] = cl->map.slot_node[cluster_key_slot(key, strlen(key))];
 		if (node_of[i] == CLUSTER_NODE_NONE)
@@ -823,18 +889,87 @@ int store_key_is_reachable(const struct store_conn *conn, const char *key)
 	return i != CLUSTER_NODE_NONE && !cl->node[i].down;
 }
 
-/* Queue everything @b sends, in the order its replies are read. */
-static int budget_queue(struct pipe *p, const struct budget_sync *b)
+/* A lease's index and the slot of its key, to group the keys a call may carry. */
+struct by_slot {
+	__u32 group; /* the slot, then the first lease of that slot */
+	__u32 i;
+};
+
+static int by_slot_cmp(const void *a, const void *b)
 {
-	size_t i;
+	const struct by_slot *x = a, *y = b;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Order @b's leases for the calls: on a cluster the keys of a slot
+ * together, since one call's keys must share a slot, the slots in the
+ * order of their first lease; on one Redis as they come. Into p->order;
+ * 0 or -ENOMEM.
+ */
+static int order_leases(struct pipe *p, const struct budget_sync *b, const struct cluster *cl)
+{
+	struct by_slot *v = calloc(b->n_leases ? b->n_leases : 1, sizeof(*v));
+	size_t i, first;
+	__u32 slot = 0;
+
+	p->order = calloc(b->n_leases ? b->n_leases : 1, sizeof(*p->order));
+	if (!v || !p->order) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < b->n_leases; i++) {
+		const char *key = b->leases[i].k->key;
+
+		v[i].group = cl ? cluster_key_slot(key, strlen(key)) : 0;
+		v[i].i = (__u32)i;
+	}
+	if (cl && b->n_leases) {
+		qsort(v, b->n_leases, sizeof(*v), by_slot_cmp);
+		for (i = 0, first = 0; i < b->n_leases; i++) {
+			if (i && v[i].group != slot)
+				first = i;
+			slot = v[i].group;
+			v[i].group = v[first].i;
+		}
+		qsort(v, b->n_leases, sizeof(*v), by_slot_cmp);
+	}
+	for (i = 0; i < b->n_leases; i++)
+		p->order[i] = v[i].i;
+	free(v);
+	return 0;
+}
+
+/*
+ * Queue everything @b sends, in the order its replies are read: the
+ * leases in calls of up to STORE_LEASE_BATCH_MAX keys, each call's keys of one
+ * slot on a cluster (@cl).
+ */
+static int budget_queue(struct pipe *p, const struct budget_sync *b, const struct cluster *cl)
+{
+	size_t i, n;
 	int ret = 0;
 
 	if (b->fleet)
 		ret = add_beat(p, b->fleet, b->node, b->beat_ttl_us);
 	for (i = 0; i < b->n_hot && !ret; i++)
 		ret = add_hot(p, &b->hot[i]);
-	for (i = 0; i < b->n_leases && !ret; i++)
-		ret = add_lease(p, b->holder, b->lease_ttl_us, &b->leases[i]);
+	if (!ret)
+		ret = order_leases(p, b, cl);
+	for (i = 0; i < b->n_leases && !ret; i += n) {
+		const char *key = b->leases[p->order[i]].k->key;
+		__u16 slot = cl ? cluster_key_slot(key, strlen(key)) : 0;
+
+		for (n = 1; n < STORE_LEASE_BATCH_MAX && i + n < b->n_leases; n++) {
+			key = b->leases[p->order[i + n]].k->key;
+			if (cl && cluster_key_slot(key, strlen(key)) != slot)
+				break;
+		}
+		ret = add_leases(p, b->holder, b->lease_ttl_us, b->leases, p->order, i, n);
+	}
 	return ret;
 }
 
@@ -847,6 +982,30 @@ static int note_bad(struct call *c, int bad, int per_call)
 		return -EPROTO;
 	c->err = -EPROTO;
 	return 0;
+}
+
+/*
+ * Read lease call @c's reply @r into @b's grants. A call that got no
+ * answer (on a cluster) gives each of its grants its err; a wrong answer
+ * for any of its keys is a wrong reply to all of them. -EPROTO when the
+ * round must fail for it (note_bad()), else 0.
+ */
+static int lease_read(const struct pipe *p, struct call *c, const redisReply *r,
+		      struct budget_sync *b, int per_call, char *err, size_t len)
+{
+	size_t k, bad = 0;
+
+	for (k = 0; k < c->n_keys && !c->err; k++) {
+		size_t i = p->order[c->first + k];
+
+		bad += !!grant_of(r, k, c->n_keys, &b->leases[i], b->lease_ttl_us, &b->grants[i],
+				  err, len);
+	}
+	if (bad)
+		c->err = per_call ? -EPROTO : c->err;
+	for (k = 0; k < c->n_keys && c->err; k++)
+		b->grants[p->order[c->first + k]].err = c->err;
+	return bad && !per_call ? -EPROTO : 0;
 }
 
 /*
@@ -870,16 +1029,9 @@ static int budget_read(struct pipe *p, struct budget_sync *b, int per_call, char
 		if (note_bad(&p->calls[at], bad, per_call))
 			ret = -EPROTO;
 	}
-	for (i = 0; i < b->n_leases; i++, at++) {
-		if (p->calls[at].err) {
-			b->grants[i].err = p->calls[at].err;
-			continue;
-		}
-		bad = !!grant_of(p->replies[at], &b->leases[i], b->lease_ttl_us, &b->grants[i], err,
-				 len);
-		if (note_bad(&p->calls[at], bad, per_call))
+	for (; at < p->n; at++)
+		if (lease_read(p, &p->calls[at], p->replies[at], b, per_call, err, len))
 			ret = -EPROTO;
-	}
 	return ret;
 }
 
@@ -900,7 +1052,7 @@ int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err,
 		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len) ||
 		    !limit_is_valid(b->hot[i].limit, err, len))
 			return -EINVAL;
-	ret = budget_queue(&p, b);
+	ret = budget_queue(&p, b, conn->cluster);
 	if (ret == -ENOMEM)
 		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
 	if (!ret)

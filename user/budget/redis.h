@@ -24,6 +24,7 @@ struct cluster;
  *   ts           Redis TIME of the last refill, µs
  *   lease:<node> units granted to <node> and not yet accounted for
  *   exp:<node>   Redis TIME when that lease expires, µs
+ *   live         Redis TIME until which the hash's TTL keeps it, µs
  * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
  */
 #define STORE_NAME_LEN	    160		 /* a fleet, node or policy name (< 128) and a suffix */
@@ -34,6 +35,13 @@ struct cluster;
 #define STORE_NODES_MAX	    65536	 /* a live node count above this is a lie, not a fleet */
 #define STORE_HOT_LIMIT_MAX 65536	 /* hot set members read back per call, at most */
 #define STORE_TIME_US_MAX   (1ULL << 53) /* Redis TIME in µs until 2255: above it, a lie */
+/*
+ * Keys per lease call, at most: a call runs its keys back to back in
+ * Redis, which serves nothing else meanwhile (a key costs a few µs).
+ */
+#define STORE_LEASE_BATCH_MAX 64
+/* An idle bucket's TTL is set with this much to spare (µs), so not at every call. */
+#define LEASE_LIVE_SLACK_US 1000000
 
 enum store_script {
 	STORE_SCRIPT_LEASE = 0,
@@ -122,7 +130,8 @@ struct lease_grant {
 const char *store_reply_error(const char *conn_err, const struct redisReply *r);
 
 /*
- * For each of @n requests, in one pipelined round trip: write off expired
+ * For each of @n requests, in one pipelined round trip (one call for up to
+ * STORE_LEASE_BATCH_MAX keys, of one slot on a cluster): write off expired
  * leases of that key, refill, take @used off what @node holds (never below
  * zero) and top its lease up toward @want, valid for @ttl_us from now.
  * Results land in @out in request order, each checked against what the
@@ -132,8 +141,9 @@ const char *store_reply_error(const char *conn_err, const struct redisReply *r);
  * cache (NOSCRIPT: then the requests are sent again with EVAL), costs one
  * more round trip.
  * Returns 0 when every reply arrived and was valid; -EPROTO when any was
- * an error or out of range (each @out[i].err says which; the store is
- * answering wrongly: a store fault); -EINVAL for out-of-range input
+ * an error or out of range (each @out[i].err says which: every key of a
+ * call whose reply was wrong for any of them; the store is answering
+ * wrongly: a store fault); -EINVAL for out-of-range input
  * (nothing sent); -ENOMEM; or -EIO, -ETIMEDOUT, -ECANCELED when the
  * connection failed (the caller drops it and reconnects, since a pipeline
  * may be half read). @err gets the first failure's cause.
