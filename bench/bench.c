@@ -96,6 +96,7 @@ enum bench_prog {
 	PROG_EMPTY = 0,
 	PROG_LOOKUP,
 	PROG_ROTATE,
+	PROG_LOOKUP_INSERT,
 	PROG_SLUICE,
 	PROG_MAX,
 };
@@ -106,12 +107,14 @@ static const char *const prog_files[BENCH_OBJS] = {
 	[PROG_EMPTY] = "empty.bpf.o",
 	[PROG_LOOKUP] = "lookup.bpf.o",
 	[PROG_ROTATE] = "rotate.bpf.o",
+	[PROG_LOOKUP_INSERT] = "lookup.bpf.o", /* an object of its own: its own table */
 };
 
 static const char *const prog_names[BENCH_OBJS] = {
 	[PROG_EMPTY] = "bench_empty",
 	[PROG_LOOKUP] = "bench_lookup",
 	[PROG_ROTATE] = "bench_rotate",
+	[PROG_LOOKUP_INSERT] = "bench_lookup_insert",
 };
 
 enum bench_flow {
@@ -193,8 +196,10 @@ enum bench_row_id {
 	ROW_ROT_EMPTY_MID,
 	ROW_ROT_PASS_MID,
 	ROW_ROT_EMPTY_MANY,
+	ROW_ROT_LOOKUP_MANY, /* before the pass row: its xref reference */
 	ROW_ROT_PASS_MANY,
 	ROW_ROT_EMPTY_EVICT,
+	ROW_ROT_LOOKUP_EVICT,
 	ROW_ROT_PASS_EVICT,
 	ROW_SPRAY_EMPTY,
 	ROW_SPRAY_DROP,
@@ -278,20 +283,35 @@ struct bench_row {
 		 .floor = empty_id,                                                                \
 		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
 		 .ref = ref_id }
+/*
+ * A row of rotate -> @tl (not sluice) over @n sources, every packet
+ * dropped: its floor is @empty_id, rotate -> empty at the same @n.
+ */
+#define ROTATE_BASE_ROW(id, grp, what, tl, n, empty_id)                                            \
+	[id] = { .group = grp,                                                                     \
+		 .label = what,                                                                    \
+		 .prog = PROG_ROTATE,                                                              \
+		 .tail = tl,                                                                       \
+		 .flow = FLOW_V4_UDP,                                                              \
+		 .dport = DPORT_PASS,                                                              \
+		 .sources = n,                                                                     \
+		 .verdict = XDP_DROP,                                                              \
+		 .floor = empty_id,                                                                \
+		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
+		 .ref = id }
 #define ROTATE_ROWS(grp, empty_id, id, what, n)                                                    \
-	[empty_id] = { .group = grp,                                                               \
-		       .label = "rotate->empty, " what,                                            \
-		       .prog = PROG_ROTATE,                                                        \
-		       .tail = PROG_EMPTY,                                                         \
-		       .flow = FLOW_V4_UDP,                                                        \
-		       .dport = DPORT_PASS,                                                        \
-		       .sources = n,                                                               \
-		       .verdict = XDP_DROP,                                                        \
-		       .floor = empty_id,                                                          \
-		       .lookup = ROW_LOOKUP_V4_UDP,                                                \
-		       .ref = empty_id },                                                          \
-	ROTATE_SLUICE_ROW(id, empty_id, "pass", what, n, DPORT_PASS, XDP_PASS, "udp-pass",         \
-			  SLUICE_PSTAT_PASSED, ROW_ROT_PASS_1)
+	ROTATE_ROWS_REF(grp, empty_id, id, what, n, ROW_ROT_PASS_1)
+#define ROTATE_ROWS_REF(grp, empty_id, id, what, n, ref_id)                                        \
+	ROTATE_BASE_ROW(empty_id, grp, "rotate->empty, " what, PROG_EMPTY, n, empty_id),           \
+		ROTATE_SLUICE_ROW(id, empty_id, "pass", what, n, DPORT_PASS, XDP_PASS, "udp-pass", \
+				  SLUICE_PSTAT_PASSED, ref_id)
+/*
+ * One LRU lookup per packet over @n sources, inserting on a miss (as
+ * sluice's key lookup does): what a keyed limiter cannot go below at that
+ * table size. Pass rows at the same @n divide by it (xref).
+ */
+#define ROTATE_LOOKUP_ROW(id, empty_id, what, n)                                                   \
+	ROTATE_BASE_ROW(id, NULL, "rotate->lookup+insert, " what, PROG_LOOKUP_INSERT, n, empty_id)
 /*
  * @n sources over the drop limit: those the deny cache holds (it has 2^13
  * slots per CPU) drop from it, the rest take the full path.
@@ -373,10 +393,15 @@ static const struct bench_row rows[ROW_MAX] = {
 			BENCH_SOURCES_DENY_MISS),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MID, ROW_ROT_PASS_MID, "10^5 sources", BENCH_SOURCES_MID),
 
-	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MANY, ROW_ROT_PASS_MANY, "10^6 sources",
-		    BENCH_SOURCES_MANY),
-	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
-		    BENCH_SOURCES_EVICT),
+	/* #16: beside 10^6 and 10^7 sources, their memory-bound floor (xref: vs it). */
+	ROTATE_ROWS_REF(NULL, ROW_ROT_EMPTY_MANY, ROW_ROT_PASS_MANY, "10^6 sources",
+			BENCH_SOURCES_MANY, ROW_ROT_LOOKUP_MANY),
+	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_MANY, ROW_ROT_EMPTY_MANY, "10^6 sources",
+			  BENCH_SOURCES_MANY),
+	ROTATE_ROWS_REF(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
+			BENCH_SOURCES_EVICT, ROW_ROT_LOOKUP_EVICT),
+	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_EVICT, ROW_ROT_EMPTY_EVICT, "10^7 sources",
+			  BENCH_SOURCES_EVICT),
 	/* #16: a flow identity with the port in it missed the deny cache on every packet. */
 	[ROW_SPRAY_EMPTY] = { .group = "one IPv4 source spraying every UDP port, one policy keyed "
 				       "by "

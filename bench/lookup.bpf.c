@@ -70,3 +70,21 @@ int bench_lookup(struct xdp_md *ctx)
 		return XDP_PASS;
 	return bpf_map_lookup_elem(&bench_keys, &a) ? XDP_DROP : XDP_PASS;
 }
+
+/*
+ * The same lookup, and on a miss an insert, as sluice's key lookup does:
+ * rotated over more sources than the table holds, every packet inserts and
+ * the LRU evicts. XDP_DROP for every IP packet.
+ */
+SEC("xdp")
+int bench_lookup_insert(struct xdp_md *ctx)
+{
+	struct bench_addr a = {};
+	__u64 zero = 0;
+
+	if (parse_source((void *)(long)ctx->data, (void *)(long)ctx->data_end, &a) < 0)
+		return XDP_PASS;
+	if (!bpf_map_lookup_elem(&bench_keys, &a))
+		bpf_map_update_elem(&bench_keys, &a, &zero, BPF_NOEXIST);
+	return XDP_DROP;
+}
