@@ -433,6 +433,53 @@ policies:
 YAML
 }
 
+# e2e_fleet_sinks PHASE PORTS MS I...: a receiver ($SINK record) in each
+# listed node, recording the datagrams to PORTS (comma-separated) for MS
+# into $WORK/PHASE.rec.I; returns once every one is ready. Sets E2E_FLEET_SINK_PID[I].
+E2E_FLEET_SINK_PID=()
+e2e_fleet_sinks() {
+	local phase=$1 ports=$2 ms=$3 i deadline=$((SECONDS + 10))
+	shift 3
+	for i in "$@"; do
+		ns_spawn "${NODE_NS[i]}" "$SINK" record --port "$ports" \
+			--out "$WORK/$phase.rec.$i" --duration-ms "$ms" >"$WORK/$phase.sink.$i"
+		E2E_FLEET_SINK_PID[i]=$SPAWNED_PID
+	done
+	for i in "$@"; do
+		until grep -q '^ready' "$WORK/$phase.sink.$i"; do
+			kill -0 "${E2E_FLEET_SINK_PID[i]}" 2>/dev/null || e2e_fail "$phase: node $i's sink exited"
+			((SECONDS < deadline)) || e2e_fail "$phase: node $i's sink not ready within 10 s"
+			sleep 0.02
+		done
+	done
+}
+
+# e2e_fleet_phase_end PHASE KEYS LATE_MS I...: wait for the floods
+# ($FLOOD_PIDS, their output in $FLOOD_OUTS) and stop the listed nodes'
+# sinks; sets SENT (frames the floods sent, per key of KEYS) and LATE_MAX
+# (the most any frame went out after it was due). A flood or sink failing,
+# or a flood starting more than LATE_MS late, is a harness error.
+e2e_fleet_phase_end() {
+	local phase=$1 keys=$2 late_ms=$3 pid out late i
+	shift 3
+	for pid in "${FLOOD_PIDS[@]}"; do
+		wait "$pid" || e2e_fail "$phase: a flood failed (status $?)"
+	done
+	SENT=0 LATE_MAX=0
+	for out in "${FLOOD_OUTS[@]}"; do
+		SENT=$((SENT + $(sed -n 's/.*sent=\([0-9]*\) .*/\1/p' "$out") / keys))
+		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$out")
+		((late <= late_ms)) || e2e_fail "$phase: a flood started $late ms late: the machine is too busy"
+		late=$(sed -n 's/.*late_max_ms=\([0-9]*\).*/\1/p' "$out")
+		[ -n "$late" ] || e2e_fail "$phase: no late_max_ms from a flood: $(cat "$out")"
+		if ((late > LATE_MAX)); then LATE_MAX=$late; fi
+	done
+	for i in "$@"; do
+		kill -TERM "${E2E_FLEET_SINK_PID[i]}"
+		wait "${E2E_FLEET_SINK_PID[i]}" || e2e_fail "$phase: node $i's sink failed (status $?)"
+	done
+}
+
 # e2e_fleet_count_setup I: nftables counters 'shared' and 'control' in
 # node I for e2e_fleet_policies' two ports.
 e2e_fleet_count_setup() {

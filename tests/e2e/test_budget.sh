@@ -129,9 +129,7 @@ done
 # all are bound; sets PHASE, T0 (the floods' common start) and a new SRC,
 # and zeroes HELD and LATE_MAX (steady_slack).
 SRC_N=0
-SINK_PID=()
 phase_begin() {
-	local i deadline=$((SECONDS + 10))
 	PHASE=$1
 	SRC_N=$((SRC_N + 1))
 	SRC=10.1.$K.$SRC_N # a new source, so a new, cold key
@@ -139,18 +137,7 @@ phase_begin() {
 	FLOOD_OUTS=()
 	HELD=0
 	LATE_MAX=0
-	for i in $(seq 1 "$K"); do
-		ns_spawn "${NODE_NS[i]}" "$SINK" record --port "$PORT_SHARED,$PORT_CONTROL,$PORT_STRICT" \
-			--out "$WORK/$PHASE.rec.$i" --duration-ms $SINK_MS >"$WORK/$PHASE.sink.$i"
-		SINK_PID[i]=$SPAWNED_PID
-	done
-	for i in $(seq 1 "$K"); do
-		until grep -q '^ready' "$WORK/$PHASE.sink.$i"; do
-			kill -0 "${SINK_PID[i]}" 2>/dev/null || e2e_fail "$PHASE: node $i's sink exited"
-			((SECONDS < deadline)) || e2e_fail "$PHASE: node $i's sink not ready within 10 s"
-			sleep 0.02
-		done
-	done
+	e2e_fleet_sinks "$PHASE" "$PORT_SHARED,$PORT_CONTROL,$PORT_STRICT" $SINK_MS $(seq 1 "$K")
 	T0=$(($(now_ns) + LEAD_MS * 1000000))
 }
 
@@ -177,27 +164,10 @@ flood_for() {
 	flood "$1" "$2" "$3" $(($3 * $4 / 1000)) $(($4 + 100)) "${5:-0}"
 }
 
-# phase_end: wait for the floods and stop the sinks; sets SENT (frames the
-# floods sent) and LATE_MAX (the most any frame went out after it was due).
-# A flood or sink failing, or starting late, is a harness error.
+# phase_end: wait for the floods and stop the sinks; sets SENT and LATE_MAX
+# (e2e_fleet_phase_end).
 phase_end() {
-	local pid out late i
-	for pid in "${FLOOD_PIDS[@]}"; do
-		wait "$pid" || e2e_fail "$PHASE: a flood failed (status $?)"
-	done
-	SENT=0
-	for out in "${FLOOD_OUTS[@]}"; do
-		SENT=$((SENT + $(sed -n 's/.*sent=\([0-9]*\) .*/\1/p' "$out")))
-		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$out")
-		((late <= LATE_MS)) || e2e_fail "$PHASE: a flood started $late ms late: the machine is too busy"
-		late=$(sed -n 's/.*late_max_ms=\([0-9]*\).*/\1/p' "$out")
-		[ -n "$late" ] || e2e_fail "$PHASE: no late_max_ms from a flood: $(cat "$out")"
-		if ((late > LATE_MAX)); then LATE_MAX=$late; fi
-	done
-	for i in $(seq 1 "$K"); do
-		kill -TERM "${SINK_PID[i]}"
-		wait "${SINK_PID[i]}" || e2e_fail "$PHASE: node $i's sink failed (status $?)"
-	done
+	e2e_fleet_phase_end "$PHASE" 1 $LATE_MS $(seq 1 "$K")
 }
 
 # analyze PORT MS: merge the phase's records for $SRC and PORT over [T0,

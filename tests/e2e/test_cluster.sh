@@ -265,26 +265,13 @@ YAML
 
 # ---- phases: a sink per node, one flood per node over every key ----
 
-SINK_PID=()
 FLOOD_PIDS=()
 FLOOD_OUTS=()
 phase_begin() { # NAME
-	local i deadline=$((SECONDS + 10))
 	PHASE=$1
 	FLOOD_PIDS=()
 	FLOOD_OUTS=()
-	for i in $(seq 1 "$K"); do
-		ns_spawn "${NODE_NS[i]}" "$SINK" record --port "$PORT_SHARED" \
-			--out "$WORK/$PHASE.rec.$i" --duration-ms $SINK_MS >"$WORK/$PHASE.sink.$i"
-		SINK_PID[i]=$SPAWNED_PID
-	done
-	for i in $(seq 1 "$K"); do
-		until grep -q '^ready' "$WORK/$PHASE.sink.$i"; do
-			kill -0 "${SINK_PID[i]}" 2>/dev/null || e2e_fail "$PHASE: node $i's sink exited"
-			((SECONDS < deadline)) || e2e_fail "$PHASE: node $i's sink not ready within 10 s"
-			sleep 0.02
-		done
-	done
+	e2e_fleet_sinks "$PHASE" "$PORT_SHARED" $SINK_MS $(seq 1 "$K")
 	T0=$(($(now_ns) + LEAD_MS * 1000000))
 }
 flood_all() { # PPS_PER_KEY_PER_NODE MS: every key to every node
@@ -298,21 +285,8 @@ flood_all() { # PPS_PER_KEY_PER_NODE MS: every key to every node
 		FLOOD_PIDS+=("$SPAWNED_PID")
 	done
 }
-phase_end() { # sets SENT (per key) and LATE_MAX
-	local pid out late i
-	for pid in "${FLOOD_PIDS[@]}"; do wait "$pid" || e2e_fail "$PHASE: a flood failed (status $?)"; done
-	SENT=0 LATE_MAX=0
-	for out in "${FLOOD_OUTS[@]}"; do
-		SENT=$((SENT + $(sed -n 's/.*sent=\([0-9]*\) .*/\1/p' "$out") / N_KEYS))
-		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$out")
-		((late <= LATE_MS)) || e2e_fail "$PHASE: a flood started $late ms late: the machine is too busy"
-		late=$(sed -n 's/.*late_max_ms=\([0-9]*\).*/\1/p' "$out")
-		if ((late > LATE_MAX)); then LATE_MAX=$late; fi
-	done
-	for i in $(seq 1 "$K"); do
-		kill -TERM "${SINK_PID[i]}"
-		wait "${SINK_PID[i]}" || e2e_fail "$PHASE: node $i's sink failed (status $?)"
-	done
+phase_end() { # sets SENT (per key) and LATE_MAX (e2e_fleet_phase_end)
+	e2e_fleet_phase_end "$PHASE" "$N_KEYS" $LATE_MS $(seq 1 "$K")
 }
 # analyze SRC FROM_MS TO_MS [WARMUP_MS]: sets A_* (sluice-sink analyze) for one key,
 # those used listed here for the reader and shellcheck.
@@ -325,10 +299,11 @@ analyze() {
 		e2e_fail "$PHASE: analysis failed"
 	for kv in $line; do printf -v "A_${kv%%=*}" '%s' "${kv#*=}"; done
 }
-# The slack of tests/e2e/test_budget.sh (steady_slack): one early round,
-# the store's timeout and twice the floods' lateness at rate L; every node
-# here is offered an even share, so none holds back (HELD = 0).
-steady_slack() { echo $(((RATE * (EARLY_MS + E2E_STORE_TIMEOUT_MS + 2 * LATE_MAX) + 999) / 1000 + 1)); }
+# The slack of tests/e2e/test_budget.sh (steady_slack): two early rounds
+# (a starved key's cadence), the store's timeout and twice the floods'
+# lateness at rate L; every node here is offered an even share, so none
+# holds back (HELD = 0).
+steady_slack() { echo $(((RATE * (2 * EARLY_MS + E2E_STORE_TIMEOUT_MS + 2 * LATE_MAX) + 999) / 1000 + 1)); }
 # times_of SRC FROM_NS: the arrival times (ns) of SRC's packets from FROM_NS on, sorted.
 times_of() {
 	local i

@@ -575,12 +575,12 @@ static int limit_is_valid(__u64 limit, char *err, size_t len)
 }
 
 /*
- * Queue one call of the lease script for the @n requests order[0..n) of
- * @r (at most STORE_LEASE_BATCH_MAX); the pipe's last call gets them as its
- * first..first + n of p->order.
+ * Queue one call of the lease script for the @n requests of @r that
+ * p->order lists from @first (at most STORE_LEASE_BATCH_MAX); the call
+ * keeps @first and @n, for its reply.
  */
 static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const struct lease_req *r,
-		      const size_t *order, size_t first, size_t n)
+		      size_t first, size_t n)
 {
 	char num[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS][NUM_LEN];
 	const char *args[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS];
@@ -595,7 +595,7 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 		 (uint64_t)LEASE_LIVE_SLACK_US);
 	args[LEASE_ARG_LIVE_SLACK] = num[LEASE_ARG_LIVE_SLACK];
 	for (i = 0; i < n; i++) {
-		const struct lease_req *q = &r[order[first + i]];
+		const struct lease_req *q = &r[p->order[first + i]];
 		const __u64 v[LEASE_KEY_ARGS] = {
 			[LEASE_KEY_UNITS] = q->k->rate_units,
 			[LEASE_KEY_PERIOD] = q->k->rate_period_us,
@@ -968,7 +968,7 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b, const struc
 			if (cl && cluster_key_slot(key, strlen(key)) != slot)
 				break;
 		}
-		ret = add_leases(p, b->holder, b->lease_ttl_us, b->leases, p->order, i, n);
+		ret = add_leases(p, b->holder, b->lease_ttl_us, b->leases, i, n);
 	}
 	return ret;
 }
@@ -995,7 +995,7 @@ static int lease_read(const struct pipe *p, struct call *c, const redisReply *r,
 {
 	size_t k, bad = 0;
 
-	for (k = 0; k < c->n_keys && !c->err; k++) {
+	for (k = 0; k < c->n_keys && c->first + k < b->n_leases && !c->err; k++) {
 		size_t i = p->order[c->first + k];
 
 		bad += !!grant_of(r, k, c->n_keys, &b->leases[i], b->lease_ttl_us, &b->grants[i],
@@ -1003,7 +1003,7 @@ static int lease_read(const struct pipe *p, struct call *c, const redisReply *r,
 	}
 	if (bad)
 		c->err = per_call ? -EPROTO : c->err;
-	for (k = 0; k < c->n_keys && c->err; k++)
+	for (k = 0; k < c->n_keys && c->first + k < b->n_leases && c->err; k++)
 		b->grants[p->order[c->first + k]].err = c->err;
 	return bad && !per_call ? -EPROTO : 0;
 }
