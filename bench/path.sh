@@ -56,7 +56,7 @@ remove_iproute_pins() {
 		if [ -L "$p" ]; then rm -f "$p"; else rmdir "$p" 2>/dev/null; fi
 	done
 }
-trap 'rc=$?; remove_iproute_pins; (exit "$rc"); e2e_cleanup' EXIT # keep the status
+trap 'rc=$?; set +e; remove_iproute_pins; (exit "$rc"); e2e_cleanup' EXIT # keep the status; set +e: else (exit "$rc") would end the trap before e2e_cleanup
 (($(nproc) >= 2)) || e2e_skip "the whole-path bench needs 2 CPUs (sender and receiver)"
 e2e_topology
 
