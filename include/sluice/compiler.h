@@ -15,11 +15,11 @@
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
 
 /* A constant's value as a string literal. */
 #define SLUICE_STR_OF(x) #x
 #define SLUICE_STR(x)	 SLUICE_STR_OF(x)
-#endif
 
 /* Time units, in nanoseconds. */
 #define SLUICE_NSEC_PER_USEC 1000ULL

@@ -458,7 +458,8 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
-unsigned int lease_group(const char *hex)
+/* The group of the key whose address is @hex (LEASE_BUCKET_FMT): the same on every node. */
+static unsigned int lease_group(const char *hex)
 {
 	return cluster_key_slot(hex, strlen(hex)) % LEASE_GROUPS;
 }

@@ -101,9 +101,6 @@ struct lease_stats {
 int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
 		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
 
-/* The group of the key whose address is @hex (LEASE_BUCKET_FMT): the same on every node. */
-unsigned int lease_group(const char *hex);
-
 void lease_state__stats(const struct lease_state *ls, struct lease_stats *out);
 
 #endif /* SLUICE_LEASE_H */
