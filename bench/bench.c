@@ -193,6 +193,7 @@ enum bench_row_id {
 	ROW_ROT_PASS_FEW,
 	ROW_ROT_DROP_FEW,
 	ROW_ROT_DROP_MISS,
+	ROW_ROT_DROP_LAYERED,
 	ROW_ROT_EMPTY_MID,
 	ROW_ROT_PASS_MID,
 	ROW_ROT_EMPTY_MANY,
@@ -391,6 +392,20 @@ static const struct bench_row rows[ROW_MAX] = {
 	ROTATE_DROP_ROW(ROW_ROT_DROP_FEW, ROW_ROT_EMPTY_FEW, "10^3 sources", BENCH_SOURCES_FEW),
 	ROTATE_DROP_ROW(ROW_ROT_DROP_MISS, ROW_ROT_EMPTY_FEW, "10^4 sources",
 			BENCH_SOURCES_DENY_MISS),
+	/* The same flood at the 8th of 8 layers: a walk that peeks first (layer.bpf.h). */
+	[ROW_ROT_DROP_LAYERED] = { .label = "rotate->sluice drop, 10^4 sources, 8 layered",
+				   .prog = PROG_ROTATE,
+				   .tail = PROG_SLUICE,
+				   .flow = FLOW_V4_UDP,
+				   .dport = DPORT_DROP,
+				   .sources = BENCH_SOURCES_DENY_MISS,
+				   .verdict = XDP_DROP,
+				   .policy = "udp-drop",
+				   .counted = SLUICE_PSTAT_DROPPED,
+				   .floor = ROW_ROT_EMPTY_FEW,
+				   .lookup = ROW_LOOKUP_V4_UDP,
+				   .ref = ROW_ROT_DROP_MISS,
+				   .scen = SCEN_LAYERED },
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MID, ROW_ROT_PASS_MID, "10^5 sources", BENCH_SOURCES_MID),
 
 	/* #16: beside 10^6 and 10^7 sources, their memory-bound floor (xref: vs it). */
@@ -821,8 +836,9 @@ static void yaml_pass(struct yaml_buf *y, const char *name, const char *proto, i
  * Eight policies on each of the two UDP ports, keyed /32, /31, ... (the
  * compiler refuses a layer that can never decide). On DPORT_DROP seven
  * pass layers come first and udp-drop, keyed by the shortest prefix and so
- * least specific, comes last (compile.c's order): every packet is charged
- * seven times, denied by the eighth, and refunded seven times.
+ * least specific, comes last (compile.c's order): every packet is admitted
+ * by seven and denied by the eighth, which the walk finds by peeking once
+ * it has had to refund the seven (walk_layers()).
  */
 static void yaml_layered(struct yaml_buf *y)
 {

@@ -63,12 +63,6 @@ static __always_inline struct sluice_match *match_of(__u32 gen, __u32 slot)
 	return match && match->count ? match : NULL;
 }
 
-/* The policies that may apply to service @svc in generation @gen, or NULL. */
-static __always_inline struct sluice_match *classify_svc(__u32 gen, __u32 svc)
-{
-	return match_of(gen, class_slot(gen, svc));
-}
-
 /* The slot of @m's service: its protocol and destination port. */
 static __always_inline __u32 classify_slot(const struct pkt_meta *m, __u32 gen)
 {

@@ -15,6 +15,7 @@
 #ifndef SLUICE_LAYER_BPF_H
 #define SLUICE_LAYER_BPF_H
 
+#include "sluice/deny.h"
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 #include "sluice/key.h"
@@ -32,7 +33,7 @@
  * saying the same: id the walk (the layer that dropped) or the entry (a
  * cached drop's policy); deny_ticks layer_cold(); no_cache layer_apply()
  * (a layer that needs every packet) or the walk (past its peek pass);
- * state_err and noted the walk.
+ * state_err, noted and peeked the walk; match_slot the caller of the walk.
  */
 struct verdict {
 	__u64 deny_ticks; /* the deny cache may keep this drop so long (ticks); 0: not */
@@ -41,7 +42,9 @@ struct verdict {
 	__u8 no_cache;	  /* a drop from here on is not to be cached */
 	__u8 state_err;	  /* a layer could not store a new key (passed, uncharged) */
 	__u8 noted;	  /* a first fragment's policies are noted (frag_note()) */
-	__u8 pad[5];
+	__u8 peeked;	  /* the walk peeked first (walk_layers()) */
+	__u8 pad;
+	__u16 match_slot; /* the list of policies walked: its slot in sluice_match */
 };
 
 /* Is the address with @sets in set @set (1 + bit; 0 means any address)? */
@@ -164,18 +167,15 @@ static __always_inline const struct sluice_gcra *layer_limit(const struct sluice
 static __always_inline int layer_cold(const struct pkt_meta *m, const struct limit_env *env,
 				      struct verdict *v, const struct sluice_policy *p,
 				      const struct sluice_fail_state *rt,
-				      const struct sluice_key *key, __u32 id, int op, int *fail)
+				      const struct sluice_key *key, int op, int *fail)
 {
 	int cluster = rt && p->scope == SLUICE_SCOPE_CLUSTER, r;
 	const struct sluice_gcra *g;
 	__u64 incr, tat = 0, retry = 0;
 
 	*fail = policy_fail_mode(p, rt, env);
-	if (*fail == SLUICE_FAIL_OPEN) {
-		if (op == LIMIT_OP_ADMIT)
-			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m);
+	if (*fail == SLUICE_FAIL_OPEN)
 		return LIMIT_PASS_UNCHARGED;
-	}
 	if (*fail == SLUICE_FAIL_CLOSED)
 		return LIMIT_CLOSED;
 	g = layer_limit(p, *fail);
@@ -203,10 +203,32 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
 }
 
 /*
+ * What a layer counts of a packet that passes, the enum sluice_pstat bits
+ * an admitting layer_apply() returns above its enum limit_result: the walk
+ * counts them when the packet passes (walk_layers()), so that a packet a
+ * later layer drops counts none, whether that layer was found by a peek
+ * or after a charge. Beside a policy id, in the walk's list of layers.
+ */
+#define LAYER_COUNTS_SHIFT 16
+#define LAYER_LOW_MASK	   ((1U << LAYER_COUNTS_SHIFT) - 1) /* the result, or the id */
+#define LAYER_COUNT(pstat) (1U << (pstat))
+_Static_assert(SLUICE_MAX_POLICIES <= 1U << LAYER_COUNTS_SHIFT &&
+		       LIMIT_COLD < 1U << LAYER_COUNTS_SHIFT,
+	       "a policy id and a limit_result fit below the counts");
+_Static_assert(LAYER_COUNTS_SHIFT + SLUICE_PSTAT_MAX < 31, "the counts fit a positive int");
+
+/* Answer @r, and count @pstat if the packet passes. */
+static __always_inline int layer_counts(int r, enum sluice_pstat pstat)
+{
+	return r | LAYER_COUNT(pstat) << LAYER_COUNTS_SHIFT;
+}
+
+/*
  * One policy for one packet, as @op says (enum limit_op): returns an enum
- * limit_result. Admitting counts the outcomes only this function sees
- * (shadow, fail-open, degraded, leased); the walk counts passes, the entry
- * drops. A refund undoes an admit's charge, and a charge adds a later
+ * limit_result, and admitting, the counts it leaves to the walk
+ * (layer_counts(): fail-open, degraded, leased). A shadow layer's would-drop
+ * is counted here, and a drop's degraded or leased; the walk counts passes,
+ * the entry drops. A refund undoes an admit's charge, and a charge adds a later
  * fragment's bytes (see limit_move); both return LIMIT_SKIP. Reads the clock into @env; sets
  * v->no_cache, and v->deny_ticks (layer_cold()).
  *
@@ -242,11 +264,13 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 		    ? lease_apply(&key, env->now, p->lease_max, policy_cost(p, m), op)
 		    : LIMIT_COLD;
 	if (r == LIMIT_COLD)
-		r = layer_cold(m, env, v, p, rt, &key, id, op, &fail);
+		r = layer_cold(m, env, v, p, rt, &key, op, &fail);
 	else
 		stat = SLUICE_PSTAT_LEASED;
-	if (op == LIMIT_OP_REFUND || op == LIMIT_OP_CHARGE || r == LIMIT_PASS_UNCHARGED)
+	if (op == LIMIT_OP_REFUND || op == LIMIT_OP_CHARGE)
 		return r;
+	if (r == LIMIT_PASS_UNCHARGED) /* failed open */
+		return peek ? r : layer_counts(r, SLUICE_PSTAT_FAIL_OPEN);
 	if ((r == LIMIT_DENY || r == LIMIT_CLOSED) && p->mode == SLUICE_MODE_SHADOW) {
 		/* A shadow policy never drops, closed or not. */
 		if (peek)
@@ -254,9 +278,13 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 		count_policy(id, SLUICE_PSTAT_SHADOW, m);
 		r = LIMIT_PASS_UNCHARGED;
 	}
-	if ((stat == SLUICE_PSTAT_LEASED || fail == SLUICE_FAIL_DEGRADED) &&
-	    (!peek || r == LIMIT_DENY))
+	if (stat != SLUICE_PSTAT_LEASED && fail != SLUICE_FAIL_DEGRADED)
+		return r;
+	/* The layer that drops the packet counts at once; one that passes it, if it passes. */
+	if (is_layer_drop(r))
 		count_policy(id, stat, m);
+	else if (!peek)
+		r = layer_counts(r, stat);
 	return r;
 }
 
@@ -267,15 +295,93 @@ static __always_inline void count_drop(__u32 id, int r, const struct pkt_meta *m
 }
 
 /*
- * Apply every matching policy, most specific first. The first drop decides
- * and is attributed to its policy, and a dropped packet consumes no budget
- * anywhere (docs/decisions.md): with several layers, a first pass only
- * peeks, so a packet some layer drops writes nothing; the second admits for
- * real, and if another CPU spent a layer in between, the layers that had
- * admitted the packet get their charge back. A passed packet is counted as
- * passed by every policy that admitted it. Returns the packet's enum
- * limit_result: the deciding drop (its policy in v->id), else LIMIT_ADMIT,
- * or LIMIT_SKIP when no policy applied.
+ * Count what the @n layers in @a (ids with their counts) left to a packet
+ * that passed, and leave in @a the ids of those that charged it, the
+ * policies a first fragment's later fragments are charged to. Returns 1
+ * when those are noted for them (frag_note()).
+ */
+static __always_inline int walk_count(const struct pkt_meta *m, struct frag_ids *a, __u32 n)
+{
+	__u32 i, j = 0, id, counts;
+
+	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++) {
+		id = a->id[i] & LAYER_LOW_MASK;
+		counts = a->id[i] >> LAYER_COUNTS_SHIFT;
+		if (counts & LAYER_COUNT(SLUICE_PSTAT_PASSED) && j < SLUICE_MAX_LAYERS) {
+			count_policy(id, SLUICE_PSTAT_PASSED, m);
+			a->id[j++] = id;
+		}
+		if (!(counts & ~LAYER_COUNT(SLUICE_PSTAT_PASSED)))
+			continue;
+		if (counts & LAYER_COUNT(SLUICE_PSTAT_FAIL_OPEN))
+			count_policy(id, SLUICE_PSTAT_FAIL_OPEN, m);
+		if (counts & LAYER_COUNT(SLUICE_PSTAT_DEGRADED))
+			count_policy(id, SLUICE_PSTAT_DEGRADED, m);
+		if (counts & LAYER_COUNT(SLUICE_PSTAT_LEASED))
+			count_policy(id, SLUICE_PSTAT_LEASED, m);
+	}
+	return m->frag == PKT_FRAG_FIRST ? frag_note(m, a, j) : 0;
+}
+
+/* This CPU's word of sluice_walk that holds list @slot's bit, or NULL. */
+static __always_inline __u64 *walk_word(__u32 slot)
+{
+	struct sluice_walk_bits *b;
+	__u32 zero = 0;
+
+	b = bpf_map_lookup_elem(&sluice_walk, &zero);
+	return b ? &b->peek[(slot / SLUICE_DENY_WORD_SLOTS) % ARRAY_SIZE(b->peek)] : NULL;
+}
+
+#define WALK_BIT(slot) (1ULL << ((slot) % SLUICE_DENY_WORD_SLOTS))
+
+/* Does this CPU walk list @slot peeking first? */
+static __always_inline int walk_peeks(__u32 slot)
+{
+	__u64 *word = walk_word(slot);
+
+	return word && (*word & WALK_BIT(slot));
+}
+
+/* This CPU walks list @slot peeking first from now on (@peek), or not. */
+static __always_inline void walk_mark(__u32 slot, int peek)
+{
+	__u64 *word = walk_word(slot);
+
+	if (word && peek)
+		*word |= WALK_BIT(slot);
+	else if (word)
+		*word &= ~WALK_BIT(slot);
+}
+
+/*
+ * Apply every matching policy (the list in @match, slot v->match_slot of
+ * sluice_match), most specific first. The first drop decides and is
+ * attributed to its policy, and a dropped packet consumes no budget
+ * anywhere (docs/decisions.md). A passed packet is counted as passed by
+ * every policy that admitted it. Returns the packet's enum limit_result:
+ * the deciding drop (its policy in v->id), else LIMIT_ADMIT, or LIMIT_SKIP
+ * when no policy applied.
+ *
+ * With several layers there are two ways to keep a drop from spending,
+ * and each is cheap where the other is dear; this CPU's bit for the list
+ * (sluice_walk) says which it takes:
+ * - charge first (bit clear): admit layer by layer, and when one drops,
+ *   give the layers before it their charge back. A passed packet costs
+ *   one step per layer; a drop past the first layer costs a charge and a
+ *   refund per layer before it, and may insert their keys.
+ * - peek first (bit set): find a drop without writing anything, then
+ *   admit for real. A drop costs reads only (under a flood, what nearly
+ *   every packet meets); a passed packet costs two steps per layer.
+ * A charge-first walk that refunds sets the bit, a peek-first walk that
+ * passes clears it: a list that keeps dropping past a layer that admitted
+ * is peeked, a list that passes is charged. Either way the packet gets the
+ * same verdict and counts (layer_counts()). Between a charge and its
+ * refund another CPU sees the charge, as it does when it spends a layer
+ * between this CPU's peek and admit (then the admit pass refunds the
+ * same way): docs/decisions.md, "Layers", gives the bound. A generation
+ * with cluster-scoped policies always peeks first: a lease's spend is not
+ * given back (lease_apply()).
  *
  * Verifier: a global function, verified once. Inlined, the layer loop was
  * verified again for every path through the header parser (VLANs, IPv6
@@ -287,23 +393,24 @@ static __always_inline void count_drop(__u32 id, int r, const struct pkt_meta *m
 __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit_env *env,
 					  const struct sluice_match *match, struct verdict *v)
 {
-	/* One after the other: shadowed in the peek pass, admitted in the admit pass. */
+	/*
+	 * One after the other: shadowed in the peek pass; in the admit pass,
+	 * the layers that passed the packet, each id with its counts.
+	 */
 	union {
 		__u32 shadowed[SLUICE_MAX_LAYERS];
 		struct frag_ids admitted;
 	} u;
-	__u32 i, n = 0, count, id;
-	int r = LIMIT_SKIP, applied = 0;
+	__u32 i, n = 0, count, id, counts;
+	int r = LIMIT_SKIP, applied = 0, refunded;
 
 	if (!m || !env || !match || !v)
 		return LIMIT_PASS_UNCHARGED;
 	count = match->count; /* read once: user space may rewrite the entry meanwhile */
-	/*
-	 * Layered: find a drop first, writing nothing. Under a flood that is
-	 * what nearly every packet meets, and it then costs reads only, with no
-	 * charges to refund.
-	 */
-	for (i = 0; count > 1 && i < SLUICE_MAX_LAYERS && i < count; i++) {
+	/* In v, not locals: a frame that grows past 6.1's 512 bytes of stack does not load. */
+	v->peeked =
+		count > 1 && ((env->gen_flags & SLUICE_GEN_F_STORE) || walk_peeks(v->match_slot));
+	for (i = 0; v->peeked && i < SLUICE_MAX_LAYERS && i < count; i++) {
 		id = match->ids[i];
 		r = layer_apply(m, env, v, id, LIMIT_OP_PEEK);
 		if (r == LIMIT_WOULD_DROP && n < SLUICE_MAX_LAYERS)
@@ -315,32 +422,42 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 			return r;
 		}
 	}
-	/* Layered, a drop from here on lost a race with the peek: not worth caching. */
-	if (count > 1)
+	/* Past a peek, a drop lost a race with it: not worth caching. */
+	if (v->peeked)
 		v->no_cache = 1;
 	n = 0;
-	/* Admit for real; another CPU may have spent a layer meanwhile: refund. */
 	for (i = 0; i < SLUICE_MAX_LAYERS && i < count; i++) {
 		id = match->ids[i];
 		r = layer_apply(m, env, v, id, LIMIT_OP_ADMIT);
+		counts = (__u32)r >> LAYER_COUNTS_SHIFT;
+		r &= LAYER_LOW_MASK;
 		applied |= r != LIMIT_SKIP;
-		if (r == LIMIT_ADMIT && n < SLUICE_MAX_LAYERS)
-			u.admitted.id[n++] = id;
+		if (r == LIMIT_ADMIT)
+			counts |= LAYER_COUNT(SLUICE_PSTAT_PASSED);
 		else if (r == LIMIT_STATE_ERR)
 			v->state_err = 1;
 		else if (is_layer_drop(r))
 			break;
+		if (counts && n < SLUICE_MAX_LAYERS)
+			u.admitted.id[n++] = id | counts << LAYER_COUNTS_SHIFT;
 	}
 	if (is_layer_drop(r)) {
 		v->id = id;
-		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-			layer_apply(m, env, v, u.admitted.id[i], LIMIT_OP_REFUND);
+		refunded = 0;
+		for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++) {
+			if (!(u.admitted.id[i] >> LAYER_COUNTS_SHIFT &
+			      LAYER_COUNT(SLUICE_PSTAT_PASSED)))
+				continue;
+			layer_apply(m, env, v, u.admitted.id[i] & LAYER_LOW_MASK, LIMIT_OP_REFUND);
+			refunded = 1;
+		}
+		if (refunded)
+			walk_mark(v->match_slot, 1);
 		return r;
 	}
-	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++)
-		count_policy(u.admitted.id[i], SLUICE_PSTAT_PASSED, m);
-	if (m->frag == PKT_FRAG_FIRST)
-		v->noted = frag_note(m, &u.admitted, n);
+	if (v->peeked)
+		walk_mark(v->match_slot, 0);
+	v->noted = walk_count(m, &u.admitted, n);
 	/* No policy applied: the port matched, but sets or tcp_syn ruled out all. */
 	return applied ? LIMIT_ADMIT : LIMIT_SKIP;
 }

@@ -112,6 +112,14 @@ struct {
 	__type(value, struct sluice_deny_bits);
 } sluice_deny_bits SEC(".maps");
 
+/* Which policy lists this CPU walks peeking first (layer.bpf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_walk_bits);
+} sluice_walk SEC(".maps");
+
 /*
  * Datagrams whose later fragments are still to come (frag.bpf.h). Shared,
  * not per-CPU: a datagram's fragments may arrive on any CPU. Not pinned:

@@ -118,7 +118,8 @@ static __always_inline int charge_unparsed(struct pkt_meta *m, struct limit_env 
 	if (classify_addrs(m, env))
 		return SLUICE_TOTAL_ALLOWED;
 	m->is_syn = 1;
-	match = classify_svc(env->gen, SLUICE_SVC_UNPARSED);
+	v->match_slot = class_slot(env->gen, SLUICE_SVC_UNPARSED);
+	match = match_of(env->gen, v->match_slot);
 	if (match)
 		v->result = walk_layers(m, env, match, v);
 	if (v->result == LIMIT_SKIP)
@@ -227,6 +228,7 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		v.result = LIMIT_SKIP;
 		goto decided;
 	}
+	v.match_slot = flow.match_slot;
 	v.result = walk_layers(&m, &env, match, &v);
 	if (v.result == LIMIT_DENY && v.deny_ticks && cache)
 		deny_store(&flow, slot, stamp, v.id, env.now, v.deny_ticks);

@@ -499,6 +499,7 @@ enum sluice_cache {
 	SLUICE_CACHE_DENY_BITS,
 	SLUICE_CACHE_FRAGS,
 	SLUICE_CACHE_FRAG_TMP,
+	SLUICE_CACHE_WALK,
 	SLUICE_CACHE_MAX,
 };
 
@@ -506,7 +507,7 @@ enum sluice_cache {
 static const char *const sluice_cache_names[SLUICE_CACHE_MAX] = {
 	[SLUICE_CACHE_CLOCK] = "sluice_clock",	       [SLUICE_CACHE_DENY] = "sluice_deny",
 	[SLUICE_CACHE_DENY_BITS] = "sluice_deny_bits", [SLUICE_CACHE_FRAGS] = "sluice_frags",
-	[SLUICE_CACHE_FRAG_TMP] = "sluice_frag_tmp",
+	[SLUICE_CACHE_FRAG_TMP] = "sluice_frag_tmp",   [SLUICE_CACHE_WALK] = "sluice_walk",
 };
 #endif
 

@@ -57,6 +57,15 @@ struct sluice_deny_bits {
 };
 
 /*
+ * Value of sluice_walk: the policy lists (sluice_match slots) this CPU walks
+ * peeking first, a bit each (bpf/layer.bpf.h, walk_layers()). Like the
+ * cache, only a cost: either way of walking gives the same verdict.
+ */
+struct sluice_walk_bits {
+	__u64 peek[SLUICE_MATCH_SLOTS / SLUICE_DENY_WORD_SLOTS];
+};
+
+/*
  * Which policies decided: sluice_ctl.generation and the half (active_gen)
  * the packet read. A reload writes both in one map update, which a packet
  * may see half done; an entry decided on one half is then never valid

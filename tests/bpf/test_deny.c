@@ -62,14 +62,14 @@
 #define UNUSED_PORT	 99   /* no packet here goes to it */
 #define FLOOD		 1000 /* packets of one flow in one BPF_PROG_TEST_RUN */
 #define ROUNDS		 5    /* turns two flows take in one slot */
-#define MOVED_MAX	 2    /* policy counters one packet moves */
+#define MOVED_MAX	 4    /* policy counters one packet moves */
 #define BYTE_VALUES	 256
 #define COLLIDE_TRIES	 (BYTE_VALUES * BYTE_VALUES)  /* none in one slot: e^-8 likely */
 #define FRESH_TIMEOUT_NS (3600 * SLUICE_NSEC_PER_SEC) /* a beat stamped now stays fresh */
 #define LOSS_TIMEOUT_NS	 SLUICE_NSEC_PER_SEC
 #define LOST_BEAT_NS	 1 /* a heartbeat at boot: lost for the whole uptime */
 #define TEST_DENY_TTL_NS (60 * SLUICE_NSEC_PER_SEC) /* outlives any test; < a 1/h retry */
-#define ROW_TESTS	 7			    /* tests run once per address family */
+#define ROW_TESTS	 8			    /* tests run once per address family */
 #define SPRAY_FIRST	 1000			    /* the port range of "spray" */
 #define SPRAY_LAST	 1999
 
@@ -826,6 +826,93 @@ static void test_port_spray(void **state)
 	harness_close(&h);
 }
 
+/* ---- 10. the walk: charge first, peek once a drop had to refund ---------- */
+
+/*
+ * Under agent loss, so that nothing is cached and every packet walks:
+ * 'host' then 'net' on DNS_PORT, both degraded to their own limits; 'open'
+ * then 'shut' on WEB_PORT, failing open and closed.
+ */
+/* clang-format off */
+static const char walk_yaml[] = "policies:\n"
+	POLICY("host", UDP_PORT(DNS_PORT), KEY_HOST, "2", "    on_agent_loss: degraded\n")
+	POLICY("net", UDP_PORT(DNS_PORT), KEY_NET, "1", "    on_agent_loss: degraded\n")
+	POLICY("open", UDP_PORT(WEB_PORT), KEY_HOST, "1", "    on_agent_loss: open\n")
+	POLICY("shut", UDP_PORT(WEB_PORT), "", "1", "    on_agent_loss: closed\n");
+/* clang-format on */
+
+/* A step, and whether this CPU walks its port's policies peeking first after it. */
+struct walk_step {
+	struct step step;
+	int peeks;
+};
+
+#define LOST T(AGENT_LOST)
+
+/*
+ * The counts are the same either way: a packet 'net' drops counts nothing
+ * of 'host', whether 'host' was charged and refunded (the first drop) or
+ * only peeked (the flood after it); a packet 'shut' drops counts no
+ * fail_open of 'open'. Which way the walk goes is this CPU's bit for the
+ * port's list: set by a drop that refunded, cleared by a peek that passed.
+ */
+/* clang-format off */
+static const struct walk_step walk_steps[] = {
+	{ STEP(1, SRC_A, UDP(DNS_PORT), PASS, LOST, MISS, M("host", DEGRADED), M("host", PASSED),
+	       M("net", DEGRADED), M("net", PASSED)), 0 },
+	{ STEP(1, SRC_A, UDP(DNS_PORT), DROP, LOST, MISS, M("net", DEGRADED), M("net", DROPPED)),
+	  1 },
+	{ STEP(FLOOD, SRC_A, UDP(DNS_PORT), DROP, LOST, MISS, M("net", DEGRADED),
+	       M("net", DROPPED)), 1 },
+	{ STEP(1, SRC_B, UDP(DNS_PORT), PASS, LOST, MISS, M("host", DEGRADED), M("host", PASSED),
+	       M("net", DEGRADED), M("net", PASSED)), 0 },
+	{ STEP(1, SRC_A, UDP(DNS_PORT), DROP, LOST, MISS, M("net", DEGRADED), M("net", DROPPED)),
+	  1 },
+	/* Nothing charged, nothing refunded: still charge first. */
+	{ STEP(2, SRC_A, UDP(WEB_PORT), DROP, LOST, MISS, M("shut", FAIL_CLOSED)), 0 },
+};
+/* clang-format on */
+
+/* Whether this CPU walks the policies of UDP port @port peeking first (sluice_walk). */
+static int walk_peeks(struct harness *h, __u16 port)
+{
+	int ncpu = libbpf_num_possible_cpus(), cpu = sched_getcpu(), err, peeks = 0;
+	struct sluice_walk_bits *bits = calloc(ncpu > 0 ? ncpu : 1, sizeof(*bits));
+	__u32 slot = match_slot(h, IPPROTO_UDP, port), zero = 0;
+
+	err = ncpu < 0 || cpu < 0 || !bits ||
+	      bpf_map_lookup_elem(bpf_map__fd(h->att.skel->maps.sluice_walk), &zero, bits);
+	if (!err)
+		peeks = bits[cpu].peek[slot / SLUICE_DENY_WORD_SLOTS] >>
+				(slot % SLUICE_DENY_WORD_SLOTS) &
+			1;
+	free(bits);
+	if (err)
+		fail_msg("cannot read sluice_walk for port %u", port);
+	return peeks;
+}
+
+static void test_walk(void **state)
+{
+	const struct family *f = *state;
+	const struct walk_step *w;
+	struct harness h;
+	char phase[32];
+	size_t i;
+
+	expect_load(&h, walk_yaml);
+	expect_heartbeat(&h, LOST_BEAT_NS, LOSS_TIMEOUT_NS);
+	for (i = 0; i < ARRAY_SIZE(walk_steps); i++) {
+		w = &walk_steps[i];
+		snprintf(phase, sizeof(phase), "walk step %zu", i);
+		run_steps(&h, f, phase, &w->step, 1);
+		if (walk_peeks(&h, w->step.port) != w->peeks)
+			fail_msg("%s: %s: port %u %s first", f->name, phase, w->step.port,
+				 w->peeks ? "not peeked" : "peeked");
+	}
+	harness_close(&h);
+}
+
 /* Pin to the CPU this runs on: the cache is per CPU, and read_slot() reads this one's. */
 static int pin_cpu(void)
 {
@@ -864,6 +951,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_agent_lost, families);
 	SUITE_ADD_ROWS(&s, test_not_cached, families);
 	SUITE_ADD_ROWS(&s, test_layer_changes, turns_cases);
+	SUITE_ADD_ROWS(&s, test_walk, families);
 	SUITE_ADD_ROWS(&s, test_two_flows_one_slot, families);
 	SUITE_ADD_ROWS(&s, test_port_spray, families);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_deny", tests, s.n, NULL, NULL));
