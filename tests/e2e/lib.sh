@@ -34,6 +34,11 @@ RX6=fd00:200::2
 
 _pids=()
 _netns=()
+# libxdp pins an interface's dispatcher under this directory, which it makes
+# and never removes: a test that made it removes it, once empty.
+LIBXDP_PIN_DIR=/sys/fs/bpf/xdp
+_libxdp_dir_made=1
+[ ! -d "$LIBXDP_PIN_DIR" ] || _libxdp_dir_made=0
 
 e2e_cleanup() {
 	local rc=$? pid ns d
@@ -50,6 +55,7 @@ e2e_cleanup() {
 	for ns in "${_netns[@]}"; do
 		ip netns del "$ns" 2>/dev/null
 	done
+	[ "$_libxdp_dir_made" = 0 ] || rmdir "$LIBXDP_PIN_DIR" 2>/dev/null
 	[ -n "${E2E_KEEP:-}" ] || rm -rf "$WORK"
 	exit "$rc"
 }
