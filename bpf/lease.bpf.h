@@ -109,7 +109,9 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
  * whatever the fail mode, since the agent set its expiry before the
  * store's (docs/shared-budget.md). LIMIT_COLD when the key has none. A
  * refund gives nothing back to a lease (LIMIT_SKIP): the unit stays spent,
- * which can only under-admit, and the peek pass makes it rare. A later
+ * which can only under-admit; a generation with cluster-scoped policies
+ * always walks its layers peeking first (walk_layers()), which makes it
+ * rare. A later
  * fragment's charge is spent whatever is left (LIMIT_SKIP).
  */
 static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, __u64 lease_max,
