@@ -162,15 +162,26 @@ hex_of() {
 	IFS=. read -r a b c d <<<"$1"
 	printf '00000000000000000000ffff%02x%02x%02x%02x' "$a" "$b" "$c" "$d"
 }
-# bucket_of IPV4: its bucket's key, LEASE_BUCKET_FMT (user/budget/planner.h):
-# the group is the CRC16 of the hex address mod LEASE_GROUPS, and
-# CLUSTER KEYSLOT is that CRC16 mod 16384, a multiple of LEASE_GROUPS.
-LEASE_GROUPS=64
+# bucket_of IPV4: its bucket's key into BUCKET, LEASE_BUCKET_FMT (user/budget/planner.h):
+# the group is the key's slot (CLUSTER KEYSLOT of the hex address) mod
+# LEASE_GROUPS, and a group's tag the first of group, group + LEASE_GROUPS,
+# ... whose slot is in the group's range of slots (lease_policy_tags()).
+LEASE_GROUPS=24
+CLUSTER_SLOTS=16384
+declare -A GROUP_TAG=()
+BUCKET=''
 bucket_of() {
-	local hex group
+	local hex group n
 	hex=$(hex_of "$1")
 	group=$(($(cli "$ASK_PORT" cluster keyslot "$hex") % LEASE_GROUPS))
-	printf '%s:b:{shared:%02x}:%s\n' "$FLEET" "$group" "$hex"
+	if [ -z "${GROUP_TAG[$group]:-}" ]; then
+		n=$group
+		until [ $(($(cli "$ASK_PORT" cluster keyslot "{shared:$n}") * LEASE_GROUPS / CLUSTER_SLOTS)) = "$group" ]; do
+			n=$((n + LEASE_GROUPS))
+		done
+		GROUP_TAG[$group]=$n
+	fi
+	BUCKET="$FLEET:b:{shared:${GROUP_TAG[$group]}}:$hex"
 }
 # pick_keys PHASE: N_KEYS fresh sources (10.K.PHASE.y: cold keys, as
 # test_budget.sh gives each phase), N_KEYS / SHARDS on each primary; sets
@@ -182,7 +193,8 @@ pick_keys() {
 	KEYS=() KEY_PORT=()
 	for n in $(seq 1 250); do
 		src=10.$K.$1.$n
-		slot=$(cli "$ASK_PORT" cluster keyslot "$(bucket_of "$src")")
+		bucket_of "$src"
+		slot=$(cli "$ASK_PORT" cluster keyslot "$BUCKET")
 		port=$(primary_port "$slot")
 		[ -n "$port" ] || e2e_fail "no primary serves slot $slot"
 		if ((${PER_SHARD[$port]:-0} < N_KEYS / SHARDS)); then
@@ -318,6 +330,12 @@ run_shapes() {
 	phase_begin "k$K-shapes"
 	flood_all $((OFFERED / K)) $SHAPE_MS
 	phase_end
+	# The layout above is the agents': each key's bucket is where it says (before it expires).
+	for i in "${!KEYS[@]}"; do
+		bucket_of "${KEYS[i]}"
+		check "k=$K key ${KEYS[i]}: its bucket $BUCKET is on shard :${KEY_PORT[i]}" \
+			"$(cli "${KEY_PORT[i]}" exists "$BUCKET")"
+	done
 	slack=$(steady_slack)
 	for i in "${!KEYS[@]}"; do
 		analyze "${KEYS[i]}" 0 $SHAPE_MS

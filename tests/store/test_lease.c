@@ -209,6 +209,7 @@ static __u64 wait_redis_until(struct fix *f, __u64 t_us)
 struct counts {
 	__u64 evalsha, eval, load; /* calls of EVALSHA, EVAL and SCRIPT LOAD */
 	__u64 pexpire;		   /* PEXPIRE, which the lease script runs */
+	__u64 zadd;		   /* ZADD, which the hot set script runs */
 	__u64 reads;		   /* socket read events: round trips of small pipelines */
 	__u64 commands;		   /* including those the scripts run */
 };
@@ -230,6 +231,7 @@ static struct counts read_counts(struct fix *f)
 	n.eval = info_field(r->str, "\ncmdstat_eval:calls=");
 	n.load = info_field(r->str, "\ncmdstat_script|load:calls=");
 	n.pexpire = info_field(r->str, "\ncmdstat_pexpire:calls=");
+	n.zadd = info_field(r->str, "\ncmdstat_zadd:calls=");
 	n.reads = info_field(r->str, "\ntotal_reads_processed:");
 	n.commands = info_field(r->str, "\ntotal_commands_processed:");
 	assert_int_not_equal(n.reads, 0);
@@ -247,6 +249,7 @@ static struct counts counts_since(struct fix *f, const struct counts *before)
 		.eval = now.eval - before->eval,
 		.load = now.load - before->load,
 		.pexpire = now.pexpire - before->pexpire,
+		.zadd = now.zadd - before->zadd,
 		.reads = now.reads - before->reads - INFO_SELF,
 		.commands = now.commands - before->commands - INFO_SELF,
 	};
@@ -927,6 +930,47 @@ static void hot_expiry(struct fix *f, struct hot_req *h)
 			      (unsigned long long)HOT_TTL_US);
 }
 
+/*
+ * A node that saw many keys hot adds them in a few ZADDs, not one each
+ * (#17): HOT_MANY members, in ZADDs of HOT_ZADD_MEMBERS (redis.c), all
+ * with the call's one score.
+ */
+#define HOT_MANY	      2501
+#define HOT_ZADD_MEMBERS_SEEN 1000 /* redis.c's HOT_ZADD_MEMBERS, as the server counts it */
+#define HOT_MANY_KEY	      "hot:many"
+
+static void hot_many(struct fix *f)
+{
+	struct hot_req h = { .key = HOT_MANY_KEY, .ttl_us = LONG_TTL_US, .limit = HOT_LIMIT };
+	const char **add = calloc(HOT_MANY, sizeof(*add));
+	char(*names)[MEMBER_LEN] = calloc(HOT_MANY, sizeof(*names));
+	struct counts before, did;
+	struct seen s;
+	__u64 score;
+	size_t i;
+	int found;
+
+	assert_non_null(add);
+	assert_non_null(names);
+	for (i = 0; i < HOT_MANY; i++) {
+		snprintf(names[i], MEMBER_LEN, "%08zx", i);
+		add[i] = names[i];
+	}
+	h.add = add;
+	h.n_add = HOT_MANY;
+	before = read_counts(f);
+	hot_sync(f, &f->a, &h, &s);
+	did = counts_since(f, &before);
+	assert_int_equal(did.zadd, (HOT_MANY + HOT_ZADD_MEMBERS_SEEN - 1) / HOT_ZADD_MEMBERS_SEEN);
+	assert_int_equal(command_u64(f, &found, "ZCARD %s", HOT_MANY_KEY), HOT_MANY);
+	score = zscore(f, HOT_MANY_KEY, names[0]);
+	for (i = 1; i < HOT_MANY; i++)
+		assert_int_equal(zscore(f, HOT_MANY_KEY, names[i]), score);
+	assert_int_equal(s.n[0], HOT_LIMIT);
+	free(names);
+	free(add);
+}
+
 static void test_hot_sets(void **state)
 {
 	struct fix *f = *state;
@@ -934,6 +978,7 @@ static void test_hot_sets(void **state)
 
 	hot_union(f, &h);
 	hot_expiry(f, &h);
+	hot_many(f);
 }
 
 /*

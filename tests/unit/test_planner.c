@@ -24,6 +24,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "budget/cluster.h"
 #include "budget/planner.h"
 #include "rows.h"
 
@@ -292,13 +293,64 @@ static void test_rounds_over_attachments(void **state)
 	lease_state__free(ls);
 }
 
+/* ---- the groups' hash tags (#17) ---------------------------------------- */
+
+struct tags_row {
+	const char *name; /* a policy name */
+};
+
+static const struct tags_row tags_rows[] = {
+	{ "shared" },
+	{ "dns-per-source" },
+	{ "a" },
+	{ "0123456789abcdef0123456789abcde" }, /* the longest: SLUICE_NAME_LEN - 1 */
+};
+
+/* Shard counts whose equal ranges of slots hold whole ranges of groups. */
+static const __u32 even_shards[] = { 2, 3, 4, 6, 8, 12, LEASE_GROUPS };
+
+/*
+ * Every group's tag is on a slot of its own range of slots, so that a
+ * cluster of 2, 3, 4, 6, 8, 12 or 24 shards, each holding an equal range
+ * (as redis-cli --cluster create makes them), holds as many groups on each
+ * shard; and every node chooses the same tags.
+ */
+static void test_tags(void **state)
+{
+	const struct tags_row *row = *state;
+	char tag[SLUICE_NAME_LEN + sizeof("{:4294967295}")];
+	__u32 per_shard[LEASE_GROUPS], g, i, slot, n_shards;
+	struct lease_policy p = { 0 }, again = { 0 };
+	int len;
+
+	snprintf(p.name, sizeof(p.name), "%s", row->name);
+	assert_string_equal(p.name, row->name);
+	again = p;
+	lease_policy_tags(&p);
+	lease_policy_tags(&again);
+	assert_memory_equal(p.tag, again.tag, sizeof(p.tag));
+	for (i = 0; i < ARRAY_SIZE(even_shards); i++) {
+		n_shards = even_shards[i];
+		memset(per_shard, 0, sizeof(per_shard));
+		for (g = 0; g < LEASE_GROUPS; g++) {
+			len = snprintf(tag, sizeof(tag), "{%s:%u}", p.name, p.tag[g]);
+			slot = cluster_key_slot(tag, (size_t)len);
+			assert_int_equal(slot * LEASE_GROUPS / CLUSTER_SLOTS, g);
+			per_shard[slot * n_shards / CLUSTER_SLOTS]++;
+		}
+		for (g = 0; g < n_shards; g++)
+			assert_int_equal(per_shard[g], LEASE_GROUPS / n_shards);
+	}
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[ARRAY_SIZE(nomem_rows) + 1];
+	struct CMUnitTest tests[ARRAY_SIZE(nomem_rows) + 1 + ARRAY_SIZE(tags_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD_ROWS(&s, test_round_nomem, nomem_rows);
 	SUITE_ADD(&s, test_rounds_over_attachments);
+	SUITE_ADD_ROWS(&s, test_tags, tags_rows);
 	return _cmocka_run_group_tests("planner", tests, s.n, NULL, NULL);
 }

@@ -170,6 +170,7 @@ static struct lease_plan *plan_of(struct agent_stores *s, enum agent_store k)
 			}
 			lp->id = s->v.ids[i][j];
 			snprintf(lp->name, sizeof(lp->name), "%s", p->name);
+			lease_policy_tags(lp);
 			la->n_pol++;
 		}
 	}

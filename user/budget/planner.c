@@ -464,6 +464,26 @@ static unsigned int lease_group(const char *hex)
 	return cluster_key_slot(hex, strlen(hex)) % LEASE_GROUPS;
 }
 
+void lease_policy_tags(struct lease_policy *p)
+{
+	char tag[SLUICE_NAME_LEN + sizeof("{:4294967295}")];
+	__u32 g, n, i;
+	int len;
+
+	for (g = 0; g < LEASE_GROUPS; g++) {
+		p->tag[g] = g; /* all LEASE_TAG_TRIES missed (e^-174 likely): a tag, less even */
+		for (i = 0, n = g; i < LEASE_TAG_TRIES; i++, n += LEASE_GROUPS) {
+			len = snprintf(tag, sizeof(tag), "{%s:%u}", p->name, n);
+			if ((__u32)cluster_key_slot(tag, (size_t)len) * LEASE_GROUPS /
+				    CLUSTER_SLOTS ==
+			    g) {
+				p->tag[g] = n;
+				break;
+			}
+		}
+	}
+}
+
 /* The Redis key of @p's bucket for @k, into @out. */
 static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
 		       const struct sluice_key *k, char *out)
@@ -471,8 +491,8 @@ static void bucket_key(const struct lease_state *ls, const struct lease_policy *
 	char hex[HEX_ADDR_LEN];
 
 	hex_of(k->addr, hex);
-	snprintf(out, LEASE_KEY_LEN, LEASE_BUCKET_FMT, ls->plan->prefix, p->name, lease_group(hex),
-		 hex);
+	snprintf(out, LEASE_KEY_LEN, LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
+		 p->tag[lease_group(hex)], hex);
 }
 
 /* Whether the shard of @e's bucket answered (always, but on a cluster). */

@@ -23,7 +23,8 @@
 #define LEASE_KERNEL_SYNCS	SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
 #define LEASE_EARLY_DIV		10   /* early top-ups at most every interval / this */
 #define LEASE_STARVED_EVERY_MAX 2    /* a starved key's early rounds: at most every this many */
-#define LEASE_GROUPS		64   /* bucket keys of a policy share this many hash tags */
+#define LEASE_GROUPS		24   /* bucket keys of a policy share this many hash tags */
+#define LEASE_TAG_TRIES		4096 /* candidates tried for a group's tag (lease_policy_tags()) */
 #define LEASE_LOOKAHEAD		1    /* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS	30   /* a key without demand this long gives its entry up */
 #define LEASE_HOT_SYNCS		30   /* a key nobody saw hot this long leaves the hot set */
@@ -34,13 +35,16 @@
  * The Redis keys (#17): the part in braces is the hash tag. A policy's
  * buckets fall in LEASE_GROUPS groups by their address (lease_group()),
  * each group on one slot: on a Redis Cluster one lease call carries the
- * keys of a group (their scripts may only touch one slot), and the groups
- * spread over the shards; each policy's hot set is on a slot of its own.
- * Fleet names with braces are refused for cluster stores (they would be
- * the tag).
+ * keys of a group (their scripts may only touch one slot). Each group's
+ * tag is chosen so that the groups' slots are spread evenly over the slot
+ * space (lease_policy_tags()): a cluster whose shards hold equal ranges of
+ * slots, as `redis-cli --cluster create` makes them, gives 2, 3, 4, 6, 8,
+ * 12 or 24 shards the same number of groups. Each policy's hot set is on a
+ * slot of its own. Fleet names with braces are refused for cluster stores
+ * (they would be the tag).
  */
-#define LEASE_BUCKET_FMT "%s:b:{%s:%02x}:%s" /* fleet, policy, group, key address in hex */
-#define LEASE_HOT_FMT	 "%s:hot:{%s}"	     /* fleet, policy */
+#define LEASE_BUCKET_FMT "%s:b:{%s:%u}:%s" /* fleet, policy, group's tag, key address in hex */
+#define LEASE_HOT_FMT	 "%s:hot:{%s}"	   /* fleet, policy */
 
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {
@@ -48,10 +52,11 @@ struct lease_policy {
 	char name[SLUICE_NAME_LEN]; /* identifies it across the fleet */
 	__u64 rate_units;	    /* cost units per rate_period_us */
 	__u64 rate_period_us;
-	__u64 burst;	  /* cost units */
-	int strict;	  /* cold_mode strict: no cold share is ever spent */
-	int fault_closed; /* on_store_error closed: a key whose shard fails is denied, not
-			   * left to expire into the share (a cluster) */
+	__u64 burst;		 /* cost units */
+	int strict;		 /* cold_mode strict: no cold share is ever spent */
+	int fault_closed;	 /* on_store_error closed: a key whose shard fails is denied, not
+				  * left to expire into the share (a cluster) */
+	__u32 tag[LEASE_GROUPS]; /* each group's hash tag is "<name>:<tag>" (LEASE_BUCKET_FMT) */
 };
 
 /* One interface: its maps and its cluster-scoped policies. */
@@ -81,6 +86,13 @@ struct lease_state *lease_state__new(struct lease_plan *plan);
 void lease_state__free(struct lease_state *ls);
 
 void lease_plan__free(struct lease_plan *plan);
+
+/*
+ * Choose @p's group tags from its name: group g's tag is the first of g,
+ * g + LEASE_GROUPS, g + 2 LEASE_GROUPS, ... whose slot falls in the g-th
+ * of LEASE_GROUPS equal ranges of slots. Every node chooses the same.
+ */
+void lease_policy_tags(struct lease_policy *p);
 
 /* What a round did, for the store's report and the metrics. */
 struct lease_stats {

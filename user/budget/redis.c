@@ -152,17 +152,33 @@ static const char LEASE_LUA[] =
  * KEYS[1] a policy's hot set (member: a key's address in hex, score: Redis
  * TIME of the last time a node saw it hot, µs). ARGV: ttl_us, limit, then
  * members this node saw hot. Drops members not seen for ttl_us and returns
- * up to limit members, the most recently hot first.
+ * up to limit members, the most recently hot first. The members go in
+ * ZADDs of HOT_ZADD_MEMBERS each (#17: one ZADD per member made a
+ * policy's hot set the busiest part of its shard, 1,000 commands per node
+ * and sync at 1,000 hot keys); unpack() of Redis's Lua 5.1 returns at
+ * most 8,000 values.
  */
+#define HOT_ZADD_MEMBERS 1000
 static const char HOT_LUA[] =
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local ttl, limit = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
 	"local fmt = function(x) return string.format('%d', x) end\n"
-	"for i = 3, #ARGV do redis.call('ZADD', KEYS[1], fmt(now), ARGV[i]) end\n"
-	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now - ttl))\n"
-	"redis.call('PEXPIRE', KEYS[1], fmt(math.ceil(ttl / 1000) + 1))\n"
-	"return redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', 'LIMIT', 0, limit)\n";
+	"local add, stamp = {}, fmt(now)\n"
+	"for i = 3, #ARGV do\n"
+	"  add[#add + 1] = stamp\n"
+	"  add[#add + 1] = ARGV[i]\n"
+	"  if #add == 2 * " SLUICE_STR(
+		HOT_ZADD_MEMBERS) " or i == #ARGV then\n"
+				  "    redis.call('ZADD', KEYS[1], unpack(add))\n"
+				  "    add = {}\n"
+				  "  end\n"
+				  "end\n"
+				  "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now - "
+				  "ttl))\n"
+				  "redis.call('PEXPIRE', KEYS[1], fmt(math.ceil(ttl / 1000) + 1))\n"
+				  "return redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', "
+				  "'LIMIT', 0, limit)\n";
 
 /*
  * KEYS[1] the fleet sorted set (member: node, score: Redis TIME of its last
