@@ -159,6 +159,7 @@ static const char LEASE_LUA[] =
  * most 8,000 values.
  */
 #define HOT_ZADD_MEMBERS 1000
+/* clang-format off */
 static const char HOT_LUA[] =
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
@@ -168,17 +169,15 @@ static const char HOT_LUA[] =
 	"for i = 3, #ARGV do\n"
 	"  add[#add + 1] = stamp\n"
 	"  add[#add + 1] = ARGV[i]\n"
-	"  if #add == 2 * " SLUICE_STR(
-		HOT_ZADD_MEMBERS) " or i == #ARGV then\n"
-				  "    redis.call('ZADD', KEYS[1], unpack(add))\n"
-				  "    add = {}\n"
-				  "  end\n"
-				  "end\n"
-				  "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now - "
-				  "ttl))\n"
-				  "redis.call('PEXPIRE', KEYS[1], fmt(math.ceil(ttl / 1000) + 1))\n"
-				  "return redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', "
-				  "'LIMIT', 0, limit)\n";
+	"  if #add == 2 * " SLUICE_STR(HOT_ZADD_MEMBERS) " or i == #ARGV then\n"
+	"    redis.call('ZADD', KEYS[1], unpack(add))\n"
+	"    add = {}\n"
+	"  end\n"
+	"end\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now - ttl))\n"
+	"redis.call('PEXPIRE', KEYS[1], fmt(math.ceil(ttl / 1000) + 1))\n"
+	"return redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', 'LIMIT', 0, limit)\n";
+/* clang-format on */
 
 /*
  * KEYS[1] the fleet sorted set (member: node, score: Redis TIME of its last
