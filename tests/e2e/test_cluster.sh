@@ -15,11 +15,13 @@
 #     L + B + L x sync_interval; steady windows (from 2 s on) within L ±
 #     the slack test_budget.sh derives (steady_slack);
 #   - under the limit (0.5 L per key) at least 99 % of what was sent passes;
-#   - one primary killed (by its PID) under traffic: its keys (policy
-#     on_store_error: closed) pass nothing from FAULT_BOUND_MS after the
-#     kill until its replica is promoted; the other shards' keys keep their
-#     steady windows through the fault; after the promotion every key of
-#     the dead shard passes again, and its last second is a steady one.
+#   - one primary killed (by its PID) under traffic, or, for the second
+#     k, stopped (SIGSTOP: it stalls, its connections open and silent):
+#     its keys (policy on_store_error: closed) pass nothing from
+#     FAULT_BOUND_MS after the fault until its replica is promoted; the
+#     other shards' keys keep their steady windows through the fault; after
+#     the promotion every key of the dead shard passes again, and its last
+#     second is a steady one.
 # Prints the figures as "figure:" lines: the fault and resume times, and
 # Redis commands per second per node and per shard (INFO commandstats).
 source "$(dirname "$0")/lib.sh"
@@ -418,10 +420,13 @@ check_dead_key() {
 }
 
 # run_fault: the commands per shard, then the primary of the membership
-# and hot set (and N_KEYS / SHARDS keys) killed under traffic; afterwards it is started again and rejoins as a
-# replica, so the next k finds a whole cluster.
+# and hot set (and N_KEYS / SHARDS keys) killed under traffic (the first
+# k), or stopped (SIGSTOP, the others: a primary that stalls, whose
+# connections neither answer nor reset); afterwards it is started again
+# and rejoins as a replica, so the next k finds a whole cluster.
 run_fault() {
-	local i deadline r
+	local i deadline r how=killed
+	[ "$K" = "${K_LIST%% *}" ] || how=stopped
 	phase_begin "k$K-fault"
 	flood_all $((OFFERED / K)) $FAULT_MS
 	commands_per_s $((T0 + 1000 * 1000000)) $((T0 + (KILL_MS - 500) * 1000000))
@@ -432,8 +437,13 @@ run_fault() {
 	[ -n "$NEW_PORT" ] || e2e_fail "the primary on :$victim has no replica"
 	sleep_until $((T0 + KILL_MS * 1000000))
 	t_kill=$(now_ns)
-	kill -KILL "${REDIS_PID[r]}"
-	wait "${REDIS_PID[r]}" 2>/dev/null || echo "killed the primary on :$victim (pid ${REDIS_PID[r]}) at +$(((t_kill - T0) / 1000000)) ms"
+	if [ $how = killed ]; then
+		kill -KILL "${REDIS_PID[r]}"
+		wait "${REDIS_PID[r]}" 2>/dev/null || true
+	else
+		kill -STOP "${REDIS_PID[r]}"
+	fi
+	echo "$how the primary on :$victim (pid ${REDIS_PID[r]}) at +$(((t_kill - T0) / 1000000)) ms"
 	# The promotion lies between the start of the last poll that did not
 	# see it (t_before) and the end of the first that did (t_promoted).
 	for i in "${!KEY_PORT[@]}"; do [ "${KEY_PORT[i]}" = "$victim" ] || ASK_PORT=${KEY_PORT[i]}; done
@@ -465,6 +475,11 @@ run_fault() {
 	done
 	echo "figure: k=$K the dead shard's keys passed their last packet at most $worst_last ms after the kill (bound $FAULT_BOUND_MS ms)"
 	echo "figure: k=$K they passed again at most $worst_resume ms after the promotion was seen"
+	if [ $how = stopped ]; then
+		kill -KILL "${REDIS_PID[r]}"
+		kill -CONT "${REDIS_PID[r]}"
+		wait "${REDIS_PID[r]}" 2>/dev/null || true
+	fi
 	start_redis "$r"
 	wait_cluster_ok
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sluice/compiler.h"
+#include "base/clock.h"
 #include "budget/cluster.h"
 #include "budget/wire.h"
 
@@ -236,24 +237,41 @@ static int ask_slots(struct cluster *cl, const char *addr, struct cluster_map *m
 	return ret ? -1 : 0;
 }
 
+/* Whether the primary at @addr rests after a failure (cluster__conn()). */
+static int is_resting(const struct cluster *cl, const char *addr, __u64 now)
+{
+	size_t i;
+
+	for (i = 0; i < cl->map.n; i++)
+		if (!strcmp(cl->map.addr[i], addr))
+			return cl->node[i].rest_until_ns > now;
+	return 0;
+}
+
 int cluster__refresh(struct cluster *cl, char *err, size_t len)
 {
 	struct cluster_map *m = calloc(1, sizeof(*m));
 	struct cluster_node old[CLUSTER_NODES_MAX];
 	size_t i, j, tried;
-	int ret = -EIO;
+	__u64 now = mono_ns();
+	const char *addr;
+	int ret = -EIO, pass;
 
 	if (!m) {
 		snprintf(err, len, "cluster map: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	/* The primaries known first: a seed may be the one that just died. */
-	for (tried = 0; ret && tried < cl->map.n + cl->n_seeds; tried++)
-		if (!ask_slots(cl,
-			       tried < cl->map.n ? cl->map.addr[tried]
-						 : cl->seeds[tried - cl->map.n],
-			       m, err, len))
-			ret = 0;
+	/*
+	 * The primaries known first: a seed may be the one that just died;
+	 * those resting after a failure last, if no other answered.
+	 */
+	for (pass = 0; ret && pass < 2; pass++)
+		for (tried = 0; ret && tried < cl->map.n + cl->n_seeds; tried++) {
+			addr = tried < cl->map.n ? cl->map.addr[tried]
+						 : cl->seeds[tried - cl->map.n];
+			if (is_resting(cl, addr, now) == pass && !ask_slots(cl, addr, m, err, len))
+				ret = 0;
+		}
 	if (ret) {
 		free(m);
 		return ret;
@@ -281,6 +299,12 @@ struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t
 
 	if (n->conn.c)
 		return &n->conn;
+	if (n->rest_until_ns > mono_ns()) {
+		snprintf(err, len, "resting for %" PRIu64 " ms after a failure",
+			 (uint64_t)((n->rest_until_ns - mono_ns()) / SLUICE_NSEC_PER_MSEC));
+		cl->stale = 1;
+		return NULL;
+	}
 	memset(&n->conn, 0, sizeof(n->conn));
 	n->conn.timeout_ns = cl->timeout_ns;
 	n->conn.cancel_fd = cl->cancel_fd;
@@ -302,9 +326,11 @@ void cluster__note(struct cluster *cl, size_t i, int ok)
 	n->down = !ok;
 	if (ok) {
 		n->ok++;
+		n->rest_until_ns = 0;
 		return;
 	}
 	n->failed++;
+	n->rest_until_ns = mono_ns() + CLUSTER_REST_TIMEOUTS * cl->timeout_ns;
 	node_drop(n);
 	cl->stale = 1;
 }
