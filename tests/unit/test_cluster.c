@@ -242,6 +242,7 @@ struct fake {
 	const char *canned;    /* written once, before any command: a CLUSTER SLOTS answer */
 	const char *on_script; /* the answer to every EVALSHA / EVAL */
 	int refuse;	       /* connecting fails */
+	int attempts;	       /* connects tried, refused ones included */
 	char log[LOG_LEN];     /* the first word of each command, space-separated */
 	pthread_t thread;
 	int running;
@@ -301,8 +302,11 @@ static int connect_fake(void *arg, const char *addr, struct store_conn *conn, ch
 	for (i = 0; i < fs->n; i++) {
 		struct fake *f = &fs->f[i];
 
-		if (strcmp(f->addr, addr) != 0 || f->refuse)
+		if (strcmp(f->addr, addr) != 0)
 			continue;
+		f->attempts++;
+		if (f->refuse)
+			break;
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, f->fd), 0);
 		if (f->canned)
 			assert_int_equal(write(f->fd[1], f->canned, strlen(f->canned)),
@@ -459,9 +463,82 @@ static void test_route(void **state)
 	free(cl);
 }
 
+/* ---- a primary that keeps failing rests ----------------------------------------------------- */
+
+/* One sync of KEY_A (on a, refusing) and KEY_B (on b); KEY_A's grant fails. */
+static void rest_sync(struct store_conn *conn, struct lease_key *k, char *err, size_t len)
+{
+	struct lease_req q[2] = { { .k = &k[0], .want = 5 }, { .k = &k[1], .want = 5 } };
+	struct lease_grant g[2];
+
+	err[0] = 0;
+	assert_int_equal(store_lease_sync(conn, "n", LEASE_TTL_US, q, 2, g, err, len), 0);
+	assert_int_equal(g[0].err, -EIO);
+	assert_int_equal(g[1].err, 0);
+	assert_int_equal(g[1].held, 5);
+}
+
+/*
+ * a refuses: after CLUSTER_REST_AFTER failed round trips in a row it is
+ * not tried again (its key fails at once, b's is served) until its rest
+ * ends; then one more failure rests it twice as long (cluster.h).
+ */
+static void test_rest(void **state)
+{
+	struct fake f[] = {
+		{ .addr = "127.0.0.1:7000", .refuse = 1 },
+		{ .addr = "127.0.0.1:7001", .on_script = GRANT_5 },
+	};
+	struct fakes fs = { .f = f, .n = ARRAY_SIZE(f) };
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	struct store_conn conn = { .cluster = cl, .cancel_fd = -1 };
+	struct lease_key k[] = { { .key = KEY_A }, { .key = KEY_B } };
+	const __u64 rest_ns = CLUSTER_REST_TIMEOUTS * TIMEOUT_NS;
+	char err[ERR_LEN];
+	__u64 left;
+	int i;
+
+	(void)state;
+	assert_non_null(cl);
+	assert_int_equal(
+		cluster__init(cl, "cluster://127.0.0.1:7001", connect_fake, &fs, TIMEOUT_NS, -1),
+		0);
+	assert_int_equal(cluster__node_of(cl, f[0].addr), 0);
+	assert_int_equal(cluster__node_of(cl, f[1].addr), 1);
+	memset(cl->map.slot_node, CLUSTER_NODE_NONE, sizeof(cl->map.slot_node));
+	cl->map.slot_node[cluster_key_slot(KEY_A, strlen(KEY_A))] = 0;
+	cl->map.slot_node[cluster_key_slot(KEY_B, strlen(KEY_B))] = 1;
+	for (i = 0; i < 2; i++) {
+		k[i].rate_units = k[i].rate_period_us = 1;
+		k[i].burst = k[i].cap = 10;
+	}
+	for (i = 1; i <= CLUSTER_REST_AFTER; i++) {
+		cl->stale = 0; /* no map to read from the fakes: keep this one */
+		rest_sync(&conn, k, err, sizeof(err));
+		assert_int_equal(f[0].attempts, i);
+		assert_int_equal(cl->node[0].rest_until_ns > 0, i == CLUSTER_REST_AFTER);
+	}
+	left = cl->node[0].rest_until_ns - mono_ns();
+	assert_in_range(left, rest_ns / 2, rest_ns);
+	cl->stale = 0;
+	rest_sync(&conn, k, err, sizeof(err));
+	assert_int_equal(f[0].attempts, CLUSTER_REST_AFTER); /* resting: not tried */
+	assert_non_null(strstr(err, "resting"));
+	assert_true(cl->stale);		       /* the map is read again while it rests */
+	cl->node[0].rest_until_ns = mono_ns(); /* the rest is over */
+	cl->stale = 0;
+	rest_sync(&conn, k, err, sizeof(err));
+	assert_int_equal(f[0].attempts, CLUSTER_REST_AFTER + 1);
+	left = cl->node[0].rest_until_ns - mono_ns();
+	assert_in_range(left, rest_ns, 2 * rest_ns);
+	cluster__close(cl);
+	fakes_stop(&fs);
+	free(cl);
+}
+
 #define N_TESTS                                                                                    \
 	(ARRAY_SIZE(slot_rows) + ARRAY_SIZE(pair_rows) + ARRAY_SIZE(map_rows) + 1 +                \
-	 ARRAY_SIZE(redirect_rows) + ARRAY_SIZE(hostile_rows) + ARRAY_SIZE(route_rows))
+	 ARRAY_SIZE(redirect_rows) + ARRAY_SIZE(hostile_rows) + ARRAY_SIZE(route_rows) + 1)
 
 int main(void)
 {
@@ -476,5 +553,6 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_redirect, redirect_rows);
 	SUITE_ADD_ROWS(&s, test_hostile, hostile_rows);
 	SUITE_ADD_ROWS(&s, test_route, route_rows);
+	SUITE_ADD(&s, test_rest);
 	return _cmocka_run_group_tests("cluster", tests, s.n, NULL, NULL);
 }

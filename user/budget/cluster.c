@@ -326,11 +326,19 @@ void cluster__note(struct cluster *cl, size_t i, int ok)
 	n->down = !ok;
 	if (ok) {
 		n->ok++;
+		n->failed_in_row = 0;
 		n->rest_until_ns = 0;
 		return;
 	}
 	n->failed++;
-	n->rest_until_ns = mono_ns() + CLUSTER_REST_TIMEOUTS * cl->timeout_ns;
+	if (++n->failed_in_row >= CLUSTER_REST_AFTER) {
+		unsigned int doublings = n->failed_in_row - CLUSTER_REST_AFTER;
+
+		if (doublings > CLUSTER_REST_DOUBLINGS)
+			doublings = CLUSTER_REST_DOUBLINGS;
+		n->rest_until_ns =
+			mono_ns() + (CLUSTER_REST_TIMEOUTS * cl->timeout_ns << doublings);
+	}
 	node_drop(n);
 	cl->stale = 1;
 }

@@ -65,7 +65,8 @@ struct cluster_node {
 	struct store_conn conn; /* conn.c NULL: not connected */
 	__u64 ok, failed;	/* round trips to it, since the start */
 	int down;		/* its last round trip failed */
-	__u64 rest_until_ns;	/* failed: not contacted again before this (mono_ns) */
+	unsigned int failed_in_row;
+	__u64 rest_until_ns; /* failed: not contacted again before this (mono_ns) */
 };
 
 /* The cluster as the store's thread holds it; @seeds are the URL's addresses. */
@@ -101,17 +102,21 @@ int cluster__refresh(struct cluster *cl, char *err, size_t len);
  * when it cannot be (the node is then marked down and the map stale), or
  * while it rests after a failure.
  *
- * A primary that failed a round trip rests CLUSTER_REST_TIMEOUTS store
- * timeouts: its calls fail at once, and the map is read again each round,
- * so that a replica's promotion is seen. A primary that stalls (stopped,
- * or cut off without a reset) would otherwise cost every round a timeout
- * or two, which delay the other shards' calls with it: with a stopped
- * primary and a 50 ms timeout, the other shards' keys were held to
- * 0.87..1.17 L, and the stopped shard's keys, in no round that ended in
+ * A primary that failed CLUSTER_REST_AFTER round trips in a row rests
+ * CLUSTER_REST_TIMEOUTS store timeouts, twice that after its next
+ * failure, and so on up to CLUSTER_REST_DOUBLINGS times: its calls fail
+ * at once, and the map is read again each round, so that a replica's
+ * promotion is seen. One failure does not put it to rest: a blip would
+ * then deny a closed policy's keys on that shard for the whole rest. A primary that stalls
+ * (stopped, or cut off without a reset) would otherwise cost every round a timeout or two, which
+ * delay the other shards' calls with it: with a stopped primary and a 50 ms timeout, the other
+ * shards' keys were held to 0.87..1.17 L, and the stopped shard's keys, in no round that ended in
  * time, fell back to the share instead of their fail mode
  * (tests/e2e/test_cluster.sh, its stall).
  */
-#define CLUSTER_REST_TIMEOUTS 20
+#define CLUSTER_REST_AFTER     2
+#define CLUSTER_REST_TIMEOUTS  20
+#define CLUSTER_REST_DOUBLINGS 3
 struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t len);
 
 /*
