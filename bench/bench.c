@@ -269,9 +269,12 @@ struct bench_row {
 		 .ref = id }
 /*
  * rotate -> sluice at @n sources to @port, every packet @verd and counted by
- * @pol as @cnt; its floor is rotate -> empty at the same @n.
+ * @pol as @cnt, under policy file @sc; its floor is rotate -> empty at the
+ * same @n.
  */
 #define ROTATE_SLUICE_ROW(id, empty_id, verb, what, n, port, verd, pol, cnt, ref_id)               \
+	ROTATE_SLUICE_ROW_SCEN(id, empty_id, verb, what, n, port, verd, pol, cnt, ref_id, SCEN_BASE)
+#define ROTATE_SLUICE_ROW_SCEN(id, empty_id, verb, what, n, port, verd, pol, cnt, ref_id, sc)      \
 	[id] = { .label = "rotate->sluice " verb ", " what,                                        \
 		 .prog = PROG_ROTATE,                                                              \
 		 .tail = PROG_SLUICE,                                                              \
@@ -283,7 +286,8 @@ struct bench_row {
 		 .counted = cnt,                                                                   \
 		 .floor = empty_id,                                                                \
 		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
-		 .ref = ref_id }
+		 .ref = ref_id,                                                                    \
+		 .scen = sc }
 /*
  * A row of rotate -> @tl (not sluice) over @n sources, every packet
  * dropped: its floor is @empty_id, rotate -> empty at the same @n.
@@ -393,19 +397,10 @@ static const struct bench_row rows[ROW_MAX] = {
 	ROTATE_DROP_ROW(ROW_ROT_DROP_MISS, ROW_ROT_EMPTY_FEW, "10^4 sources",
 			BENCH_SOURCES_DENY_MISS),
 	/* The same flood at the 8th of 8 layers: a walk that peeks first (layer.bpf.h). */
-	[ROW_ROT_DROP_LAYERED] = { .label = "rotate->sluice drop, 10^4 sources, 8 layered",
-				   .prog = PROG_ROTATE,
-				   .tail = PROG_SLUICE,
-				   .flow = FLOW_V4_UDP,
-				   .dport = DPORT_DROP,
-				   .sources = BENCH_SOURCES_DENY_MISS,
-				   .verdict = XDP_DROP,
-				   .policy = "udp-drop",
-				   .counted = SLUICE_PSTAT_DROPPED,
-				   .floor = ROW_ROT_EMPTY_FEW,
-				   .lookup = ROW_LOOKUP_V4_UDP,
-				   .ref = ROW_ROT_DROP_MISS,
-				   .scen = SCEN_LAYERED },
+	ROTATE_SLUICE_ROW_SCEN(ROW_ROT_DROP_LAYERED, ROW_ROT_EMPTY_FEW, "drop",
+			       "10^4 sources, 8 layered", BENCH_SOURCES_DENY_MISS, DPORT_DROP,
+			       XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_ROT_DROP_MISS,
+			       SCEN_LAYERED),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MID, ROW_ROT_PASS_MID, "10^5 sources", BENCH_SOURCES_MID),
 
 	/* #16: beside 10^6 and 10^7 sources, their memory-bound floor (xref: vs it). */

@@ -76,14 +76,8 @@ static __always_inline void flow_of(const struct pkt_meta *m, struct sluice_flow
 /* The word of this CPU's bitmap that holds slot @slot's bit, or NULL. */
 static __always_inline __u64 *deny_word(__u32 slot)
 {
-	struct sluice_deny_bits *b;
-	__u32 zero = 0;
-
-	b = bpf_map_lookup_elem(&sluice_deny_bits, &zero);
-	return b ? &b->w[(slot / SLUICE_DENY_WORD_SLOTS) % ARRAY_SIZE(b->w)] : NULL;
+	return bitmap_word(&sluice_deny_bits, ARRAY_SIZE(((struct sluice_deny_bits *)0)->w), slot);
 }
-
-#define DENY_BIT(slot) (1ULL << ((slot) % SLUICE_DENY_WORD_SLOTS))
 
 static __always_inline int flow_equal(const struct sluice_flow *a, const struct sluice_flow *b)
 {
@@ -107,14 +101,14 @@ static __always_inline long deny_cached(struct limit_env *env, const struct slui
 	__u64 *word = deny_word(slot);
 	struct sluice_deny *d;
 
-	if (!word || !(*word & DENY_BIT(slot)))
+	if (!word || !(*word & BITMAP_BIT(slot)))
 		return -1;
 	d = bpf_map_lookup_elem(&sluice_deny, &slot);
 	if (!d || !flow_equal(&d->flow, f))
 		return -1; /* another flow's slot: it keeps the bit */
 	clock_read(env);
 	if (d->stamp != stamp || (__s64)(d->until - env->now) <= 0) {
-		*word &= ~DENY_BIT(slot);
+		*word &= ~BITMAP_BIT(slot);
 		return -1;
 	}
 	return env->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
@@ -138,7 +132,7 @@ static __always_inline void deny_store(const struct sluice_flow *f, __u32 slot, 
 	d->policy_id = id;
 	d->stamp = stamp;
 	d->until = now + ttl;
-	*word |= DENY_BIT(slot);
+	*word |= BITMAP_BIT(slot);
 }
 
 #endif /* SLUICE_DENY_BPF_H */

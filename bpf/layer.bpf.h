@@ -326,21 +326,15 @@ static __always_inline int walk_count(const struct pkt_meta *m, struct frag_ids 
 /* This CPU's word of sluice_walk that holds list @slot's bit, or NULL. */
 static __always_inline __u64 *walk_word(__u32 slot)
 {
-	struct sluice_walk_bits *b;
-	__u32 zero = 0;
-
-	b = bpf_map_lookup_elem(&sluice_walk, &zero);
-	return b ? &b->peek[(slot / SLUICE_DENY_WORD_SLOTS) % ARRAY_SIZE(b->peek)] : NULL;
+	return bitmap_word(&sluice_walk, ARRAY_SIZE(((struct sluice_walk_bits *)0)->peek), slot);
 }
-
-#define WALK_BIT(slot) (1ULL << ((slot) % SLUICE_DENY_WORD_SLOTS))
 
 /* Does this CPU walk list @slot peeking first? */
 static __always_inline int walk_peeks(__u32 slot)
 {
 	__u64 *word = walk_word(slot);
 
-	return word && (*word & WALK_BIT(slot));
+	return word && (*word & BITMAP_BIT(slot));
 }
 
 /* This CPU walks list @slot peeking first from now on (@peek), or not. */
@@ -349,9 +343,9 @@ static __always_inline void walk_mark(__u32 slot, int peek)
 	__u64 *word = walk_word(slot);
 
 	if (word && peek)
-		*word |= WALK_BIT(slot);
+		*word |= BITMAP_BIT(slot);
 	else if (word)
-		*word &= ~WALK_BIT(slot);
+		*word &= ~BITMAP_BIT(slot);
 }
 
 /*

@@ -232,4 +232,19 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ban_host SEC(".maps");
 
+/*
+ * The word of this CPU's entry of @map, a per-CPU bitmap of @words __u64
+ * in one entry (sluice_deny_bits, sluice_walk), that holds bit @bit; NULL
+ * when there is no entry.
+ */
+static __always_inline __u64 *bitmap_word(void *map, __u32 words, __u32 bit)
+{
+	__u32 zero = 0;
+	__u64 *w = bpf_map_lookup_elem(map, &zero);
+
+	return w ? &w[(bit / SLUICE_DENY_WORD_SLOTS) % words] : NULL;
+}
+
+#define BITMAP_BIT(bit) (1ULL << ((bit) % SLUICE_DENY_WORD_SLOTS))
+
 #endif /* SLUICE_MAPS_BPF_H */
