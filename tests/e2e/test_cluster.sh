@@ -99,7 +99,7 @@ REDIS_PID=()
 # at the promotion (docs/shared-budget.md): a fault of the disk, not of
 # the shard that failed, which is what this test is about.
 NODES_DIR=$(mktemp -d "/dev/shm/sluice-e2e-$E2E_ID.XXXXXX")
-trap 'rc=$?; rm -rf "$NODES_DIR"; (exit $rc); e2e_cleanup' EXIT
+trap 'rc=$?; set +e; rm -rf "$NODES_DIR"; (exit "$rc"); e2e_cleanup' EXIT # set +e: else (exit "$rc") would end the trap before e2e_cleanup
 # start_redis R: redis-server R of the cluster (port PORT0 + R; its node
 # file kept in $NODES_DIR/rR, so a restarted one rejoins).
 start_redis() {
