@@ -330,15 +330,16 @@ times_of() {
 
 # run_shapes: every key offered 2 L for SHAPE_MS: the bounds of test_budget.sh.
 run_shapes() {
-	local i label
+	local i label n
 	phase_begin "k$K-shapes"
 	flood_all $((OFFERED / K)) $SHAPE_MS
 	phase_end
 	# The layout above is the agents': each key's bucket is where it says (before it expires).
 	for i in "${!KEYS[@]}"; do
 		bucket_of "${KEYS[i]}"
-		check "k=$K key ${KEYS[i]}: its bucket $BUCKET is on shard :${KEY_PORT[i]}" \
-			"$(cli "${KEY_PORT[i]}" exists "$BUCKET")"
+		n=$(cli "${KEY_PORT[i]}" exists "$BUCKET")
+		check "k=$K key ${KEYS[i]}: its bucket $BUCKET is on shard :${KEY_PORT[i]} (EXISTS: $n)" \
+			"$([ "$n" = 1 ] && echo 1 || echo 0)"
 	done
 	slack=$(steady_slack)
 	for i in "${!KEYS[@]}"; do

@@ -932,12 +932,11 @@ static void hot_expiry(struct fix *f, struct hot_req *h)
 
 /*
  * A node that saw many keys hot adds them in a few ZADDs, not one each
- * (#17): HOT_MANY members, in ZADDs of HOT_ZADD_MEMBERS (redis.c), all
- * with the call's one score.
+ * (#17): HOT_MANY members, in ZADDs of STORE_HOT_ZADD_MEMBERS, all with
+ * the call's one score.
  */
-#define HOT_MANY	      2501
-#define HOT_ZADD_MEMBERS_SEEN 1000 /* redis.c's HOT_ZADD_MEMBERS, as the server counts it */
-#define HOT_MANY_KEY	      "hot:many"
+#define HOT_MANY     (2 * STORE_HOT_ZADD_MEMBERS + STORE_HOT_ZADD_MEMBERS / 2 + 1)
+#define HOT_MANY_KEY "hot:many"
 
 static void hot_many(struct fix *f)
 {
@@ -961,7 +960,8 @@ static void hot_many(struct fix *f)
 	before = read_counts(f);
 	hot_sync(f, &f->a, &h, &s);
 	did = counts_since(f, &before);
-	assert_int_equal(did.zadd, (HOT_MANY + HOT_ZADD_MEMBERS_SEEN - 1) / HOT_ZADD_MEMBERS_SEEN);
+	assert_int_equal(did.zadd,
+			 (HOT_MANY + STORE_HOT_ZADD_MEMBERS - 1) / STORE_HOT_ZADD_MEMBERS);
 	assert_int_equal(command_u64(f, &found, "ZCARD %s", HOT_MANY_KEY), HOT_MANY);
 	score = zscore(f, HOT_MANY_KEY, names[0]);
 	for (i = 1; i < HOT_MANY; i++)

@@ -296,12 +296,14 @@ int cluster__refresh(struct cluster *cl, char *err, size_t len)
 struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t len)
 {
 	struct cluster_node *n = &cl->node[i];
+	__u64 now;
 
 	if (n->conn.c)
 		return &n->conn;
-	if (n->rest_until_ns > mono_ns()) {
+	now = mono_ns();
+	if (n->rest_until_ns > now) {
 		snprintf(err, len, "resting for %" PRIu64 " ms after a failure",
-			 (uint64_t)((n->rest_until_ns - mono_ns()) / SLUICE_NSEC_PER_MSEC));
+			 (uint64_t)((n->rest_until_ns - now) / SLUICE_NSEC_PER_MSEC));
 		cl->stale = 1;
 		return NULL;
 	}

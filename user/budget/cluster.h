@@ -97,6 +97,10 @@ int cluster__init(struct cluster *cl, const char *url, cluster_connect_fn connec
  */
 int cluster__refresh(struct cluster *cl, char *err, size_t len);
 
+#define CLUSTER_REST_AFTER     2
+#define CLUSTER_REST_TIMEOUTS  20
+#define CLUSTER_REST_DOUBLINGS 3
+
 /*
  * The connection to primary @i, connected on first use; NULL with @err
  * when it cannot be (the node is then marked down and the map stale), or
@@ -107,16 +111,14 @@ int cluster__refresh(struct cluster *cl, char *err, size_t len);
  * failure, and so on up to CLUSTER_REST_DOUBLINGS times: its calls fail
  * at once, and the map is read again each round, so that a replica's
  * promotion is seen. One failure does not put it to rest: a blip would
- * then deny a closed policy's keys on that shard for the whole rest. A primary that stalls
- * (stopped, or cut off without a reset) would otherwise cost every round a timeout or two, which
- * delay the other shards' calls with it: with a stopped primary and a 50 ms timeout, the other
- * shards' keys were held to 0.87..1.17 L, and the stopped shard's keys, in no round that ended in
- * time, fell back to the share instead of their fail mode
- * (tests/e2e/test_cluster.sh, its stall).
+ * then deny a closed policy's keys on that shard for the whole rest. A
+ * primary that stalls (stopped, or cut off without a reset) would
+ * otherwise cost every round a timeout or two, which delay the other
+ * shards' calls with it: with a stopped primary and a 50 ms timeout, the
+ * other shards' keys were held to 0.87..1.17 L, and the stopped shard's
+ * keys, in no round that ended in time, fell back to the share instead of
+ * their fail mode (FAULT=stop tests/e2e/test_cluster.sh).
  */
-#define CLUSTER_REST_AFTER     2
-#define CLUSTER_REST_TIMEOUTS  20
-#define CLUSTER_REST_DOUBLINGS 3
 struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t len);
 
 /*

@@ -152,13 +152,9 @@ static const char LEASE_LUA[] =
  * KEYS[1] a policy's hot set (member: a key's address in hex, score: Redis
  * TIME of the last time a node saw it hot, µs). ARGV: ttl_us, limit, then
  * members this node saw hot. Drops members not seen for ttl_us and returns
- * up to limit members, the most recently hot first. The members go in
- * ZADDs of HOT_ZADD_MEMBERS each (#17: one ZADD per member made a
- * policy's hot set the busiest part of its shard, 1,000 commands per node
- * and sync at 1,000 hot keys); unpack() of Redis's Lua 5.1 returns at
- * most 8,000 values.
+ * up to limit members, the most recently hot first, adding the members in
+ * ZADDs of STORE_HOT_ZADD_MEMBERS.
  */
-#define HOT_ZADD_MEMBERS 1000
 /* clang-format off */
 static const char HOT_LUA[] =
 	"local t = redis.call('TIME')\n"
@@ -169,7 +165,7 @@ static const char HOT_LUA[] =
 	"for i = 3, #ARGV do\n"
 	"  add[#add + 1] = stamp\n"
 	"  add[#add + 1] = ARGV[i]\n"
-	"  if #add == 2 * " SLUICE_STR(HOT_ZADD_MEMBERS) " or i == #ARGV then\n"
+	"  if #add == 2 * " SLUICE_STR(STORE_HOT_ZADD_MEMBERS) " or i == #ARGV then\n"
 	"    redis.call('ZADD', KEYS[1], unpack(add))\n"
 	"    add = {}\n"
 	"  end\n"

@@ -40,6 +40,12 @@ struct cluster;
  * Redis, which serves nothing else meanwhile (a key costs a few µs).
  */
 #define STORE_LEASE_BATCH_MAX 64
+/*
+ * A hot set's members go in ZADDs of this many (HOT_LUA): one ZADD per
+ * member made a policy's hot set the busiest part of its shard (#17), and
+ * unpack() of Redis's Lua 5.1 returns at most 8,000 values.
+ */
+#define STORE_HOT_ZADD_MEMBERS 1000
 /* An idle bucket's TTL is set with this much to spare (µs), so not at every call. */
 #define LEASE_LIVE_SLACK_US 1000000
 
