@@ -60,6 +60,10 @@ e2e_cleanup() {
 	exit "$rc"
 }
 trap e2e_cleanup EXIT
+# A signal ends bash without its EXIT trap: a test stopped by timeout(1) or
+# ^C left its namespaces, pins and agents behind. Exit through the trap.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # e2e_detach IFACE: `sluice detach` where IFACE is: a native attachment is
 # one program of the interface's libxdp dispatcher, found by name in the
@@ -376,6 +380,46 @@ e2e_fleet_no_fault() {
 	done
 }
 
+# e2e_fleet_faults I: how many times node I's agent has lost the store.
+e2e_fleet_faults() {
+	grep -c "event=store_state .*to=fault" "${NODE_LOG[$1]}" || true
+}
+
+# e2e_fleet_wait_store I...: wait until every listed node's agent holds the
+# store again (its last store_state event went to ok; at most 10 s, the
+# hold-down is shorter), and note each one's faults so far for
+# e2e_fleet_disturbed.
+E2E_FLEET_FAULTS=()
+e2e_fleet_wait_store() {
+	local i deadline=$((SECONDS + 10))
+	for i in "$@"; do
+		while grep "event=store_state" "${NODE_LOG[i]}" | tail -n 1 | grep -q "to=fault"; do
+			((SECONDS < deadline)) || e2e_fail "node $i's agent did not regain the store within 10 s"
+			sleep 0.05
+		done
+		E2E_FLEET_FAULTS[i]=$(e2e_fleet_faults "$i")
+	done
+}
+
+# e2e_fleet_disturbed LATE_MS I...: after e2e_fleet_phase_end PHASE KEYS -,
+# set DISTURBED to why the machine, not the code under test, made the phase
+# void, or to nothing: a flood that started more than LATE_MS late (the
+# shape offered is not the one planned), or a listed node's agent that
+# lost the store since e2e_fleet_wait_store (a call took longer than
+# E2E_STORE_TIMEOUT_MS: the bounds checked are a healthy store's).
+e2e_fleet_disturbed() {
+	local late_ms=$1 i
+	shift
+	DISTURBED=''
+	((START_LATE_MAX <= late_ms)) || DISTURBED="a flood started $START_LATE_MAX ms late"
+	for i in "$@"; do
+		if (($(e2e_fleet_faults "$i") > E2E_FLEET_FAULTS[i])); then
+			DISTURBED+="${DISTURBED:+; }node $i's agent lost the store: $(grep "event=store_state .*to=fault" \
+				"${NODE_LOG[i]}" | tail -n 1 | sed 's/.*err=//')"
+		fi
+	done
+}
+
 # e2e_fleet_agent I POLICY [ARGS...]: start node I's agent on its veth;
 # returns when it has attached. Sets NODE_PID[I] and NODE_LOG[I].
 # shellcheck disable=SC2034 # NODE_LOG is for the tests that source this
@@ -462,20 +506,24 @@ e2e_fleet_sinks() {
 
 # e2e_fleet_phase_end PHASE KEYS LATE_MS I...: wait for the floods
 # ($FLOOD_PIDS, their output in $FLOOD_OUTS) and stop the listed nodes'
-# sinks; sets SENT (frames the floods sent, per key of KEYS) and LATE_MAX
-# (the most any frame went out after it was due). A flood or sink failing,
-# or a flood starting more than LATE_MS late, is a harness error.
+# sinks; sets SENT (frames the floods sent, per key of KEYS), LATE_MAX
+# (the most any frame went out after it was due) and START_LATE_MAX (the
+# latest start). A flood or sink failing, or a flood starting more than
+# LATE_MS late, is a harness error; LATE_MS "-" leaves the start to the
+# caller (e2e_fleet_disturbed).
 e2e_fleet_phase_end() {
 	local phase=$1 keys=$2 late_ms=$3 pid out late i
 	shift 3
 	for pid in "${FLOOD_PIDS[@]}"; do
 		wait "$pid" || e2e_fail "$phase: a flood failed (status $?)"
 	done
-	SENT=0 LATE_MAX=0
+	SENT=0 LATE_MAX=0 START_LATE_MAX=0
 	for out in "${FLOOD_OUTS[@]}"; do
 		SENT=$((SENT + $(sed -n 's/.*sent=\([0-9]*\) .*/\1/p' "$out") / keys))
 		late=$(sed -n 's/.*start_late_ms=\([0-9]*\).*/\1/p' "$out")
-		((late <= late_ms)) || e2e_fail "$phase: a flood started $late ms late: the machine is too busy"
+		if ((late > START_LATE_MAX)); then START_LATE_MAX=$late; fi
+		[ "$late_ms" = - ] || ((late <= late_ms)) ||
+			e2e_fail "$phase: a flood started $late ms late: the machine is too busy"
 		late=$(sed -n 's/.*late_max_ms=\([0-9]*\).*/\1/p' "$out")
 		[ -n "$late" ] || e2e_fail "$phase: no late_max_ms from a flood: $(cat "$out")"
 		if ((late > LATE_MAX)); then LATE_MAX=$late; fi

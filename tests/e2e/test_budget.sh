@@ -28,7 +28,8 @@
 #
 # Every figure is printed whether its check passes or not, and failed checks
 # are collected: the test fails at the end, so one run shows every shape.
-# Harness errors (a flood, sink or agent failing) stop it at once.
+# Harness errors (a flood, sink or agent failing) stop it at once. A phase
+# the machine disturbed runs again (phase, below).
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_realtime
@@ -125,12 +126,14 @@ done
 
 # ---- one phase: a sink per node, bounded floods that start together at T0 ----
 
-# phase_begin NAME: start a sink in each of the first $K nodes and wait until
-# all are bound; sets PHASE, T0 (the floods' common start) and a new SRC,
-# and zeroes HELD and LATE_MAX (steady_slack).
+# phase_begin NAME: wait until the first $K nodes' agents hold the store,
+# start a sink in each and wait until all are bound; sets PHASE, T0 (the
+# floods' common start) and a new SRC, and zeroes HELD and LATE_MAX
+# (steady_slack).
 SRC_N=0
 phase_begin() {
 	PHASE=$1
+	e2e_fleet_wait_store $(seq 1 "$K")
 	SRC_N=$((SRC_N + 1))
 	SRC=10.1.$K.$SRC_N # a new source, so a new, cold key
 	FLOOD_PIDS=()
@@ -164,10 +167,36 @@ flood_for() {
 	flood "$1" "$2" "$3" $(($3 * $4 / 1000)) $(($4 + 100)) "${5:-0}"
 }
 
-# phase_end: wait for the floods and stop the sinks; sets SENT and LATE_MAX
-# (e2e_fleet_phase_end).
+# phase_end: wait for the floods and stop the sinks; sets SENT, LATE_MAX
+# and DISTURBED (e2e_fleet_phase_end, e2e_fleet_disturbed).
 phase_end() {
-	e2e_fleet_phase_end "$PHASE" 1 $LATE_MS $(seq 1 "$K")
+	e2e_fleet_phase_end "$PHASE" 1 - $(seq 1 "$K")
+	e2e_fleet_disturbed $LATE_MS $(seq 1 "$K")
+}
+
+# phase NAME BODY [ARGS...]: phase_begin NAME, BODY ARGS (which starts the
+# floods), phase_end. A phase the machine disturbed (e2e_fleet_disturbed)
+# is void: it is said, and the phase runs again with a new key, at most
+# PHASE_TRIES times in all. On this VM both kinds came from the host
+# taking the vCPUs (steal time), which SCHED_FIFO cannot help: under
+# stress-ng a flood ran 99 ms late and an agent's store call passed its
+# 50 ms, and CI once stopped here (at 42 s, in k=2) on such a run.
+# The fault modes themselves are tested by test_store_fault.sh.
+PHASE_TRIES=3
+PHASES_VOID=0
+phase() {
+	local name=$1 try
+	shift
+	for ((try = 1; ; try++)); do
+		phase_begin "$name.$try"
+		"$@"
+		phase_end
+		[ -n "$DISTURBED" ] || return 0
+		PHASES_VOID=$((PHASES_VOID + 1))
+		echo "  $PHASE: void, the machine disturbed it: $DISTURBED"
+		((try < PHASE_TRIES)) ||
+			e2e_fail "$name: disturbed $PHASE_TRIES times in a row: the machine is too busy"
+	done
 }
 
 # analyze PORT MS: merge the phase's records for $SRC and PORT over [T0,
@@ -268,26 +297,20 @@ shape_shift() { # port total_pps ms: everything on node 1, then on node 2
 }
 
 run_shape() { # shape
-	phase_begin "k$K-${1//\//_}"
-	"shape_${1//\//_}" $PORT_SHARED $OFFERED "$SHAPE_MS"
-	phase_end
+	phase "k$K-${1//\//_}" "shape_${1//\//_}" $PORT_SHARED $OFFERED "$SHAPE_MS"
 	analyze $PORT_SHARED "$SHAPE_MS"
 	check_cluster "k=$K $1" $((RATE * INTERVAL_MS / 1000))
 }
 
 run_strict() {
-	phase_begin "k$K-strict"
-	shape_uniform $PORT_STRICT $OFFERED "$SHAPE_MS"
-	phase_end
+	phase "k$K-strict" shape_uniform $PORT_STRICT $OFFERED "$SHAPE_MS"
 	analyze $PORT_STRICT "$SHAPE_MS"
 	check_cluster "k=$K strict uniform" 0
 }
 
 run_control() {
 	local lo=$((K * RATE * CONTROL_PCT / 100))
-	phase_begin "k$K-control"
-	shape_uniform $PORT_CONTROL $((CONTROL_PPS * K)) "$SHAPE_MS"
-	phase_end
+	phase "k$K-control" shape_uniform $PORT_CONTROL $((CONTROL_PPS * K)) "$SHAPE_MS"
 	analyze $PORT_CONTROL "$SHAPE_MS"
 	echo "  k=$K control: sent $SENT, passed $A_passed (by node $A_by_file);" \
 		"fullest 1 s window $A_max"
@@ -296,9 +319,7 @@ run_control() {
 }
 
 run_under() {
-	phase_begin "k$K-under"
-	shape_80_20 $PORT_SHARED $((RATE / 2)) $UNDER_MS
-	phase_end
+	phase "k$K-under" shape_80_20 $PORT_SHARED $((RATE / 2)) $UNDER_MS
 	analyze $PORT_SHARED $UNDER_MS
 	check "k=$K under the limit (0.5 L, 80/20): passed $A_passed of $SENT sent (by node $A_by_file) >= $UNDER_PCT %" \
 		$((A_passed * 100 >= SENT * UNDER_PCT))
@@ -323,17 +344,20 @@ redis_calls() {
 # load on the machine (688 vs 723 with 4 nodes, 5 % apart; per sync, runs
 # with 4 nodes were 2.3 % apart every time). A sync interval is one full
 # sync and its early rounds, whatever its length.
-redis_rate() {
-	local c0 c1 e0 e1 z0 z1 t0 t1 per_s
-	phase_begin "k$K-redis-$1"
+C0='' C1='' E0='' E1='' Z0='' Z1='' TC0='' TC1=''
+redis_flood() { # TOTAL_PPS: sets the counts at +0.5 s and -0.5 s
 	shape_uniform $PORT_SHARED "$1" $REDIS_MS
 	sleep_until $((T0 + 500000000))
-	t0=$(now_ns)
-	read -r c0 e0 z0 < <(redis_calls)
+	TC0=$(now_ns)
+	read -r C0 E0 Z0 < <(redis_calls)
 	sleep_until $((T0 + (REDIS_MS - 500) * 1000000))
-	read -r c1 e1 z1 < <(redis_calls)
-	t1=$(now_ns)
-	phase_end
+	read -r C1 E1 Z1 < <(redis_calls)
+	TC1=$(now_ns)
+}
+redis_rate() {
+	local c0 c1 e0 e1 z0 z1 t0 t1 per_s
+	phase "k$K-redis-$1" redis_flood "$1"
+	c0=$C0 c1=$C1 e0=$E0 e1=$E1 z0=$Z0 z1=$Z1 t0=$TC0 t1=$TC1
 	analyze $PORT_SHARED $REDIS_MS
 	((z1 > z0)) || e2e_fail "$PHASE: no agent beat (ZCARD) in $(ratio $((t1 - t0)) 1000000000) s"
 	REDIS_PER_SYNC=$(awk -v c=$((c1 - c0)) -v z=$((z1 - z0)) 'BEGIN { printf "%.2f", c / z }')
@@ -378,8 +402,8 @@ done
 for i in $(seq 1 $agents); do
 	kill -0 "${NODE_PID[i]}" 2>/dev/null || e2e_fail "node $i's agent died during the run"
 	e2e_fleet_stop_agent "$i"
-	e2e_fleet_no_fault "$i"
 done
+echo "phases void and run again: $PHASES_VOID"
 echo "redis commands over the whole run:"
 redis-cli -s "$REDIS_SOCK" info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/  \1 \2/p'
 
