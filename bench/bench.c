@@ -192,10 +192,13 @@ enum bench_row_id {
 	ROW_ROT_EMPTY_FEW,
 	ROW_ROT_PASS_FEW,
 	ROW_ROT_DROP_FEW,
+	ROW_ROT_LOOKUP_MISS, /* before the drop rows: their xref reference */
 	ROW_ROT_DROP_MISS,
 	ROW_ROT_DROP_LAYERED,
 	ROW_ROT_EMPTY_MID,
 	ROW_ROT_PASS_MID,
+	ROW_ROT_LOOKUP_MID,
+	ROW_ROT_DROP_MID,
 	ROW_ROT_EMPTY_MANY,
 	ROW_ROT_LOOKUP_MANY, /* before the pass row: its xref reference */
 	ROW_ROT_PASS_MANY,
@@ -319,11 +322,11 @@ struct bench_row {
 	ROTATE_BASE_ROW(id, NULL, "rotate->lookup+insert, " what, PROG_LOOKUP_INSERT, n, empty_id)
 /*
  * @n sources over the drop limit: those the deny cache holds (it has 2^13
- * slots per CPU) drop from it, the rest take the full path.
+ * slots per CPU) drop from it, the rest take the full path. xref: vs @ref_id.
  */
-#define ROTATE_DROP_ROW(id, empty_id, what, n)                                                     \
+#define ROTATE_DROP_ROW(id, empty_id, what, n, ref_id)                                             \
 	ROTATE_SLUICE_ROW(id, empty_id, "drop", what, n, DPORT_DROP, XDP_DROP, "udp-drop",         \
-			  SLUICE_PSTAT_DROPPED, ROW_DROP_V4_UDP)
+			  SLUICE_PSTAT_DROPPED, ref_id)
 /* Two threads on two CPUs at once: IPv4 UDP on the first, @fl2 on the second. */
 #define MT_ROW(id, what, port, fl2, verd, pol, cnt, one_cpu, cas)                                  \
 	[id] = { .label = what,                                                                    \
@@ -393,15 +396,26 @@ static const struct bench_row rows[ROW_MAX] = {
 	ROTATE_ROWS("sluice, IPv4 UDP from N sources via rotate (floor: rotate->empty, same N)",
 		    ROW_ROT_EMPTY_1, ROW_ROT_PASS_1, "1 source", 1),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_FEW, ROW_ROT_PASS_FEW, "10^3 sources", BENCH_SOURCES_FEW),
-	ROTATE_DROP_ROW(ROW_ROT_DROP_FEW, ROW_ROT_EMPTY_FEW, "10^3 sources", BENCH_SOURCES_FEW),
+	ROTATE_DROP_ROW(ROW_ROT_DROP_FEW, ROW_ROT_EMPTY_FEW, "10^3 sources", BENCH_SOURCES_FEW,
+			ROW_DROP_V4_UDP),
+	/*
+	 * #16: a flood of 10^4 or 10^5 sources beside one lookup over as many
+	 * keys, the memory-bound floor of a packet that reads its source's
+	 * state (xref: vs it).
+	 */
+	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_MISS, ROW_ROT_EMPTY_FEW, "10^4 sources",
+			  BENCH_SOURCES_DENY_MISS),
 	ROTATE_DROP_ROW(ROW_ROT_DROP_MISS, ROW_ROT_EMPTY_FEW, "10^4 sources",
-			BENCH_SOURCES_DENY_MISS),
+			BENCH_SOURCES_DENY_MISS, ROW_ROT_LOOKUP_MISS),
 	/* The same flood at the 8th of 8 layers: a walk that peeks first (layer.bpf.h). */
 	ROTATE_SLUICE_ROW_SCEN(ROW_ROT_DROP_LAYERED, ROW_ROT_EMPTY_FEW, "drop",
 			       "10^4 sources, 8 layered", BENCH_SOURCES_DENY_MISS, DPORT_DROP,
 			       XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED, ROW_ROT_DROP_MISS,
 			       SCEN_LAYERED),
 	ROTATE_ROWS(NULL, ROW_ROT_EMPTY_MID, ROW_ROT_PASS_MID, "10^5 sources", BENCH_SOURCES_MID),
+	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_MID, ROW_ROT_EMPTY_MID, "10^5 sources", BENCH_SOURCES_MID),
+	ROTATE_DROP_ROW(ROW_ROT_DROP_MID, ROW_ROT_EMPTY_MID, "10^5 sources", BENCH_SOURCES_MID,
+			ROW_ROT_LOOKUP_MID),
 
 	/* #16: beside 10^6 and 10^7 sources, their memory-bound floor (xref: vs it). */
 	ROTATE_ROWS_REF(NULL, ROW_ROT_EMPTY_MANY, ROW_ROT_PASS_MANY, "10^6 sources",
