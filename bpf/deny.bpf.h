@@ -92,8 +92,11 @@ static __always_inline int flow_equal(const struct sluice_flow *a, const struct 
 
 /*
  * The policy that denies flow @f (in @slot, sluice_deny_slot) now without
- * looking (its id), or -1. Reads @env's clock only when the flow is in the
- * cache.
+ * looking (its id), or -1. Reads @env's clock only when the slot's bit is
+ * set. An entry past its time or of another generation clears the bit,
+ * whichever flow it holds: left set, a slot whose flow never came back
+ * cost every other flow hashed to it a read of the slot per packet, and a
+ * flood of many sources left the bitmap full of them for good.
  */
 static __always_inline long deny_cached(struct limit_env *env, const struct sluice_flow *f,
 					__u32 slot, __u64 stamp)
@@ -104,13 +107,15 @@ static __always_inline long deny_cached(struct limit_env *env, const struct slui
 	if (!word || !(*word & BITMAP_BIT(slot)))
 		return -1;
 	d = bpf_map_lookup_elem(&sluice_deny, &slot);
-	if (!d || !flow_equal(&d->flow, f))
-		return -1; /* another flow's slot: it keeps the bit */
+	if (!d)
+		return -1;
 	clock_read(env);
 	if (d->stamp != stamp || (__s64)(d->until - env->now) <= 0) {
 		*word &= ~BITMAP_BIT(slot);
 		return -1;
 	}
+	if (!flow_equal(&d->flow, f))
+		return -1; /* another flow's live drop: it keeps the bit */
 	return env->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
 }
 

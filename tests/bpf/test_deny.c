@@ -69,7 +69,7 @@
 #define LOSS_TIMEOUT_NS	 SLUICE_NSEC_PER_SEC
 #define LOST_BEAT_NS	 1 /* a heartbeat at boot: lost for the whole uptime */
 #define TEST_DENY_TTL_NS (60 * SLUICE_NSEC_PER_SEC) /* outlives any test; < a 1/h retry */
-#define ROW_TESTS	 8			    /* tests run once per address family */
+#define ROW_TESTS	 9			    /* tests run once per address family */
 #define SPRAY_FIRST	 1000			    /* the port range of "spray" */
 #define SPRAY_LAST	 1999
 
@@ -768,6 +768,48 @@ static void test_two_flows_one_slot(void **state)
 	harness_close(&h);
 }
 
+static const struct step stale_first_steps[] = {
+	STEP(1, SRC_A, UDP(DNS_PORT), PASS, 0, MISS, M("dns", PASSED)),
+	STEP(1, SRC_A, UDP(DNS_PORT), DROP, 0, HIT, M("dns", DROPPED)),
+};
+
+static const struct step stale_after_steps[] = {
+	STEP(1, SRC_C, UDP(WEB_PORT), PASS, 0, MISS, M("web", PASSED)),
+};
+
+/*
+ * A drop the cache no longer stands for (a reload replaced its generation)
+ * clears its slot's bit when any flow finds it, not only its own: C,
+ * passing in A's slot after a reload, leaves the bit clear, and its next
+ * packets skip the slot. Kept, a bit whose flow never came back cost every
+ * flow in that slot a read of it per packet, and a flood of many sources
+ * left most bits so.
+ */
+static void test_stale_slot(void **state)
+{
+	struct family f = *(const struct family *)*state;
+	char src_c[INET6_ADDRSTRLEN];
+	struct sluice_flow a, c;
+	struct sluice_deny e;
+	struct harness h;
+
+	expect_load(&h, dns_web_yaml);
+	a = flow_of(&h, f.addr[SRC_A], IPPROTO_UDP, DNS_PORT, 0);
+	RUN(&h, &f, "A denied and cached", stale_first_steps);
+	assert_true(read_slot(&h, &a, &e));
+	expect_apply(&h, dns_web_yaml);
+	/* C's flow by the new generation's lists, in the slot A's entry holds */
+	colliding_src(&h, src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
+	f.addr[SRC_C] = src_c;
+	RUN(&h, &f, "C in A's stale slot", stale_after_steps);
+	c = flow_of(&h, src_c, IPPROTO_UDP, WEB_PORT, 0);
+	if (read_slot(&h, &c, &e))
+		fail_msg("slot %u: the bit of a stale drop of another flow is still set",
+			 sluice_deny_slot(&c));
+	RUN(&h, &f, "C again", stale_after_steps);
+	harness_close(&h);
+}
+
 /* ---- 9. a port spray is one flow (#16) ------------------------------------ */
 
 /* "spray" covers a range of ports, keyed by source; "web" is another list. */
@@ -953,6 +995,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_layer_changes, turns_cases);
 	SUITE_ADD_ROWS(&s, test_walk, families);
 	SUITE_ADD_ROWS(&s, test_two_flows_one_slot, families);
+	SUITE_ADD_ROWS(&s, test_stale_slot, families);
 	SUITE_ADD_ROWS(&s, test_port_spray, families);
 	return harness_cleanup(_cmocka_run_group_tests("bpf_deny", tests, s.n, NULL, NULL));
 }
