@@ -247,7 +247,7 @@ struct bench_row {
 	__u32 threads;		   /* 0 or 1: one thread; else this many, one per CPU */
 	enum bench_flow flow2;	   /* the other threads' flow (same key: the same flow) */
 	int cas_may_drop;	   /* 2 CPUs on a key: SLUICE_CAS_RETRIES lost races drop */
-	int fresh_keys;		   /* sluice_state emptied before and after: this row's keys alone */
+	int fresh_keys;		   /* sluice_state emptied before and after the row */
 };
 
 #define LOOKUP_ROW(id, what, fl)                                                                   \
