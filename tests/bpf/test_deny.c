@@ -783,7 +783,8 @@ static const struct step stale_after_steps[] = {
  * passing in A's slot after a reload, leaves the bit clear, and its next
  * packets skip the slot. Kept, a bit whose flow never came back cost every
  * flow in that slot a read of it per packet, and a flood of many sources
- * left most bits so.
+ * left most bits so. A live drop of A's is kept whoever else passes in its
+ * slot.
  */
 static void test_stale_slot(void **state)
 {
@@ -797,6 +798,12 @@ static void test_stale_slot(void **state)
 	a = flow_of(&h, f.addr[SRC_A], IPPROTO_UDP, DNS_PORT, 0);
 	RUN(&h, &f, "A denied and cached", stale_first_steps);
 	assert_true(read_slot(&h, &a, &e));
+	colliding_src(&h, src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
+	f.addr[SRC_C] = src_c;
+	RUN(&h, &f, "C in A's live slot", stale_after_steps);
+	if (!read_slot(&h, &a, &e) || memcmp(&e.flow, &a, sizeof(a)))
+		fail_msg("slot %u: A's live drop lost its bit or its entry to C's pass",
+			 sluice_deny_slot(&a));
 	expect_apply(&h, dns_web_yaml);
 	/* C's flow by the new generation's lists, in the slot A's entry holds */
 	colliding_src(&h, src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
