@@ -337,6 +337,20 @@ redis_calls() {
 		END { print n + 0, e + 0, z + 0 }'
 }
 
+# redis_flood TOTAL_PPS: a uniform flood; sets R_CMDS, R_SCRIPTS, R_BEATS
+# (redis_calls' three counts) and R_NS over its +0.5 s .. -0.5 s.
+R_CMDS='' R_SCRIPTS='' R_BEATS='' R_NS=''
+redis_flood() {
+	local c0 c1 e0 e1 z0 z1 t0
+	shape_uniform $PORT_SHARED "$1" $REDIS_MS
+	sleep_until $((T0 + 500000000))
+	t0=$(now_ns)
+	read -r c0 e0 z0 < <(redis_calls)
+	sleep_until $((T0 + (REDIS_MS - 500) * 1000000))
+	read -r c1 e1 z1 < <(redis_calls)
+	R_NS=$(($(now_ns) - t0))
+	R_CMDS=$((c1 - c0)) R_SCRIPTS=$((e1 - e0)) R_BEATS=$((z1 - z0))
+}
 # redis_rate TOTAL_PPS: Redis commands per node and sync interval during a
 # uniform flood; sets REDIS_PER_SYNC. Per interval, not per second: the
 # agents' timers pace their syncs, and a busy machine stretches every round
@@ -344,27 +358,15 @@ redis_calls() {
 # load on the machine (688 vs 723 with 4 nodes, 5 % apart; per sync, runs
 # with 4 nodes were 2.3 % apart every time). A sync interval is one full
 # sync and its early rounds, whatever its length.
-C0='' C1='' E0='' E1='' Z0='' Z1='' TC0='' TC1=''
-redis_flood() { # TOTAL_PPS: sets the counts at +0.5 s and -0.5 s
-	shape_uniform $PORT_SHARED "$1" $REDIS_MS
-	sleep_until $((T0 + 500000000))
-	TC0=$(now_ns)
-	read -r C0 E0 Z0 < <(redis_calls)
-	sleep_until $((T0 + (REDIS_MS - 500) * 1000000))
-	read -r C1 E1 Z1 < <(redis_calls)
-	TC1=$(now_ns)
-}
 redis_rate() {
-	local c0 c1 e0 e1 z0 z1 t0 t1 per_s
+	local per_s
 	phase "k$K-redis-$1" redis_flood "$1"
-	c0=$C0 c1=$C1 e0=$E0 e1=$E1 z0=$Z0 z1=$Z1 t0=$TC0 t1=$TC1
 	analyze $PORT_SHARED $REDIS_MS
-	((z1 > z0)) || e2e_fail "$PHASE: no agent beat (ZCARD) in $(ratio $((t1 - t0)) 1000000000) s"
-	REDIS_PER_SYNC=$(awk -v c=$((c1 - c0)) -v z=$((z1 - z0)) 'BEGIN { printf "%.2f", c / z }')
-	per_s=$(awk -v c=$((c1 - c0)) -v k="$K" -v ns=$((t1 - t0)) \
-		'BEGIN { printf "%.2f", c / k / (ns / 1e9) }')
-	echo "  k=$K redis at $1 pps offered: $((c1 - c0)) commands ($((e1 - e0)) scripts) in" \
-		"$((z1 - z0)) node syncs, $(ratio $((t1 - t0)) 1000000000) s: $REDIS_PER_SYNC per node" \
+	((R_BEATS > 0)) || e2e_fail "$PHASE: no agent beat (ZCARD) in $(ratio "$R_NS" 1000000000) s"
+	REDIS_PER_SYNC=$(awk -v c="$R_CMDS" -v z="$R_BEATS" 'BEGIN { printf "%.2f", c / z }')
+	per_s=$(awk -v c="$R_CMDS" -v k="$K" -v ns="$R_NS" 'BEGIN { printf "%.2f", c / k / (ns / 1e9) }')
+	echo "  k=$K redis at $1 pps offered: $R_CMDS commands ($R_SCRIPTS scripts) in" \
+		"$R_BEATS node syncs, $(ratio "$R_NS" 1000000000) s: $REDIS_PER_SYNC per node" \
 		"per sync, $per_s per node per second; passed $A_passed of $SENT, steady windows" \
 		"$A_steady_min..$A_steady_max"
 }
