@@ -62,11 +62,11 @@ typedef int (*cluster_connect_fn)(void *arg, const char *addr, struct store_conn
 
 /* One primary, as the store's thread holds it. */
 struct cluster_node {
-	struct store_conn conn; /* conn.c NULL: not connected */
-	__u64 ok, failed;	/* round trips to it, since the start */
-	int down;		/* its last round trip failed */
-	unsigned int failed_in_row;
-	__u64 rest_until_ns; /* failed: not contacted again before this (mono_ns) */
+	struct store_conn conn;	    /* conn.c NULL: not connected */
+	__u64 ok, failed;	    /* round trips to it, since the start */
+	int down;		    /* its last round trip failed */
+	unsigned int failed_in_row; /* round trips failed since its last success */
+	__u64 rest_until_ns;	    /* failed: not contacted again before this (mono_ns) */
 };
 
 /* The cluster as the store's thread holds it; @seeds are the URL's addresses. */
