@@ -801,7 +801,7 @@ static void test_stale_slot(void **state)
 	colliding_src(&h, src_c, sizeof(src_c), f.candidate, WEB_PORT, sluice_deny_slot(&a));
 	f.addr[SRC_C] = src_c;
 	RUN(&h, &f, "C in A's live slot", stale_after_steps);
-	if (!read_slot(&h, &a, &e) || memcmp(&e.flow, &a, sizeof(a)))
+	if (!read_slot(&h, &a, &e) || memcmp(&e.flow, &a, sizeof(a)) != 0)
 		fail_msg("slot %u: A's live drop lost its bit or its entry to C's pass",
 			 sluice_deny_slot(&a));
 	expect_apply(&h, dns_web_yaml);
