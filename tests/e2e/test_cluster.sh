@@ -166,14 +166,15 @@ hex_of() {
 	IFS=. read -r a b c d <<<"$1"
 	printf '00000000000000000000ffff%02x%02x%02x%02x' "$a" "$b" "$c" "$d"
 }
-# bucket_of IPV4: its bucket's key into BUCKET, LEASE_BUCKET_FMT (user/budget/planner.h):
+# bucket_of IPV4: its bucket's hash into BUCKET and its field into FIELD,
+# LEASE_BUCKET_FMT (user/budget/planner.h), the field the hex address:
 # the group is the key's slot (CLUSTER KEYSLOT of the hex address) mod
 # LEASE_GROUPS, and a group's tag the first of group, group + LEASE_GROUPS,
 # ... whose slot is in the group's range of slots (lease_policy_tags()).
 LEASE_GROUPS=24
 CLUSTER_SLOTS=16384
 declare -A GROUP_TAG=()
-BUCKET=''
+BUCKET='' FIELD=''
 bucket_of() {
 	local hex group n
 	hex=$(hex_of "$1")
@@ -185,7 +186,7 @@ bucket_of() {
 		done
 		GROUP_TAG[$group]=$n
 	fi
-	BUCKET="$FLEET:b:{shared:${GROUP_TAG[$group]}}:$hex"
+	BUCKET="$FLEET:b2:{shared:${GROUP_TAG[$group]}}" FIELD=$hex
 }
 # pick_keys PHASE: N_KEYS fresh sources (10.K.PHASE.y: cold keys, as
 # test_budget.sh gives each phase), N_KEYS / SHARDS on each primary; sets
@@ -337,8 +338,8 @@ run_shapes() {
 	# The layout above is the agents': each key's bucket is where it says (before it expires).
 	for i in "${!KEYS[@]}"; do
 		bucket_of "${KEYS[i]}"
-		n=$(cli "${KEY_PORT[i]}" exists "$BUCKET")
-		check "k=$K key ${KEYS[i]}: its bucket $BUCKET is on shard :${KEY_PORT[i]} (EXISTS: $n)" \
+		n=$(cli "${KEY_PORT[i]}" hexists "$BUCKET" "$FIELD")
+		check "k=$K key ${KEYS[i]}: its bucket $BUCKET $FIELD is on shard :${KEY_PORT[i]} (HEXISTS: $n)" \
 			"$([ "$n" = 1 ] && echo 1 || echo 0)"
 	done
 	slack=$(steady_slack)
@@ -379,6 +380,40 @@ script_calls() {
 # cpu_us PORT: the CPU time Redis has used, user and system, in µs.
 cpu_us() {
 	cli "$1" info cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 } END { printf "%.0f", s * 1e6 }'
+}
+# script_stats_begin PORT / script_stats LABEL SECONDS PORT: the time of
+# each script's calls (lease, hot set, beat: by their first key) in
+# between, per second, from Redis's SLOWLOG of every command.
+script_stats_begin() {
+	cli "$1" config set slowlog-log-slower-than 0 >/dev/null
+	cli "$1" config set slowlog-max-len 1000000 >/dev/null
+	cli "$1" slowlog reset >/dev/null
+}
+script_stats() {
+	cli "$3" --json slowlog get -1 | python3 -c '
+import json, sys
+label, s, t = sys.argv[1], float(sys.argv[2]), {}
+for e in json.load(sys.stdin):
+    a = e[3]
+    if a[0].lower() not in ("evalsha", "eval") or len(a) < 4:
+        continue
+    kind = "lease" if ":b" in a[3] else "hot" if ":hot:" in a[3] else "beat"
+    n, us = t.get(kind, (0, 0))
+    t[kind] = (n + 1, us + e[2])
+for kind, (n, us) in sorted(t.items()):
+    print(f"figure: {label}: {kind} script {n / s:.0f} calls/s, {us / s:.0f} us/s, {us / n:.0f} us a call")
+' "$1" "$2"
+	cli "$3" config set slowlog-log-slower-than 10000 >/dev/null
+}
+# cmd_stats PORT: "command calls usec" for each command it ran, one a line.
+cmd_stats() {
+	cli "$1" info commandstats | tr -d '\r' | awk -F'[:,=]' '/^cmdstat_/ { print substr($1, 9), $3, $5 }'
+}
+# cmd_stats_diff LABEL SECONDS BEFORE AFTER: what each command cost in
+# between, per second (CALLS_STATS=1: where a Redis's time goes).
+cmd_stats_diff() {
+	awk -v label="$1" -v s="$2" 'NR == FNR { c[$1] = $2; u[$1] = $3; next }
+		$2 - c[$1] > 0 { printf "figure: %s: %s %.0f calls/s, %.0f us/s\n", label, $1, ($2 - c[$1]) / s, ($3 - u[$1]) / s }' "$3" "$4"
 }
 
 # commands_per_s FROM_NS TO_NS: Redis commands per second per shard and
@@ -519,10 +554,18 @@ measure_calls() {
 			c0[$p]=$(calls "$p")
 			s0[$p]=$(script_calls "$p")
 			u0[$p]=$(cpu_us "$p")
+			[ -z "${CALLS_STATS:-}" ] || cmd_stats "$p" >"$WORK/stats0.$p"
+			[ -z "${CALLS_STATS:-}" ] || script_stats_begin "$p"
 		done
 		t0=$(now_ns)
 		sleep_until $((T0 + 5000 * 1000000))
 		t1=$(now_ns)
+		for p in "$@"; do
+			[ -z "${CALLS_STATS:-}" ] || cmd_stats_diff "$label, $n hot keys, k=$K, :$p" \
+				"$(((t1 - t0) / 1000000000))" "$WORK/stats0.$p" <(cmd_stats "$p")
+			[ -z "${CALLS_STATS:-}" ] || script_stats "$label, $n hot keys, k=$K, :$p" \
+				"$(((t1 - t0) / 1000000000))" "$p"
+		done
 		total=0 s_total=0 cpu_total=0
 		for p in "$@"; do
 			s_total=$((s_total + $(script_calls "$p") - s0[$p]))
@@ -543,7 +586,7 @@ ASK_PORT=$PORT0 # the node asked about slots and keys; never a dead one
 
 # CALLS_KEYS="100 1000": only the figures, for docs/shared-budget.md: on
 # one Redis (before #17), then on the cluster, with the agents restarted
-# on each store.
+# on each store. CALLS_STATS=1 adds what each command cost, per second.
 if [ -n "${CALLS_KEYS:-}" ]; then
 	K=${K_LIST%% *}
 	ns_spawn "$NS_TX" redis-server --bind "$STORE_IP" --port $SINGLE_PORT --save '' \

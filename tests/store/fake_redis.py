@@ -77,8 +77,8 @@ async def read_value(reader):
 
 
 def is_lease(cmd):
-    """A script call on lease buckets: its first key <fleet>:b:{<policy>:<group>}:<key>."""
-    return len(cmd) > 3 and b":b:" in cmd[3]
+    """A script call on lease buckets: its first key <fleet>:b2:{<policy>:<group>}."""
+    return len(cmd) > 3 and b":b2:" in cmd[3]
 
 
 def encode(items):

@@ -96,14 +96,21 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct lease_key slow_key(const char *name)
+/* A slow key: bucket @i (its field: @i + 1 in hex) of hash @name. */
+static struct lease_key slow_field(const char *name, size_t i)
 {
 	struct lease_key k = {
 		.rate_units = 1, .rate_period_us = HOUR_US, .burst = SLOW_BURST, .cap = SLOW_CAP
 	};
 
 	snprintf(k.key, sizeof(k.key), "%s", name);
+	snprintf(k.field, sizeof(k.field), "%zx", i + 1);
 	return k;
+}
+
+static struct lease_key slow_key(const char *name)
+{
+	return slow_field(name, 0);
 }
 
 /* One request for one key by @node; asserts the round trip and the key succeeded. */
@@ -209,6 +216,7 @@ static __u64 wait_redis_until(struct fix *f, __u64 t_us)
 struct counts {
 	__u64 evalsha, eval, load; /* calls of EVALSHA, EVAL and SCRIPT LOAD */
 	__u64 pexpire;		   /* PEXPIRE, which the lease script runs */
+	__u64 hmget, hset;	   /* which it runs to read and write buckets */
 	__u64 zadd;		   /* ZADD, which the hot set script runs */
 	__u64 reads;		   /* socket read events: round trips of small pipelines */
 	__u64 commands;		   /* including those the scripts run */
@@ -231,6 +239,8 @@ static struct counts read_counts(struct fix *f)
 	n.eval = info_field(r->str, "\ncmdstat_eval:calls=");
 	n.load = info_field(r->str, "\ncmdstat_script|load:calls=");
 	n.pexpire = info_field(r->str, "\ncmdstat_pexpire:calls=");
+	n.hmget = info_field(r->str, "\ncmdstat_hmget:calls=");
+	n.hset = info_field(r->str, "\ncmdstat_hset:calls=");
 	n.zadd = info_field(r->str, "\ncmdstat_zadd:calls=");
 	n.reads = info_field(r->str, "\ntotal_reads_processed:");
 	n.commands = info_field(r->str, "\ntotal_commands_processed:");
@@ -249,37 +259,69 @@ static struct counts counts_since(struct fix *f, const struct counts *before)
 		.eval = now.eval - before->eval,
 		.load = now.load - before->load,
 		.pexpire = now.pexpire - before->pexpire,
+		.hmget = now.hmget - before->hmget,
+		.hset = now.hset - before->hset,
 		.zadd = now.zadd - before->zadd,
 		.reads = now.reads - before->reads - INFO_SELF,
 		.commands = now.commands - before->commands - INFO_SELF,
 	};
 }
 
-/* A bucket hash read back: tok (scaled by the period) and Σ lease fields. */
+/* A bucket read back: tok (scaled by the period), its live, Σ leases, and one node's. */
 struct bucket {
 	__u64 tok;
+	__u64 live;
 	__u64 out;
+	__u64 mine; /* the lease of the node asked for: 0 and !found when it has none */
+	int found;
 };
 
-/* Read the hash back and assert tok + Σ lease × P <= burst × P. */
+/* The next word of a bucket's value, as a number; fails the test at its end. */
+static __u64 bucket_word(const struct lease_key *k, char **save)
+{
+	char *w = strtok_r(NULL, " ", save);
+
+	if (!w)
+		fail_msg("'%s' %s: the bucket ends early", k->key, k->field);
+	return strtoull(w, NULL, 10);
+}
+
+/* Bucket @k as stored ("tok ts live [node units exp]...", redis.h), @node's lease in it. */
+static struct bucket read_bucket(struct fix *f, const struct lease_key *k, const char *node)
+{
+	redisReply *r = command(f, "HGET %s %s", k->key, k->field);
+	struct bucket b = { 0 };
+	char *save = NULL, *s, *w;
+
+	if (r->type != REDIS_REPLY_STRING)
+		fail_msg("'%s' %s: no bucket (reply type %d)", k->key, k->field, r->type);
+	s = strdup(r->str);
+	assert_non_null(s);
+	freeReplyObject(r);
+	w = strtok_r(s, " ", &save);
+	assert_non_null(w);
+	b.tok = strtoull(w, NULL, 10);
+	bucket_word(k, &save); /* ts */
+	b.live = bucket_word(k, &save);
+	while ((w = strtok_r(NULL, " ", &save))) {
+		__u64 units = bucket_word(k, &save);
+
+		bucket_word(k, &save); /* the lease's expiry */
+		b.out += units;
+		if (node && !strcmp(w, node)) {
+			b.mine = units;
+			b.found = 1;
+		}
+	}
+	free(s);
+	return b;
+}
+
+/* Read the bucket back and assert tok + Σ lease × P <= burst × P. */
 static struct bucket check_bucket(struct fix *f, const struct lease_key *k)
 {
-	redisReply *r = command(f, "HGETALL %s", k->key);
-	struct bucket b = { 0 };
-	long long tok = -1;
-	size_t i;
+	struct bucket b = read_bucket(f, k, NULL);
 
-	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-	for (i = 0; i + 1 < r->elements; i += 2) {
-		if (!strcmp(r->element[i]->str, "tok"))
-			tok = strtoll(r->element[i + 1]->str, NULL, 10);
-		else if (!strncmp(r->element[i]->str, "lease:", strlen("lease:")))
-			b.out += strtoull(r->element[i + 1]->str, NULL, 10);
-	}
-	freeReplyObject(r);
-	if (tok < 0)
-		fail_msg("'%s': tok is missing or negative (%lld)", k->key, tok);
-	b.tok = tok;
 	if (b.tok + b.out * k->rate_period_us > k->burst * k->rate_period_us)
 		fail_msg("'%s': tok %llu + outstanding %llu x %llu > burst %llu x period", k->key,
 			 (unsigned long long)b.tok, (unsigned long long)b.out,
@@ -287,10 +329,13 @@ static struct bucket check_bucket(struct fix *f, const struct lease_key *k)
 	return b;
 }
 
-/* @node's lease field in bucket @k: its value, or 0 and *found = 0 when absent. */
+/* @node's lease in bucket @k: its value, or 0 and *found = 0 when absent. */
 static __u64 lease_field(struct fix *f, const struct lease_key *k, const char *node, int *found)
 {
-	return command_u64(f, found, "HGET %s lease:%s", k->key, node);
+	struct bucket b = read_bucket(f, k, node);
+
+	*found = b.found;
+	return b.mine;
 }
 
 /*
@@ -408,6 +453,7 @@ enum inv_field {
 	INV_BURST,
 	INV_CAP,
 	INV_KEY,
+	INV_FIELD,
 	INV_WANT,
 	INV_LEASE_TTL,
 	INV_BEAT_TTL,
@@ -431,6 +477,7 @@ static const struct invalid_row invalid_rows[] = {
 	{ "cap 0", INV_CAP, 0 },
 	{ "cap over burst", INV_CAP, SLOW_BURST + 1 },
 	{ "empty key", INV_KEY, 0 },
+	{ "a field not in hex: the hash's own 'live'", INV_FIELD, 0 },
 	{ "want over 2^52", INV_WANT, LEASE_SCALED_MAX + 1 },
 	{ "lease ttl 0", INV_LEASE_TTL, 0 },
 	{ "lease ttl over max", INV_LEASE_TTL, LEASE_TTL_US_MAX + 1 },
@@ -452,6 +499,7 @@ static void invalid_apply(const struct invalid_row *r, struct lease_key *k, stru
 	case INV_BURST: k->burst = r->value; break;
 	case INV_CAP: k->cap = r->value; break;
 	case INV_KEY: k->key[0] = '\0'; break;
+	case INV_FIELD: snprintf(k->field, sizeof(k->field), "%s", "live"); break;
 	case INV_WANT: q->want = r->value; break;
 	case INV_LEASE_TTL: b->lease_ttl_us = r->value; break;
 	case INV_BEAT_TTL: b->beat_ttl_us = r->value; break;
@@ -474,7 +522,7 @@ static void invalid_err(const struct invalid_row *r, const struct lease_key *k, 
 		snprintf(buf, len, "%s ttl %llu us is out of range", ttl_of[r->field],
 			 (unsigned long long)r->value);
 	else
-		snprintf(buf, len, "lease key '%s' is out of range", k->key);
+		snprintf(buf, len, "lease key '%s' %s is out of range", k->key, k->field);
 }
 
 static void test_invalid(void **state)
@@ -573,7 +621,8 @@ static void test_expiry(void **state)
 }
 
 /*
- * n keys in one call (#17): one EVALSHA carries them all, the replies in
+ * n keys of one hash in one call (#17): one EVALSHA carries them all, one
+ * HMGET reads and one HSET writes them, the replies in
  * order; NOSCRIPT falls back to one EVAL, and the next call loads the
  * script again.
  */
@@ -615,6 +664,8 @@ static void pipe_pass_run(struct fix *f, const struct pipe_pass *p, size_t n_pas
 		      (unsigned long long)d.load, (unsigned long long)d.reads);
 	assert_int_equal(d.evalsha, p->evalsha);
 	assert_int_equal(d.eval, p->eval);
+	assert_int_equal(d.hmget, 1); /* the n keys share a hash: read and written once */
+	assert_int_equal(d.hset, 1);
 	assert_int_equal(d.load, p->load);
 	if (p->reads != PIPE_READS_UNCHECKED)
 		assert_int_equal(d.reads, p->reads);
@@ -635,10 +686,7 @@ static void test_pipeline(void **state)
 	size_t i;
 
 	for (i = 0; i < PIPE_N; i++) {
-		char name[NAME_LEN];
-
-		snprintf(name, sizeof(name), "pipe%zu", i);
-		k[i] = slow_key(name);
+		k[i] = slow_field("pipe", i);
 		q[i] = (struct lease_req){ .k = &k[i], .want = i + 1 };
 	}
 	for (i = 0; i < ARRAY_SIZE(pipe_passes); i++)
@@ -668,7 +716,9 @@ static __u64 pttl_us(struct fix *f, const char *key)
 static void test_bucket_ttl(void **state)
 {
 	struct fix *f = *state;
-	struct lease_key k = { .key = "ttl", .rate_units = 1, .burst = 10, .cap = 10 };
+	struct lease_key k = {
+		.key = "ttl", .field = "1", .rate_units = 1, .burst = 10, .cap = 10
+	};
 	struct lease_grant g1, g2;
 	struct counts before, d;
 	__u64 ttl;
@@ -712,10 +762,7 @@ static void test_batches(void **state)
 
 	assert_true(k && q && g);
 	for (i = 0; i < BATCH_KEYS; i++) {
-		char name[NAME_LEN];
-
-		snprintf(name, sizeof(name), "batch%zu", i);
-		k[i] = slow_key(name);
+		k[i] = slow_field("batch", i);
 		q[i] = (struct lease_req){ .k = &k[i], .want = 1 + i % 3 };
 	}
 	before = read_counts(f);
@@ -725,6 +772,8 @@ static void test_batches(void **state)
 	print_message("%d keys: evalsha %llu, server reads %llu\n", BATCH_KEYS,
 		      (unsigned long long)d.evalsha, (unsigned long long)d.reads);
 	assert_int_equal(d.evalsha + d.eval, 3);
+	assert_int_equal(d.hmget, 3);
+	assert_int_equal(d.hset, 3);
 	for (i = 0; i < BATCH_KEYS; i++) {
 		assert_int_equal(g[i].err, 0);
 		assert_int_equal(g[i].held, q[i].want);
@@ -734,6 +783,83 @@ static void test_batches(void **state)
 	free(k);
 	free(q);
 	free(g);
+}
+
+/*
+ * One call, one key twice: the keys are served in order, so the second
+ * sees the first's answer. Read both from the call's one HMGET and the
+ * second would be granted the cap again, and its write would hide the
+ * first's grant from the bucket.
+ */
+static void test_key_twice(void **state)
+{
+	struct fix *f = *state;
+	struct lease_key k = slow_key("twice");
+	struct lease_req q[2] = { { .k = &k, .want = SLOW_CAP }, { .k = &k, .want = SLOW_CAP } };
+	struct lease_grant g[2];
+	struct bucket b;
+
+	assert_int_equal(store_lease_sync(&f->a, "a", LONG_TTL_US, q, 2, g, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(g[0].granted, SLOW_CAP);
+	assert_int_equal(g[1].held, SLOW_CAP);
+	assert_int_equal(g[1].granted, 0);
+	b = check_bucket(f, &k);
+	assert_int_equal(b.tok / k.rate_period_us, SLOW_BURST - SLOW_CAP);
+	assert_int_equal(b.out, SLOW_CAP);
+}
+
+/*
+ * A bucket past its live is as good as absent, and is reaped (redis.h):
+ * one whose live has passed starts full, whatever it held; a call that
+ * samples every field of its hash (LEASE_REAP_PER_KEY a key, and the
+ * hash's own 'live') deletes the dead and keeps the live. The fields are
+ * written as the script writes them: "tok ts live [node units exp]".
+ */
+#define REAP_HASH  "reap"
+#define REAP_CALL  3 /* keys of the call: fields 1, 2, 3 */
+#define REAP_DEAD  "4"
+#define REAP_DEAD2 "5"
+#define REAP_LIVE  "6" /* another key's bucket, alive: not written by the call */
+
+static void test_reap(void **state)
+{
+	struct fix *f = *state;
+	struct lease_key k[REAP_CALL];
+	struct lease_req q[REAP_CALL];
+	struct lease_grant g[REAP_CALL];
+	__u64 now = redis_time_us(f);
+	char drained[NAME_LEN * 2], alive[NAME_LEN * 2];
+	int found;
+	size_t i;
+
+	for (i = 0; i < REAP_CALL; i++) {
+		k[i] = slow_field(REAP_HASH, i);
+		q[i] = (struct lease_req){ .k = &k[i], .want = SLOW_CAP };
+	}
+	/* Key 1 was drained, and its live has passed: it starts full again. */
+	snprintf(drained, sizeof(drained), "0 %llu %llu", (unsigned long long)now,
+		 (unsigned long long)(now - 1));
+	snprintf(alive, sizeof(alive), "7 %llu %llu", (unsigned long long)now,
+		 (unsigned long long)(now + HOUR_US));
+	freeReplyObject(command(f, "HSET %s %s %s %s %s %s %s %s %s", REAP_HASH, k[0].field,
+				drained, REAP_DEAD, "0 0 1 b 5 1", REAP_DEAD2, "0 0 1", REAP_LIVE,
+				alive));
+	/* The call samples every field: its 3 keys', the other 3 and the hash's 'live'. */
+	assert_int_equal(LEASE_REAP_PER_KEY * REAP_CALL + 1, REAP_CALL + 3 + 1);
+	assert_int_equal(
+		store_lease_sync(&f->a, "a", LONG_TTL_US, q, REAP_CALL, g, f->err, sizeof(f->err)),
+		0);
+	for (i = 0; i < REAP_CALL; i++)
+		assert_int_equal(g[i].granted, SLOW_CAP);
+	assert_int_equal(check_bucket(f, &k[0]).tok / HOUR_US, SLOW_BURST - SLOW_CAP);
+	command_u64(f, &found, "HGET %s %s", REAP_HASH, REAP_DEAD);
+	assert_false(found);
+	command_u64(f, &found, "HGET %s %s", REAP_HASH, REAP_DEAD2);
+	assert_false(found);
+	command_u64(f, &found, "HGET %s %s", REAP_HASH, REAP_LIVE);
+	assert_true(found);
+	assert_int_equal(command_u64(f, &found, "HLEN %s", REAP_HASH), REAP_CALL + 1 + 1);
 }
 
 /*
@@ -1007,10 +1133,7 @@ static void sync_fix_init(struct sync_fix *x, const char *node)
 
 	memset(x, 0, sizeof(*x));
 	for (i = 0; i < SYNC_LEASES; i++) {
-		char name[NAME_LEN];
-
-		snprintf(name, sizeof(name), "sync:lease%zu", i);
-		x->k[i] = slow_key(name);
+		x->k[i] = slow_field("sync:lease", i);
 		x->q[i] = (struct lease_req){ .k = &x->k[i], .want = want[i] };
 	}
 	for (i = 0; i < HOT_SETS; i++) {
@@ -1134,7 +1257,8 @@ static void test_script_error(void **state)
 
 	sync_fix_init(&x, "a");
 	snprintf(prefix, sizeof(prefix),
-		 "lease script failed on the call of %d keys with '%s': ", SYNC_LEASES, x.k[0].key);
+		 "lease script failed on the call of %d keys with '%s' %s: ", SYNC_LEASES,
+		 x.k[0].key, x.k[0].field);
 	x.b.fleet = NULL;
 	x.b.n_hot = 0;
 	freeReplyObject(command(f, "SET %s x", x.k[1].key));
@@ -1396,6 +1520,7 @@ static void test_fleet(void **state)
 					      .cap = FLEET_CAP };
 		snprintf(fk[i].k.key, sizeof(fk[i].k.key), "fleet%d:%s", fk[i].k_nodes,
 			 shape_name[fk[i].shape]);
+		fk[i].k.field[0] = '1';
 	}
 	for (tick = 0; tick < FLEET_TICKS; tick++) {
 		for (node = 0; node < MAX_NODES; node++)
@@ -1415,6 +1540,7 @@ int main(void)
 		cmocka_unit_test(test_batches),	    cmocka_unit_test(test_bucket_ttl),
 		cmocka_unit_test(test_membership),  cmocka_unit_test(test_hot_sets),
 		cmocka_unit_test(test_budget_sync), cmocka_unit_test(test_script_error),
+		cmocka_unit_test(test_key_twice),   cmocka_unit_test(test_reap),
 		cmocka_unit_test(test_fleet),
 	};
 	enum { N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) + ARRAY_SIZE(fixed) };

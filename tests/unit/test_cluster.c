@@ -379,8 +379,8 @@ static void test_hostile(void **state)
 
 #define LEASE_TTL_US 1000000
 #define GRANT_5	     "*4\r\n:5\r\n:1001000\r\n:1000\r\n:5\r\n" /* held, expires, now, granted */
-#define KEY_A	     "sluice:b:{p:0a000001}"
-#define KEY_B	     "sluice:b:{p:0a000002}"
+#define KEY_A	     "sluice:b2:{p:0a000001}"
+#define KEY_B	     "sluice:b2:{p:0a000002}"
 
 struct route_row {
 	const char *name;
@@ -421,7 +421,8 @@ static void test_route(void **state)
 	struct fakes fs = { .f = f, .n = ARRAY_SIZE(f) };
 	struct cluster *cl = calloc(1, sizeof(*cl));
 	struct store_conn conn = { .cluster = cl, .cancel_fd = -1 };
-	struct lease_key k[] = { { .key = KEY_A }, { .key = KEY_B } };
+	struct lease_key k[] = { { .key = KEY_A, .field = "0a000001" },
+				 { .key = KEY_B, .field = "0a000002" } };
 	struct lease_req q[ARRAY_SIZE(k)];
 	struct lease_grant g[ARRAY_SIZE(k)];
 	__u16 slot_a = cluster_key_slot(KEY_A, strlen(KEY_A));
@@ -492,7 +493,8 @@ static void test_rest(void **state)
 	struct fakes fs = { .f = f, .n = ARRAY_SIZE(f) };
 	struct cluster *cl = calloc(1, sizeof(*cl));
 	struct store_conn conn = { .cluster = cl, .cancel_fd = -1 };
-	struct lease_key k[] = { { .key = KEY_A }, { .key = KEY_B } };
+	struct lease_key k[] = { { .key = KEY_A, .field = "0a000001" },
+				 { .key = KEY_B, .field = "0a000002" } };
 	const __u64 rest_ns = CLUSTER_REST_TIMEOUTS * TIMEOUT_NS;
 	char err[ERR_LEN];
 	__u64 left;

@@ -484,24 +484,24 @@ void lease_policy_tags(struct lease_policy *p)
 	}
 }
 
-/* The Redis key of @p's bucket for @k, into @out. */
+/* The Redis hash of @p's bucket for @k and its field there, into @lk. */
 static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
-		       const struct sluice_key *k, char *out)
+		       const struct sluice_key *k, struct lease_key *lk)
 {
-	char hex[HEX_ADDR_LEN];
+	_Static_assert(HEX_ADDR_LEN <= LEASE_FIELD_LEN, "a bucket's field is its key in hex");
 
-	hex_of(k->addr, hex);
-	snprintf(out, LEASE_KEY_LEN, LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
-		 p->tag[lease_group(hex)], hex);
+	hex_of(k->addr, lk->field);
+	snprintf(lk->key, sizeof(lk->key), LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
+		 p->tag[lease_group(lk->field)]);
 }
 
 /* Whether the shard of @e's bucket answered (always, but on a cluster). */
 static int is_reachable(const struct round *r, const struct entry *e)
 {
-	char key[LEASE_KEY_LEN];
+	struct lease_key lk;
 
-	bucket_key(r->ls, e->p, &e->key, key);
-	return store_key_is_reachable(r->conn, key);
+	bucket_key(r->ls, e->p, &e->key, &lk);
+	return store_key_is_reachable(r->conn, lk.key);
 }
 
 /*
@@ -608,7 +608,7 @@ static int send_round(struct round *r, struct store_conn *c, struct budget_sync 
 
 		if (!e->send)
 			continue;
-		bucket_key(r->ls, e->p, &e->key, keys[n].key);
+		bucket_key(r->ls, e->p, &e->key, &keys[n]);
 		keys[n].rate_units = e->p->rate_units;
 		keys[n].rate_period_us = e->p->rate_period_us;
 		keys[n].burst = keys[n].cap = e->p->burst;

@@ -43,8 +43,13 @@
  * slot of its own. Fleet names with braces are refused for cluster stores
  * (they would be the tag).
  */
-#define LEASE_BUCKET_FMT "%s:b:{%s:%u}:%s" /* fleet, policy, group's tag, key address in hex */
-#define LEASE_HOT_FMT	 "%s:hot:{%s}"	   /* fleet, policy */
+/*
+ * A group's buckets are the fields of one hash (redis.h), each named by
+ * its key's address in hex. "b2": the second layout (the first, "b", had
+ * a hash per key); agents of different layouts draw on different buckets.
+ */
+#define LEASE_BUCKET_FMT "%s:b2:{%s:%u}" /* fleet, policy, group's tag */
+#define LEASE_HOT_FMT	 "%s:hot:{%s}"	 /* fleet, policy */
 
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {

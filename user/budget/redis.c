@@ -20,20 +20,24 @@
 #include "budget/wire.h"
 
 #define NUM_LEN 24 /* a __u64 in decimal, NUL-terminated */
+/* The lease script's arguments a key (enum lease_key_arg, which it must match). */
+#define LEASE_KEY_ARGS_N 10
 
 /*
- * KEYS[1..n] bucket hashes, one call for several keys (#17: a hot key
- * used to cost a call of its own, and TIME, two HSETs and a PEXPIRE in
- * it). ARGV: node, ttl_us, live_slack_us, then for each key
- * LEASE_KEY_ARGS values: rate_units,
- * rate_period_us, burst, cap, used, want, empty, release. Returns
- * {held, expires_us, now_us, granted} for each key in order, flat. A bucket
- * that does not exist starts full, or empty when empty is 1. With release 1
- * the caller hands back what it holds beyond want: it promises it can no
- * longer spend that (it stopped spending a whole sync interval before
- * asking). One TIME serves every key of the call; on a Redis Cluster the
- * keys of a call share a slot (the caller groups them). Besides the fields
- * of redis.h, a bucket keeps 'live': the Redis TIME its TTL lasts until.
+ * KEYS[1..m] bucket hashes (redis.h), one call for several keys (#17: a
+ * hot key used to cost a call of its own, and then a hash of its own:
+ * HGETALL and HSET for each key). ARGV: node, ttl_us, live_slack_us, then
+ * for each key LEASE_KEY_ARGS values: its hash (an index into KEYS), its
+ * field, rate_units, rate_period_us, burst, cap, used, want, empty,
+ * release. Returns {held, expires_us, now_us, granted} for each key in
+ * order, flat. A bucket that does not exist, or whose live has passed,
+ * starts full, or empty when empty is 1. With release 1 the caller hands
+ * back what it holds beyond want: it promises it can no longer spend that
+ * (it stopped spending a whole sync interval before asking). One TIME
+ * serves every key of the call, one HMGET reads each hash's fields of the
+ * call and one HSET writes them; the keys are served in order, so a key
+ * twice in a call sees its first answer. On a Redis Cluster the hashes of
+ * a call share a slot (the caller groups them).
  *
  * Invariant, after every call: tok + Σ live lease × P <= burst × P, where
  * P = rate_period_us and tok is scaled by P, so refill (elapsed_us × units)
@@ -59,44 +63,70 @@
  * the fleet until refill covers it again, which can only under-admit.
  * Reporting more than it holds gains a node nothing, and it never holds
  * more than cap, so no node can drain more than cap.
+ *
+ * A bucket's live is when its last lease has expired and refill has filled
+ * it: from then on it is what an absent bucket is (full; an empty-start key
+ * restarts empty, which can only under-admit). So no field needs a TTL of
+ * its own: a call that creates buckets in a hash (absent, or past their
+ * live) samples LEASE_REAP_PER_KEY fields of it for each (HRANDFIELD) and
+ * deletes those past their live, and the hash itself has a TTL that covers
+ * its fields' lives. Only a created bucket can die, so a hash whose keys
+ * stay hot costs no sampling.
  */
+/* clang-format off */
 static const char LEASE_LUA[] =
 	"local node, ttl, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local fmt = function(x) return string.format('%d', x) end\n"
-	"local mine, myexp = 'lease:' .. node, 'exp:' .. node\n"
+	"local n = (#ARGV - 3) / " SLUICE_STR(LEASE_KEY_ARGS_N) "\n"
+	"local fields, val, put, hlive, born = {}, {}, {}, {}, {}\n"
+	"for h = 1, #KEYS do\n"
+	"  fields[h], val[h], put[h], hlive[h], born[h] = {'live'}, {}, {}, 0, 0\n"
+	"end\n"
+	"for k = 1, n do\n"
+	"  local a = 3 + (k - 1) * " SLUICE_STR(LEASE_KEY_ARGS_N) "\n"
+	"  local f = fields[tonumber(ARGV[a + 1])]\n"
+	"  f[#f + 1] = ARGV[a + 2]\n"
+	"end\n"
+	"for h = 1, #KEYS do\n"
+	"  local v = redis.call('HMGET', KEYS[h], unpack(fields[h]))\n"
+	"  for i = 1, #v do val[h][fields[h][i]] = v[i] end\n"
+	"end\n"
 	"local res = {}\n"
-	"for k = 1, #KEYS do\n"
-	"local key, a = KEYS[k], 3 + (k - 1) * 8\n"
-	"local units, per = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])\n"
-	"local burst, cap = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])\n"
-	"local used, want = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])\n"
-	"local first = tonumber(ARGV[a + 7]) == 1 and 0 or burst * per\n"
-	"local release = tonumber(ARGV[a + 8]) == 1\n"
-	"local h = redis.call('HGETALL', key)\n"
-	"local f = {}\n"
-	"for i = 1, #h, 2 do f[h[i]] = tonumber(h[i + 1]) end\n"
-	"local tok = f['tok'] or first\n"
-	"local ts = f['ts'] or now\n"
+	"for k = 1, n do\n"
+	"local a = 3 + (k - 1) * " SLUICE_STR(LEASE_KEY_ARGS_N) "\n"
+	"local h, field = tonumber(ARGV[a + 1]), ARGV[a + 2]\n"
+	"local units, per = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])\n"
+	"local burst, cap = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])\n"
+	"local used, want = tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8])\n"
+	"local release = tonumber(ARGV[a + 10]) == 1\n"
+	"local tok = tonumber(ARGV[a + 9]) == 1 and 0 or burst * per\n"
+	"local ts, live, leases = now, 0, {}\n"
+	"local s = val[h][field]\n"
+	"if s then\n"
+	"  local w = string.gmatch(s, '%S+')\n"
+	"  local t0, t1, t2 = tonumber(w()), tonumber(w()), tonumber(w())\n"
+	"  if t2 >= now then\n"
+	"    tok, ts, live = t0, t1, t2\n"
+	"    for name in w do leases[name] = { tonumber(w()), tonumber(w()) } end\n"
+	"  end\n"
+	"end\n"
+	"if live == 0 then born[h] = born[h] + 1 end\n"
 	"local out, maxexp = 0, now + ttl\n"
-	"for name, v in pairs(f) do\n"
-	"  if string.sub(name, 1, 6) == 'lease:' then\n"
-	"    local e = f['exp:' .. string.sub(name, 7)] or 0\n"
-	"    if e <= now then\n"
-	"      redis.call('HDEL', key, name, 'exp:' .. string.sub(name, 7))\n"
-	"      f[name] = nil\n"
-	"    else\n"
-	"      out = out + v\n"
-	"      if e > maxexp then maxexp = e end\n"
-	"    end\n"
+	"for name, l in pairs(leases) do\n"
+	"  if l[2] <= now then\n"
+	"    leases[name] = nil\n"
+	"  else\n"
+	"    out = out + l[1]\n"
+	"    if l[2] > maxexp then maxexp = l[2] end\n"
 	"  end\n"
 	"end\n"
 	/*
 	 * The caller's live lease: what it did not spend stays its own; what it
 	 * spent has left the fleet's budget, so it is not outstanding any more.
 	 */
-	"local keep = f[mine] or 0\n"
+	"local keep = leases[node] and leases[node][1] or 0\n"
 	"if used > keep then used = keep end\n"
 	"keep = keep - used\n"
 	"out = out - used\n"
@@ -122,31 +152,56 @@ static const char LEASE_LUA[] =
 	"if cap - keep < g then g = cap - keep end\n"
 	"if g < 0 then g = 0 end\n"
 	"tok = tok - g * per\n"
-	/*
-	 * Idle: gone once every lease has expired and the bucket is full
-	 * again, and up to LEASE_LIVE_SLACK_US later: the TTL is set only when
-	 * the time it gave (the field 'live') falls short, once a second of
-	 * calls rather than at each.
-	 */
+	"leases[node] = keep + g > 0 and { keep + g, now + ttl } or nil\n"
 	"local need = maxexp + math.ceil(burst * per / units)\n"
-	"local live = f['live']\n"
-	"local extend = not live or live < need\n"
-	"if extend then live = need + slack end\n"
-	"if keep + g > 0 then\n"
-	"  redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts), 'live', fmt(live), mine,\n"
-	"             fmt(keep + g), myexp, fmt(now + ttl))\n"
-	"else\n"
-	"  redis.call('HSET', key, 'tok', fmt(tok), 'ts', fmt(ts), 'live', fmt(live))\n"
-	"  if f[mine] then redis.call('HDEL', key, mine, myexp) end\n"
+	"if live < need then live = need + slack end\n"
+	"if live > hlive[h] then hlive[h] = live end\n"
+	"local o = { string.format('%d %d %d', tok, ts, live) }\n"
+	"for name, l in pairs(leases) do\n"
+	"  o[#o + 1] = string.format('%s %d %d', name, l[1], l[2])\n"
 	"end\n"
-	/* After the HSET: a key that did not exist has no TTL to set. */
-	"if extend then redis.call('PEXPIRE', key, fmt(math.ceil((live - now) / 1000) + 1)) end\n"
+	"val[h][field] = table.concat(o, ' ')\n"
+	"put[h][field] = val[h][field]\n"
 	"res[#res + 1] = keep + g\n"
 	"res[#res + 1] = now + ttl\n"
 	"res[#res + 1] = now\n"
 	"res[#res + 1] = g\n"
 	"end\n"
+	/*
+	 * Write each hash once; set its TTL only when its 'live' no longer
+	 * covers its buckets', with slack to spare: about once a second of
+	 * calls rather than at each. Then reap what is past its live.
+	 */
+	"for h = 1, #KEYS do\n"
+	"  local kv, hl = {}, tonumber(val[h]['live'])\n"
+	"  for f, v in pairs(put[h]) do\n"
+	"    kv[#kv + 1] = f\n"
+	"    kv[#kv + 1] = v\n"
+	"  end\n"
+	"  local extend = not hl or hl < hlive[h]\n"
+	"  if extend then\n"
+	"    hl = hlive[h] + slack\n"
+	"    kv[#kv + 1] = 'live'\n"
+	"    kv[#kv + 1] = fmt(hl)\n"
+	"  end\n"
+	"  redis.call('HSET', KEYS[h], unpack(kv))\n"
+	"  if extend then redis.call('PEXPIRE', KEYS[h], fmt(math.ceil((hl - now) / 1000) + 1)) end\n"
+	"  local r = {}\n"
+	"  if born[h] > 0 then\n"
+	"    r = redis.call('HRANDFIELD', KEYS[h],\n"
+	"                   " SLUICE_STR(LEASE_REAP_PER_KEY) " * born[h] + 1, 'WITHVALUES')\n"
+	"  end\n"
+	"  local dead = {}\n"
+	"  for i = 1, #r, 2 do\n"
+	"    if r[i] ~= 'live' then\n"
+	"      local l = tonumber(string.match(r[i + 1], '^%S+ %S+ (%S+)'))\n"
+	"      if not l or l < now then dead[#dead + 1] = r[i] end\n"
+	"    end\n"
+	"  end\n"
+	"  if #dead > 0 then redis.call('HDEL', KEYS[h], unpack(dead)) end\n"
+	"end\n"
 	"return res\n";
+/* clang-format on */
 
 /*
  * KEYS[1] a policy's hot set (member: a key's address in hex, score: Redis
@@ -197,6 +252,8 @@ enum lease_arg {
 };
 
 enum lease_key_arg {
+	LEASE_KEY_HASH,	 /* its hash: an index into KEYS, from 1 */
+	LEASE_KEY_FIELD, /* its field in that hash */
 	LEASE_KEY_UNITS,
 	LEASE_KEY_PERIOD,
 	LEASE_KEY_BURST,
@@ -207,6 +264,7 @@ enum lease_key_arg {
 	LEASE_KEY_RELEASE,
 	LEASE_KEY_ARGS,
 };
+_Static_assert(LEASE_KEY_ARGS == LEASE_KEY_ARGS_N, "LEASE_LUA reads LEASE_KEY_ARGS_N a key");
 
 enum hot_arg {
 	HOT_ARG_TTL,
@@ -544,11 +602,20 @@ static int pipe_run(struct store_conn *conn, struct pipe *p, char *err, size_t l
 	return ret;
 }
 
+/* A bucket's field: 1 to LEASE_FIELD_LEN - 1 lower-case hex digits (never the hash's 'live'). */
+static int field_is_valid(const char *f)
+{
+	size_t n = strnlen(f, LEASE_FIELD_LEN);
+
+	return n && n < LEASE_FIELD_LEN && strspn(f, "0123456789abcdef") == n;
+}
+
 static int key_is_valid(const struct lease_key *k)
 {
 	return k->rate_units >= 1 && k->rate_units <= LEASE_SCALED_MAX && k->rate_period_us >= 1 &&
 	       k->burst >= 1 && k->cap >= 1 && k->cap <= k->burst &&
-	       k->burst <= LEASE_SCALED_MAX / k->rate_period_us && k->key[0];
+	       k->burst <= LEASE_SCALED_MAX / k->rate_period_us && k->key[0] &&
+	       field_is_valid(k->field);
 }
 
 static int ttl_is_valid(__u64 ttl_us, const char *what, char *err, size_t len)
@@ -567,7 +634,8 @@ static int reqs_are_valid(__u64 ttl_us, const struct lease_req *r, size_t n, cha
 		return 0;
 	for (i = 0; i < n; i++) {
 		if (!key_is_valid(r[i].k) || r[i].want > LEASE_SCALED_MAX) {
-			snprintf(err, len, "lease key '%s' is out of range", r[i].k->key);
+			snprintf(err, len, "lease key '%s' %s is out of range", r[i].k->key,
+				 r[i].k->field);
 			return 0;
 		}
 	}
@@ -596,7 +664,7 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 	char num[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS][NUM_LEN];
 	const char *args[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS];
 	const char *keys[STORE_LEASE_BATCH_MAX];
-	size_t i, j;
+	size_t i, j, n_hashes = 0;
 	int err;
 
 	args[LEASE_ARG_NODE] = node;
@@ -607,7 +675,7 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 	args[LEASE_ARG_LIVE_SLACK] = num[LEASE_ARG_LIVE_SLACK];
 	for (i = 0; i < n; i++) {
 		const struct lease_req *q = &r[p->order[first + i]];
-		const __u64 v[LEASE_KEY_ARGS] = {
+		__u64 v[LEASE_KEY_ARGS] = {
 			[LEASE_KEY_UNITS] = q->k->rate_units,
 			[LEASE_KEY_PERIOD] = q->k->rate_period_us,
 			[LEASE_KEY_BURST] = q->k->burst,
@@ -618,17 +686,21 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 			[LEASE_KEY_RELEASE] = !!q->release,
 		};
 
-		keys[i] = q->k->key;
+		for (j = 0; j < n_hashes && strcmp(keys[j], q->k->key); j++)
+			;
+		if (j == n_hashes)
+			keys[n_hashes++] = q->k->key;
+		v[LEASE_KEY_HASH] = j + 1;
 		for (j = 0; j < LEASE_KEY_ARGS; j++) {
 			size_t a = LEASE_ARG_KEYS + i * LEASE_KEY_ARGS + j;
 
 			snprintf(num[a], sizeof(num[a]), "%" PRIu64, (uint64_t)v[j]);
-			args[a] = num[a];
+			args[a] = j == LEASE_KEY_FIELD ? q->k->field : num[a];
 		}
 	}
 	/* Reply objects: the array (itself and each element as announced), then each element. */
-	err = pipe_add(p, STORE_SCRIPT_LEASE, keys, n, LEASE_ARG_KEYS + n * LEASE_KEY_ARGS, args,
-		       1 + 2 * n * GRANT_FIELDS, n * GRANT_FIELDS * INT_REPLY_BYTES);
+	err = pipe_add(p, STORE_SCRIPT_LEASE, keys, n_hashes, LEASE_ARG_KEYS + n * LEASE_KEY_ARGS,
+		       args, 1 + 2 * n * GRANT_FIELDS, n * GRANT_FIELDS * INT_REPLY_BYTES);
 	if (!err) {
 		p->calls[p->n - 1].first = first;
 		p->calls[p->n - 1].n_keys = n;
@@ -692,10 +764,11 @@ static int grant_of(const redisReply *r, size_t i, size_t n, const struct lease_
 		}
 	}
 	if (!err[0] && r->type == REDIS_REPLY_ERROR)
-		snprintf(err, len, "lease script failed on the call of %zu keys with '%s': %s", n,
-			 q->k->key, r->str);
+		snprintf(err, len, "lease script failed on the call of %zu keys with '%s' %s: %s",
+			 n, q->k->key, q->k->field, r->str);
 	else if (!err[0])
-		snprintf(err, len, "lease reply on '%s' refused: %s", q->k->key, lie);
+		snprintf(err, len, "lease reply on '%s' %s refused: %s", q->k->key, q->k->field,
+			 lie);
 	memset(g, 0, sizeof(*g));
 	g->err = -EPROTO;
 	return g->err;
@@ -916,12 +989,13 @@ static int by_slot_cmp(const void *a, const void *b)
 }
 
 /*
- * Order @b's leases for the calls: on a cluster the keys of a slot
- * together, since one call's keys must share a slot, the slots in the
- * order of their first lease; on one Redis as they come. Into p->order;
+ * Order @b's leases for the calls: the keys of a slot together, the slots
+ * in the order of their first lease. On a cluster one call's keys must
+ * share a slot; on one Redis too it puts the keys of a hash in as few
+ * calls as may be, each hash read and written once a call. Into p->order;
  * 0 or -ENOMEM.
  */
-static int order_leases(struct pipe *p, const struct budget_sync *b, const struct cluster *cl)
+static int order_leases(struct pipe *p, const struct budget_sync *b)
 {
 	struct by_slot *v = calloc(b->n_leases ? b->n_leases : 1, sizeof(*v));
 	size_t i, first;
@@ -935,10 +1009,10 @@ static int order_leases(struct pipe *p, const struct budget_sync *b, const struc
 	for (i = 0; i < b->n_leases; i++) {
 		const char *key = b->leases[i].k->key;
 
-		v[i].group = cl ? cluster_key_slot(key, strlen(key)) : 0;
+		v[i].group = cluster_key_slot(key, strlen(key));
 		v[i].i = (__u32)i;
 	}
-	if (cl && b->n_leases) {
+	if (b->n_leases) {
 		qsort(v, b->n_leases, sizeof(*v), by_slot_cmp);
 		for (i = 0, first = 0; i < b->n_leases; i++) {
 			if (i && v[i].group != slot)
@@ -969,7 +1043,7 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b, const struc
 	for (i = 0; i < b->n_hot && !ret; i++)
 		ret = add_hot(p, &b->hot[i]);
 	if (!ret)
-		ret = order_leases(p, b, cl);
+		ret = order_leases(p, b);
 	for (i = 0; i < b->n_leases && !ret; i += n) {
 		const char *key = b->leases[p->order[i]].k->key;
 		__u16 slot = cl ? cluster_key_slot(key, strlen(key)) : 0;

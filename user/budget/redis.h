@@ -19,17 +19,25 @@ struct cluster;
  * The shared budget's Redis side (#5): conserving token leases, membership and the fleet's hot sets
  * (docs/shared-budget.md). Every call is synchronous on @c, which belongs to the store's thread.
  *
- * One Redis hash per key of a cluster-scoped policy holds the bucket:
- *   tok          tokens, scaled: units × rate_period_us (exact integers)
- *   ts           Redis TIME of the last refill, µs
- *   lease:<node> units granted to <node> and not yet accounted for
- *   exp:<node>   Redis TIME when that lease expires, µs
- *   live         Redis TIME until which the hash's TTL keeps it, µs
+ * A key's bucket is one field of a Redis hash that holds many keys' buckets
+ * (one group of a policy, planner.h), so a call reads and writes all the
+ * keys it carries of one hash in one HMGET and one HSET (#17). The field is
+ * the key's address in hex; its value, words separated by one space:
+ *   tok ts live [node units exp]...
+ *   tok     tokens, scaled: units × rate_period_us (exact integers)
+ *   ts      Redis TIME of the last refill, µs
+ *   live    Redis TIME from which the bucket is full and holds no lease, µs:
+ *           past it the field is as good as absent, and is reaped
+ *   node units exp
+ *           a lease: units granted to node and not yet accounted for, and
+ *           the Redis TIME when it expires, µs
  * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
+ * The hash's own field 'live' is the Redis TIME until which its TTL keeps it.
  */
-#define STORE_NAME_LEN	    160		 /* a fleet, node or policy name (< 128) and a suffix */
-#define LEASE_SHA_LEN	    41		 /* a SHA-1 in hex, NUL-terminated */
-#define LEASE_KEY_LEN	    320		 /* a Redis key, NUL-terminated */
+#define STORE_NAME_LEN	    160 /* a fleet, node or policy name (< 128) and a suffix */
+#define LEASE_SHA_LEN	    41	/* a SHA-1 in hex, NUL-terminated */
+#define LEASE_KEY_LEN	    320 /* a Redis key, NUL-terminated */
+#define LEASE_FIELD_LEN	    64	/* a bucket's field: lower-case hex digits, NUL-terminated */
 #define LEASE_SCALED_MAX    (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
 #define LEASE_TTL_US_MAX    (1ULL << 40) /* ~12.7 days */
 #define STORE_NODES_MAX	    65536	 /* a live node count above this is a lie, not a fleet */
@@ -46,7 +54,15 @@ struct cluster;
  * unpack() of Redis's Lua 5.1 returns at most 8,000 values.
  */
 #define STORE_HOT_ZADD_MEMBERS 1000
-/* An idle bucket's TTL is set with this much to spare (µs), so not at every call. */
+/*
+ * Fields a lease call samples in a hash for each bucket it created there
+ * (absent, or past its live), and one more for the hash's 'live', to reap
+ * those past their live. Only a created bucket can later die; sampling
+ * twice as many as were created keeps a hash's dead fields, on average,
+ * fewer than its live ones.
+ */
+#define LEASE_REAP_PER_KEY 2
+/* A bucket hash's TTL is set with this much to spare (µs), so not at every call. */
 #define LEASE_LIVE_SLACK_US 1000000
 
 enum store_script {
@@ -100,11 +116,13 @@ int store_key_is_reachable(const struct store_conn *conn, const char *key);
  * One key's limit: rate_units per rate_period_us, at most burst outstanding
  * plus banked, and at most cap granted to one node at a time. Ranges
  * (checked, -EINVAL): all >= 1, burst × rate_period_us <= LEASE_SCALED_MAX,
- * rate_units <= LEASE_SCALED_MAX, cap <= burst.
+ * rate_units <= LEASE_SCALED_MAX, cap <= burst; @key not empty, @field 1 to
+ * LEASE_FIELD_LEN - 1 lower-case hex digits.
  */
 struct lease_key {
-	char key[LEASE_KEY_LEN]; /* the Redis key of the bucket hash */
-	__u64 rate_units;	 /* cost units refilled per rate_period_us */
+	char key[LEASE_KEY_LEN];     /* the Redis key of the hash that holds the bucket */
+	char field[LEASE_FIELD_LEN]; /* the bucket's field in it */
+	__u64 rate_units;	     /* cost units refilled per rate_period_us */
 	__u64 rate_period_us;
 	__u64 burst;	 /* cost units */
 	__u64 cap;	 /* cost units: the most one node may hold at a time */
