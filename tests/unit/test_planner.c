@@ -12,8 +12,9 @@
  * sequence of syncs over two attachments can be followed without root:
  * one beat per round, and each attachment's own hot sets, read while the
  * call runs (#12, item 10: the hot list, b->hot, was left pointing at the
- * freed array of the attachment before). Rounds against the real kernel
- * and replies from a socket are tested in tests/bpf/test_lease.c.
+ * freed array of the attachment before); and which early rounds a starved
+ * key asks in (starved_every()). Rounds against the real kernel and
+ * replies from a socket are tested in tests/bpf/test_lease.c.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -36,8 +37,8 @@
 #define NO_FAILURE  0 /* calloc_fail_at: let every call succeed */
 #define ERR_NOMEM   "lease sync: Cannot allocate memory"
 #define TEST_N_ATT  2
-#define LIVE_NODES  3 /* what the fake store's beat answers */
-#define MAX_CALLS   8 /* store calls one test records */
+#define LIVE_NODES  3  /* what the fake store's beat answers */
+#define MAX_CALLS   16 /* store calls one test records */
 /* A member the fake store returns in every hot set: ::ffff:10.0.0.1 */
 #define HOT_MEMBER "00000000000000000000ffff0a000001"
 
@@ -66,6 +67,7 @@ struct store_call {
 	int beat; /* b->fleet was set */
 	size_t n_hot;
 	char hot[TEST_N_POL][LEASE_KEY_LEN];
+	size_t n_leases;
 };
 
 /* The fake kernel and store: as file-scope as calloc_fail_at, and for the same reason. */
@@ -74,7 +76,24 @@ static struct {
 	size_t n_calls;
 	struct sluice_key created[MAX_CALLS];
 	size_t n_created;
+	size_t n_leases; /* 0 or 1: the lease map holds @lease, and the spend map @spend */
+	struct sluice_key key;
+	struct sluice_lease lease;
+	struct sluice_spend spend;
 } fake;
+
+/* A copy of @n_ of @size bytes at @src in a new allocation, into *@dst; 0 or -ENOMEM. */
+static int fake_read(void **dst, const void *src, size_t size, size_t n_)
+{
+	*dst = NULL;
+	if (!n_)
+		return 0;
+	*dst = malloc(size);
+	if (!*dst)
+		return -ENOMEM;
+	memcpy(*dst, src, size);
+	return 0;
+}
 
 /* NOLINTBEGIN(bugprone-reserved-identifier): the names ld's --wrap gives */
 int __wrap_store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len);
@@ -106,6 +125,9 @@ int __wrap_store_budget_sync(struct store_conn *conn, struct budget_sync *b, cha
 	}
 	if (b->fleet)
 		b->live_nodes = LIVE_NODES;
+	c->n_leases = b->n_leases;
+	for (i = 0; i < b->n_leases; i++)
+		b->grants[i] = (struct lease_grant){ .held = b->leases[i].want, .err = -EPROTO };
 	fake.n_calls++;
 	return 0;
 }
@@ -114,9 +136,10 @@ int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key
 				   struct sluice_lease **vals, size_t *n)
 {
 	(void)m;
-	*keys = NULL;
-	*vals = NULL;
-	*n = 0;
+	*n = fake.n_leases;
+	if (fake_read((void **)keys, &fake.key, sizeof(**keys), *n) ||
+	    fake_read((void **)vals, &fake.lease, sizeof(**vals), *n))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -124,9 +147,10 @@ int __wrap_lease_maps__read_spends(const struct lease_maps *m, struct sluice_key
 				   struct sluice_spend **vals, size_t *n)
 {
 	(void)m;
-	*keys = NULL;
-	*vals = NULL;
-	*n = 0;
+	*n = fake.n_leases;
+	if (fake_read((void **)keys, &fake.key, sizeof(**keys), *n) ||
+	    fake_read((void **)vals, &fake.spend, sizeof(**vals), *n))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -173,9 +197,10 @@ static const struct nomem_row nomem_rows[] = {
 
 /*
  * @n_att attachments of TEST_N_POL cluster policies each, over the fake
- * maps (their fds, -1, are never used).
+ * maps (their fds, -1, are never used), each policy as @tmpl but for its
+ * id and name.
  */
-static struct lease_state *new_state(size_t n_att)
+static struct lease_state *new_state_as(size_t n_att, const struct lease_policy *tmpl)
 {
 	struct lease_plan *plan = calloc(1, sizeof(*plan));
 	struct lease_att *att;
@@ -196,14 +221,21 @@ static struct lease_state *new_state(size_t n_att)
 		att->n_pol = TEST_N_POL;
 		for (i = 0; i < TEST_N_POL; i++) {
 			/* ids differ between attachments, as names do: "p<att>.<i>" */
-			att->pol[i] = (struct lease_policy){ .id = (__u32)(a * TEST_N_POL + i + 1),
-							     .burst = 1 };
+			att->pol[i] = *tmpl;
+			att->pol[i].id = (__u32)(a * TEST_N_POL + i + 1);
 			snprintf(att->pol[i].name, sizeof(att->pol[i].name), "p%zu.%zu", a, i);
 		}
 	}
 	ls = lease_state__new(plan);
 	assert_non_null(ls);
 	return ls;
+}
+
+static struct lease_state *new_state(size_t n_att)
+{
+	const struct lease_policy tmpl = { .burst = 1 };
+
+	return new_state_as(n_att, &tmpl);
 }
 
 static void test_round_nomem(void **state)
@@ -293,6 +325,72 @@ static void test_rounds_over_attachments(void **state)
 	lease_state__free(ls);
 }
 
+/* ---- a starved key's early rounds ------------------------------------------------------------ */
+
+#define EARLY_ROUNDS (LEASE_EARLY_DIV - 1) /* between two full syncs */
+#define US_PER_SEC   1000000ULL
+
+struct starved_row {
+	const char *name;
+	__u64 burst, per_second; /* the policy: burst, and rate units a second */
+	__u32 flags;		 /* the lease's, from its last answer */
+	const char *asks;	 /* each early round after a full sync: 'x' it asks, '.' not */
+};
+
+/*
+ * Rounds are interval / LEASE_EARLY_DIV = 10 ms apart, the full sync
+ * round 0. A starved key asks at every early round when half its burst
+ * refills within one, else every LEASE_STARVED_EVERY_MAX-th counting from
+ * the full sync (starved_every()); one that is not starved at every round
+ * while its lease runs low.
+ */
+static const struct starved_row starved_rows[] = {
+	{ "starved, half the burst in 5 ms: every round", 10, 1000, SLUICE_LEASE_F_STARVED,
+	  "xxxxxxxxx" },
+	{ "starved, half the burst in 20 ms: every 2nd", 40, 1000, SLUICE_LEASE_F_STARVED,
+	  ".x.x.x.x." },
+	{ "starved, half the burst in 500 ms: every 2nd (the most)", 1000, 1000,
+	  SLUICE_LEASE_F_STARVED, ".x.x.x.x." },
+	{ "not starved, half the burst in 500 ms: every round", 1000, 1000, 0, "xxxxxxxxx" },
+};
+
+/*
+ * One key whose lease is spent (granted 10, spent 10, 5 denied since its
+ * last top-up): it runs low at every early round, and the row's flags say
+ * whether it is starved. Each early round makes a store call with it, or
+ * none at all.
+ */
+static void test_starved(void **state)
+{
+	const struct starved_row *row = *state;
+	const struct lease_policy tmpl = { .rate_units = row->per_second,
+					   .rate_period_us = US_PER_SEC,
+					   .burst = row->burst };
+	struct lease_state *ls = new_state_as(1, &tmpl);
+	char asks[EARLY_ROUNDS + 1] = "";
+	size_t i, calls;
+
+	assert_int_equal(strlen(row->asks), EARLY_ROUNDS);
+	memset(&fake, 0, sizeof(fake));
+	fake.n_leases = 1;
+	fake.key = (struct sluice_key){ .policy_id = 1 };
+	fake.lease = (struct sluice_lease){
+		.granted = 10, .expires = UINT64_MAX / 2, .want = 10, .flags = row->flags
+	};
+	fake.spend = (struct sluice_spend){ .spent = 10, .denied = 5 };
+	round_ok(ls, 1, LIVE_NODES);
+	for (i = 0; i < EARLY_ROUNDS; i++) {
+		calls = fake.n_calls;
+		fake.lease.flags = row->flags; /* as the kernel map still holds it */
+		round_ok(ls, 0, 0);
+		asks[i] = fake.n_calls > calls ? 'x' : '.';
+		if (fake.n_calls > calls)
+			assert_int_equal(fake.call[calls].n_leases, 1);
+	}
+	assert_string_equal(asks, row->asks);
+	lease_state__free(ls);
+}
+
 /* ---- the groups' hash tags (#17) ---------------------------------------- */
 
 struct tags_row {
@@ -345,12 +443,14 @@ static void test_tags(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[ARRAY_SIZE(nomem_rows) + 1 + ARRAY_SIZE(tags_rows)];
+	struct CMUnitTest tests[ARRAY_SIZE(nomem_rows) + 1 + ARRAY_SIZE(starved_rows) +
+				ARRAY_SIZE(tags_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD_ROWS(&s, test_round_nomem, nomem_rows);
 	SUITE_ADD(&s, test_rounds_over_attachments);
+	SUITE_ADD_ROWS(&s, test_starved, starved_rows);
 	SUITE_ADD_ROWS(&s, test_tags, tags_rows);
 	return _cmocka_run_group_tests("planner", tests, s.n, NULL, NULL);
 }
