@@ -686,7 +686,7 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 			[LEASE_KEY_RELEASE] = !!q->release,
 		};
 
-		for (j = 0; j < n_hashes && strcmp(keys[j], q->k->key); j++)
+		for (j = 0; j < n_hashes && strcmp(keys[j], q->k->key) != 0; j++)
 			;
 		if (j == n_hashes)
 			keys[n_hashes++] = q->k->key;
