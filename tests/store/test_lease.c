@@ -454,6 +454,7 @@ enum inv_field {
 	INV_CAP,
 	INV_KEY,
 	INV_FIELD,
+	INV_HOLDER,
 	INV_WANT,
 	INV_LEASE_TTL,
 	INV_BEAT_TTL,
@@ -478,6 +479,7 @@ static const struct invalid_row invalid_rows[] = {
 	{ "cap over burst", INV_CAP, SLOW_BURST + 1 },
 	{ "empty key", INV_KEY, 0 },
 	{ "a field not in hex: the hash's own 'live'", INV_FIELD, 0 },
+	{ "a holder of two words", INV_HOLDER, 0 },
 	{ "want over 2^52", INV_WANT, LEASE_SCALED_MAX + 1 },
 	{ "lease ttl 0", INV_LEASE_TTL, 0 },
 	{ "lease ttl over max", INV_LEASE_TTL, LEASE_TTL_US_MAX + 1 },
@@ -500,6 +502,7 @@ static void invalid_apply(const struct invalid_row *r, struct lease_key *k, stru
 	case INV_CAP: k->cap = r->value; break;
 	case INV_KEY: k->key[0] = '\0'; break;
 	case INV_FIELD: snprintf(k->field, sizeof(k->field), "%s", "live"); break;
+	case INV_HOLDER: b->holder = "a b"; break;
 	case INV_WANT: q->want = r->value; break;
 	case INV_LEASE_TTL: b->lease_ttl_us = r->value; break;
 	case INV_BEAT_TTL: b->beat_ttl_us = r->value; break;
@@ -521,6 +524,8 @@ static void invalid_err(const struct invalid_row *r, const struct lease_key *k, 
 	if (ttl_of[r->field])
 		snprintf(buf, len, "%s ttl %llu us is out of range", ttl_of[r->field],
 			 (unsigned long long)r->value);
+	else if (r->field == INV_HOLDER)
+		snprintf(buf, len, "lease holder 'a b' is not one word of printable characters");
 	else
 		snprintf(buf, len, "lease key '%s' %s is out of range", k->key, k->field);
 }
@@ -694,10 +699,11 @@ static void test_pipeline(void **state)
 }
 
 /*
- * A bucket's TTL covers its leases and its refill, with LEASE_LIVE_SLACK_US
- * to spare, and is set again only when that falls short: not at a call
- * within the spare second, at once when the time it gave ('live') would
- * not cover the call's need.
+ * A bucket hash's TTL covers its buckets' leases and refill (each bucket's
+ * live, which has LEASE_LIVE_SLACK_US to spare), with LEASE_LIVE_SLACK_US
+ * more, and is set again only when that falls short: not at a call within
+ * the spare second, at once when the time it gave (the hash's 'live') would
+ * not cover a bucket's.
  */
 #define TTL_REFILL_US 10000 /* the key below refills its burst in 10 ms */
 
@@ -729,7 +735,8 @@ static void test_bucket_ttl(void **state)
 	ttl = pttl_us(f, k.key);
 	assert_int_equal(counts_since(f, &before).pexpire, 1);
 	assert_true(ttl > LONG_TTL_US + TTL_REFILL_US);
-	assert_true(ttl <= LONG_TTL_US + TTL_REFILL_US + LEASE_LIVE_SLACK_US + US_PER_MS);
+	/* The bucket's live has a slack to spare, and its hash's TTL one more. */
+	assert_true(ttl <= LONG_TTL_US + TTL_REFILL_US + 2 * LEASE_LIVE_SLACK_US + US_PER_MS);
 	before = read_counts(f);
 	g2 = sync1(f, &k, "t", LONG_TTL_US, 0, 1);
 	d = counts_since(f, &before);

@@ -626,11 +626,26 @@ static int ttl_is_valid(__u64 ttl_us, const char *what, char *err, size_t len)
 	return 0;
 }
 
-static int reqs_are_valid(__u64 ttl_us, const struct lease_req *r, size_t n, char *err, size_t len)
+/* A lease holder is one word of a bucket (redis.h): printable, no spaces. */
+static int holder_is_valid(const char *holder, char *err, size_t len)
 {
 	size_t i;
 
-	if (n && !ttl_is_valid(ttl_us, "lease", err, len))
+	for (i = 0; holder && holder[i] > ' ' && holder[i] <= '~'; i++)
+		;
+	if (holder && i && !holder[i])
+		return 1;
+	snprintf(err, len, "lease holder '%s' is not one word of printable characters",
+		 holder ? holder : "");
+	return 0;
+}
+
+static int reqs_are_valid(const char *holder, __u64 ttl_us, const struct lease_req *r, size_t n,
+			  char *err, size_t len)
+{
+	size_t i;
+
+	if (n && (!ttl_is_valid(ttl_us, "lease", err, len) || !holder_is_valid(holder, err, len)))
 		return 0;
 	for (i = 0; i < n; i++) {
 		if (!key_is_valid(r[i].k) || r[i].want > LEASE_SCALED_MAX) {
@@ -1131,7 +1146,7 @@ int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err,
 	for (i = 0; i < b->n_leases; i++)
 		b->grants[i].err = -EIO; /* until its reply arrives */
 	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
-	    !reqs_are_valid(b->lease_ttl_us, b->leases, b->n_leases, err, len))
+	    !reqs_are_valid(b->holder, b->lease_ttl_us, b->leases, b->n_leases, err, len))
 		return -EINVAL;
 	for (i = 0; i < b->n_hot; i++)
 		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len) ||
