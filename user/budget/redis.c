@@ -302,6 +302,7 @@ struct pipe {
 	struct wire_budget budget; /* what their replies may cost, in all */
 	int asking;		   /* each round trip starts with ASKING (a cluster's ASK) */
 	size_t *order;		   /* the leases, grouped by slot: the calls' keys in turn */
+	__u16 *slot;		   /* the slot of each of @order's keys */
 };
 
 /*
@@ -328,6 +329,7 @@ static void pipe_free(struct pipe *p)
 	free(p->calls);
 	free(p->replies);
 	free(p->order);
+	free(p->slot);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -992,6 +994,7 @@ int store_key_is_reachable(const struct store_conn *conn, const char *key)
 struct by_slot {
 	__u32 group; /* the slot, then the first lease of that slot */
 	__u32 i;
+	__u16 slot;
 };
 
 static int by_slot_cmp(const void *a, const void *b)
@@ -1007,7 +1010,8 @@ static int by_slot_cmp(const void *a, const void *b)
  * Order @b's leases for the calls: the keys of a slot together, the slots
  * in the order of their first lease. On a cluster one call's keys must
  * share a slot; on one Redis too it puts the keys of a hash in as few
- * calls as may be, each hash read and written once a call. Into p->order;
+ * calls as may be, each hash read and written once a call. Into p->order,
+ * and each one's slot into p->slot;
  * 0 or -ENOMEM.
  */
 static int order_leases(struct pipe *p, const struct budget_sync *b)
@@ -1017,14 +1021,16 @@ static int order_leases(struct pipe *p, const struct budget_sync *b)
 	__u32 slot = 0;
 
 	p->order = calloc(b->n_leases ? b->n_leases : 1, sizeof(*p->order));
-	if (!v || !p->order) {
+	p->slot = calloc(b->n_leases ? b->n_leases : 1, sizeof(*p->slot));
+	if (!v || !p->order || !p->slot) {
 		free(v);
 		return -ENOMEM;
 	}
 	for (i = 0; i < b->n_leases; i++) {
 		const char *key = b->leases[i].k->key;
 
-		v[i].group = cluster_key_slot(key, strlen(key));
+		v[i].slot = cluster_key_slot(key, strlen(key));
+		v[i].group = v[i].slot;
 		v[i].i = (__u32)i;
 	}
 	if (b->n_leases) {
@@ -1037,8 +1043,10 @@ static int order_leases(struct pipe *p, const struct budget_sync *b)
 		}
 		qsort(v, b->n_leases, sizeof(*v), by_slot_cmp);
 	}
-	for (i = 0; i < b->n_leases; i++)
+	for (i = 0; i < b->n_leases; i++) {
 		p->order[i] = v[i].i;
+		p->slot[i] = v[i].slot;
+	}
 	free(v);
 	return 0;
 }
@@ -1060,14 +1068,10 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b, const struc
 	if (!ret)
 		ret = order_leases(p, b);
 	for (i = 0; i < b->n_leases && !ret; i += n) {
-		const char *key = b->leases[p->order[i]].k->key;
-		__u16 slot = cl ? cluster_key_slot(key, strlen(key)) : 0;
-
-		for (n = 1; n < STORE_LEASE_BATCH_MAX && i + n < b->n_leases; n++) {
-			key = b->leases[p->order[i + n]].k->key;
-			if (cl && cluster_key_slot(key, strlen(key)) != slot)
+		/* a call's keys: up to STORE_LEASE_BATCH_MAX, of one slot on a cluster */
+		for (n = 1; n < STORE_LEASE_BATCH_MAX && i + n < b->n_leases; n++)
+			if (cl && p->slot[i + n] != p->slot[i])
 				break;
-		}
 		ret = add_leases(p, b->holder, b->lease_ttl_us, b->leases, i, n);
 	}
 	return ret;
