@@ -870,6 +870,49 @@ static void test_reap(void **state)
 }
 
 /*
+ * A bucket that is not what the script writes (a store that lies, or a
+ * hand with redis-cli): the script fails, and so does every key of its
+ * call, each with the cause (a store fault: its policy's on_store_error);
+ * nothing of the call is written, the bad bucket included, and a call
+ * without it is served.
+ */
+struct bad_bucket_row {
+	const char *name;
+	const char *value;
+};
+
+static const struct bad_bucket_row bad_bucket_rows[] = {
+	{ "a token count that is not a number", "x 1 99999999999999999" },
+	{ "fewer than three words", "7" },
+	{ "a lease without its expiry", "0 0 99999999999999999 a 5" },
+};
+
+static void test_bad_bucket(void **state)
+{
+	struct fix *f = *state;
+	const struct bad_bucket_row *row = f->row;
+	struct lease_key k[2] = { slow_field("bad", 0), slow_field("bad", 1) };
+	struct lease_req q[2] = { { .k = &k[0], .want = 1 }, { .k = &k[1], .want = 1 } };
+	struct lease_grant g[2];
+	redisReply *r;
+	int found;
+
+	freeReplyObject(command(f, "HSET bad %s %s", k[0].field, row->value));
+	assert_int_equal(store_lease_sync(&f->a, "a", LONG_TTL_US, q, 2, g, f->err, sizeof(f->err)),
+			 -EPROTO);
+	assert_int_equal(g[0].err, -EPROTO);
+	assert_int_equal(g[1].err, -EPROTO);
+	assert_non_null(strstr(f->err, "lease script failed on the call of 2 keys"));
+	r = command(f, "HGET bad %s", k[0].field);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	assert_string_equal(r->str, row->value);
+	freeReplyObject(r);
+	command_u64(f, &found, "HGET bad %s", k[1].field);
+	assert_false(found);
+	assert_int_equal(sync1(f, &k[1], "a", LONG_TTL_US, 0, 1).granted, 1);
+}
+
+/*
  * Membership: three beat, one stops, the count drops to two no sooner than
  * its ttl after its last beat, in Redis time: a beat that runs before then
  * (the TIME read before it says so) counts it, one after (the TIME read
@@ -1550,7 +1593,10 @@ int main(void)
 		cmocka_unit_test(test_key_twice),   cmocka_unit_test(test_reap),
 		cmocka_unit_test(test_fleet),
 	};
-	enum { N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) + ARRAY_SIZE(fixed) };
+	enum {
+		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +
+			  ARRAY_SIZE(bad_bucket_rows) + ARRAY_SIZE(fixed)
+	};
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
@@ -1558,6 +1604,7 @@ int main(void)
 
 	SUITE_ADD_ROWS(&s, test_first_grant, first_rows);
 	SUITE_ADD_ROWS(&s, test_invalid, invalid_rows);
+	SUITE_ADD_ROWS(&s, test_bad_bucket, bad_bucket_rows);
 	for (i = 0; i < ARRAY_SIZE(fixed); i++)
 		tests[s.n++] = fixed[i];
 	for (i = 0; i < s.n; i++) {
