@@ -381,38 +381,42 @@ script_calls() {
 cpu_us() {
 	cli "$1" info cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 } END { printf "%.0f", s * 1e6 }'
 }
-# script_stats_begin PORT / script_stats LABEL SECONDS PORT: the time of
-# each script's calls (lease, hot set, beat: by their first key) in
-# between, per second, from Redis's SLOWLOG of every command.
+# script_stats_begin PORT / script_stats_end PORT FILE / script_stats
+# LABEL NS FILE: the time of each script's calls (lease, hot set, beat: by
+# their first key) in between, per second, from Redis's SLOWLOG of every
+# command, read into FILE.
 script_stats_begin() {
 	cli "$1" config set slowlog-log-slower-than 0 >/dev/null
 	cli "$1" config set slowlog-max-len 1000000 >/dev/null
 	cli "$1" slowlog reset >/dev/null
 }
+script_stats_end() {
+	cli "$1" --json slowlog get -1 >"$2"
+	cli "$1" config set slowlog-log-slower-than 10000 >/dev/null
+}
 script_stats() {
-	cli "$3" --json slowlog get -1 | python3 -c '
+	python3 -c '
 import json, sys
-label, s, t = sys.argv[1], float(sys.argv[2]), {}
+label, s, t = sys.argv[1], float(sys.argv[2]) / 1e9, {}
 for e in json.load(sys.stdin):
     a = e[3]
     if a[0].lower() not in ("evalsha", "eval") or len(a) < 4:
         continue
-    kind = "lease" if ":b" in a[3] else "hot" if ":hot:" in a[3] else "beat"
+    kind = "lease" if ":b2:" in a[3] else "hot" if ":hot:" in a[3] else "beat"
     n, us = t.get(kind, (0, 0))
     t[kind] = (n + 1, us + e[2])
 for kind, (n, us) in sorted(t.items()):
     print(f"figure: {label}: {kind} script {n / s:.0f} calls/s, {us / s:.0f} us/s, {us / n:.0f} us a call")
-' "$1" "$2"
-	cli "$3" config set slowlog-log-slower-than 10000 >/dev/null
+' "$1" "$2" <"$3"
 }
 # cmd_stats PORT: "command calls usec" for each command it ran, one a line.
 cmd_stats() {
 	cli "$1" info commandstats | tr -d '\r' | awk -F'[:,=]' '/^cmdstat_/ { print substr($1, 9), $3, $5 }'
 }
-# cmd_stats_diff LABEL SECONDS BEFORE AFTER: what each command cost in
+# cmd_stats_diff LABEL NS BEFORE AFTER: what each command cost in
 # between, per second (CALLS_STATS=1: where a Redis's time goes).
 cmd_stats_diff() {
-	awk -v label="$1" -v s="$2" 'NR == FNR { c[$1] = $2; u[$1] = $3; next }
+	awk -v label="$1" -v s="$(awk -v ns="$2" 'BEGIN { print ns / 1e9 }')" 'NR == FNR { c[$1] = $2; u[$1] = $3; next }
 		$2 - c[$1] > 0 { printf "figure: %s: %s %.0f calls/s, %.0f us/s\n", label, $1, ($2 - c[$1]) / s, ($3 - u[$1]) / s }' "$3" "$4"
 }
 
@@ -534,7 +538,7 @@ run_fault() {
 # agents sent) and CPU time (INFO cpu) in all.
 CALLS_SET=20
 measure_calls() {
-	local label=$1 n i p c total t0 t1 pids pps s_total cpu_total
+	local label=$1 n i p c total t0 t1 st0 st1 pids pps s_total cpu_total
 	shift
 	for n in $CALLS_KEYS; do
 		pps=$((2 * CALLS_RATE * n / K))
@@ -550,22 +554,19 @@ measure_calls() {
 		done
 		declare -A c0=() s0=() u0=()
 		sleep_until $((T0 + 2000 * 1000000))
+		# The command and script figures (CALLS_STATS) span their own
+		# reads, st0..st1, not t0..t1.
+		st0=$(now_ns)
 		for p in "$@"; do
+			[ -z "${CALLS_STATS:-}" ] || cmd_stats "$p" >"$WORK/stats0.$p"
+			[ -z "${CALLS_STATS:-}" ] || script_stats_begin "$p"
 			c0[$p]=$(calls "$p")
 			s0[$p]=$(script_calls "$p")
 			u0[$p]=$(cpu_us "$p")
-			[ -z "${CALLS_STATS:-}" ] || cmd_stats "$p" >"$WORK/stats0.$p"
-			[ -z "${CALLS_STATS:-}" ] || script_stats_begin "$p"
 		done
 		t0=$(now_ns)
 		sleep_until $((T0 + 5000 * 1000000))
 		t1=$(now_ns)
-		for p in "$@"; do
-			[ -z "${CALLS_STATS:-}" ] || cmd_stats_diff "$label, $n hot keys, k=$K, :$p" \
-				"$(((t1 - t0) / 1000000000))" "$WORK/stats0.$p" <(cmd_stats "$p")
-			[ -z "${CALLS_STATS:-}" ] || script_stats "$label, $n hot keys, k=$K, :$p" \
-				"$(((t1 - t0) / 1000000000))" "$p"
-		done
 		total=0 s_total=0 cpu_total=0
 		for p in "$@"; do
 			s_total=$((s_total + $(script_calls "$p") - s0[$p]))
@@ -578,6 +579,19 @@ measure_calls() {
 		done
 		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v k="$K" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / k / (ns / 1e9) }') commands/s per node"
 		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') commands/s in all, $(awk -v c=$s_total -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') script calls/s in all, Redis CPU $(awk -v c=$cpu_total -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", c / 1e6 / (ns / 1e9) * 100 }') % of a core"
+		# After the figures above, every Redis read first, then worked out.
+		if [ -n "${CALLS_STATS:-}" ]; then
+			for p in "$@"; do
+				cmd_stats "$p" >"$WORK/stats1.$p"
+				script_stats_end "$p" "$WORK/slowlog.$p"
+			done
+			st1=$(now_ns)
+			for p in "$@"; do
+				cmd_stats_diff "$label, $n hot keys, k=$K, :$p" $((st1 - st0)) \
+					"$WORK/stats0.$p" "$WORK/stats1.$p"
+				script_stats "$label, $n hot keys, k=$K, :$p" $((st1 - st0)) "$WORK/slowlog.$p"
+			done
+		fi
 		for p in "${pids[@]}"; do wait "$p" || e2e_fail "a flood failed (status $?)"; done
 	done
 }
