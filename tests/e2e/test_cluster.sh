@@ -381,21 +381,20 @@ script_calls() {
 cpu_us() {
 	cli "$1" info cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 } END { printf "%.0f", s * 1e6 }'
 }
-# script_stats_begin PORT / script_stats_end PORT FILE / script_stats
-# LABEL NS FILE: the time of each script's calls (lease, hot set, beat: by
-# their first key) in between, per second, from Redis's SLOWLOG of every
-# command, read into FILE.
+# script_stats_begin PORT / script_stats_end PORT / script_stats LABEL
+# NS PORT: the time of each script's calls (lease, hot set, beat: by their
+# first key) in between, per second, from Redis's SLOWLOG of every command
+# (the end stops the logging; the log is read after).
 script_stats_begin() {
 	cli "$1" config set slowlog-log-slower-than 0 >/dev/null
 	cli "$1" config set slowlog-max-len 1000000 >/dev/null
 	cli "$1" slowlog reset >/dev/null
 }
 script_stats_end() {
-	cli "$1" --json slowlog get -1 >"$2"
 	cli "$1" config set slowlog-log-slower-than 10000 >/dev/null
 }
 script_stats() {
-	python3 -c '
+	cli "$3" --json slowlog get -1 | python3 -c '
 import json, sys
 label, s, t = sys.argv[1], float(sys.argv[2]) / 1e9, {}
 for e in json.load(sys.stdin):
@@ -407,7 +406,7 @@ for e in json.load(sys.stdin):
     t[kind] = (n + 1, us + e[2])
 for kind, (n, us) in sorted(t.items()):
     print(f"figure: {label}: {kind} script {n / s:.0f} calls/s, {us / s:.0f} us/s, {us / n:.0f} us a call")
-' "$1" "$2" <"$3"
+' "$1" "$2"
 }
 # cmd_stats PORT: "command calls usec" for each command it ran, one a line.
 cmd_stats() {
@@ -567,6 +566,13 @@ measure_calls() {
 		t0=$(now_ns)
 		sleep_until $((T0 + 5000 * 1000000))
 		t1=$(now_ns)
+		if [ -n "${CALLS_STATS:-}" ]; then
+			for p in "$@"; do
+				cmd_stats "$p" >"$WORK/stats1.$p"
+				script_stats_end "$p"
+			done
+			st1=$(now_ns)
+		fi
 		total=0 s_total=0 cpu_total=0
 		for p in "$@"; do
 			s_total=$((s_total + $(script_calls "$p") - s0[$p]))
@@ -579,17 +585,11 @@ measure_calls() {
 		done
 		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v k="$K" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / k / (ns / 1e9) }') commands/s per node"
 		echo "figure: $label, $n hot keys, k=$K: $(awk -v c=$total -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') commands/s in all, $(awk -v c=$s_total -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }') script calls/s in all, Redis CPU $(awk -v c=$cpu_total -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", c / 1e6 / (ns / 1e9) * 100 }') % of a core"
-		# After the figures above, every Redis read first, then worked out.
 		if [ -n "${CALLS_STATS:-}" ]; then
-			for p in "$@"; do
-				cmd_stats "$p" >"$WORK/stats1.$p"
-				script_stats_end "$p" "$WORK/slowlog.$p"
-			done
-			st1=$(now_ns)
 			for p in "$@"; do
 				cmd_stats_diff "$label, $n hot keys, k=$K, :$p" $((st1 - st0)) \
 					"$WORK/stats0.$p" "$WORK/stats1.$p"
-				script_stats "$label, $n hot keys, k=$K, :$p" $((st1 - st0)) "$WORK/slowlog.$p"
+				script_stats "$label, $n hot keys, k=$K, :$p" $((st1 - st0)) "$p"
 			done
 		fi
 		for p in "${pids[@]}"; do wait "$p" || e2e_fail "a flood failed (status $?)"; done
