@@ -90,7 +90,7 @@ $(SKEL): $(BPF_OBJ)
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name sluice_bpf > $@
 
-$(O)/bench/%.tmp.bpf.o: bench/%.bpf.c $(wildcard bench/*.h) $(wildcard include/sluice/*.h)
+$(O)/bench/%.tmp.bpf.o: bench/%.bpf.c $(wildcard bench/*.h) $(wildcard bpf/*.h) $(wildcard include/sluice/*.h)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@

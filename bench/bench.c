@@ -97,6 +97,8 @@ enum bench_prog {
 	PROG_LOOKUP,
 	PROG_ROTATE,
 	PROG_LOOKUP_INSERT,
+	PROG_STEP,
+	PROG_STEP_LAYERS,
 	PROG_SLUICE,
 	PROG_MAX,
 };
@@ -108,6 +110,8 @@ static const char *const prog_files[BENCH_OBJS] = {
 	[PROG_LOOKUP] = "lookup.bpf.o",
 	[PROG_ROTATE] = "rotate.bpf.o",
 	[PROG_LOOKUP_INSERT] = "lookup.bpf.o", /* an object of its own: its own table */
+	[PROG_STEP] = "step.bpf.o",
+	[PROG_STEP_LAYERS] = "step.bpf.o",
 };
 
 static const char *const prog_names[BENCH_OBJS] = {
@@ -115,6 +119,8 @@ static const char *const prog_names[BENCH_OBJS] = {
 	[PROG_LOOKUP] = "bench_lookup",
 	[PROG_ROTATE] = "bench_rotate",
 	[PROG_LOOKUP_INSERT] = "bench_lookup_insert",
+	[PROG_STEP] = "bench_step",		  /* one key */
+	[PROG_STEP_LAYERS] = "bench_step_layers", /* 8 keys, /32 to /25 */
 };
 
 enum bench_flow {
@@ -177,6 +183,8 @@ enum bench_row_id {
 	ROW_LOOKUP_V4_UDP,
 	ROW_LOOKUP_V4_SYN,
 	ROW_LOOKUP_V6_UDP,
+	ROW_STEP_V4_UDP, /* before the pass rows: their xref reference */
+	ROW_STEP_LAYERED,
 	ROW_NONE_V4_UDP,
 	ROW_ACK_V4,
 	ROW_PASS_V4_UDP,
@@ -260,6 +268,8 @@ struct bench_row {
 		 .lookup = id,                                                                     \
 		 .ref = id }
 #define SLUICE_ROW(id, grp, what, fl, port, verd, pol, cnt, lk)                                    \
+	SLUICE_ROW_REF(id, grp, what, fl, port, verd, pol, cnt, lk, id)
+#define SLUICE_ROW_REF(id, grp, what, fl, port, verd, pol, cnt, lk, ref_id)                        \
 	[id] = { .group = grp,                                                                     \
 		 .label = what,                                                                    \
 		 .prog = PROG_SLUICE,                                                              \
@@ -270,7 +280,20 @@ struct bench_row {
 		 .counted = cnt,                                                                   \
 		 .floor = ROW_EMPTY,                                                               \
 		 .lookup = lk,                                                                     \
-		 .ref = id }
+		 .ref = ref_id }
+/*
+ * The key step (bench/step.bpf.c) on @ref_id's keys: what each policy that
+ * admits a packet costs at least. Not a sluice row: its keys are its own.
+ */
+#define STEP_ROW(id, what, pr, ref_id)                                                             \
+	[id] = { .label = what,                                                                    \
+		 .prog = pr,                                                                       \
+		 .flow = FLOW_V4_UDP,                                                              \
+		 .dport = DPORT_PASS,                                                              \
+		 .verdict = XDP_PASS,                                                              \
+		 .floor = ROW_EMPTY,                                                               \
+		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
+		 .ref = ref_id }
 /*
  * rotate -> sluice at @n sources to @port, every packet @verd and counted by
  * @pol as @cnt, under policy file @sc; its floor is rotate -> empty at the
@@ -344,8 +367,10 @@ struct bench_row {
 		 .ref = one_cpu,                                                                   \
 		 .threads = BENCH_THREADS_MAX,                                                     \
 		 .cas_may_drop = cas }
-/* One thread under policy file @sc. */
+/* One thread under policy file @sc; xref: vs one policy's drop. */
 #define POL_ROW(id, grp, what, sc, fl, port, verd, pol, cnt)                                       \
+	POL_ROW_REF(id, grp, what, sc, fl, port, verd, pol, cnt, ROW_POL_ONE)
+#define POL_ROW_REF(id, grp, what, sc, fl, port, verd, pol, cnt, ref_id)                           \
 	[id] = { .group = grp,                                                                     \
 		 .label = what,                                                                    \
 		 .prog = PROG_SLUICE,                                                              \
@@ -356,7 +381,7 @@ struct bench_row {
 		 .counted = cnt,                                                                   \
 		 .floor = ROW_EMPTY,                                                               \
 		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
-		 .ref = ROW_POL_ONE,                                                               \
+		 .ref = ref_id,                                                                    \
 		 .scen = sc }
 
 static const struct bench_row rows[ROW_MAX] = {
@@ -372,13 +397,18 @@ static const struct bench_row rows[ROW_MAX] = {
 	LOOKUP_ROW(ROW_LOOKUP_V4_UDP, "IPv4 UDP", FLOW_V4_UDP),
 	LOOKUP_ROW(ROW_LOOKUP_V4_SYN, "IPv4 TCP SYN", FLOW_V4_SYN),
 	LOOKUP_ROW(ROW_LOOKUP_V6_UDP, "IPv6 UDP", FLOW_V6_UDP),
+	/* #16: the pass rows beside the least their policies cost (xref: vs one step). */
+	STEP_ROW(ROW_STEP_V4_UDP, "key step, IPv4 UDP", PROG_STEP, ROW_STEP_V4_UDP),
+	STEP_ROW(ROW_STEP_LAYERED, "8 key steps, /32 to /25, IPv4 UDP", PROG_STEP_LAYERS,
+		 ROW_STEP_V4_UDP),
 	SLUICE_ROW(ROW_NONE_V4_UDP, "sluice, one source (floor: empty)",
 		   "no policy matches, IPv4 UDP", FLOW_V4_UDP, DPORT_NONE, XDP_PASS, NULL,
 		   SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP),
 	SLUICE_ROW(ROW_ACK_V4, NULL, "TCP ACK, only a SYN policy matches", FLOW_V4_ACK, DPORT_PASS,
 		   XDP_PASS, NULL, SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_SYN),
-	SLUICE_ROW(ROW_PASS_V4_UDP, NULL, "under limit (pass), IPv4 UDP", FLOW_V4_UDP, DPORT_PASS,
-		   XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP),
+	SLUICE_ROW_REF(ROW_PASS_V4_UDP, NULL, "under limit (pass), IPv4 UDP", FLOW_V4_UDP,
+		       DPORT_PASS, XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_UDP,
+		       ROW_STEP_V4_UDP),
 	SLUICE_ROW(ROW_PASS_V4_SYN, NULL, "under limit (pass), IPv4 TCP SYN", FLOW_V4_SYN,
 		   DPORT_PASS, XDP_PASS, "syn-pass", SLUICE_PSTAT_PASSED, ROW_LOOKUP_V4_SYN),
 	SLUICE_ROW(ROW_PASS_V6_UDP, NULL, "under limit (pass), IPv6 UDP", FLOW_V6_UDP, DPORT_PASS,
@@ -496,8 +526,10 @@ static const struct bench_row rows[ROW_MAX] = {
 		DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_POL_LAYERED_DROP, NULL, "8 layered, the 8th drops", SCEN_LAYERED, FLOW_V4_UDP,
 		DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
-	POL_ROW(ROW_POL_LAYERED_PASS, NULL, "8 layered, all 8 admit (pass)", SCEN_LAYERED,
-		FLOW_V4_UDP, DPORT_PASS, XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED),
+	/* #16: vs one policy's pass (the target), beside the 8 key steps' own xref. */
+	POL_ROW_REF(ROW_POL_LAYERED_PASS, NULL, "8 layered, all 8 admit (pass)", SCEN_LAYERED,
+		    FLOW_V4_UDP, DPORT_PASS, XDP_PASS, "udp-pass", SLUICE_PSTAT_PASSED,
+		    ROW_PASS_V4_UDP),
 	POL_ROW(ROW_ALLOW_ONE, NULL, "1 policy, 10^4 allowlisted, drop", SCEN_ALLOW_ONE,
 		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_ALLOW_LAYERED, NULL, "8 layered, 10^4 allowlisted, drop", SCEN_ALLOW_LAYERED,
@@ -693,8 +725,9 @@ static int find_map_fd(struct bpf_object *obj, const char *name)
 static int bench__open_obj(struct bench *b, enum bench_prog i)
 {
 	struct bpf_program *prog;
+	struct bpf_map *map;
 	char path[PATH_MAX];
-	int n, err;
+	int n, err = 0;
 
 	n = snprintf(path, sizeof(path), "%s/%s", b->o->bench_dir, prog_files[i]);
 	if (n < 0 || (size_t)n >= sizeof(path))
@@ -705,7 +738,10 @@ static int bench__open_obj(struct bench *b, enum bench_prog i)
 		fprintf(stderr, "sluice-bench: cannot open '%s': %s\n", path, strerror(-err));
 		return err;
 	}
-	err = bpf_object__load(b->obj[i]);
+	/* bench/step.bpf.c has sluice's maps, pinned by name: not these copies. */
+	bpf_object__for_each_map(map, b->obj[i]) if (!err) err = bpf_map__set_pin_path(map, NULL);
+	if (!err)
+		err = bpf_object__load(b->obj[i]);
 	prog = err ? NULL : bpf_object__find_program_by_name(b->obj[i], prog_names[i]);
 	if (!err && !prog)
 		err = -ENOENT;
@@ -1543,7 +1579,9 @@ static void print_legend(void)
 	printf("\nns/pkt: median of the rounds; min-max: fastest and slowest round;\n"
 	       "-floor: ns/pkt minus the floor of its group; xlookup: -floor / (one LRU lookup\n"
 	       "of the same family - empty); xref: -floor / -floor of the group's reference\n"
-	       "(1 source, 1 CPU, 1 policy); keys: entries in sluice_state after the row;\n"
+	       "(1 source, 1 CPU, 1 policy; the one-source pass row: the key step, the least\n"
+	       "a policy that admits costs: clock, key, lookup, CAS, count; the 8 layered pass\n"
+	       "row: 1 policy's pass); keys: entries in sluice_state after the row;\n"
 	       "check: every verdict, and sluice's counters moved by exactly the packets sent.\n");
 }
 
