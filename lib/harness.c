@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The BPF test harness; see harness.h. Each harness gets its own pin root
- * under /sys/fs/bpf, named by PID and a counter, and removes it on close.
+ * under /sys/fs/bpf, named by PID and a counter, and removes it on close;
+ * a guard process removes what is left when the test ends any other way.
  */
 #define _GNU_SOURCE /* pthread_setaffinity_np */
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,7 @@ void harness_require_root(void)
 		fprintf(stderr, "skip: no bpffs on /sys/fs/bpf (tools/deps.sh mounts it)\n");
 		exit(HARNESS_SKIP);
 	}
+	harness_guard();
 }
 
 static struct policy_set *parse(const char *yaml)
@@ -109,13 +113,14 @@ void harness_close(struct harness *h)
 	h->loaded = 0;
 }
 
-int harness_cleanup(int rc)
+/* Remove every pin root of process @owner. */
+static void cleanup_of(pid_t owner)
 {
 	char prefix[64], dir[PATH_MAX], pins[PATH_MAX];
 	struct dirent *e;
 	DIR *d = opendir(BPFFS_ROOT);
 
-	snprintf(prefix, sizeof(prefix), "%s%d-", PIN_ROOT_PREFIX, getpid());
+	snprintf(prefix, sizeof(prefix), "%s%d-", PIN_ROOT_PREFIX, owner);
 	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
 	/* cppcheck-suppress readdirCalled */
 	while (d && (e = readdir(d))) {
@@ -128,7 +133,49 @@ int harness_cleanup(int rc)
 	}
 	if (d)
 		closedir(d);
+}
+
+int harness_cleanup(int rc)
+{
+	cleanup_of(getpid());
 	return rc;
+}
+
+void harness_guard(void)
+{
+	static const int signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	static int started;
+	pid_t owner = getpid(), pid;
+	int fds[2];
+	size_t i;
+	char c;
+
+	if (started)
+		return;
+	if (pipe2(fds, O_CLOEXEC)) {
+		perror("harness: no guard process (pipe2)");
+		return;
+	}
+	started = 1;
+	pid = fork();
+	if (pid < 0) {
+		perror("harness: no guard process (fork)");
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	if (pid > 0) {
+		close(fds[0]); /* fds[1], the only writer, closes when this process ends */
+		return;
+	}
+	/* A signal to the test's process group must not end the guard first. */
+	for (i = 0; i < ARRAY_SIZE(signals); i++)
+		signal(signals[i], SIG_IGN);
+	close(fds[1]);
+	while (read(fds[0], &c, sizeof(c)) < 0 && errno == EINTR)
+		;
+	cleanup_of(owner);
+	_exit(0);
 }
 
 int harness_run(struct harness *h, const struct pkt *p)

@@ -48,6 +48,15 @@ void harness_close(struct harness *h);
  */
 int harness_cleanup(int rc);
 
+/*
+ * Start, once, a process that does what harness_cleanup() does when this
+ * one ends without calling it: killed (SIGKILL and crashes too), or
+ * ended by a signal to its process group, which the guard ignores. It
+ * waits on a pipe only this process writes to, so it holds no BPF object:
+ * call it before loading anything (harness_require_root() does).
+ */
+void harness_guard(void);
+
 /* Run @p once through the program; returns the XDP verdict or -errno. */
 int harness_run(struct harness *h, const struct pkt *p);
 
