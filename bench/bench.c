@@ -66,6 +66,8 @@
 #define BENCH_FDINFO_LINE	128
 #define BENCH_LAYER_DROP_PREFIX 24 /* shorter than /32: udp-drop is the last layer */
 #define NSEC_PER_SEC_F		1e9
+#define TARGET_PASS_X		2.0 /* #16: a pass, at most this many one lookup */
+#define TARGET_LAYERED_X	3.0 /* #16: 8 layers that admit, at most this many one's pass */
 #define LABEL_WIDTH		40
 #define CHECK_LEN		96
 #define CPU_MODEL_LEN		128
@@ -561,7 +563,7 @@ struct bench_opts {
 	const char *bench_dir;
 	__u32 rounds;
 	__u32 repeat;
-	const char *only; /* --only: a label's substring; NULL: every row */
+	const char *only; /* --only: substrings of labels, '|' between them; NULL: every row */
 };
 
 struct bench {
@@ -612,7 +614,8 @@ static int print_usage(FILE *f)
 		"  --rounds <n>        measured rounds per row, 1..%d (default %d)\n"
 		"  --repeat <n>        packets per round, in one BPF_PROG_TEST_RUN "
 		"(default %u)\n"
-		"  --only <text>       only rows whose label holds <text>, and their baselines\n"
+		"  --only <text>       only rows whose label holds <text> (or one of several\n"
+		"                      texts separated by '|'), and their baselines\n"
 		"  -h, --help          print this help\n",
 		BENCH_ROUNDS_MAX, BENCH_ROUNDS_DEFAULT, BENCH_REPEAT_DEFAULT);
 
@@ -1656,6 +1659,23 @@ static void print_memory(const struct bench *b)
 }
 
 /* Rows --only keeps into @keep: those it names and every row their figures use. */
+/* Does @label hold one of the '|'-separated texts of @only (NULL: every label)? */
+static int label_is_kept(const char *label, const char *only)
+{
+	const char *alt = only, *bar;
+	size_t n;
+
+	if (!only)
+		return 1;
+	for (; alt; alt = bar ? bar + 1 : NULL) {
+		bar = strchr(alt, '|');
+		n = bar ? (size_t)(bar - alt) : strlen(alt);
+		if (n && memmem(label, strlen(label), alt, n))
+			return 1;
+	}
+	return 0;
+}
+
 static void rows_kept(const char *only, int *keep)
 {
 	const struct bench_row *r;
@@ -1663,7 +1683,7 @@ static void rows_kept(const char *only, int *keep)
 
 	for (id = 0; id < ROW_MAX; id++) {
 		r = &rows[id];
-		if (only && !strstr(r->label, only))
+		if (!label_is_kept(r->label, only))
 			continue;
 		keep[id] = keep[r->floor] = keep[r->lookup] = keep[r->ref] = 1;
 		keep[rows[r->ref].floor] = keep[ROW_EMPTY] = 1;
@@ -1671,6 +1691,43 @@ static void rows_kept(const char *only, int *keep)
 }
 
 /* Every row in order: floors and lookups come before the rows that use them. */
+/* A row's ns over its floor when it and its floor were measured, else -1. */
+static double row_over(const struct bench_result *all, const int *keep, enum bench_row_id id)
+{
+	enum bench_row_id floor = rows[id].floor;
+
+	if (!keep[id] || all[id].is_bad || all[id].is_skipped || all[floor].is_bad)
+		return -1;
+	return all[id].median_ns - all[floor].median_ns;
+}
+
+/*
+ * #16's targets for the pass path beside what its parts cost apart, in
+ * this run: a pass costs at least what a packet no policy matches costs
+ * (parse, classify, the deny cache, the totals) plus one key step, and 8
+ * layers that all admit that plus 8 key steps (docs/performance.md,
+ * "Session 11"). Printed when every row they need was measured.
+ */
+static void print_floors(const struct bench_result *all, const int *keep)
+{
+	double lookup = row_over(all, keep, ROW_LOOKUP_V4_UDP);
+	double step = row_over(all, keep, ROW_STEP_V4_UDP);
+	double steps = row_over(all, keep, ROW_STEP_LAYERED);
+	double none = row_over(all, keep, ROW_NONE_V4_UDP);
+	double pass = row_over(all, keep, ROW_PASS_V4_UDP);
+	double layered = row_over(all, keep, ROW_POL_LAYERED_PASS);
+
+	if (lookup <= 0 || step <= 0 || steps <= 0 || none <= 0 || pass <= 0 || layered <= 0)
+		return;
+	printf("\n#16, the pass path beside its parts (ns over the floor, IPv4 UDP):\n"
+	       "  pass, 1 source: %.2fx one lookup; no policy matches + key step: %.2fx "
+	       "(target: <= %.0fx)\n"
+	       "  8 layered, all admit: %.2fx 1 policy's pass; no policy matches + 8 key steps: "
+	       "%.2fx no policy matches + key step (target: <= %.0fx)\n",
+	       pass / lookup, (none + step) / lookup, TARGET_PASS_X, layered / pass,
+	       (none + steps) / (none + step), TARGET_LAYERED_X);
+}
+
 static int bench__run(struct bench *b, struct bench_result *res, int *any_bad)
 {
 	int keep[ROW_MAX] = { 0 };
@@ -1690,6 +1747,8 @@ static int bench__run(struct bench *b, struct bench_result *res, int *any_bad)
 		if (fflush(stdout) == EOF)
 			err = -errno;
 	}
+	if (!err)
+		print_floors(res, keep);
 	return err;
 }
 
