@@ -68,6 +68,7 @@
 #define NSEC_PER_SEC_F		1e9
 #define TARGET_PASS_X		2.0 /* #16: a pass, at most this many one lookup */
 #define TARGET_LAYERED_X	3.0 /* #16: 8 layers that admit, at most this many one's pass */
+#define TARGET_MANY_X		1.5 /* #16: a pass at 10^6 sources, at most this many lookups */
 #define LABEL_WIDTH		40
 #define CHECK_LEN		96
 #define CPU_MODEL_LEN		128
@@ -211,6 +212,7 @@ enum bench_row_id {
 	ROW_ROT_DROP_MID,
 	ROW_ROT_EMPTY_MANY,
 	ROW_ROT_LOOKUP_MANY, /* before the pass row: its xref reference */
+	ROW_ROT_STEP_MANY,
 	ROW_ROT_PASS_MANY,
 	ROW_ROT_EMPTY_EVICT,
 	ROW_ROT_LOOKUP_EVICT,
@@ -456,6 +458,17 @@ static const struct bench_row rows[ROW_MAX] = {
 			BENCH_SOURCES_MANY, ROW_ROT_LOOKUP_MANY),
 	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_MANY, ROW_ROT_EMPTY_MANY, "10^6 sources",
 			  BENCH_SOURCES_MANY),
+	/* The key step over the same keys, in a table of its own (xref: vs the lookup). */
+	[ROW_ROT_STEP_MANY] = { .label = "rotate->key step, 10^6 sources",
+				.prog = PROG_ROTATE,
+				.tail = PROG_STEP,
+				.flow = FLOW_V4_UDP,
+				.dport = DPORT_PASS,
+				.sources = BENCH_SOURCES_MANY,
+				.verdict = XDP_PASS,
+				.floor = ROW_ROT_EMPTY_MANY,
+				.lookup = ROW_LOOKUP_V4_UDP,
+				.ref = ROW_ROT_LOOKUP_MANY },
 	ROTATE_ROWS_REF(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
 			BENCH_SOURCES_EVICT, ROW_ROT_LOOKUP_EVICT),
 	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_EVICT, ROW_ROT_EMPTY_EVICT, "10^7 sources",
@@ -1716,7 +1729,14 @@ static void print_floors(const struct bench_result *all, const int *keep)
 	double none = row_over(all, keep, ROW_NONE_V4_UDP);
 	double pass = row_over(all, keep, ROW_PASS_V4_UDP);
 	double layered = row_over(all, keep, ROW_POL_LAYERED_PASS);
+	double lookup_many = row_over(all, keep, ROW_ROT_LOOKUP_MANY);
+	double step_many = row_over(all, keep, ROW_ROT_STEP_MANY);
+	double pass_many = row_over(all, keep, ROW_ROT_PASS_MANY);
 
+	if (none > 0 && lookup_many > 0 && step_many > 0 && pass_many > 0)
+		printf("\n#16, pass at 10^6 sources: %.2fx the lookup over as many keys; no policy "
+		       "matches + key step over as many: %.2fx (target: <= %.1fx)\n",
+		       pass_many / lookup_many, (none + step_many) / lookup_many, TARGET_MANY_X);
 	if (lookup <= 0 || step <= 0 || steps <= 0 || none <= 0 || pass <= 0 || layered <= 0)
 		return;
 	printf("\n#16, the pass path beside its parts (ns over the floor, IPv4 UDP):\n"
