@@ -286,8 +286,9 @@ struct bench_row {
 		 .lookup = lk,                                                                     \
 		 .ref = ref_id }
 /*
- * The key step (bench/step.bpf.c) on @ref_id's keys: what each policy that
- * admits a packet costs at least. Not a sluice row: its keys are its own.
+ * The key step (bench/step.bpf.c), program @pr, on IPv4 UDP; xref vs
+ * @ref_id. What each policy that admits a packet costs at least. Not a
+ * sluice row: its keys are in a table of its own.
  */
 #define STEP_ROW(id, what, pr, ref_id)                                                             \
 	[id] = { .label = what,                                                                    \
@@ -325,6 +326,12 @@ struct bench_row {
  * dropped: its floor is @empty_id, rotate -> empty at the same @n.
  */
 #define ROTATE_BASE_ROW(id, grp, what, tl, n, empty_id)                                            \
+	ROTATE_TAIL_ROW(id, grp, what, tl, n, empty_id, XDP_DROP, id, 0)
+/*
+ * Any row of rotate -> @tl over @n sources, every packet @verd; xref vs
+ * @ref_id; @fresh: @tl's table emptied before and after the row.
+ */
+#define ROTATE_TAIL_ROW(id, grp, what, tl, n, empty_id, verd, ref_id, fresh)                       \
 	[id] = { .group = grp,                                                                     \
 		 .label = what,                                                                    \
 		 .prog = PROG_ROTATE,                                                              \
@@ -332,11 +339,11 @@ struct bench_row {
 		 .flow = FLOW_V4_UDP,                                                              \
 		 .dport = DPORT_PASS,                                                              \
 		 .sources = n,                                                                     \
-		 .verdict = XDP_DROP,                                                              \
+		 .verdict = verd,                                                                  \
 		 .floor = empty_id,                                                                \
 		 .lookup = ROW_LOOKUP_V4_UDP,                                                      \
-		 .ref = id,                                                                        \
-		 .fresh_keys = (n) >= BENCH_SOURCES_MANY }
+		 .ref = ref_id,                                                                    \
+		 .fresh_keys = fresh }
 #define ROTATE_ROWS(grp, empty_id, id, what, n)                                                    \
 	ROTATE_ROWS_REF(grp, empty_id, id, what, n, ROW_ROT_PASS_1)
 #define ROTATE_ROWS_REF(grp, empty_id, id, what, n, ref_id)                                        \
@@ -349,7 +356,8 @@ struct bench_row {
  * table size. Pass rows at the same @n divide by it (xref).
  */
 #define ROTATE_LOOKUP_ROW(id, empty_id, what, n)                                                   \
-	ROTATE_BASE_ROW(id, NULL, "rotate->lookup+insert, " what, PROG_LOOKUP_INSERT, n, empty_id)
+	ROTATE_TAIL_ROW(id, NULL, "rotate->lookup+insert, " what, PROG_LOOKUP_INSERT, n, empty_id, \
+			XDP_DROP, id, (n) >= BENCH_SOURCES_MANY)
 /*
  * @n sources over the drop limit: those the deny cache holds (it has 2^13
  * slots per CPU) drop from it, the rest take the full path. xref: vs @ref_id.
@@ -460,17 +468,8 @@ static const struct bench_row rows[ROW_MAX] = {
 	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_MANY, ROW_ROT_EMPTY_MANY, "10^6 sources",
 			  BENCH_SOURCES_MANY),
 	/* The key step over the same keys, in a table of its own (xref: vs the lookup). */
-	[ROW_ROT_STEP_MANY] = { .label = "rotate->key step, 10^6 sources",
-				.prog = PROG_ROTATE,
-				.tail = PROG_STEP,
-				.flow = FLOW_V4_UDP,
-				.dport = DPORT_PASS,
-				.sources = BENCH_SOURCES_MANY,
-				.verdict = XDP_PASS,
-				.floor = ROW_ROT_EMPTY_MANY,
-				.lookup = ROW_LOOKUP_V4_UDP,
-				.ref = ROW_ROT_LOOKUP_MANY,
-				.fresh_keys = 1 },
+	ROTATE_TAIL_ROW(ROW_ROT_STEP_MANY, NULL, "rotate->key step, 10^6 sources", PROG_STEP,
+			BENCH_SOURCES_MANY, ROW_ROT_EMPTY_MANY, XDP_PASS, ROW_ROT_LOOKUP_MANY, 1),
 	ROTATE_ROWS_REF(NULL, ROW_ROT_EMPTY_EVICT, ROW_ROT_PASS_EVICT, "10^7 sources",
 			BENCH_SOURCES_EVICT, ROW_ROT_LOOKUP_EVICT),
 	ROTATE_LOOKUP_ROW(ROW_ROT_LOOKUP_EVICT, ROW_ROT_EMPTY_EVICT, "10^7 sources",

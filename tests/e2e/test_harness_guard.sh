@@ -45,7 +45,7 @@ end_test() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep "$WAIT_STEP_S"
 		done
-		guard=$(pgrep -P "$pid" | head -n 1)
+		guard=$(pgrep -P "$pid" | head -n 1) || true # pipefail: none found
 		[ -n "$guard" ] || e2e_fail "test_limit ($pid) has no guard process"
 		_pids+=("$guard")
 		if [ "$target" = group ]; then
