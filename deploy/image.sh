@@ -6,7 +6,8 @@
 # archive through mmdebstrap and `podman import`:
 #   - the build base: the Build-Depends of debian/control (one list, read
 #     from there), plus make and gcc;
-#   - the run base: Essential packages and the libraries the binary links,
+#   - the run base: Essential packages, the libraries the binary links and
+#     mount(8) (for the DaemonSet's bpffs init container),
 #     with documentation and locales left out (copyright files kept).
 # Each is tagged by a hash of its suite and package list and made only when
 # that tag is missing (SLUICE_IMAGE_REFRESH=1 remakes both, for security
@@ -29,6 +30,8 @@ mkdir -p "$LOGS"
 # The shared libraries build/sluice links (`ldd build/sluice`); tests/deploy/test_image.sh
 # fails if one is missing, since the binary then cannot start.
 RUN_PKGS=(libbpf1 libxdp1 libelf1 zlib1g libyaml-0-2 libhiredis0.14 libmicrohttpd12 libsystemd0)
+# mount(8), not Essential, for the DaemonSet's init container that mounts bpffs.
+RUN_PKGS+=(mount)
 mapfile -t BUILD_PKGS < <(
 	awk '/^Build-Depends:/ { f = 1; sub(/^Build-Depends:/, "") } f && /^[A-Z]/ && !/^Build-Depends:/ { f = 0 } f' \
 		debian/control | tr ',' '\n' | grep -v '<!nocheck>' | sed 's/[(<].*//; s/[[:space:]]//g' |
