@@ -13,7 +13,10 @@
 #      unconfined both ways, bpffs with HostToContainer, --iface auto,
 #      metrics on the node's internal address, probes on the named port,
 #      every node, one node at a time; the Service and ServiceMonitor
-#      select it; the ConfigMap's policy passes `sluice check`.
+#      select it; the ConfigMap's policy passes `sluice check`;
+#   4. the DaemonSet keeps the conventions of Cilium's agent DaemonSet
+#      (docs/kubernetes.md, "Conventions"): each one is checked on the
+#      DaemonSet, then taken out of a copy, where its check must fail.
 # Needs node and npm (Debian's nodejs and npm) and, once, the npm registry.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,6 +88,7 @@ equal "metrics port" "$(ds "$C.ports[] | select(.name == \"metrics\") | .contain
 equal "prometheus.io/port" "$(ds "$P.metadata.annotations[\"prometheus.io/port\"]")" '"9190"'
 equal "readiness probe" "$(ds "$C.readinessProbe.httpGet | [.path, .port]")" '["/readyz","metrics"]'
 equal "liveness probe" "$(ds "$C.livenessProbe.httpGet | [.path, .port]")" '["/healthz","metrics"]'
+equal "startup probe" "$(ds "$C.startupProbe.httpGet | [.path, .port]")" '["/readyz","metrics"]'
 equal "host network" "$(ds "$P.spec.hostNetwork")" true
 equal "tolerations" "$(ds "$P.spec.tolerations")" '[{"operator":"Exists"}]'
 equal "update strategy" "$(ds "$D | .spec.updateStrategy")" '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}'
@@ -96,4 +100,64 @@ equal "ServiceMonitor's job (the Service's name)" "$(sm '.[] | select(.kind == "
 jq -r '.[] | select(.kind == "ConfigMap") | .data["policy.yaml"]' "$DEP/daemonset.json" >"$DEP/policy.yaml"
 "$SLUICE" check "$DEP/policy.yaml" >/dev/null || fail "sluice check on the ConfigMap's policy.yaml"
 echo "ok: sluice check on the ConfigMap's policy.yaml"
+
+# 4. Cilium's conventions: CONVENTIONS prints one line per convention the
+# DaemonSet breaks. tests/deploy/test_image.sh runs the init container's
+# command in the image.
+MOUNT_BPFFS='mount | grep "/sys/fs/bpf type bpf" || mount -t bpf -o mode=0700 bpf /sys/fs/bpf'
+# shellcheck disable=SC2016 # jq's variables and string interpolation
+CONVENTIONS='.[] | select(.kind == "DaemonSet") | .spec.template.spec as $s
+	| ($s.containers[] | select(.name == "sluice")) as $agent
+	| ($s.initContainers // []) as $init
+	| ($init + $s.containers) as $all
+	| (select($agent.securityContext.seLinuxOptions != {type: "spc_t", level: "s0"})
+		| "SELinux: the agent is not spc_t at level s0"),
+	(select([$init[] | select(.image == $agent.image and .securityContext.privileged == true
+			and .command == ["sh", "-ec"] and .args == [$mount]
+			and any(.volumeMounts[]?; . == {name: "bpffs", mountPath: "/sys/fs/bpf",
+				mountPropagation: "Bidirectional"}))] | length != 1)
+		| "bpffs: no privileged init container of the agent image mounts it, Bidirectional"),
+	(select(any($s.volumes[]; . == {name: "bpffs",
+			hostPath: {path: "/sys/fs/bpf", type: "DirectoryOrCreate"}}) | not)
+		| "bpffs: the volume is not hostPath /sys/fs/bpf, DirectoryOrCreate"),
+	("startupProbe", "readinessProbe", "livenessProbe" | select($agent[.] == null)
+		| "probes: the agent has no \(.)"),
+	($all[] | .name as $n | to_entries[] | select((.key | endswith("Probe"))
+			and .value.timeoutSeconds == null)
+		| "probes: \(.key) of \($n) has no timeoutSeconds"),
+	(select($s.automountServiceAccountToken != false) | "automountServiceAccountToken is not false"),
+	(select($s.nodeSelector != {"kubernetes.io/os": "linux"}) | "nodeSelector is not kubernetes.io/os: linux"),
+	($all[] | select(.terminationMessagePolicy != "FallbackToLogsOnError")
+		| "terminationMessagePolicy of \(.name) is not FallbackToLogsOnError")'
+conventions() { jq -r --arg mount "$MOUNT_BPFFS" "$CONVENTIONS"; }
+equal "Cilium's conventions broken" "$(conventions <"$DEP/daemonset.json")" ""
+# Each convention taken out: what is taken, the jq edit of the DaemonSet
+# that takes it, and the line CONVENTIONS must print then.
+S='(.[] | select(.kind == "DaemonSet") | .spec.template.spec)'
+BREAKS=(
+	"SELinux level" "del($S.containers[0].securityContext.seLinuxOptions.level)"
+	"SELinux: the agent is not spc_t at level s0"
+	"init container" "del($S.initContainers)"
+	"bpffs: no privileged init container of the agent image mounts it, Bidirectional"
+	"Bidirectional propagation" "$S.initContainers[0].volumeMounts[0].mountPropagation = \"HostToContainer\""
+	"bpffs: no privileged init container of the agent image mounts it, Bidirectional"
+	"bpffs mode 0700" "$S.initContainers[0].args[0] |= sub(\" -o mode=0700\"; \"\")"
+	"bpffs: no privileged init container of the agent image mounts it, Bidirectional"
+	"DirectoryOrCreate" "($S.volumes[] | select(.name == \"bpffs\") | .hostPath.type) = \"Directory\""
+	"bpffs: the volume is not hostPath /sys/fs/bpf, DirectoryOrCreate"
+	"startup probe" "del($S.containers[0].startupProbe)"
+	"probes: the agent has no startupProbe"
+	"liveness probe's timeout" "del($S.containers[0].livenessProbe.timeoutSeconds)"
+	"probes: livenessProbe of sluice has no timeoutSeconds"
+	"automountServiceAccountToken: false" "$S.automountServiceAccountToken = true"
+	"automountServiceAccountToken is not false"
+	"Linux nodeSelector" "del($S.nodeSelector)"
+	"nodeSelector is not kubernetes.io/os: linux"
+	"init container's FallbackToLogsOnError" "del($S.initContainers[0].terminationMessagePolicy)"
+	"terminationMessagePolicy of mount-bpffs is not FallbackToLogsOnError"
+)
+for ((i = 0; i < ${#BREAKS[@]}; i += 3)); do
+	equal "without the ${BREAKS[i]}" "$(jq "${BREAKS[i + 1]}" "$DEP/daemonset.json" | conventions)" \
+		"${BREAKS[i + 2]}"
+done
 echo "test_manifests: all checks passed"
