@@ -15,7 +15,13 @@
 #      only the capabilities BPF, NET_ADMIN and PERFMON (setpriv, no new
 #      privileges), pins under the host's bpffs, and enforces: of a flood of
 #      $COUNT packets, what passes is within the GCRA bound and what is
-#      dropped is counted exactly; its /metrics answers.
+#      dropped is counted exactly; its /metrics answers;
+#   4. the DaemonSet's mount-bpffs init container: its command, as
+#      deploy/daemonset.yaml gives it, run in the image's read-only root
+#      with all privileges, on a stand-in for the host's /sys/fs/bpf bound
+#      in shared, as Bidirectional propagation binds it. With nothing
+#      mounted there it mounts bpffs, mode 0700, and the mount reaches the
+#      stand-in's side; run again, it finds bpffs and mounts nothing more.
 # Not exercised: a container runtime, the kubelet, the probes (the agent
 # code for /readyz and /healthz is another part of issue #14).
 #   tests/deploy/test_image.sh [IMAGE]   (default localhost/sluice:<version>)
@@ -40,15 +46,17 @@ echo "ok: $IMAGE mounted at $IMG_ROOT"
 CAPS=+bpf,+net_admin,+perfmon
 CAP_EFF=000000c000001000 # CAP_NET_ADMIN (12), CAP_PERFMON (38), CAP_BPF (39)
 mkdir -p "$WORK/root" "$WORK/etc"
-# "${IN_IMAGE[@]}" CMD...: CMD in the image's root, read-only, with
-# $WORK/etc on /etc/sluice and the DaemonSet's capabilities. Each step
-# execs the next, so a spawned command's PID is the command's own.
+# The image's root $r, read-only, with the host's /proc, /sys and /dev.
+# shellcheck disable=SC2016 # expanded by the sh -c scripts below
+IMAGE_ROOT='mount --bind "$img" "$r" && mount -o remount,bind,ro "$r" &&
+	mount --rbind /proc "$r/proc" && mount --rbind /sys "$r/sys" && mount --rbind /dev "$r/dev"'
+# "${IN_IMAGE[@]}" CMD...: CMD in the image's root, with $WORK/etc on
+# /etc/sluice and the DaemonSet's capabilities. Each step execs the next,
+# so a spawned command's PID is the command's own.
 # shellcheck disable=SC2016 # the script's $1.. are its own arguments
 IN_IMAGE=(unshare --mount --propagation private sh -c '
 	r=$1 img=$2 etc=$3 caps=$4; shift 4
-	mount --bind "$img" "$r" && mount -o remount,bind,ro "$r" &&
-	mount --rbind /proc "$r/proc" && mount --rbind /sys "$r/sys" &&
-	mount --rbind /dev "$r/dev" && mount --bind "$etc" "$r/etc/sluice" &&
+	'"$IMAGE_ROOT"' && mount --bind "$etc" "$r/etc/sluice" &&
 	exec chroot "$r" setpriv --no-new-privs --bounding-set=-all,"$caps" "$@"'
 	sh "$WORK/root" "$IMG_ROOT" "$WORK/etc" "$CAPS")
 
@@ -106,4 +114,35 @@ e2e_equal "GET /metrics" "${page%%$'\r'*}" "HTTP/1.1 200 OK"
 grep -q "^sluice_build_info{version=\"$version\"" <<<"$page" || e2e_fail "no sluice_build_info $version"
 echo "ok: /metrics serves sluice_build_info for $version"
 e2e_stop_agent
+
+# 4. The init container. MOUNT_BPFFS is its args[0] (test_manifests.sh
+# checks that it is the one argument of `sh -ec`). In a mount namespace of
+# its own (the host's stand-in), $WORK/host is a shared tmpfs; a child
+# namespace (the container's) binds its directory sys-fs-bpf on the image's
+# /sys/fs/bpf, in place of the host's bpffs, and runs the command there.
+MOUNT_BPFFS=$(sed -n "s/^ *args: \['\(mount .*\)'\]\$/\1/p" "$ROOT/deploy/daemonset.yaml")
+[ -n "$MOUNT_BPFFS" ] || e2e_fail "no mount-bpffs args in deploy/daemonset.yaml"
+# shellcheck disable=SC2016 # the scripts' $1.. are their own arguments
+INIT='r=$1 img=$2 bpf=$3 cmd=$4
+	'"$IMAGE_ROOT"' && umount -R "$r/sys/fs/bpf" && mount --bind "$bpf" "$r/sys/fs/bpf" &&
+	exec chroot "$r" sh -ec "$cmd"'
+mkdir "$WORK/host"
+# shellcheck disable=SC2016
+mapfile -t got < <(unshare --mount --propagation private bash -c '
+	host=$1 init=$2 r=$3 img=$4 cmd=$5
+	mount -t tmpfs tmpfs "$host" && mount --make-shared "$host" && mkdir "$host/sys-fs-bpf" || exit
+	run() {
+		out=$(unshare --mount --propagation unchanged sh -c "$init" sh \
+			"$r" "$img" "$host/sys-fs-bpf" "$cmd" 2>&1) && rc=0 || rc=$?
+	}
+	run; echo "first: $rc [$out]"
+	echo "on the host side: $(stat -f -c %T "$host/sys-fs-bpf") $(stat -c %a "$host/sys-fs-bpf")"
+	run; echo "again: $rc [${out%% (*}]"
+	echo "bpffs mounts there: $(grep -c " $host/sys-fs-bpf " /proc/self/mountinfo)"' \
+	bash "$WORK/host" "$INIT" "$WORK/root" "$IMG_ROOT" "$MOUNT_BPFFS")
+e2e_equal "mount-bpffs where nothing is mounted (status, output)" "${got[0]:-}" "first: 0 []"
+# 1700: the 0700 asked, and the sticky bit bpffs always sets on its root (as on systemd's)
+e2e_equal "the host side then" "${got[1]:-}" "on the host side: bpf_fs 1700"
+e2e_equal "mount-bpffs where bpffs is mounted" "${got[2]:-}" "again: 0 [bpf on /sys/fs/bpf type bpf]"
+e2e_equal "bpffs mounts on the host side" "${got[3]:-}" "bpffs mounts there: 1"
 echo "test_image: all checks passed"
