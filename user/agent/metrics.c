@@ -18,10 +18,12 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "sluice/compiler.h"
 #include "base/escape.h"
 #include "sluice/fail.h"
 #include "kernel/loader.h"
 #include "agent/metrics.h"
+#include "agent/webconfig.h"
 #include "base/names.h"
 #include "base/version.h"
 
@@ -32,6 +34,7 @@
 #define PROBE_CONTENT_TYPE "text/plain"
 #define HTTP_NOT_FOUND	   404
 #define HTTP_BAD_METHOD	   405
+#define AUTH_REALM	   "sluice"
 #define PROBE_BODY_LEN	   160
 #define ADDR_LEN	   64
 /* Room for any name sluice labels with: the longest is a store URL. */
@@ -41,6 +44,7 @@ struct metrics {
 	struct MHD_Daemon *daemon;
 	const struct attachment *att; /* the first snap->n_att, under snap->att_lock */
 	struct metrics_snapshot *snap;
+	const struct web_config *web; /* TLS and users; NULL: plain HTTP, open */
 };
 
 /* @s as a label value (escape.h) in @buf of LABEL_LEN. */
@@ -504,6 +508,37 @@ static struct MHD_Response *respond(struct metrics *m, const char *url, int *cod
 	return r;
 }
 
+/* Without basic_auth_users every request passes; with them, all but the probes need a user. */
+static int authorized(const struct metrics *m, struct MHD_Connection *conn, const char *url)
+{
+	char *user, *pass = NULL;
+	int ok;
+
+	/* kubelet's probes carry no credentials; they tell only "ready" and the generation. */
+	if (!m->web || !m->web->n_users || !strcmp(url, READY_PATH) || !strcmp(url, HEALTH_PATH))
+		return 1;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	ok = user && pass && web_config_allows(m->web, user, pass);
+	MHD_free(user);
+	MHD_free(pass);
+	return ok;
+}
+
+/* 401 with WWW-Authenticate: Basic realm="sluice". */
+static enum MHD_Result deny(struct MHD_Connection *conn)
+{
+	static const char body[] = "unauthorized: basic authentication required\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	ret = MHD_queue_basic_auth_fail_response(conn, AUTH_REALM, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **con_cls)
@@ -514,6 +549,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	int code;
 
 	(void)version, (void)upload, (void)upload_len, (void)con_cls;
+	if (!authorized(cls, conn, url))
+		return deny(conn);
 	if (strcmp(method, "GET") != 0) {
 		code = HTTP_BAD_METHOD;
 		r = MHD_create_response_from_buffer(sizeof(not_get) - 1, (void *)not_get,
@@ -611,26 +648,39 @@ static int listen_on(const struct sockaddr_storage *ss, int dual_stack)
 /* The daemon on @fd, which it closes when it stops; NULL with errno set. */
 static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
 {
+	const char *cert = m->web ? m->web->cert : NULL;
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, m->web ? m->web->key : NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	struct MHD_Daemon *d;
 
 	if (fd < 0) {
 		errno = -fd;
 		return NULL;
 	}
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, answer,
-			     m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+	if (cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		close(fd);
+		errno = EPROTONOSUPPORT;
+		return NULL;
+	}
+	d = MHD_start_daemon(flags | (cert ? MHD_USE_TLS : 0), 0, NULL, NULL, answer, m,
+			     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
 			     (unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			     (unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
+			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_ARRAY,
+			     cert ? tls : &tls[ARRAY_SIZE(tls) - 1], MHD_OPTION_END);
 	if (!d) {
 		close(fd);
-		errno = EIO;
+		errno = cert ? EKEYREJECTED : EIO; /* with TLS: the certificate or key */
 	}
 	return d;
 }
 
-struct metrics *metrics__start(const char *listen, const struct attachment *att,
-			       struct metrics_snapshot *snap)
+struct metrics *metrics__start(const char *listen, const struct web_config *web,
+			       const struct attachment *att, struct metrics_snapshot *snap)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage ss, any4 = { .ss_family = AF_INET };
@@ -644,7 +694,7 @@ struct metrics *metrics__start(const char *listen, const struct attachment *att,
 		errno = EINVAL;
 		return NULL;
 	}
-	*m = (struct metrics){ .att = att, .snap = snap };
+	*m = (struct metrics){ .att = att, .snap = snap, .web = web };
 	m->daemon = start_daemon(m, listen_on(&ss, any));
 	if (!m->daemon && any && errno == EAFNOSUPPORT) {
 		/* IPv4 alone on a host without IPv6. */
