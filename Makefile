@@ -23,7 +23,7 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -print-multiarch)
 
 # Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
-PKGS = libbpf libxdp yaml-0.1 hiredis libmicrohttpd libsystemd
+PKGS = libbpf libxdp yaml-0.1 hiredis libmicrohttpd libsystemd libxcrypt
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 

@@ -38,7 +38,7 @@ _sluice() {
 			echo " auto")" -- "$cur")
 		return
 		;;
-	-c | --config)
+	-c | --config | --web-config)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return

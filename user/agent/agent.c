@@ -373,14 +373,31 @@ static void set_probes(struct agent *a, int started, int rejected)
 /* Serve metrics and probes from the start, so that /readyz says "starting". */
 static int serve_metrics(struct agent *a)
 {
+	char why[WEB_ERR_LEN];
+	int err;
+
 	a->snap.progress_ns = mono_ns();
 	set_probes(a, 0, 0);
 	if (!a->opts.metrics_listen)
 		return 0;
-	a->metrics = metrics__start(a->opts.metrics_listen, a->att, &a->snap);
+	if (a->opts.web_config) {
+		err = web_config__load(&a->web, a->opts.web_config, why, sizeof(why));
+		if (err) {
+			pr_warn("%s", why);
+			return err;
+		}
+	}
+	a->metrics = metrics__start(a->opts.metrics_listen, a->opts.web_config ? &a->web : NULL,
+				    a->att, &a->snap);
 	if (a->metrics)
 		return 0;
-	pr_warn("cannot serve metrics on '%s': %s", a->opts.metrics_listen, strerror(errno));
+	if (errno == EKEYREJECTED)
+		pr_warn("cannot serve metrics on '%s': TLS does not start with the cert_file and "
+			"key_file of '%s'; are they a certificate and its private key, in PEM?",
+			a->opts.metrics_listen, a->opts.web_config);
+	else
+		pr_warn("cannot serve metrics on '%s': %s", a->opts.metrics_listen,
+			strerror(errno));
 	return -EADDRNOTAVAIL;
 }
 
@@ -552,6 +569,7 @@ void agent__stop(struct agent *a)
 		return;
 	metrics__stop(a->metrics);
 	a->metrics = NULL;
+	web_config__free(&a->web);
 	free(a->snap.keys);
 	a->snap.keys = NULL;
 	a->snap.n_keys = 0;

@@ -8,6 +8,7 @@
 #define SLUICE_AGENT_H
 
 #include "agent/metrics.h"
+#include "agent/webconfig.h"
 #include "agent/stores.h"
 #include "kernel/loader.h"
 #include "policy/policy.h"
@@ -30,6 +31,7 @@ struct agent_opts {
 	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
 	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
+	const char *web_config;	    /* --web-config: TLS and users for it; NULL: none */
 	int detach_on_exit;	    /* default: leave enforcement in place */
 	int watch_config;	    /* reload when the file changes (agent/watch.h) */
 };
@@ -46,6 +48,7 @@ struct agent {
 	struct agent_stores stores;			   /* the store endpoints */
 	struct metrics_snapshot snap;			   /* what the metrics thread may read */
 	struct metrics *metrics;			   /* NULL: not serving */
+	struct web_config web;				   /* read at start (webconfig.h) */
 	__u64 keys_counted_ns;				   /* for the metrics: see count_keys() */
 };
 

@@ -6,7 +6,9 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <dirent.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stddef.h>
@@ -16,20 +18,23 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "sluice/compiler.h"
 #include "base/escape.h"
 #include "sluice/fail.h"
 #include "kernel/loader.h"
 #include "agent/metrics.h"
+#include "agent/webconfig.h"
 #include "base/names.h"
 #include "base/version.h"
 
 #define METRICS_PATH	   "/metrics"
 #define READY_PATH	   "/readyz"
 #define HEALTH_PATH	   "/healthz"
-#define CONTENT_TYPE	   "text/plain; version=0.0.4"
+#define CONTENT_TYPE	   "text/plain; version=0.0.4; charset=utf-8"
 #define PROBE_CONTENT_TYPE "text/plain"
 #define HTTP_NOT_FOUND	   404
 #define HTTP_BAD_METHOD	   405
+#define AUTH_REALM	   "sluice"
 #define PROBE_BODY_LEN	   160
 #define ADDR_LEN	   64
 /* Room for any name sluice labels with: the longest is a store URL. */
@@ -39,6 +44,7 @@ struct metrics {
 	struct MHD_Daemon *daemon;
 	const struct attachment *att; /* the first snap->n_att, under snap->att_lock */
 	struct metrics_snapshot *snap;
+	const struct web_config *web; /* TLS and users; NULL: plain HTTP, open */
 };
 
 /* @s as a label value (escape.h) in @buf of LABEL_LEN. */
@@ -292,6 +298,101 @@ void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 	render_agent(out, snap);
 }
 
+/* What /proc says of this process, for the process_* metrics of Prometheus' client libraries. */
+struct process_stats {
+	double cpu_s, start_s;
+	unsigned long long vsize, rss_bytes, open_fds, max_fds;
+};
+
+/* The system's boot time in seconds since the epoch (/proc/stat btime); 0 if unknown. */
+static unsigned long long boot_time(void)
+{
+	unsigned long long btime = 0;
+	FILE *f = fopen("/proc/stat", "re");
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %llu", &btime) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return btime;
+}
+
+/* Entries of /proc/self/fd but its own. */
+static unsigned long long open_fds(void)
+{
+	unsigned long long n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (!d)
+		return 0;
+	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
+	/* cppcheck-suppress readdirCalled */
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n ? n - 1 : 0; /* the directory's own descriptor */
+}
+
+/* 0, or -1 when /proc/self/stat cannot be read. */
+static int read_process(struct process_stats *p)
+{
+	unsigned long utime, stime, vsize;
+	unsigned long long start;
+	long ticks = sysconf(_SC_CLK_TCK), rss;
+	char buf[1024], *comm_end;
+	struct rlimit nofile;
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	comm_end = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+	/* proc(5): fields 14 and 15 utime stime, 22 starttime, 23 vsize, 24 rss */
+	if (!comm_end || ticks <= 0 ||
+	    sscanf(comm_end + 1,
+		   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d"
+		   " %llu %lu %ld",
+		   &utime, &stime, &start, &vsize, &rss) != 5)
+		return -1;
+	*p = (struct process_stats){
+		.cpu_s = (double)(utime + stime) / ticks,
+		.start_s = (double)boot_time() + (double)start / ticks,
+		.vsize = vsize,
+		.rss_bytes = (unsigned long long)rss * (unsigned long long)sysconf(_SC_PAGESIZE),
+		.open_fds = open_fds(),
+	};
+	if (!getrlimit(RLIMIT_NOFILE, &nofile))
+		p->max_fds = nofile.rlim_cur;
+	return 0;
+}
+
+/* The process_* families with the names, types and help of the Go client's collector. */
+static void render_process(FILE *out)
+{
+	struct process_stats p;
+
+	if (read_process(&p))
+		return;
+	header(out, "process_cpu_seconds_total", "counter",
+	       "Total user and system CPU time spent in seconds.");
+	fprintf(out, "process_cpu_seconds_total %.2f\n", p.cpu_s);
+	header(out, "process_open_fds", "gauge", "Number of open file descriptors.");
+	fprintf(out, "process_open_fds %llu\n", p.open_fds);
+	header(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+	fprintf(out, "process_max_fds %llu\n", p.max_fds);
+	header(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+	fprintf(out, "process_virtual_memory_bytes %llu\n", p.vsize);
+	header(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+	fprintf(out, "process_resident_memory_bytes %llu\n", p.rss_bytes);
+	header(out, "process_start_time_seconds", "gauge",
+	       "Start time of the process since unix epoch in seconds.");
+	fprintf(out, "process_start_time_seconds %.2f\n", p.start_s);
+}
+
 /* The whole page into a malloc'd buffer; NULL on failure. */
 static char *page(struct metrics *m, size_t *len)
 {
@@ -322,6 +423,7 @@ static char *page(struct metrics *m, size_t *len)
 		pthread_mutex_lock(&m->snap->lock);
 		metrics_render(out, ifs, n, m->snap);
 		pthread_mutex_unlock(&m->snap->lock);
+		render_process(out);
 		if (fclose(out)) {
 			free(buf);
 			buf = NULL;
@@ -406,6 +508,37 @@ static struct MHD_Response *respond(struct metrics *m, const char *url, int *cod
 	return r;
 }
 
+/* Without basic_auth_users every request passes; with them, all but the probes need a user. */
+static int authorized(const struct metrics *m, struct MHD_Connection *conn, const char *url)
+{
+	char *user, *pass = NULL;
+	int ok;
+
+	/* kubelet's probes carry no credentials; they tell only "ready" and the generation. */
+	if (!m->web || !m->web->n_users || !strcmp(url, READY_PATH) || !strcmp(url, HEALTH_PATH))
+		return 1;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	ok = user && pass && web_config_allows(m->web, user, pass);
+	MHD_free(user);
+	MHD_free(pass);
+	return ok;
+}
+
+/* 401 with WWW-Authenticate: Basic realm="sluice". */
+static enum MHD_Result deny(struct MHD_Connection *conn)
+{
+	static const char body[] = "unauthorized: basic authentication required\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	ret = MHD_queue_basic_auth_fail_response(conn, AUTH_REALM, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **con_cls)
@@ -416,6 +549,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	int code;
 
 	(void)version, (void)upload, (void)upload_len, (void)con_cls;
+	if (!authorized(cls, conn, url))
+		return deny(conn);
 	if (strcmp(method, "GET") != 0) {
 		code = HTTP_BAD_METHOD;
 		r = MHD_create_response_from_buffer(sizeof(not_get) - 1, (void *)not_get,
@@ -513,26 +648,39 @@ static int listen_on(const struct sockaddr_storage *ss, int dual_stack)
 /* The daemon on @fd, which it closes when it stops; NULL with errno set. */
 static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
 {
+	const char *cert = m->web ? m->web->cert : NULL;
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, m->web ? m->web->key : NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	struct MHD_Daemon *d;
 
 	if (fd < 0) {
 		errno = -fd;
 		return NULL;
 	}
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, answer,
-			     m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+	if (cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		close(fd);
+		errno = EPROTONOSUPPORT;
+		return NULL;
+	}
+	d = MHD_start_daemon(flags | (cert ? MHD_USE_TLS : 0), 0, NULL, NULL, answer, m,
+			     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
 			     (unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			     (unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_END);
+			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_ARRAY,
+			     cert ? tls : &tls[ARRAY_SIZE(tls) - 1], MHD_OPTION_END);
 	if (!d) {
 		close(fd);
-		errno = EIO;
+		errno = cert ? EKEYREJECTED : EIO; /* with TLS: the certificate or key */
 	}
 	return d;
 }
 
-struct metrics *metrics__start(const char *listen, const struct attachment *att,
-			       struct metrics_snapshot *snap)
+struct metrics *metrics__start(const char *listen, const struct web_config *web,
+			       const struct attachment *att, struct metrics_snapshot *snap)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage ss, any4 = { .ss_family = AF_INET };
@@ -546,7 +694,7 @@ struct metrics *metrics__start(const char *listen, const struct attachment *att,
 		errno = EINVAL;
 		return NULL;
 	}
-	*m = (struct metrics){ .att = att, .snap = snap };
+	*m = (struct metrics){ .att = att, .snap = snap, .web = web };
 	m->daemon = start_daemon(m, listen_on(&ss, any));
 	if (!m->daemon && any && errno == EAFNOSUPPORT) {
 		/* IPv4 alone on a host without IPv6. */

@@ -95,6 +95,7 @@ void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 struct metrics;
 struct attachment;
 struct sockaddr_storage;
+struct web_config;
 
 #define METRICS_LISTEN_ANY 1
 
@@ -109,10 +110,13 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss);
  * Serve http://@listen/metrics, /readyz and /healthz (as
  * metrics_parse_listen() reads @listen; every address is [::] for IPv6
  * and IPv4 alike, or 0.0.0.0 on a host without IPv6) from the maps of the
- * first snap->n_att of @att and @snap. NULL with errno set on failure.
+ * first snap->n_att of @att and @snap. With @web (webconfig.h; kept, not
+ * copied), https:// with its certificate, and basic authentication of its
+ * users for all but the probes. NULL with errno set on failure:
+ * EKEYREJECTED when TLS would not start with the certificate and key.
  */
-struct metrics *metrics__start(const char *listen, const struct attachment *att,
-			       struct metrics_snapshot *snap);
+struct metrics *metrics__start(const char *listen, const struct web_config *web,
+			       const struct attachment *att, struct metrics_snapshot *snap);
 
 /* Stop serving and free. Accepts NULL. */
 void metrics__stop(struct metrics *m);

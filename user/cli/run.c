@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
 	"                  [--max-keys <n>] [--max-datagrams <n>]\n"
 	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
-	"                  [--metrics <addr>:<port>]\n"
+	"                  [--metrics <addr>:<port> [--web-config <file>]]\n"
 	"\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
@@ -60,6 +60,8 @@ static const char usage_text[] =
 	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
 	"                          or :9190 for every address), with /readyz and /healthz;\n"
 	"                          default: off\n"
+	"      --web-config <file> TLS and basic authentication for --metrics, in the\n"
+	"                          Prometheus exporter-toolkit's format (docs/metrics.md)\n"
 	"  -h, --help              show this help\n";
 /* clang-format on */
 /* clang-format on */
@@ -144,6 +146,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		OPT_DETACH,
 		OPT_PIN_ROOT,
 		OPT_METRICS,
+		OPT_WEB_CONFIG,
 		OPT_WATCH,
 	};
 	static const struct option opts[] = {
@@ -158,6 +161,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "web-config", required_argument, NULL, OPT_WEB_CONFIG },
 		{ "watch-config", no_argument, NULL, OPT_WATCH },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -193,6 +197,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		case OPT_DETACH: o->detach_on_exit = 1; break;
 		case OPT_PIN_ROOT: o->pin_root = optarg; break;
 		case OPT_METRICS: o->metrics_listen = optarg; break;
+		case OPT_WEB_CONFIG: o->web_config = optarg; break;
 		case OPT_WATCH: o->watch_config = 1; break;
 		case 'h': return 1;
 		default: return -1;
@@ -200,6 +205,11 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	}
 	if (!o->config_path || optind != argc) {
 		fprintf(stderr, "sluice: run needs --config <file> and no other arguments\n");
+		return -1;
+	}
+	if (o->web_config && !o->metrics_listen) {
+		fprintf(stderr, "sluice: --web-config protects the metrics page: it needs "
+				"--metrics <addr>:<port>\n");
 		return -1;
 	}
 	if (o->xdp_priority && !o->xdp_share) {
