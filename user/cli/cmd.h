@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Subcommands: each cmd_<name>.c parses its own options with getopt_long,
- * validates values while parsing, and calls into the layers below. Exit
- * codes: 0 success, 1 failure, 2 usage error.
+ * validates values while parsing, and calls into the layers below.
+ *
+ * Every refusal is one line on stderr, "sluice: <what is wrong>; <what to
+ * do>", and one exit code of the table below, the same for every command
+ * (docs/errors.md lists each message; sluice(8), EXIT STATUS). 77 and 78 are
+ * sysexits.h's EX_NOPERM and EX_CONFIG, which systemd names in status=
+ * lines: a unit can keep from restarting on them (RestartPreventExitStatus=)
+ * as neither goes away by itself.
  */
 #ifndef SLUICE_CMD_H
 #define SLUICE_CMD_H
@@ -11,8 +17,11 @@
 
 enum {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,
-	EXIT_USAGE = 2,
+	EXIT_FAIL = 1,	  /* a runtime failure: load, attach, a map, the agent */
+	EXIT_USAGE = 2,	  /* an unknown command or option, a bad or missing value */
+	EXIT_NOPIN = 3,	  /* status only: nothing pinned, or the maps cannot be read */
+	EXIT_NOPERM = 77, /* needs root (CAP_BPF, CAP_NET_ADMIN; CAP_SYS_ADMIN to share) */
+	EXIT_CONFIG = 78, /* the policy file cannot be read or is rejected */
 };
 
 struct cmd {

@@ -24,8 +24,8 @@
  */
 enum {
 	STATUS_HEALTHY = EXIT_OK,
-	STATUS_UNHEALTHY = EXIT_FAIL, /* the agent is lost, or a policy is in a fail mode */
-	STATUS_UNREADABLE = 3,	      /* nothing pinned, or the maps could not be read */
+	STATUS_UNHEALTHY = EXIT_FAIL,	/* the agent is lost, or a policy is in a fail mode */
+	STATUS_UNREADABLE = EXIT_NOPIN, /* nothing pinned, or the maps could not be read */
 };
 
 static const char usage_text[] =
