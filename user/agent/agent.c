@@ -398,7 +398,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		return err;
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
-		return -EINVAL;
+		return -EBADMSG;
 	err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++)
 		err = attach_one(a, a->opts.ifaces[i]);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,22 @@ static int parse_port(const char *s, in_port_t *port)
 	return 0;
 }
 
+/* A host name ("localhost") into @ss with @port: its first address. 0 or -EINVAL. */
+static int resolve(const char *host, in_port_t port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+
+	if (getaddrinfo(host, NULL, &hints, &ai))
+		return -EINVAL;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = port;
+	else
+		((struct sockaddr_in *)ss)->sin_port = port;
+	freeaddrinfo(ai);
+	return 0;
+}
+
 int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
@@ -480,9 +497,11 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
 	a4->sin_family = AF_INET;
-	if (parse_port(colon + 1, &a4->sin_port) || inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+	if (parse_port(colon + 1, &a4->sin_port))
 		return -EINVAL;
-	return 0;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1)
+		return 0;
+	return resolve(host, a4->sin_port, ss);
 }
 
 /*

@@ -40,8 +40,32 @@ int cmd_ban(int argc, char **argv);
 int cmd_unban(int argc, char **argv);
 int cmd_bans(int argc, char **argv);
 
-/* The usage text of a command to @out; exit @code (2 for a usage error). */
+/* Long options' values in struct option: above every short option's character. */
+#define OPT_LONG_ONLY 256
+
+/* The usage text of a command to @out (--help); returns @code. */
 int cmd_usage(FILE *out, const char *text, int code);
+
+/*
+ * A usage error of the command argv[0], in one line: "sluice: <cmd>:
+ * <fmt...>; 'sluice <cmd> --help' lists its options". Returns EXIT_USAGE.
+ */
+__attribute__((format(printf, 2, 3))) int cmd_refuse(char **argv, const char *fmt, ...);
+
+/* getopt_long()'s '?' (opterr is 0): an unknown option, or one without its value. */
+int cmd_bad_option(char **argv, const char *optstring);
+
+/* Not @want arguments after the options: the first missing or extra one. */
+int cmd_extra_arg(char **argv, int argc, int want);
+
+/* -EPERM and -EACCES: EXIT_NOPERM; any other -errno: EXIT_FAIL. */
+int cmd_exit_code(int err);
+
+/* The pin root cannot be listed (-@err): why, in one line; the exit status. */
+int cmd_cannot_list(const char *pin_root, int err);
+
+/* @what (a path) cannot be used for lack of privilege (@err): run with sudo. */
+void cmd_need_root(const char *what, int err);
 
 /* --iface: the interface must exist. 0, or -1 after printing why. */
 int cmd_check_iface(const char *name);
@@ -54,7 +78,7 @@ struct sluice_maps;
  */
 int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir);
 
-/* The first interface with pins under @pin_root into @buf. 0, or -1 after printing why. */
+/* The first interface with pins under @pin_root into @buf. 0, or -errno after printing why. */
 int cmd_first_iface(const char *pin_root, char *buf, size_t len);
 
 /*

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -73,6 +75,37 @@ static int mkdir_p(const char *dir)
 		*p = '/';
 	}
 	return mkdir(path, PIN_DIR_MODE) && errno != EEXIST ? -errno : 0;
+}
+
+/*
+ * @dir, or the nearest of its parents that exists, must be on bpffs: pins
+ * fail on any other filesystem (with EPERM, which looks like a verifier's
+ * refusal). 0, or -ENOTDIR after printing what to do.
+ */
+static int check_bpffs(const char *dir)
+{
+	char path[PATH_MAX];
+	struct statfs fs;
+	char *slash;
+	int err;
+
+	snprintf(path, sizeof(path), "%s", dir);
+	while ((err = statfs(path, &fs)) && errno == ENOENT && (slash = strrchr(path, '/')) &&
+	       slash > path)
+		*slash = '\0';
+	if (err || fs.f_type == BPF_FS_MAGIC) /* cannot tell: creating it will say why */
+		return 0;
+	pr_warn("'%s' is not on bpffs; mount bpffs there (mount -t bpf bpf %s) or choose a "
+		"--pin-root under /sys/fs/bpf",
+		dir, dir);
+	return -ENOTDIR;
+}
+
+/* Say that sluice needs privilege it lacks (-@err from @what): run it with sudo. */
+static void report_privilege(const char *what, int err)
+{
+	pr_warn("%s: %s; sluice needs root (CAP_BPF and CAP_NET_ADMIN): run it with sudo", what,
+		strerror(-err));
 }
 
 /*
@@ -427,6 +460,8 @@ static int check_kernel(const char *iface)
 
 	if (err == -EOPNOTSUPP && !probe_refusal(why, sizeof(why), missing))
 		pr_warn("cannot load the XDP program for '%s': %s", iface, why);
+	else if (err == -EPERM || err == -EACCES)
+		report_privilege("cannot probe the kernel's BPF features", err);
 	else if (err)
 		pr_warn("cannot probe the kernel's BPF features: %s", strerror(-err));
 	return err;
@@ -455,9 +490,16 @@ static int open_iface_dir(struct attachment *a, const char *pin_root)
 {
 	int err = loader_pin_dir(a->iface_dir, sizeof(a->iface_dir), pin_root, a->iface);
 
-	a->made_dir = !err && access(a->iface_dir, F_OK);
 	if (!err)
-		err = mkdir_p(a->iface_dir);
+		err = check_bpffs(pin_root);
+	if (err)
+		return err;
+	a->made_dir = access(a->iface_dir, F_OK);
+	err = mkdir_p(a->iface_dir);
+	if (err == -EPERM || err == -EACCES) {
+		report_privilege("cannot create the pin directory", err);
+		return err;
+	}
 	if (err) {
 		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?",
 			pin_root, a->iface, strerror(-err), pin_root);
