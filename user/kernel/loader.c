@@ -863,14 +863,18 @@ int attachment__attach(struct attachment *a, int mode)
 	if (a->carried) /* what the old program charged since the copy: just before the swap */
 		merge_pinned(a->old_dir, &a->maps, MERGE_TO_NEW_IDLE, a->iface);
 	err = a->mode ? attach_mode(a, a->mode) : attach_auto(a);
-	if (err) {
-		pr_warn("cannot attach the %s program to '%s': %s%s",
-			a->mode == SLUICE_ATTACH_TC ? "TC" : "XDP", a->iface, strerror(-err),
-			err == -EBUSY || err == -EEXIST
-				? "; another program is attached (ip link show dev <iface>)"
-				: "");
+	if (err == -EEXIST && a->xdp_share)
+		return err; /* dispatch.c named the program that holds the hook */
+	if (err && a->mode != SLUICE_ATTACH_TC && (err == -EBUSY || err == -EEXIST))
+		pr_warn("cannot attach the XDP program to '%s': another XDP program is attached "
+			"(ip link show dev %s); add --xdp-share to run beside it in libxdp's "
+			"dispatcher, or use --mode tc",
+			a->iface, a->iface);
+	else if (err)
+		pr_warn("cannot attach the %s program to '%s': %s",
+			a->mode == SLUICE_ATTACH_TC ? "TC" : "XDP", a->iface, strerror(-err));
+	if (err)
 		return err;
-	}
 	ctl.attach = a->mode;
 	err = maps__write_ctl(&a->maps, &ctl);
 	if (err) {
