@@ -380,7 +380,9 @@ static int serve_metrics(struct agent *a)
 	a->metrics = metrics__start(a->opts.metrics_listen, a->att, &a->snap);
 	if (a->metrics)
 		return 0;
-	pr_warn("cannot serve metrics on '%s': %s", a->opts.metrics_listen, strerror(errno));
+	pr_warn("cannot serve metrics on '%s': %s; choose another --metrics port, or stop what "
+		"listens there",
+		a->opts.metrics_listen, strerror(errno));
 	return -EADDRNOTAVAIL;
 }
 

@@ -121,11 +121,12 @@ static int check_owned(const char *dir)
 		return -errno;
 	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
 		return 0;
-	pr_warn("refusing pin directory '%s': owned by uid %u with mode %04o; it must be owned by "
-		"uid %u and writable by no one else, or another user could remove the pins",
+	pr_warn("refusing pin directory '%s': owned by uid %u with mode %04o, so another user "
+		"could remove the pins; make it uid %u's and writable by no one else, or give "
+		"another --pin-root",
 		dir, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777),
 		(unsigned int)geteuid());
-	return -EPERM;
+	return -EUCLEAN; /* not -EPERM: sudo would not help (cmd.h, EXIT_NOPERM) */
 }
 
 /*
@@ -155,7 +156,8 @@ static int lock_pin_dir(struct attachment *a, const char *set_dir)
 		ctl.agent_pid = 0;
 	if (fd >= 0)
 		close(fd);
-	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface",
+	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface; "
+		"stop it first, or change its policy with 'sluice reload'",
 		a->iface, ctl.agent_pid, a->iface_dir);
 	return -EBUSY;
 }
