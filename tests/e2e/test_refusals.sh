@@ -64,6 +64,10 @@ case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
 case_policy_missing() { try "$SLUICE" check "$WORK/absent.yaml"; }
 case_policy_unreadable() { as_nobody "$SLUICE" check "$WORK/pub/private.yaml"; }
 case_policy_invalid() { try "$SLUICE" check "$WORK/bad.yaml"; }
+case_no_iface_to_attach() { try "$SLUICE" run --config "$POLICY" --pin-root "$PIN_ROOT"; }
+case_auto_not_alone() { try "$SLUICE" run --config "$POLICY" --iface auto --iface lo; }
+case_iface_auto_no_route() { rx "$SLUICE" run --config "$POLICY" --iface auto --pin-root "$PIN_ROOT"; }
+case_detach_nothing_pinned() { try "$SLUICE" detach --iface lo --pin-root "$PIN_ROOT"; }
 case_not_root() { as_nobody "$SLUICE" run --config "$POLICY" --iface lo --pin-root "$PIN_ROOT"; }
 case_not_root_pins() { as_nobody "$SLUICE" status --pin-root "$PIN_ROOT"; }
 case_not_bpffs() { run_rx --pin-root "$WORK/not-bpffs"; }
@@ -104,7 +108,9 @@ case_reload_rejected() {
 	try "$SLUICE" reload --iface "$VETH_RX" --pin-root "$PIN_ROOT" --config "$WORK/bad.yaml"
 	LINES=2 # the file's error, then this line
 }
-# With its pins left by a stopped agent.
+# With its pins left by a stopped agent (native mode, 65536 keys).
+case_mode_mismatch() { run_rx --mode tc; }
+case_resize_refused() { run_rx --mode native --max-keys 1024; }
 case_no_agent() { try "$SLUICE" reload --iface "$VETH_RX" --pin-root "$PIN_ROOT"; }
 case_not_banned() { try in_ns "$NS_RX" "$SLUICE" unban 192.0.2.1 --iface "$VETH_RX" --pin-root "$PIN_ROOT"; }
 
@@ -153,7 +159,8 @@ check() {
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
 	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-prefix \
-	bad-duration policy-missing policy-unreadable policy-invalid not-root not-root-pins \
+	bad-duration policy-missing policy-unreadable policy-invalid no-iface-to-attach \
+	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
 	not-bpffs pin-root-absent nothing-attached not-attached pin-dir-not-owned \
 	metrics-port-busy; do
 	check "$id"
@@ -174,6 +181,8 @@ check second-agent
 check reload-rejected
 e2e_stop_agent
 check no-agent
+check mode-mismatch
+check resize-refused
 check not-banned
 
 e2e_equal "rows checked" "${#checked[@]}" "${#WANT_RC[@]}"

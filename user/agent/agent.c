@@ -165,15 +165,16 @@ static int pick_ifaces(struct agent *a)
 	if (!a->opts.n_ifaces) {
 		pr_warn("no interface to attach to; give --iface or 'interfaces' in '%s'",
 			a->opts.config_path);
-		return -EINVAL;
+		return -EBADMSG;
 	}
 	if (find_iface(a->opts.ifaces, a->opts.n_ifaces, AGENT_IFACE_AUTO) < 0)
 		return 0;
 	if (a->opts.n_ifaces > 1) {
 		pr_warn("interface '%s' stands alone (in --iface or 'interfaces' of '%s'): it "
-			"means every interface with a default route",
+			"means every interface with a default route; give it alone, or name the "
+			"interfaces",
 			AGENT_IFACE_AUTO, a->opts.config_path);
-		return -EINVAL;
+		return -EBADMSG;
 	}
 	a->is_auto = 1;
 	return auto_ifaces(a->opts.ifaces, &a->opts.n_ifaces);

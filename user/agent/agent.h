@@ -51,7 +51,8 @@ struct agent {
 
 /*
  * Load the policy, load and attach on every interface, apply. 0 or -errno,
- * reported; -EBADMSG: the policy file cannot be read or is rejected.
+ * reported; -EBADMSG: the policy file cannot be read or is rejected, or
+ * it and --iface name no interface, or 'auto' beside others.
  */
 int agent__start(struct agent *a, const struct agent_opts *opts);
 

@@ -308,8 +308,9 @@ static int choose_set(struct attachment *a, __u32 *max_keys)
 		if (*max_keys == keys)
 			return 0;
 		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
-			"lost; detach first to change it",
-			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], keys, *max_keys);
+			"lost; run without --max-keys, or detach first (sluice detach --iface %s) "
+			"to change it",
+			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], keys, *max_keys, a->iface);
 		return -EINVAL;
 	}
 	if (!*max_keys)
@@ -1003,7 +1004,7 @@ int loader_detach(const char *pin_root, const char *iface)
 	err = loader_pin_dir(iface_dir, sizeof(iface_dir), pin_root, iface);
 	if (err || loader_find_set(dir, iface_dir)) {
 		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to "
-			"'%s'?",
+			"'%s'? ('sluice status' lists the interfaces it is attached to)",
 			iface, pin_root, iface, iface);
 		return -ENOENT;
 	}
