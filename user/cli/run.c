@@ -59,9 +59,9 @@ static const char usage_text[] =
 	"                          or a Kubernetes ConfigMap's ..data swapped), as SIGHUP does\n"
 	"      --metrics <addr>:<port>\n"
 	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
-	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
-	"                          or :9190 for every address), with /readyz and /healthz;\n"
-	"                          default: off\n"
+	"                          (127.0.0.1:9190, localhost:9190, [::1]:9190, 9190 for\n"
+	"                          127.0.0.1, or :9190 for every address), with /readyz\n"
+	"                          and /healthz; default: off\n"
 	"  -h, --help              show this help\n";
 /* clang-format on */
 /* clang-format on */

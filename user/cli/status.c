@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n\n"
 	"exit status: 0 healthy; 1 an agent is lost or a policy is in a fail mode;\n"
-	"2 usage error; 3 nothing pinned, or the maps cannot be read\n";
+	"2 usage error; 3 nothing pinned, or the maps cannot be read; 77 needs root\n";
 
 /* What a reader of the maps can know about the agent and each policy right now. */
 struct view {
