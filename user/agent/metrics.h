@@ -99,8 +99,9 @@ struct sockaddr_storage;
 #define METRICS_LISTEN_ANY 1
 
 /*
- * --metrics' address: "ADDR:PORT" (IPv4), "HOST:PORT" (a name, its first
- * address), "[ADDR6]:PORT", or ":PORT" for every address, into @ss. 0, METRICS_LISTEN_ANY for
+ * --metrics' address: "ADDR:PORT" (IPv4), "HOST:PORT" (a name: its first
+ * IPv4 address, else its first IPv6 one), "[ADDR6]:PORT", or ":PORT" for
+ * every address, into @ss. 0, METRICS_LISTEN_ANY for
  * ":PORT" (@ss is then
  * [::]:PORT), or -EINVAL.
  */
