@@ -38,7 +38,9 @@ try() {
 	RC=0
 	OUT=$("$@" 2>&1) || RC=$?
 }
-as_nobody() { try setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# The checkout may sit where nobody cannot reach it (/root): a copy of the binary can.
+install -m 755 "$SLUICE" "$WORK/pub/sluice"
+as_nobody() { try setpriv --reuid=nobody --regid=nogroup --clear-groups "$WORK/pub/sluice" "$@"; }
 rx() { try in_ns "$NS_RX" timeout "$E2E_START_S" "$@"; }
 run_rx() { rx "$SLUICE" run --config "$POLICY" --iface "$VETH_RX" --pin-root "$PIN_ROOT" "$@"; }
 
@@ -62,14 +64,14 @@ case_bad_top_count() { try "$SLUICE" top -n 0; }
 case_bad_prefix() { try "$SLUICE" ban 192.0.2.300; }
 case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
 case_policy_missing() { try "$SLUICE" check "$WORK/absent.yaml"; }
-case_policy_unreadable() { as_nobody "$SLUICE" check "$WORK/pub/private.yaml"; }
+case_policy_unreadable() { as_nobody check "$WORK/pub/private.yaml"; }
 case_policy_invalid() { try "$SLUICE" check "$WORK/bad.yaml"; }
 case_no_iface_to_attach() { try "$SLUICE" run --config "$POLICY" --pin-root "$PIN_ROOT"; }
 case_auto_not_alone() { try "$SLUICE" run --config "$POLICY" --iface auto --iface lo; }
 case_iface_auto_no_route() { rx "$SLUICE" run --config "$POLICY" --iface auto --pin-root "$PIN_ROOT"; }
 case_detach_nothing_pinned() { try "$SLUICE" detach --iface lo --pin-root "$PIN_ROOT"; }
-case_not_root() { as_nobody "$SLUICE" run --config "$POLICY" --iface lo --pin-root "$PIN_ROOT"; }
-case_not_root_pins() { as_nobody "$SLUICE" status --pin-root "$PIN_ROOT"; }
+case_not_root() { as_nobody run --config "$POLICY" --iface lo --pin-root "$PIN_ROOT"; }
+case_not_root_pins() { as_nobody status --pin-root "$PIN_ROOT"; }
 case_not_bpffs() { run_rx --pin-root "$WORK/not-bpffs"; }
 case_pin_root_absent() { try "$SLUICE" status --pin-root "$PIN_ROOT/absent"; }
 case_nothing_attached() {
