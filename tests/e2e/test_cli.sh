@@ -4,8 +4,9 @@
 # The command line of the real binary: the man page passes mandoc -T lint,
 # names every pinned map under FILES, and has every command and long option
 # that --help prints; --help goes to stdout with status 0; a
-# usage error prints the synopsis to stderr with status 2; `check` prints
-# every bad fixture's .err exactly (status 1) and passes every good one; a
+# usage error prints one line naming it to stderr with status 2, and no
+# synopsis; `check` prints every bad fixture's .err exactly (status 78,
+# docs/errors.md) and passes every good one; a
 # bad policy given to `run` on a real interface attaches nothing and pins
 # nothing; status and detach of an interface with nothing pinned fail
 # naming it (status with 3, its "unknown"). Traffic is not needed; the
@@ -121,40 +122,41 @@ for args in "--help" "help" "run --help" "check --help" "status --help" "detach 
 	echo "ok: sluice $args: synopsis on stdout, status 0"
 done
 
-# ---- usage errors: synopsis on stderr, status 2 --------------------------
+# ---- usage errors: one line on stderr, status 2, no synopsis ---------------
 
-# args|the synopsis expected on stderr
 usage_cases=(
-	"|usage: sluice [-v | -q] <command>"
-	"--bogus help|usage: sluice [-v | -q] <command>"
-	"frobnicate|usage: sluice [-v | -q] <command>"
-	"run --bogus|usage: sluice run --config <file>"
-	"run|usage: sluice run --config <file>"
-	"run --iface lo|usage: sluice run --config <file>"
-	"run --config x.yaml extra|usage: sluice run --config <file>"
-	"run --config x.yaml --xdp-mode turbo|usage: sluice run --config <file>"
-	"run --config x.yaml --mode turbo|usage: sluice run --config <file>"
-	"run --config x.yaml --mode generic|usage: sluice run --config <file>"
-	"run --config x.yaml --max-keys 0|usage: sluice run --config <file>"
-	"run --config x.yaml --max-keys -5|usage: sluice run --config <file>"
-	"check|usage: sluice check <file>"
-	"check a.yaml b.yaml|usage: sluice check <file>"
-	"check --bogus a.yaml|usage: sluice check <file>"
-	"status extra|usage: sluice status"
-	"status --bogus|usage: sluice status"
-	"detach|usage: sluice detach --iface <iface>"
-	"detach --iface lo extra|usage: sluice detach --iface <iface>"
-	"detach --bogus|usage: sluice detach --iface <iface>"
+	"|sluice: no command given"
+	"--bogus help|sluice: unknown option '--bogus'"
+	"frobnicate|sluice: unknown command 'frobnicate'"
+	"run --bogus|sluice: run: unknown option '--bogus'"
+	"run|sluice: run: which policy? give --config <file>"
+	"run --iface lo|sluice: run: which policy? give --config <file>"
+	"run --config x.yaml extra|sluice: run: unexpected argument 'extra'"
+	"run --config x.yaml --xdp-mode turbo|sluice: --mode 'turbo' is not a mode"
+	"run --config x.yaml --mode turbo|sluice: --mode 'turbo' is not a mode"
+	"run --config x.yaml --mode generic|sluice: --mode generic is refused"
+	"run --config x.yaml --max-keys 0|sluice: --max-keys '0' is not a count"
+	"run --config x.yaml --max-keys -5|sluice: --max-keys '-5' is not a count"
+	"check|sluice: check: missing argument"
+	"check a.yaml b.yaml|sluice: check: unexpected argument 'b.yaml'"
+	"check --bogus a.yaml|sluice: check: unknown option '--bogus'"
+	"status extra|sluice: status: unexpected argument 'extra'"
+	"status --bogus|sluice: status: unknown option '--bogus'"
+	"detach|sluice: detach: which interface? give --iface <iface>"
+	"detach --iface lo extra|sluice: detach: unexpected argument 'extra'"
+	"detach --bogus|sluice: detach: unknown option '--bogus'"
 )
 for c in "${usage_cases[@]}"; do
 	args=${c%%|*}
-	synopsis=${c#*|}
+	want=${c#*|}
 	read -ra words <<<"$args"
 	capture "$SLUICE" "${words[@]}"
 	expect_rc "sluice $args" 2
-	expect_grep "sluice $args: stderr" "$WORK/err" "$synopsis"
+	e2e_equal "sluice $args: lines on stderr" "$(wc -l <"$WORK/err")" 1
+	[[ $(cat "$WORK/err") == "$want"* ]] ||
+		e2e_fail "sluice $args: expected '$want...', got: $(cat "$WORK/err")"
 	expect_empty "sluice $args: stdout" "$WORK/out"
-	echo "ok: sluice $args: synopsis on stderr, status 2"
+	echo "ok: sluice $args: one line on stderr, status 2"
 done
 capture "$SLUICE" frobnicate
 expect_grep "unknown command" "$WORK/err" "unknown command 'frobnicate'"
@@ -167,7 +169,7 @@ echo "ok: run --mode generic: refused, saying why"
 n_bad=0
 for yaml in "$FIXTURES"/bad/*.yaml; do
 	capture "$SLUICE" check "$yaml"
-	expect_rc "sluice check $yaml" 1
+	expect_rc "sluice check $yaml" 78
 	cmp -s "$WORK/err" "${yaml%.yaml}.err" || {
 		diff -u "${yaml%.yaml}.err" "$WORK/err" >&2 || :
 		e2e_fail "sluice check $yaml: stderr differs from ${yaml%.yaml}.err"
@@ -191,7 +193,7 @@ done
 echo "ok: check: $n_good good fixtures, status 0, last line ends in ok"
 
 capture "$SLUICE" check "$WORK/no-such-file.yaml"
-expect_rc "sluice check of a missing file" 1
+expect_rc "sluice check of a missing file" 78
 expect_grep "sluice check of a missing file" "$WORK/err" "no-such-file.yaml': No such file"
 echo "ok: check: a missing file fails with its cause"
 
@@ -226,14 +228,14 @@ no_attachment() { # label
 # A parse error: the fixture's exact diagnostics.
 bad=$FIXTURES/bad/missing-rate.yaml
 capture in_ns "$NS_RX" "$SLUICE" run --config "$bad" --iface "$VETH_RX" --pin-root "$PIN_ROOT"
-expect_rc "run with $bad" 1
+expect_rc "run with $bad" 78
 expect_grep "run with $bad" "$WORK/err" "$bad:"
 cmp -s "$WORK/err" "${bad%.yaml}.err" || {
 	diff -u "${bad%.yaml}.err" "$WORK/err" >&2 || :
 	e2e_fail "run with $bad: stderr differs from ${bad%.yaml}.err"
 }
 no_attachment "run with $bad"
-echo "ok: run with a policy that does not parse: status 1, FILE:LINE:COL, nothing attached"
+echo "ok: run with a policy that does not parse: status 78, FILE:LINE:COL, nothing attached"
 
 # A policy that parses but does not compile: a burst beyond the GCRA range.
 cat >"$WORK/too-slow.yaml" <<'YAML'
@@ -244,11 +246,11 @@ policies:
 YAML
 capture in_ns "$NS_RX" "$SLUICE" run --config "$WORK/too-slow.yaml" --iface "$VETH_RX" \
 	--pin-root "$PIN_ROOT"
-expect_rc "run with a burst too large" 1
+expect_rc "run with a burst too large" 78
 expect_grep "run with a burst too large" "$WORK/err" \
 	"$WORK/too-slow.yaml:4:12: policies[0].burst: burst 1000 is too large for this rate"
 no_attachment "run with a burst too large"
-echo "ok: run with a policy that does not compile: status 1, FILE:LINE:COL, nothing attached"
+echo "ok: run with a policy that does not compile: status 78, FILE:LINE:COL, nothing attached"
 
 # ---- status and detach with nothing pinned -------------------------------
 
@@ -272,6 +274,6 @@ capture "$SLUICE" run --config "$FIXTURES/good/minimal.yaml" --iface nosuchif0 \
 	--pin-root "$PIN_ROOT"
 expect_rc "run --iface nosuchif0" 2
 expect_grep "run --iface nosuchif0" "$WORK/err" "no such interface 'nosuchif0'"
-expect_grep "run --iface nosuchif0" "$WORK/err" "usage: sluice run"
+e2e_equal "run --iface nosuchif0: lines on stderr" "$(wc -l <"$WORK/err")" 1
 no_attachment "run --iface nosuchif0"
 echo "ok: run --iface nosuchif0: status 2, names the interface"

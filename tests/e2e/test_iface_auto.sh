@@ -62,7 +62,7 @@ echo "ok: no default route: $(grep -o 'no interface carries.*' "$WORK/none.err")
 rc=0
 in_ns "$NS_RX" "$SLUICE" run --config "$WORK/policy.yaml" --pin-root "$PIN_ROOT" \
 	--iface auto --iface "$UP1" 2>"$WORK/mixed.err" || rc=$?
-e2e_equal "--iface auto --iface $UP1: exit status" "$rc" 1
+e2e_equal "--iface auto --iface $UP1: exit status" "$rc" 78
 grep -q "interface 'auto' stands alone" "$WORK/mixed.err" ||
 	e2e_fail "no clear error: $(cat "$WORK/mixed.err")"
 [ -z "$(ls -A "$PIN_ROOT" 2>/dev/null)" ] || e2e_fail "pins left: $(ls "$PIN_ROOT")"

@@ -54,7 +54,7 @@ ns_spawn "$NS_RX" socat -u "TCP-LISTEN:$METRICS_PORT,bind=127.0.0.1" /dev/null
 holder=$SPAWNED_PID
 wait_listening "$METRICS_PORT"
 start_fails "the metrics port taken (after the attach)" \
-	"sluice: cannot serve metrics on '127.0.0.1:$METRICS_PORT': Address already in use" \
+	"sluice: cannot serve metrics on '127.0.0.1:$METRICS_PORT': Address already in use; choose another --metrics port, or stop what listens there" \
 	--pin-root "$PIN_ROOT/port" --max-keys 65536 --metrics "127.0.0.1:$METRICS_PORT" \
 	--detach-on-exit
 kill -TERM "$holder"
@@ -65,10 +65,10 @@ e2e_equal "the port's holder ended by our SIGTERM" "$rc" $((128 + 15))
 e2e_start_agent "$WORK/policy.yaml"
 first=$AGENT_PID
 start_fails "the interface served by another agent" \
-	"sluice: '$VETH_RX' is served by another agent (pid $first; pins in '$PIN_ROOT/$VETH_RX'): one agent per interface" \
+	"sluice: '$VETH_RX' is served by another agent (pid $first; pins in '$PIN_ROOT/$VETH_RX'): one agent per interface; stop it first, or change its policy with 'sluice reload'" \
 	--pin-root "$PIN_ROOT" --max-keys 65536
 start_fails "another program attached" \
-	"sluice: cannot attach the XDP program to '$VETH_RX': Device or resource busy; another program is attached (ip link show dev <iface>)" \
+	"sluice: cannot attach the XDP program to '$VETH_RX': another XDP program is attached (ip link show dev $VETH_RX); add --xdp-share to run beside it in libxdp's dispatcher, or use --mode tc" \
 	--pin-root "$PIN_ROOT/other" --max-keys 65536
 kill -0 "$first" 2>/dev/null || e2e_fail "the first agent died"
 e2e_stop_agent

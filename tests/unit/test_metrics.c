@@ -52,7 +52,8 @@ static const struct listen_row listen_rows[] = {
 	{ "listen/ipv6_no_close", "[::1:9190", -EINVAL, 0, NULL, 0 },
 	{ "listen/ipv6_empty", "[]:9190", -EINVAL, 0, NULL, 0 },
 	{ "listen/ipv6_in_ipv4", "::ffff:1.2.3.4:80", -EINVAL, 0, NULL, 0 },
-	{ "listen/hostname", "localhost:9190", -EINVAL, 0, NULL, 0 },
+	{ "listen/hostname", "localhost:9190", 0, AF_INET, "127.0.0.1", 9190 },
+	{ "listen/hostname_no_port", "localhost", -EINVAL, 0, NULL, 0 },
 };
 
 static void test_listen(void **state)

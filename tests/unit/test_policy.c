@@ -1292,7 +1292,8 @@ static void test_missing_file(void **state)
 	(void)state;
 	assert_string_equal(printed,
 			    FIXTURE_BAD "/no-such-file.yaml: cannot read '" FIXTURE_BAD
-					"/no-such-file.yaml': No such file or directory\n");
+					"/no-such-file.yaml': No such file or directory; give the "
+					"path of an existing policy file\n");
 	free(printed);
 }
 
@@ -1302,7 +1303,8 @@ static void test_directory(void **state)
 
 	(void)state;
 	assert_string_equal(printed,
-			    FIXTURE_BAD ": cannot read '" FIXTURE_BAD "': Is a directory\n");
+			    FIXTURE_BAD ": cannot read '" FIXTURE_BAD
+					"': Is a directory; give a file, not a directory\n");
 	free(printed);
 }
 

@@ -165,15 +165,16 @@ static int pick_ifaces(struct agent *a)
 	if (!a->opts.n_ifaces) {
 		pr_warn("no interface to attach to; give --iface or 'interfaces' in '%s'",
 			a->opts.config_path);
-		return -EINVAL;
+		return -EBADMSG;
 	}
 	if (find_iface(a->opts.ifaces, a->opts.n_ifaces, AGENT_IFACE_AUTO) < 0)
 		return 0;
 	if (a->opts.n_ifaces > 1) {
 		pr_warn("interface '%s' stands alone (in --iface or 'interfaces' of '%s'): it "
-			"means every interface with a default route",
+			"means every interface with a default route; give it alone, or name the "
+			"interfaces",
 			AGENT_IFACE_AUTO, a->opts.config_path);
-		return -EINVAL;
+		return -EBADMSG;
 	}
 	a->is_auto = 1;
 	return auto_ifaces(a->opts.ifaces, &a->opts.n_ifaces);
@@ -396,8 +397,9 @@ static int serve_metrics(struct agent *a)
 			"key_file of '%s'; are they a certificate and its private key, in PEM?",
 			a->opts.metrics_listen, a->opts.web_config);
 	else
-		pr_warn("cannot serve metrics on '%s': %s", a->opts.metrics_listen,
-			strerror(errno));
+		pr_warn("cannot serve metrics on '%s': %s; choose another --metrics port, or stop "
+			"what listens there",
+			a->opts.metrics_listen, strerror(errno));
 	return -EADDRNOTAVAIL;
 }
 
@@ -415,7 +417,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		return err;
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
-		return -EINVAL;
+		return -EBADMSG;
 	err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++)
 		err = attach_one(a, a->opts.ifaces[i]);

@@ -52,7 +52,11 @@ struct agent {
 	__u64 keys_counted_ns;				   /* for the metrics: see count_keys() */
 };
 
-/* Load the policy, load and attach on every interface, apply. 0 or -errno, reported. */
+/*
+ * Load the policy, load and attach on every interface, apply. 0 or -errno,
+ * reported; -EBADMSG: the policy file cannot be read or is rejected, or
+ * it and --iface name no interface, or 'auto' beside others.
+ */
 int agent__start(struct agent *a, const struct agent_opts *opts);
 
 /*

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,6 +582,29 @@ static int parse_port(const char *s, in_port_t *port)
 	return 0;
 }
 
+/*
+ * A host name ("localhost") into @ss with @port: its first IPv4 address, as
+ * "ADDR:PORT" is IPv4, else its first IPv6 one. 0 or -EINVAL.
+ */
+static int resolve(const char *host, in_port_t port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai, *p;
+
+	if (getaddrinfo(host, NULL, &hints, &ai))
+		return -EINVAL;
+	for (p = ai; p->ai_next && p->ai_family != AF_INET; p = p->ai_next)
+		;
+	if (p->ai_family != AF_INET)
+		p = ai;
+	memcpy(ss, p->ai_addr, p->ai_addrlen);
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = port;
+	else
+		((struct sockaddr_in *)ss)->sin_port = port;
+	freeaddrinfo(ai);
+	return 0;
+}
+
 int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
@@ -615,9 +639,12 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss)
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
 	a4->sin_family = AF_INET;
-	if (parse_port(colon + 1, &a4->sin_port) || inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+	if (parse_port(colon + 1, &a4->sin_port))
 		return -EINVAL;
-	return 0;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1)
+		return 0;
+	/* An IPv6 address is in brackets: "::1:9190" is not [::1]:9190. */
+	return strchr(host, ':') ? -EINVAL : resolve(host, a4->sin_port, ss);
 }
 
 /*

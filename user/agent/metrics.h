@@ -100,8 +100,10 @@ struct web_config;
 #define METRICS_LISTEN_ANY 1
 
 /*
- * --metrics' address: "ADDR:PORT" (IPv4), "[ADDR6]:PORT", or ":PORT" for
- * every address, into @ss. 0, METRICS_LISTEN_ANY for ":PORT" (@ss is then
+ * --metrics' address: "ADDR:PORT" (IPv4), "HOST:PORT" (a name: its first
+ * IPv4 address, else its first IPv6 one), "[ADDR6]:PORT", or ":PORT" for
+ * every address, into @ss. 0, METRICS_LISTEN_ANY for
+ * ":PORT" (@ss is then
  * [::]:PORT), or -EINVAL.
  */
 int metrics_parse_listen(const char *s, struct sockaddr_storage *ss);

@@ -45,7 +45,7 @@ static const char bans_usage[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n";
 
-enum { OPT_FOR = 256, OPT_REASON, OPT_JSON, OPT_PIN_ROOT };
+enum { OPT_FOR = OPT_LONG_ONLY, OPT_REASON, OPT_JSON, OPT_PIN_ROOT };
 
 static const struct option ban_opts[] = {
 	{ "for", required_argument, NULL, OPT_FOR },
@@ -131,10 +131,10 @@ static int parse_target(struct ban_cmd *c, const char *s)
  */
 static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target, int *exit_code)
 {
-	int opt;
+	int opt, li = 0;
 
 	c->pin_root = SLUICE_PIN_ROOT;
-	while ((opt = getopt_long(argc, argv, "i:h", ban_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:h", ban_opts, &li)) != -1) {
 		int is_ban = !strcmp(c->name, "ban"), bad = 0;
 
 		switch (opt) {
@@ -152,28 +152,31 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 			if (!is_ban)
 				bad = 1;
 			else if (parse_for(c, optarg))
-				return *exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE), -1;
+				return *exit_code = EXIT_USAGE, -1;
 			break;
 		case OPT_REASON:
 			if (!is_ban)
 				bad = 1;
 			else if (parse_reason(c, optarg))
-				return *exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE), -1;
+				return *exit_code = EXIT_USAGE, -1;
 			break;
 		case 'h': *exit_code = cmd_usage(stdout, c->usage, EXIT_OK); return -1;
-		default: bad = 1; break;
+		default: *exit_code = cmd_bad_option(argv, "i:h"); return -1;
 		}
 		if (bad) {
-			*exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE);
+			*exit_code = opt == 'i' ? cmd_refuse(argv, "more than %d --iface",
+							     POLICY_MAX_IFACES)
+						: cmd_refuse(argv, "--%s is not one of its options",
+							     ban_opts[li].name);
 			return -1;
 		}
 	}
 	if (argc - optind != want_target) {
-		*exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE);
+		*exit_code = cmd_extra_arg(argv, argc, want_target);
 		return -1;
 	}
 	if (want_target && parse_target(c, argv[optind])) {
-		*exit_code = cmd_usage(stderr, c->usage, EXIT_USAGE);
+		*exit_code = EXIT_USAGE;
 		return -1;
 	}
 	return 0;
@@ -306,8 +309,10 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 	if (err == -ENOSPC && is_ban)
 		report_full(c, iface, m);
 	else if (err == -ENOENT && !is_ban)
-		fprintf(stderr, "sluice: cannot unban '%s' on '%s': it is not banned\n", c->prefix,
-			iface);
+		fprintf(stderr,
+			"sluice: cannot unban '%s' on '%s': it is not banned; 'sluice bans' "
+			"lists the bans\n",
+			c->prefix, iface);
 	else if (err)
 		fprintf(stderr, "sluice: cannot %s '%s' on '%s': %s\n", c->name, c->prefix, iface,
 			strerror(-err));
@@ -345,7 +350,11 @@ static int on_iface(const struct ban_cmd *c, const char *iface)
 	}
 	lock = bans__lock(c->pin_root);
 	if (lock < 0) {
-		fprintf(stderr, "sluice: cannot lock '%s': %s\n", c->pin_root, strerror(-lock));
+		if (lock == -EACCES || lock == -EPERM)
+			cmd_need_root(c->pin_root, lock);
+		else
+			fprintf(stderr, "sluice: cannot lock '%s': %s\n", c->pin_root,
+				strerror(-lock));
 		maps__close(&m);
 		return lock;
 	}
@@ -363,29 +372,29 @@ static int each_iface(const struct ban_cmd *c)
 	int i, n = 0, failed = 0, err;
 
 	for (i = 0; i < c->n_ifaces; i++)
-		failed |= on_iface(c, c->ifaces[i]) != 0;
+		if ((err = on_iface(c, c->ifaces[i])))
+			failed = cmd_exit_code(err);
 	if (c->n_ifaces)
-		return failed ? EXIT_FAIL : EXIT_OK;
+		return failed;
 	d = opendir(c->pin_root);
-	if (!d) {
-		err = errno; /* before fprintf(), which may change it */
-		fprintf(stderr, "sluice: cannot list '%s': %s; is sluice attached anywhere?\n",
-			c->pin_root, strerror(err));
-		return EXIT_FAIL;
-	}
+	if (!d)
+		return cmd_cannot_list(c->pin_root, -errno);
 	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
 	/* cppcheck-suppress readdirCalled */
 	while ((e = readdir(d))) {
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
 		n++;
-		failed |= on_iface(c, e->d_name) != 0;
+		if ((err = on_iface(c, e->d_name)))
+			failed = cmd_exit_code(err);
 	}
 	closedir(d);
 	if (!n)
-		fprintf(stderr, "sluice: no interface has sluice attached under '%s'\n",
+		fprintf(stderr,
+			"sluice: no interface has sluice attached under '%s'; start it with "
+			"'sluice run'\n",
 			c->pin_root);
-	return failed || !n ? EXIT_FAIL : EXIT_OK;
+	return failed ?: !n ? EXIT_FAIL : EXIT_OK;
 }
 
 static int run(struct ban_cmd *c, int argc, char **argv, int want_target)
@@ -396,7 +405,7 @@ static int run(struct ban_cmd *c, int argc, char **argv, int want_target)
 		return code;
 	for (i = 0; i < c->n_ifaces; i++)
 		if (cmd_check_iface(c->ifaces[i]))
-			return cmd_usage(stderr, c->usage, EXIT_USAGE);
+			return EXIT_USAGE;
 	return each_iface(c);
 }
 

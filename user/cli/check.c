@@ -473,9 +473,9 @@ int cmd_check(int argc, char **argv)
 
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1)
 		return ch == 'h' ? cmd_usage(stdout, usage_text, EXIT_OK)
-				 : cmd_usage(stderr, usage_text, EXIT_USAGE);
+				 : cmd_bad_option(argv, "h");
 	if (optind != argc - 1)
-		return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		return cmd_extra_arg(argv, argc, 1);
 	diags.file = argv[optind];
 	ps = policy_set__load(argv[optind], &diags);
 	err = ps ? compile_policies(ps, 0, NULL, &c, &diags) : -1;
@@ -487,7 +487,7 @@ int cmd_check(int argc, char **argv)
 				strerror(errno));
 		diag__free(&diags);
 		policy_set__free(ps);
-		return EXIT_FAIL;
+		return EXIT_CONFIG;
 	}
 	for (i = 0; i < ps->n_policies; i++)
 		print_policy(&ps->policies[i], &c.policies[i], ps->sync_interval_ns);

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Subcommands: each cmd_<name>.c parses its own options with getopt_long,
- * validates values while parsing, and calls into the layers below. Exit
- * codes: 0 success, 1 failure, 2 usage error.
+ * validates values while parsing, and calls into the layers below.
+ *
+ * Every refusal is one line on stderr, "sluice: <what is wrong>; <what to
+ * do>", and one exit code of the table below, the same for every command
+ * (docs/errors.md lists each message; sluice(8), EXIT STATUS). 77 and 78 are
+ * sysexits.h's EX_NOPERM and EX_CONFIG, which systemd names in status=
+ * lines: a unit can keep from restarting on them (RestartPreventExitStatus=)
+ * as neither goes away by itself.
  */
 #ifndef SLUICE_CMD_H
 #define SLUICE_CMD_H
@@ -11,8 +17,11 @@
 
 enum {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,
-	EXIT_USAGE = 2,
+	EXIT_FAIL = 1,	  /* a runtime failure: load, attach, a map, the agent */
+	EXIT_USAGE = 2,	  /* an unknown command or option, a bad or missing value */
+	EXIT_NOPIN = 3,	  /* status only: nothing pinned, or the maps cannot be read */
+	EXIT_NOPERM = 77, /* needs root (CAP_BPF, CAP_NET_ADMIN; CAP_SYS_ADMIN to share) */
+	EXIT_CONFIG = 78, /* the policy file cannot be read or is rejected */
 };
 
 struct cmd {
@@ -31,8 +40,32 @@ int cmd_ban(int argc, char **argv);
 int cmd_unban(int argc, char **argv);
 int cmd_bans(int argc, char **argv);
 
-/* The usage text of a command to @out; exit @code (2 for a usage error). */
+/* Long options' values in struct option: above every short option's character. */
+#define OPT_LONG_ONLY 256
+
+/* The usage text of a command to @out (--help); returns @code. */
 int cmd_usage(FILE *out, const char *text, int code);
+
+/*
+ * A usage error of the command argv[0], in one line: "sluice: <cmd>:
+ * <fmt...>; 'sluice <cmd> --help' lists its options". Returns EXIT_USAGE.
+ */
+__attribute__((format(printf, 2, 3))) int cmd_refuse(char **argv, const char *fmt, ...);
+
+/* getopt_long()'s '?' (opterr is 0): an unknown option, or one without its value. */
+int cmd_bad_option(char **argv, const char *optstring);
+
+/* Not @want arguments after the options: the first missing or extra one. */
+int cmd_extra_arg(char **argv, int argc, int want);
+
+/* -EPERM and -EACCES: EXIT_NOPERM; any other -errno: EXIT_FAIL. */
+int cmd_exit_code(int err);
+
+/* The pin root cannot be listed (-@err): why, in one line; the exit status. */
+int cmd_cannot_list(const char *pin_root, int err);
+
+/* @what (a path) cannot be used for lack of privilege (@err): run with sudo. */
+void cmd_need_root(const char *what, int err);
 
 /* --iface: the interface must exist. 0, or -1 after printing why. */
 int cmd_check_iface(const char *name);
@@ -45,7 +78,7 @@ struct sluice_maps;
  */
 int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir);
 
-/* The first interface with pins under @pin_root into @buf. 0, or -1 after printing why. */
+/* The first interface with pins under @pin_root into @buf. 0, or -errno after printing why. */
 int cmd_first_iface(const char *pin_root, char *buf, size_t len);
 
 /*

@@ -17,7 +17,7 @@ static const char usage_text[] =
 
 int cmd_detach(int argc, char **argv)
 {
-	enum { OPT_PIN_ROOT = 256 };
+	enum { OPT_PIN_ROOT = OPT_LONG_ONLY };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
@@ -32,16 +32,18 @@ int cmd_detach(int argc, char **argv)
 		switch (c) {
 		case 'i':
 			if (n == POLICY_MAX_IFACES)
-				return cmd_usage(stderr, usage_text, EXIT_USAGE);
+				return cmd_refuse(argv, "more than %d --iface", POLICY_MAX_IFACES);
 			ifaces[n++] = optarg; /* may be gone already: pins can outlive it */
 			break;
 		case OPT_PIN_ROOT: pin_root = optarg; break;
 		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		default: return cmd_bad_option(argv, "i:h");
 		}
 	}
-	if (!n || optind != argc)
-		return cmd_usage(stderr, usage_text, EXIT_USAGE);
+	if (!n)
+		return cmd_refuse(argv, "which interface? give --iface <iface>");
+	if (optind != argc)
+		return cmd_extra_arg(argv, argc, 0);
 	for (i = 0; i < n; i++)
 		failed |= loader_detach(pin_root, ifaces[i]) != 0;
 	return failed ? EXIT_FAIL : EXIT_OK;

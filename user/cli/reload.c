@@ -82,8 +82,9 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 	struct sluice_ctl ctl;
 	int err;
 
-	if (cmd_open_pins(pin_root, iface, &m, dir))
-		return EXIT_FAIL;
+	err = cmd_open_pins(pin_root, iface, &m, dir);
+	if (err)
+		return cmd_exit_code(err);
 	err = maps__read_ctl(&m, &ctl);
 	if (!err && (!ctl.agent_pid || !is_sluice(ctl.agent_pid))) {
 		fprintf(stderr, "sluice: no agent is running for '%s'; start one with sluice run\n",
@@ -91,7 +92,9 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 		err = -ESRCH;
 	}
 	if (!err && config && precheck(config)) {
-		fprintf(stderr, "sluice: reload rejected; still enforcing generation %llu\n",
+		fprintf(stderr,
+			"sluice: reload rejected; still enforcing generation %llu; fix the file "
+			"and reload again\n",
 			(unsigned long long)ctl.generation);
 		err = -EINVAL;
 	}
@@ -100,24 +103,28 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 	if (!err)
 		err = wait_answer(&m, ctl.reload_seq, &ctl);
 	if (err == -ETIMEDOUT)
-		fprintf(stderr, "sluice: agent %u did not answer within %llu s\n", ctl.agent_pid,
-			RELOAD_WAIT_NS / SLUICE_NSEC_PER_SEC);
+		fprintf(stderr,
+			"sluice: agent %u did not answer within %llu s; its log says why "
+			"(journalctl -u sluice)\n",
+			ctl.agent_pid, RELOAD_WAIT_NS / SLUICE_NSEC_PER_SEC);
 	else if (!err && ctl.reload_err)
 		fprintf(stderr,
 			"sluice: reload rejected by agent %u: %s; still enforcing generation "
-			"%llu (its log has the details)\n",
+			"%llu; its log has the errors (journalctl -u sluice): fix the file and "
+			"reload again\n",
 			ctl.agent_pid, strerror(-ctl.reload_err),
 			(unsigned long long)ctl.generation);
 	else if (!err)
 		printf("reloaded: '%s' now enforces generation %llu\n", iface,
 		       (unsigned long long)ctl.generation);
 	maps__close(&m);
-	return err || ctl.reload_err ? EXIT_FAIL : EXIT_OK;
+	err = err ?: ctl.reload_err;
+	return !err ? EXIT_OK : err == -EINVAL ? EXIT_CONFIG : cmd_exit_code(err);
 }
 
 int cmd_reload(int argc, char **argv)
 {
-	enum { OPT_PIN_ROOT = 256 };
+	enum { OPT_PIN_ROOT = OPT_LONG_ONLY };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "config", required_argument, NULL, 'c' },
@@ -127,7 +134,7 @@ int cmd_reload(int argc, char **argv)
 	};
 	const char *pin_root = SLUICE_PIN_ROOT, *iface = NULL, *config = NULL;
 	char first[POLICY_IFNAME_LEN];
-	int c;
+	int c, err;
 
 	while ((c = getopt_long(argc, argv, "i:c:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -135,12 +142,13 @@ int cmd_reload(int argc, char **argv)
 		case 'c': config = optarg; break;
 		case OPT_PIN_ROOT: pin_root = optarg; break;
 		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		default: return cmd_bad_option(argv, "i:c:h");
 		}
 	}
 	if (optind != argc)
-		return cmd_usage(stderr, usage_text, EXIT_USAGE);
-	if (!iface && cmd_first_iface(pin_root, first, sizeof(first)))
-		return EXIT_FAIL;
+		return cmd_extra_arg(argv, argc, 0);
+	err = iface ? 0 : cmd_first_iface(pin_root, first, sizeof(first));
+	if (err)
+		return cmd_exit_code(err);
 	return reload(pin_root, iface ? iface : first, config);
 }

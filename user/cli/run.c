@@ -11,9 +11,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "agent/agent.h"
+#include "agent/metrics.h"
 #include "agent/watch.h"
 #include "kernel/dispatch.h"
 #include "cli/cmd.h"
@@ -57,9 +59,9 @@ static const char usage_text[] =
 	"                          or a Kubernetes ConfigMap's ..data swapped), as SIGHUP does\n"
 	"      --metrics <addr>:<port>\n"
 	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
-	"                          (127.0.0.1:9190, [::1]:9190, 9190 for 127.0.0.1,\n"
-	"                          or :9190 for every address), with /readyz and /healthz;\n"
-	"                          default: off\n"
+	"                          (127.0.0.1:9190, localhost:9190, [::1]:9190, 9190 for\n"
+	"                          127.0.0.1, or :9190 for every address), with /readyz\n"
+	"                          and /healthz; default: off\n"
 	"      --web-config <file> TLS and basic authentication for --metrics, in the\n"
 	"                          Prometheus exporter-toolkit's format (docs/metrics.md)\n"
 	"  -h, --help              show this help\n";
@@ -111,7 +113,7 @@ static int parse_mode(const char *s, int *mode)
 		return -1;
 	}
 	if (m < 0) {
-		fprintf(stderr, "sluice: --mode '%s': expected native, tc or auto\n", s);
+		fprintf(stderr, "sluice: --mode '%s' is not a mode; give native, tc or auto\n", s);
 		return -1;
 	}
 	*mode = m;
@@ -127,18 +129,33 @@ static int parse_count(const char *opt, const char *s, __u32 *out)
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || *end || !v || v > UINT32_MAX || *s == '-') {
-		fprintf(stderr, "sluice: --%s '%s': expected a positive count\n", opt, s);
+		fprintf(stderr, "sluice: --%s '%s' is not a count; give a whole number above 0\n",
+			opt, s);
 		return -1;
 	}
 	*out = v;
 	return 0;
 }
 
-/* Options into @o; returns -1 after printing a usage error, 1 for --help. */
+/* --metrics: an address and port metrics__start() can use. 0, or -1 after why. */
+static int check_metrics(const char *s)
+{
+	struct sockaddr_storage ss;
+
+	if (metrics_parse_listen(s, &ss) >= 0)
+		return 0;
+	fprintf(stderr,
+		"sluice: --metrics '%s' is not an address and port; give HOST:PORT, "
+		"[ADDR6]:PORT, :PORT (every address) or PORT (127.0.0.1)\n",
+		s);
+	return -1;
+}
+
+/* Options into @o; returns the exit status of a usage error, or -1 for --help. */
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
 	enum {
-		OPT_MODE = 256,
+		OPT_MODE = OPT_LONG_ONLY,
 		OPT_SHARE,
 		OPT_PRIORITY,
 		OPT_KEYS,
@@ -172,50 +189,53 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		switch (c) {
 		case 'c': o->config_path = optarg; break;
 		case 'i':
-			if (o->n_ifaces == POLICY_MAX_IFACES ||
-			    (strcmp(optarg, AGENT_IFACE_AUTO) != 0 && cmd_check_iface(optarg)))
-				return -1;
+			if (o->n_ifaces == POLICY_MAX_IFACES)
+				return cmd_refuse(argv, "more than %d --iface", POLICY_MAX_IFACES);
+			if (strcmp(optarg, AGENT_IFACE_AUTO) != 0 && cmd_check_iface(optarg))
+				return EXIT_USAGE;
 			snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", optarg);
 			break;
 		case OPT_MODE:
 			if (parse_mode(optarg, &o->mode))
-				return -1;
+				return EXIT_USAGE;
 			break;
 		case OPT_SHARE: o->xdp_share = 1; break;
 		case OPT_PRIORITY:
 			if (parse_count("xdp-priority", optarg, &o->xdp_priority))
-				return -1;
+				return EXIT_USAGE;
 			break;
 		case OPT_KEYS:
 			if (parse_count("max-keys", optarg, &o->max_keys))
-				return -1;
+				return EXIT_USAGE;
 			break;
 		case OPT_DATAGRAMS:
 			if (parse_count("max-datagrams", optarg, &o->max_datagrams))
-				return -1;
+				return EXIT_USAGE;
 			break;
 		case OPT_DETACH: o->detach_on_exit = 1; break;
 		case OPT_PIN_ROOT: o->pin_root = optarg; break;
-		case OPT_METRICS: o->metrics_listen = optarg; break;
+		case OPT_METRICS:
+			if (check_metrics(optarg))
+				return EXIT_USAGE;
+			o->metrics_listen = optarg;
+			break;
 		case OPT_WEB_CONFIG: o->web_config = optarg; break;
 		case OPT_WATCH: o->watch_config = 1; break;
-		case 'h': return 1;
-		default: return -1;
+		case 'h': return -1;
+		default: return cmd_bad_option(argv, "c:i:h");
 		}
 	}
-	if (!o->config_path || optind != argc) {
-		fprintf(stderr, "sluice: run needs --config <file> and no other arguments\n");
-		return -1;
-	}
-	if (o->web_config && !o->metrics_listen) {
-		fprintf(stderr, "sluice: --web-config protects the metrics page: it needs "
-				"--metrics <addr>:<port>\n");
-		return -1;
-	}
+	if (!o->config_path)
+		return cmd_refuse(argv, "which policy? give --config <file>");
+	if (optind != argc)
+		return cmd_extra_arg(argv, argc, 0);
+	if (o->web_config && !o->metrics_listen)
+		return cmd_refuse(argv, "--web-config protects the metrics page: add --metrics "
+					"<addr>:<port>");
 	if (o->xdp_priority && !o->xdp_share) {
-		fprintf(stderr, "sluice: --xdp-priority orders libxdp's dispatcher: it needs "
+		fprintf(stderr, "sluice: --xdp-priority orders libxdp's dispatcher: add "
 				"--xdp-share\n");
-		return -1;
+		return EXIT_USAGE;
 	}
 	return 0;
 }
@@ -260,8 +280,7 @@ int cmd_run(int argc, char **argv)
 	int err = parse_opts(argc, argv, &o);
 
 	if (err)
-		return err > 0 ? cmd_usage(stdout, usage_text, EXIT_OK)
-			       : cmd_usage(stderr, usage_text, EXIT_USAGE);
+		return err < 0 ? cmd_usage(stdout, usage_text, EXIT_OK) : err;
 	a = calloc(1, sizeof(*a));
 	if (!a || install_handlers()) {
 		pr_warn("cannot start the agent: %s", strerror(errno));
@@ -281,5 +300,5 @@ int cmd_run(int argc, char **argv)
 	watch__close(&w);
 	agent__stop(a);
 	free(a);
-	return err ? EXIT_FAIL : EXIT_OK;
+	return !err ? EXIT_OK : err == -EBADMSG ? EXIT_CONFIG : cmd_exit_code(err);
 }

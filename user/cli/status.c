@@ -24,8 +24,8 @@
  */
 enum {
 	STATUS_HEALTHY = EXIT_OK,
-	STATUS_UNHEALTHY = EXIT_FAIL, /* the agent is lost, or a policy is in a fail mode */
-	STATUS_UNREADABLE = 3,	      /* nothing pinned, or the maps could not be read */
+	STATUS_UNHEALTHY = EXIT_FAIL,	/* the agent is lost, or a policy is in a fail mode */
+	STATUS_UNREADABLE = EXIT_NOPIN, /* nothing pinned, or the maps could not be read */
 };
 
 static const char usage_text[] =
@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n\n"
 	"exit status: 0 healthy; 1 an agent is lost or a policy is in a fail mode;\n"
-	"2 usage error; 3 nothing pinned, or the maps cannot be read\n";
+	"2 usage error; 3 nothing pinned, or the maps cannot be read; 77 needs root\n";
 
 /* What a reader of the maps can know about the agent and each policy right now. */
 struct view {
@@ -222,7 +222,7 @@ static int show(const char *pin_root, const char *iface, int json)
 
 	err = cmd_open_pins(pin_root, iface, &m, dir);
 	if (err)
-		return STATUS_UNREADABLE;
+		return worse(cmd_exit_code(err), STATUS_UNREADABLE);
 	err = maps__read_status(&m, &st, NULL);
 	if (err) {
 		maps__close(&m);
@@ -252,14 +252,10 @@ static int show_all(const char *pin_root, int json)
 {
 	struct dirent *e;
 	DIR *d = opendir(pin_root);
-	int ret = STATUS_HEALTHY, n = 0, err;
+	int ret = STATUS_HEALTHY, n = 0;
 
-	if (!d) {
-		err = errno; /* before fprintf(), which may change it */
-		fprintf(stderr, "sluice: cannot list '%s': %s; is sluice attached anywhere?\n",
-			pin_root, strerror(err));
-		return STATUS_UNREADABLE;
-	}
+	if (!d)
+		return worse(cmd_cannot_list(pin_root, -errno), STATUS_UNREADABLE);
 	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
 	/* cppcheck-suppress readdirCalled */
 	while ((e = readdir(d))) {
@@ -271,7 +267,10 @@ static int show_all(const char *pin_root, int json)
 	}
 	closedir(d);
 	if (!n) {
-		fprintf(stderr, "sluice: no interface has sluice attached under '%s'\n", pin_root);
+		fprintf(stderr,
+			"sluice: no interface has sluice attached under '%s'; start it with "
+			"'sluice run'\n",
+			pin_root);
 		return STATUS_UNREADABLE;
 	}
 	return ret;
@@ -279,7 +278,7 @@ static int show_all(const char *pin_root, int json)
 
 int cmd_status(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_PIN_ROOT };
+	enum { OPT_JSON = OPT_LONG_ONLY, OPT_PIN_ROOT };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -295,17 +294,17 @@ int cmd_status(int argc, char **argv)
 		switch (c) {
 		case 'i':
 			if (n == POLICY_MAX_IFACES)
-				return cmd_usage(stderr, usage_text, EXIT_USAGE);
+				return cmd_refuse(argv, "more than %d --iface", POLICY_MAX_IFACES);
 			ifaces[n++] = optarg;
 			break;
 		case OPT_JSON: json = 1; break;
 		case OPT_PIN_ROOT: pin_root = optarg; break;
 		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		default: return cmd_bad_option(argv, "i:h");
 		}
 	}
 	if (optind != argc)
-		return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		return cmd_extra_arg(argv, argc, 0);
 	if (!n)
 		return show_all(pin_root, json);
 	for (i = 0; i < n; i++) {

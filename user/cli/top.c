@@ -134,9 +134,10 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 	size_t i, n = 0;
 	int err;
 
-	if (!active || cmd_open_pins(pin_root, iface, &m, dir)) {
+	err = active ? cmd_open_pins(pin_root, iface, &m, dir) : -ENOMEM;
+	if (err) {
 		free(active);
-		return EXIT_FAIL;
+		return cmd_exit_code(err);
 	}
 	err = maps__read_active(&m, active, &n);
 	for (i = 0; i < n; i++)
@@ -158,7 +159,7 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 
 int cmd_top(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_PIN_ROOT };
+	enum { OPT_JSON = OPT_LONG_ONLY, OPT_PIN_ROOT };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'n' },
@@ -170,7 +171,7 @@ int cmd_top(int argc, char **argv)
 	const char *pin_root = SLUICE_PIN_ROOT, *iface = NULL;
 	char first[POLICY_IFNAME_LEN], *end;
 	long count = TOP_DEFAULT;
-	int c, json = 0;
+	int c, json = 0, err;
 
 	while ((c = getopt_long(argc, argv, "i:n:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -178,21 +179,20 @@ int cmd_top(int argc, char **argv)
 		case 'n':
 			count = strtol(optarg, &end, 10);
 			if (*end || count <= 0) {
-				fprintf(stderr,
-					"sluice: --count '%s': expected a positive number\n",
-					optarg);
-				return cmd_usage(stderr, usage_text, EXIT_USAGE);
+				return cmd_refuse(argv, "--count '%s': expected a positive number",
+						  optarg);
 			}
 			break;
 		case OPT_JSON: json = 1; break;
 		case OPT_PIN_ROOT: pin_root = optarg; break;
 		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_usage(stderr, usage_text, EXIT_USAGE);
+		default: return cmd_bad_option(argv, "i:n:h");
 		}
 	}
 	if (optind != argc)
-		return cmd_usage(stderr, usage_text, EXIT_USAGE);
-	if (!iface && cmd_first_iface(pin_root, first, sizeof(first)))
-		return EXIT_FAIL;
+		return cmd_extra_arg(argv, argc, 0);
+	err = iface ? 0 : cmd_first_iface(pin_root, first, sizeof(first));
+	if (err)
+		return cmd_exit_code(err);
 	return top(pin_root, iface ? iface : first, count, json);
 }

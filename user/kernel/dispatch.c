@@ -100,10 +100,19 @@ static int refuse_foreign(const struct xdp_multiprog *mp, const char *iface)
 
 	if (!xdp_multiprog__is_legacy(mp))
 		return 0;
-	pr_warn("cannot add sluice to the XDP programs of '%s': it holds program '%s' (id %u), "
-		"which was not attached through libxdp and cannot share the interface; detach it "
-		"(ip link set dev %s xdp off) or load it with libxdp (xdp-loader)",
-		iface, p ? xdp_program__name(p) : "?", p ? xdp_program__id(p) : 0, iface);
+	/* libxdp's dispatcher runs each program as an freplace (EXT) program. */
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_EXT, NULL) == 1)
+		pr_warn("cannot add sluice to the XDP programs of '%s': it holds program '%s' "
+			"(id %u), which was not attached through libxdp and cannot share the "
+			"interface; detach it (ip link set dev %s xdp off) and load it with "
+			"xdp-loader, or run sluice with --mode tc",
+			iface, p ? xdp_program__name(p) : "?", p ? xdp_program__id(p) : 0, iface);
+	else
+		pr_warn("cannot add sluice to the XDP programs of '%s': it holds program '%s' "
+			"(id %u) alone, as this kernel refuses libxdp's dispatcher (freplace "
+			"programs) and so any second XDP program; run sluice with --mode tc, or "
+			"detach it (ip link set dev %s xdp off) and run without --xdp-share",
+			iface, p ? xdp_program__name(p) : "?", p ? xdp_program__id(p) : 0, iface);
 	return -EEXIST;
 }
 

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -76,6 +78,37 @@ static int mkdir_p(const char *dir)
 }
 
 /*
+ * @dir, or the nearest of its parents that exists, must be on bpffs: pins
+ * fail on any other filesystem (with EPERM, which looks like a verifier's
+ * refusal). 0, or -ENOTDIR after printing what to do.
+ */
+static int check_bpffs(const char *dir)
+{
+	char path[PATH_MAX];
+	struct statfs fs;
+	char *slash;
+	int err;
+
+	snprintf(path, sizeof(path), "%s", dir);
+	while ((err = statfs(path, &fs)) && errno == ENOENT && (slash = strrchr(path, '/')) &&
+	       slash > path)
+		*slash = '\0';
+	if (err || fs.f_type == BPF_FS_MAGIC) /* cannot tell: creating it will say why */
+		return 0;
+	pr_warn("'%s' is not on bpffs; mount bpffs there (mount -t bpf bpf %s) or choose a "
+		"--pin-root under /sys/fs/bpf",
+		dir, dir);
+	return -ENOTDIR;
+}
+
+/* Say that sluice needs privilege it lacks (-@err from @what): run it with sudo. */
+static void report_privilege(const char *what, int err)
+{
+	pr_warn("%s: %s; sluice needs root (CAP_BPF and CAP_NET_ADMIN): run it with sudo", what,
+		strerror(-err));
+}
+
+/*
  * A pin directory must be ours: owned by our user and writable by nobody
  * else. Another user who can write it can remove the pins, and with the
  * link's pin the XDP program (#12: a squatter's directory, reused).
@@ -88,11 +121,12 @@ static int check_owned(const char *dir)
 		return -errno;
 	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
 		return 0;
-	pr_warn("refusing pin directory '%s': owned by uid %u with mode %04o; it must be owned by "
-		"uid %u and writable by no one else, or another user could remove the pins",
+	pr_warn("refusing pin directory '%s': owned by uid %u with mode %04o, so another user "
+		"could remove the pins; make it uid %u's and writable by no one else, or give "
+		"another --pin-root",
 		dir, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777),
 		(unsigned int)geteuid());
-	return -EPERM;
+	return -EUCLEAN; /* not -EPERM: sudo would not help (cmd.h, EXIT_NOPERM) */
 }
 
 /*
@@ -122,7 +156,8 @@ static int lock_pin_dir(struct attachment *a, const char *set_dir)
 		ctl.agent_pid = 0;
 	if (fd >= 0)
 		close(fd);
-	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface",
+	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface; "
+		"stop it first, or change its policy with 'sluice reload'",
 		a->iface, ctl.agent_pid, a->iface_dir);
 	return -EBUSY;
 }
@@ -273,8 +308,9 @@ static int choose_set(struct attachment *a, __u32 *max_keys)
 		if (*max_keys == keys)
 			return 0;
 		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
-			"lost; detach first to change it",
-			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], keys, *max_keys);
+			"lost; run without --max-keys, or detach first (sluice detach --iface %s) "
+			"to change it",
+			a->pin_dir, sluice_map_names[SLUICE_MAP_STATE], keys, *max_keys, a->iface);
 		return -EINVAL;
 	}
 	if (!*max_keys)
@@ -427,6 +463,8 @@ static int check_kernel(const char *iface)
 
 	if (err == -EOPNOTSUPP && !probe_refusal(why, sizeof(why), missing))
 		pr_warn("cannot load the XDP program for '%s': %s", iface, why);
+	else if (err == -EPERM || err == -EACCES)
+		report_privilege("cannot probe the kernel's BPF features", err);
 	else if (err)
 		pr_warn("cannot probe the kernel's BPF features: %s", strerror(-err));
 	return err;
@@ -455,9 +493,16 @@ static int open_iface_dir(struct attachment *a, const char *pin_root)
 {
 	int err = loader_pin_dir(a->iface_dir, sizeof(a->iface_dir), pin_root, a->iface);
 
-	a->made_dir = !err && access(a->iface_dir, F_OK);
 	if (!err)
-		err = mkdir_p(a->iface_dir);
+		err = check_bpffs(pin_root);
+	if (err)
+		return err;
+	a->made_dir = access(a->iface_dir, F_OK);
+	err = mkdir_p(a->iface_dir);
+	if (err == -EPERM || err == -EACCES) {
+		report_privilege("cannot create the pin directory", err);
+		return err;
+	}
 	if (err) {
 		pr_warn("cannot create pin directory '%s/%s': %s; is bpffs mounted on %s?",
 			pin_root, a->iface, strerror(-err), pin_root);
@@ -821,14 +866,18 @@ int attachment__attach(struct attachment *a, int mode)
 	if (a->carried) /* what the old program charged since the copy: just before the swap */
 		merge_pinned(a->old_dir, &a->maps, MERGE_TO_NEW_IDLE, a->iface);
 	err = a->mode ? attach_mode(a, a->mode) : attach_auto(a);
-	if (err) {
-		pr_warn("cannot attach the %s program to '%s': %s%s",
-			a->mode == SLUICE_ATTACH_TC ? "TC" : "XDP", a->iface, strerror(-err),
-			err == -EBUSY || err == -EEXIST
-				? "; another program is attached (ip link show dev <iface>)"
-				: "");
+	if (err == -EEXIST && a->xdp_share)
+		return err; /* dispatch.c named the program that holds the hook */
+	if (err && a->mode != SLUICE_ATTACH_TC && (err == -EBUSY || err == -EEXIST))
+		pr_warn("cannot attach the XDP program to '%s': another XDP program is attached "
+			"(ip link show dev %s); add --xdp-share to run beside it in libxdp's "
+			"dispatcher, or use --mode tc",
+			a->iface, a->iface);
+	else if (err)
+		pr_warn("cannot attach the %s program to '%s': %s",
+			a->mode == SLUICE_ATTACH_TC ? "TC" : "XDP", a->iface, strerror(-err));
+	if (err)
 		return err;
-	}
 	ctl.attach = a->mode;
 	err = maps__write_ctl(&a->maps, &ctl);
 	if (err) {
@@ -955,7 +1004,7 @@ int loader_detach(const char *pin_root, const char *iface)
 	err = loader_pin_dir(iface_dir, sizeof(iface_dir), pin_root, iface);
 	if (err || loader_find_set(dir, iface_dir)) {
 		pr_warn("cannot detach from '%s': nothing pinned in '%s/%s'; is sluice attached to "
-			"'%s'?",
+			"'%s'? ('sluice status' lists the interfaces it is attached to)",
 			iface, pin_root, iface, iface);
 		return -ENOENT;
 	}

@@ -258,12 +258,24 @@ void policy_set__free(struct policy_set *ps)
 
 /* ---- the file on disk ---------------------------------------------------- */
 
+/* What to do about a policy file that cannot be read (@err: its errno). */
+static const char *read_hint(int err)
+{
+	switch (err) {
+	case ENOENT: return "give the path of an existing policy file";
+	case EACCES:
+	case EPERM: return "make it readable by the user sluice runs as";
+	case EISDIR: return "give a file, not a directory";
+	default: return "give a readable policy file";
+	}
+}
+
 static int file_error(struct diag_list *d, const char *path, int errnum)
 {
 	char buf[ERRNO_MSG_LEN];
 
-	if (diag__add(d, no_pos, "", "cannot read '%s': %s", path,
-		      strerror_r(errnum, buf, sizeof(buf))))
+	if (diag__add(d, no_pos, "", "cannot read '%s': %s; %s", path,
+		      strerror_r(errnum, buf, sizeof(buf)), read_hint(errnum)))
 		return -ENOMEM;
 	return -EINVAL;
 }
