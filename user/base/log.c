@@ -88,7 +88,7 @@ int log_is_logfmt(void)
 }
 
 /*
- * A formatted message as one event: @fields (printf-style, may be "") and
+ * A formatted message as one event: @fields (key=value pairs, or "") and
  * msg=, the message quoted and without its trailing newline. A message that
  * cannot be formatted still gives its event, with msg="?".
  */
