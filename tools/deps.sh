@@ -23,6 +23,7 @@ PACKAGES=(
 	iproute2 nftables iptables ethtool socat valgrind libcap2-bin strace xdp-tools
 	clang-tidy cppcheck shellcheck
 	jq prometheus mandoc git
+	python3-jsonschema
 )
 # The deploy tier validates the manifests with npm packages (tests/deploy/);
 # a node that already brings npm (as NodeSource's does) is kept, since
