@@ -24,7 +24,7 @@ policies:
   - name: steady
     match: { proto: udp, dst_port: 7000 }
     key: { ipv4_prefix: 32, ipv6_prefix: 128 }
-    rate: 1/min
+    rate: 1/h # no token refills during the reloads, however long a busy machine makes them
     burst: $STEADY_BURST
   - name: flow-a
     match: { proto: udp, dst_port: $2 }
