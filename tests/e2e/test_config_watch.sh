@@ -118,8 +118,9 @@ check "burst 8 enforced" 8
 kubelet_swap 3 100/sek
 wait_reloads rejected 1
 echo "ok: bad kubelet swap refused in $APPLIED_MS ms"
-grep -q "rate: '100/sek' is not a rate" "$AGENT_LOG" || e2e_fail "the error was not logged"
-grep -q "reload rejected; still enforcing '$CM/policy.yaml' generation 2" "$AGENT_LOG" ||
+grep -q "level=warn event=reload_rejected file=$CM/policy.yaml line=6 col=11 field=policies\[0\].rate msg=\"'100/sek' is not a rate" "$AGENT_LOG" ||
+	e2e_fail "the error was not logged: $(tail -3 "$AGENT_LOG")"
+grep -q "level=warn event=reload_rejected file=$CM/policy.yaml generation=2 msg=\"still enforcing generation 2\"" "$AGENT_LOG" ||
 	e2e_fail "the rejection was not logged: $(tail -3 "$AGENT_LOG")"
 e2e_equal "/readyz after a refused change" "$(http_code /readyz)" 503
 http_body /readyz | grep -q "^not ready: the last reload was rejected; still enforcing generation 2$" ||

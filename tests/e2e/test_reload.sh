@@ -24,7 +24,7 @@ policies:
   - name: steady
     match: { proto: udp, dst_port: 7000 }
     key: { ipv4_prefix: 32, ipv6_prefix: 128 }
-    rate: 1/min
+    rate: 1/h # no token refills during the reloads, however long a busy machine makes them
     burst: $STEADY_BURST
   - name: flow-a
     match: { proto: udp, dst_port: $2 }
@@ -103,7 +103,19 @@ if reload 2>"$WORK/err"; then e2e_fail "the agent accepted a bad file"; fi
 grep -q "reload rejected by agent" "$WORK/err" || e2e_fail "unexpected: $(cat "$WORK/err")"
 status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json)
 e2e_equal "a rejected reload changed no generation" "$(num generation)" "$gen"
-grep -q "reload rejected; still enforcing" "$AGENT_LOG" || e2e_fail "the agent did not log the rejection"
+# The agent logs the rejection as logfmt warning events: each error, then what it still enforces.
+rejected='level=warn event=reload_rejected'
+cause="'100/sek' is not a rate: unknown unit 'sek' (expected s, min, h or day, optionally with a count such as 15m)"
+grep -E "^ts=[^ ]+ $rejected " "$AGENT_LOG" | cut -d' ' -f2- >"$WORK/rejected"
+printf '%s\n' "$rejected file=$WORK/live.yaml line=3 col=11 field=policies[0].rate msg=\"$cause\"" \
+	"$rejected file=$WORK/live.yaml generation=$gen msg=\"still enforcing generation $gen\"" \
+	>"$WORK/rejected.want"
+diff -u "$WORK/rejected.want" "$WORK/rejected" || e2e_fail "the agent's rejection events differ (above)"
+# From its start on (before it, a refusal is a command's message) every line is an event.
+if sed -n '/ event=start /,$p' "$AGENT_LOG" | grep -v '^ts='; then
+	e2e_fail "the running agent logged the lines above outside logfmt"
+fi
+echo "ok: the rejection is logged as $(wc -l <"$WORK/rejected") logfmt warnings"
 before=$(e2e_count steady)
 e2e_flood --proto udp --dport 7000 --src "$SRC" --dst "$RX4" --count 20 --pps 1000 >/dev/null
 e2e_equal "steady: still enforced after the rejected reload" $(($(e2e_count steady) - before)) 0

@@ -148,7 +148,7 @@ check_prefix() { # LABEL PATTERN: some line matches, and each line like it has t
 	echo "ok: $1: $(grep -E "$2" "$log" | head -n 1)"
 }
 check_prefix "info event, <6>" '^<6>ts=[^ ]* level=info event=start '
-check_prefix "warning, <4>" "^<4>sluice: reload rejected; still enforcing '$WORK/policy.yaml'"
+check_prefix "warning, <4>" "^<4>ts=[^ ]* level=warn event=reload_rejected file=$WORK/policy.yaml generation=2 "
 check_prefix "libbpf debug, <7>" '^<7>libbpf: '
 e2e_equal "level=info lines without <6>" "$(grep 'level=info' "$log" | grep -vc '^<6>')" 0
 e2e_equal "level=warn lines without <4>" "$(grep 'level=warn' "$log" | grep -vc '^<4>')" 0

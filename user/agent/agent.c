@@ -4,6 +4,7 @@
  * any map is written, so a bad file never changes what is enforced.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/escape.h"
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 #include "agent/agent.h"
@@ -22,14 +24,27 @@
 
 _Static_assert(POLICY_IFNAME_LEN == IF_NAMESIZE, "base/route.h's names are interface names");
 
-/* Parse and validate @path; on bad input print every error and return NULL. */
+/*
+ * Every error of a bad file: at start, the refusal in the compiler's shape
+ * (FILE:LINE:COL: FIELD: problem); once the agent runs, a warning event
+ * each, "event=reload_rejected file=... line=... col=... field=... msg=...".
+ */
+static void report_diags(const struct diag_list *diags)
+{
+	if (log_is_logfmt())
+		diag__log(diags, "reload_rejected");
+	else
+		diag__print(diags, stderr);
+}
+
+/* Parse and validate @path; on bad input report every error and return NULL. */
 static struct policy_set *load_policy(const char *path)
 {
 	struct diag_list diags = { .file = path };
 	struct policy_set *ps = policy_set__load(path, &diags);
 
 	if (!ps && diags.n)
-		diag__print(&diags, stderr);
+		report_diags(&diags);
 	else if (!ps)
 		pr_warn("cannot read policy '%s': %s", path, strerror(errno));
 	diag__free(&diags);
@@ -99,7 +114,7 @@ int agent_apply_policy(struct attachment *att, const struct policy_set *ps, cons
 	gen = ctl.generation ? (ctl.active_gen + 1) % SLUICE_POLICY_GENS : 0;
 	err = compile_policies(ps, gen, att->iface, &c, &diags);
 	if (err) {
-		diag__print(&diags, stderr);
+		report_diags(&diags);
 		diag__free(&diags);
 		return err;
 	}
@@ -449,8 +464,12 @@ static void count_reload(struct agent *a, int ok)
 /* A reload refused with @err: nothing changed. Returns @err. */
 static int reject_reload(struct agent *a, struct policy_set *ps, int err)
 {
-	pr_warn("reload rejected; still enforcing '%s' generation %llu", a->opts.config_path,
-		(unsigned long long)a->generation);
+	char file[ESCAPE_LOGFMT_LEN(PATH_MAX)];
+
+	log_event(LOG_WARN, "reload_rejected",
+		  "file=%s generation=%llu msg=\"still enforcing generation %llu\"",
+		  escape_logfmt_text(file, sizeof(file), a->opts.config_path),
+		  (unsigned long long)a->generation, (unsigned long long)a->generation);
 	policy_set__free(ps);
 	answer_reload(a, err);
 	count_reload(a, 0);
@@ -525,7 +544,7 @@ static void detach_gone(struct agent *a, const char (*want)[POLICY_IFNAME_LEN], 
 
 int agent__reload(struct agent *a)
 {
-	char want[POLICY_MAX_IFACES][POLICY_IFNAME_LEN];
+	char want[POLICY_MAX_IFACES][POLICY_IFNAME_LEN], file[ESCAPE_LOGFMT_LEN(PATH_MAX)];
 	struct policy_set *ps;
 	size_t i, n_want = 0;
 	int err = 0;
@@ -554,7 +573,8 @@ int agent__reload(struct agent *a)
 		pr_warn("the store of '%s' could not be opened; its policies fail over as "
 			"configured",
 			a->opts.config_path);
-	log_event(LOG_INFO, "reload", "file=%s generation=%llu ifaces=%zu", a->opts.config_path,
+	log_event(LOG_INFO, "reload", "file=%s generation=%llu ifaces=%zu",
+		  escape_logfmt_text(file, sizeof(file), a->opts.config_path),
 		  (unsigned long long)a->generation, a->n_att);
 	beat(a, getpid());	/* the new file may change the heartbeat timeout */
 	a->keys_counted_ns = 0; /* ids changed: count on the next tick */

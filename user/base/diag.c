@@ -6,12 +6,15 @@
  * the user's input contained. What the messages say is up to the parsers.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/escape.h"
+#include "base/log.h"
 
 #define DIAG_INITIAL_CAP 8
 #define DIAG_CUT_MARK	 "..."
@@ -97,6 +100,25 @@ void diag__print(const struct diag_list *d, FILE *out)
 		else
 			fprintf(out, "%s:%d:%d: %s\n", file, e->pos.line, e->pos.col, e->msg);
 	}
+}
+
+void diag__log(const struct diag_list *d, const char *event)
+{
+	char file[ESCAPE_LOGFMT_LEN(PATH_MAX)], field[ESCAPE_LOGFMT_LEN(DIAG_FIELD_LEN)];
+	char *msg = malloc(ESCAPE_LOGFMT_LEN(DIAG_MSG_LEN));
+	size_t i;
+
+	escape_logfmt_text(file, sizeof(file), d->file ? d->file : DIAG_NO_FILE);
+	for (i = 0; i < d->n; i++) {
+		const struct diag *e = &d->v[i];
+
+		log_event(LOG_WARN, event, "file=%s line=%d col=%d field=%s msg=%s", file,
+			  e->pos.line, e->pos.col,
+			  escape_logfmt_text(field, sizeof(field), e->field),
+			  msg ? escape_logfmt_text(msg, ESCAPE_LOGFMT_LEN(DIAG_MSG_LEN), e->msg)
+			      : "\"?\"");
+	}
+	free(msg);
 }
 
 void diag__free(struct diag_list *d)

@@ -67,6 +67,13 @@ __attribute__((format(printf, 5, 6))) int diag_value_error(char *err, size_t err
 /* Print every error, one per line, in the shape above. */
 void diag__print(const struct diag_list *d, FILE *out);
 
+/*
+ * Log every error as one warning event @event, for a running agent:
+ * "event=@event file=F line=L col=C field=P msg=M", each value as logfmt
+ * wants it (line and col 0 for a file-level problem, field "" for none).
+ */
+void diag__log(const struct diag_list *d, const char *event);
+
 /* Free the entries (not the list itself); accepts NULL. */
 void diag__free(struct diag_list *d);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* See escape.h: one walk over the string, two syntaxes. */
+/* See escape.h: one walk over the string, two syntaxes; logfmt quotes the JSON one. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +111,37 @@ int escape_json(char *dst, size_t len, const char *src)
 	return escape(dst, len, src, 1);
 }
 
+/* Whether @s must be quoted as a logfmt value: empty, or a byte that ends or splits it. */
+static int logfmt_needs_quotes(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!*p)
+		return 1;
+	for (; *p; p++)
+		if (*p <= ' ' || *p == '=' || *p == '"' || *p == '\\')
+			return 1;
+	return 0;
+}
+
+int escape_logfmt(char *dst, size_t len, const char *src)
+{
+	size_t off = 0;
+	int err;
+
+	if (!logfmt_needs_quotes(src))
+		return escape(dst, len, src, 1); /* only invalid UTF-8 changes */
+	err = put(dst, len, &off, "\"", 1);
+	if (!err)
+		err = escape(dst + off, len - off, src, 1);
+	off += err ? 0 : strlen(dst + off);
+	if (!err)
+		err = put(dst, len, &off, "\"", 1);
+	if (len)
+		dst[err ? 0 : off] = '\0';
+	return err;
+}
+
 /* "?" is one byte and its NUL: it fits any buffer a name could not, but the smallest. */
 static const char *text_or_mark(char *dst, size_t len, int err)
 {
@@ -127,4 +158,9 @@ const char *escape_prom_text(char *dst, size_t len, const char *src)
 const char *escape_json_text(char *dst, size_t len, const char *src)
 {
 	return text_or_mark(dst, len, escape_json(dst, len, src));
+}
+
+const char *escape_logfmt_text(char *dst, size_t len, const char *src)
+{
+	return text_or_mark(dst, len, escape_logfmt(dst, len, src));
 }

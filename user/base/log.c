@@ -5,6 +5,7 @@
  * whether stderr is the journal (then each line starts with its syslog
  * priority, so `journalctl -p warning` finds the warnings).
  */
+#define _GNU_SOURCE /* vasprintf() */
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,10 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/escape.h"
 #include "base/log.h"
+
+#define LOG_LIB_FIELD_LEN 32 /* "lib=libbpf": a library's name is ours, and short */
 
 static enum log_level log_level = LOG_WARN;
 static int log_to_journal; /* stderr is the journal's stream: lines carry "<N>" */
+static int log_logfmt;	   /* plain messages are events too: the agent runs */
 
 /* sd-daemon(3)'s priority prefixes: LOG_WARNING, LOG_INFO, LOG_DEBUG of syslog(3). */
 static const char *const journal_prefixes[] = {
@@ -72,17 +77,55 @@ enum log_level log_get_level(void)
 	return log_level;
 }
 
+void log_use_logfmt(void)
+{
+	log_logfmt = 1;
+}
+
+int log_is_logfmt(void)
+{
+	return log_logfmt;
+}
+
+/*
+ * A formatted message as one event: @fields (key=value pairs, or "") and
+ * msg=, the message quoted and without its trailing newline. A message that
+ * cannot be formatted still gives its event, with msg="?".
+ */
+static void log_vmessage(enum log_level level, const char *event, const char *fields,
+			 const char *fmt, va_list ap)
+{
+	char *text = NULL, *quoted = NULL;
+	int n = vasprintf(&text, fmt, ap);
+	size_t len;
+
+	if (n < 0)
+		text = NULL;
+	for (len = text ? (size_t)n : 0; len && text[len - 1] == '\n'; len--)
+		text[len - 1] = '\0';
+	len = ESCAPE_LOGFMT_LEN(len + 1);
+	quoted = text ? malloc(len) : NULL;
+	log_event(level, event, "%s%smsg=%s", fields, *fields ? " " : "",
+		  quoted ? escape_logfmt_text(quoted, len, text) : "\"?\"");
+	free(quoted);
+	free(text);
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (level > log_level)
 		return;
-	fprintf(stderr, "%ssluice: ", line_prefix(level));
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (log_logfmt) {
+		log_vmessage(level, "message", "", fmt, ap);
+	} else {
+		fprintf(stderr, "%ssluice: ", line_prefix(level));
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void log_event(enum log_level level, const char *event, const char *fmt, ...)
@@ -116,6 +159,14 @@ int log_vlibrary(const char *lib, int is_warn, const char *fmt, va_list ap)
 
 	if (ours > log_level)
 		return 0;
+	if (log_logfmt) {
+		char fields[LOG_LIB_FIELD_LEN] = "";
+
+		if (lib)
+			snprintf(fields, sizeof(fields), "lib=%s", lib);
+		log_vmessage(ours, "library", fields, fmt, ap);
+		return 0;
+	}
 	/* A multi-line message (a verifier log) has the prefix on its first line only. */
 	fprintf(stderr, "%s%s%s", line_prefix(ours), lib ? lib : "", lib ? ": " : "");
 	return vfprintf(stderr, fmt, ap);

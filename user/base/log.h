@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Diagnostics on stderr. Two shapes: plain messages for commands
- * ("cannot open ...: cause; hint") and one key=value line per agent event
- * with stable keys (ts level event policy iface key err ...). libbpf's own
- * output is routed here one level lower, so its debug lines need -vv.
+ * ("cannot open ...: cause; hint") and one logfmt line per agent event
+ * with stable keys (ts level event policy iface key err ...). Once the
+ * agent runs (log_use_logfmt()), plain messages and libbpf's become events
+ * too: every line it writes is logfmt. libbpf's own output is routed here
+ * one level lower, so its debug lines need -vv.
  */
 #ifndef SLUICE_LOG_H
 #define SLUICE_LOG_H
@@ -24,6 +26,14 @@ enum log_level {
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
+/*
+ * From now on, write plain messages and libbpf's as events: "event=message
+ * msg=..." and "event=library lib=libbpf msg=...". Set by the agent once it
+ * runs; the refusals of its start stay plain messages, as a command's are.
+ */
+void log_use_logfmt(void);
+int log_is_logfmt(void);
+
 /* Route libbpf's messages through log.c. */
 void log_hook_libbpf(void);
 
@@ -40,7 +50,8 @@ __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const c
 
 /*
  * One event line: "ts=... level=... event=@event <fields>", where @fmt
- * formats the remaining key=value pairs.
+ * formats the remaining key=value pairs. A value that may hold a space, '='
+ * or '"' (a file name, a message) goes through escape_logfmt() first.
  */
 __attribute__((format(printf, 3, 4))) void log_event(enum log_level level, const char *event,
 						     const char *fmt, ...);

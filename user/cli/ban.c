@@ -254,7 +254,8 @@ static int list(const struct ban_cmd *c, const char *iface, const struct sluice_
 		return err;
 	}
 	if (c->json) {
-		printf("{\"iface\":\"%s\",\"entries\":%zu,\"max\":%u,\"bans\":[",
+		printf("{\"schema\":\"" SCHEMA_BANS "\",\"iface\":\"%s\",\"entries\":%zu,"
+		       "\"max\":%u,\"bans\":[",
 		       escape_json_text(name, sizeof(name), iface), n, SLUICE_BAN_ENTRIES);
 		for (i = 0; i < n; i++) {
 			printf("%s", i ? "," : "");

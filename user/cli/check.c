@@ -22,20 +22,21 @@
 
 #include "base/addr.h"
 #include "base/names.h"
+#include "cli/check.h"
 #include "cli/cmd.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
 #include "policy/policy.h"
 
-#define ETH_FRAME_MAX_BYTES 1514   /* 1500 bytes of MTU and the Ethernet header, no FCS */
-#define OUT_COLS	    80	   /* every output row fits */
-#define OUT_HANG	    "    " /* indent of a wrapped line's continuation rows */
-#define LINE_LEN	    2048   /* one logical line; LIST_SHOWN keeps lines far shorter */
-#define LIST_SHOWN	    4	   /* prefixes or interfaces named before "and N more" */
-#define UTF8_CONT_MASK	    0xc0   /* a UTF-8 continuation byte is 10xxxxxx */
-#define UTF8_CONT	    0x80
+#define OUT_COLS       80     /* every output row fits */
+#define OUT_HANG       "    " /* indent of a wrapped line's continuation rows */
+#define LINE_LEN       2048   /* one logical line; LIST_SHOWN keeps lines far shorter */
+#define LIST_SHOWN     4      /* prefixes or interfaces named before "and N more" */
+#define UTF8_CONT_MASK 0xc0   /* a UTF-8 continuation byte is 10xxxxxx */
+#define UTF8_CONT      0x80
 
-static const char usage_text[] = "usage: sluice check <file>\n\n"
+static const char usage_text[] = "usage: sluice check [--json] <file>\n\n"
+				 "      --json   the policy, or its errors, as one JSON object\n"
 				 "  -h, --help   show this help\n";
 
 /* ---- one logical output line, wrapped at OUT_COLS ------------------------- */
@@ -260,24 +261,21 @@ static void print_burst_math(struct line *l, const struct policy *p)
 		units_duration_text(refill, (double)p->burst / rate * (double)SLUICE_NSEC_PER_SEC));
 	line__print(l);
 	if (!p->clock_precise) {
-		struct timespec res = { 0 };
 		char tick[UNITS_TEXT_LEN], extra[UNITS_TEXT_LEN], worst[UNITS_TEXT_LEN];
-		double tick_ns, per_tick;
+		struct coarse_lag lag;
 
-		clock_getres(CLOCK_MONOTONIC_COARSE, &res);
-		tick_ns = (double)res.tv_sec * SLUICE_NSEC_PER_SEC + res.tv_nsec;
-		per_tick = rate * tick_ns / SLUICE_NSEC_PER_SEC;
+		coarse_lag(rate, &lag);
 		if (bytes) {
-			units_si_approx(extra, per_tick, "B");
-			units_si_approx(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "B");
+			units_si_approx(extra, lag.per_tick, "B");
+			units_si_approx(worst, lag.worst, "B");
 		} else {
-			count_text(extra, per_tick, "");
-			count_text(worst, SLUICE_COARSE_LAG_TICKS * per_tick, "");
+			count_text(extra, lag.per_tick, "");
+			count_text(worst, lag.worst, "");
 		}
 		line__add(l,
 			  "  clock: coarse (tick %s here): up to %s%s more in any window (%s at "
 			  "worst); clock: precise removes that",
-			  units_duration_text(tick, tick_ns), extra, bytes ? "" : " packets",
+			  units_duration_text(tick, lag.tick_ns), extra, bytes ? "" : " packets",
 			  worst);
 		line__print(l);
 	}
@@ -459,40 +457,65 @@ static void print_file(const struct policy_set *ps)
 	line__print(&l);
 }
 
+/* A file that does not pass: its errors, as text on stderr or as JSON on stdout. */
+static void report_errors(const char *file, const struct diag_list *diags, int read_err, int json)
+{
+	if (json)
+		check_json_errors(file, diags, read_err);
+	else if (diags->n)
+		diag__print(diags, stderr);
+	else
+		fprintf(stderr, "sluice: cannot read policy '%s': %s\n", file, strerror(read_err));
+}
+
+/* A file that passes: the policy in words, or as JSON. */
+static void report_ok(const char *file, const struct policy_set *ps, const struct compiled *c,
+		      int json)
+{
+	size_t i;
+
+	if (json) {
+		check_json_ok(file, ps, c);
+		return;
+	}
+	for (i = 0; i < ps->n_policies; i++)
+		print_policy(&ps->policies[i], &c->policies[i], ps->sync_interval_ns);
+	print_file(ps);
+	printf("%zu policies, %zu classifier entries: ok\n", ps->n_policies, c->n_match);
+}
+
 int cmd_check(int argc, char **argv)
 {
+	enum { OPT_JSON = 256 };
 	static const struct option opts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct diag_list diags = { 0 };
 	struct policy_set *ps;
 	struct compiled c;
-	size_t i;
-	int ch, err;
+	int ch, err, json = 0;
 
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-		return ch == 'h' ? cmd_usage(stdout, usage_text, EXIT_OK)
-				 : cmd_bad_option(argv, "h");
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == OPT_JSON)
+			json = 1;
+		else
+			return ch == 'h' ? cmd_usage(stdout, usage_text, EXIT_OK)
+					 : cmd_bad_option(argv, "h");
+	}
 	if (optind != argc - 1)
 		return cmd_extra_arg(argv, argc, 1);
 	diags.file = argv[optind];
 	ps = policy_set__load(argv[optind], &diags);
 	err = ps ? compile_policies(ps, 0, NULL, &c, &diags) : -1;
 	if (err) {
-		if (diags.n)
-			diag__print(&diags, stderr);
-		else
-			fprintf(stderr, "sluice: cannot read policy '%s': %s\n", argv[optind],
-				strerror(errno));
+		report_errors(argv[optind], &diags, errno, json);
 		diag__free(&diags);
 		policy_set__free(ps);
 		return EXIT_CONFIG;
 	}
-	for (i = 0; i < ps->n_policies; i++)
-		print_policy(&ps->policies[i], &c.policies[i], ps->sync_interval_ns);
-	print_file(ps);
-	printf("%zu policies, %zu classifier entries: ok\n", ps->n_policies, c.n_match);
+	report_ok(argv[optind], ps, &c, json);
 	compiled__free(&c);
 	policy_set__free(ps);
 	return EXIT_OK;

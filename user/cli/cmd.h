@@ -24,6 +24,16 @@ enum {
 	EXIT_CONFIG = 78, /* the policy file cannot be read or is rejected */
 };
 
+/*
+ * The "schema" member that opens each --json object: "sluice.<command>/<N>".
+ * An added member keeps N; a removed or renamed member, or one whose
+ * meaning or type changes, bumps it (docs/json.md, docs/schema/).
+ */
+#define SCHEMA_STATUS "sluice.status/1"
+#define SCHEMA_TOP    "sluice.top/1"
+#define SCHEMA_BANS   "sluice.bans/1"
+#define SCHEMA_CHECK  "sluice.check/1"
+
 struct cmd {
 	const char *name;
 	int (*run)(int argc, char **argv);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "kernel/dispatch.h"
 #include "cli/cmd.h"
 #include "base/clock.h"
+#include "base/escape.h"
 #include "base/log.h"
 #include "base/names.h"
 #include "base/notify.h"
@@ -252,10 +254,12 @@ static void tell_ready(struct notify *n, const struct agent *a, int reload_err)
 static void run_loop(struct agent *a, struct notify *n, struct watch *w)
 {
 	struct timespec tick = { .tv_nsec = AGENT_TICK_NS };
+	char file[ESCAPE_LOGFMT_LEN(PATH_MAX)];
 
 	while (!stop_requested) {
 		if (watch__poll(w, mono_ns())) {
-			log_event(LOG_INFO, "config_changed", "file=%s", a->opts.config_path);
+			log_event(LOG_INFO, "config_changed", "file=%s",
+				  escape_logfmt_text(file, sizeof(file), a->opts.config_path));
 			reload_requested = 1;
 		}
 		if (reload_requested) {
@@ -293,6 +297,7 @@ int cmd_run(int argc, char **argv)
 	if (!err)
 		err = agent__start(a, &o);
 	if (!err) {
+		log_use_logfmt(); /* running: every line from now on is an event */
 		tell_ready(&n, a, 0);
 		run_loop(a, &n, &w);
 		notify__stopping(&n); /* a failed start stops nothing that systemd saw start */

@@ -168,7 +168,8 @@ static void print_json(const char *iface, const struct view *v, const struct sta
 	char name[ESCAPE_JSON_LEN(NAME_MAX + 1)]; /* a pin directory's name */
 	size_t i;
 
-	printf("{\"iface\":\"%s\",\"mode\":\"%s\",", escape_json_text(name, sizeof(name), iface),
+	printf("{\"schema\":\"" SCHEMA_STATUS "\",\"iface\":\"%s\",\"mode\":\"%s\",",
+	       escape_json_text(name, sizeof(name), iface),
 	       sluice_name(sluice_attach_names, SLUICE_ATTACH_MAX, st->ctl.attach));
 	if (v->xdp_priority >= 0)
 		printf("\"xdp_priority\":%d,", v->xdp_priority);

@@ -96,21 +96,25 @@ static void key_text(char *buf, const struct top_key *k)
 		snprintf(buf, ADDR_TEXT_LEN, "?"); /* cannot happen: ADDR_TEXT_LEN holds any */
 }
 
-static void print_top(const struct top *t, size_t count, int json)
+/* The keys of @iface; with @json each names its interface too, for scripts that merge several. */
+static void print_top(const struct top *t, const char *iface, size_t count, int json)
 {
 	char key[ADDR_TEXT_LEN], name[ESCAPE_JSON_LEN(SLUICE_NAME_LEN)];
+	char ifname[ESCAPE_JSON_LEN(NAME_MAX + 1)]; /* a pin directory's name */
 	size_t i, n = t->n < count ? t->n : count;
 
 	if (json)
-		printf("{\"keys_in_debt\":%zu,\"top\":[", t->n);
+		printf("{\"schema\":\"" SCHEMA_TOP "\",\"iface\":\"%s\",\"keys_in_debt\":%zu,"
+		       "\"top\":[",
+		       escape_json_text(ifname, sizeof(ifname), iface), t->n);
 	else
 		printf("%-20s %-40s %6s %10s\n", "POLICY", "KEY", "FILL", "DRAINS_IN");
 	for (i = 0; i < n; i++) {
 		key_text(key, &t->v[i]);
 		if (json)
-			printf("%s{\"policy\":\"%s\",\"key\":\"%s\",\"fill\":%.4f,\"drain_ms\":%"
-			       "llu}",
-			       i ? "," : "",
+			printf("%s{\"iface\":\"%s\",\"policy\":\"%s\",\"key\":\"%s\",\"fill\":%.4f,"
+			       "\"drain_ms\":%llu}",
+			       i ? "," : "", ifname,
 			       escape_json_text(name, sizeof(name), t->v[i].policy->name), key,
 			       t->v[i].fill,
 			       (unsigned long long)(t->v[i].drain_ns / SLUICE_NSEC_PER_MSEC));
@@ -150,7 +154,7 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 		fprintf(stderr, "sluice: cannot read keys in '%s': %s\n", dir, strerror(-err));
 	else {
 		qsort(t.v, t.n, sizeof(*t.v), by_fill);
-		print_top(&t, count, json);
+		print_top(&t, iface, count, json);
 	}
 	free(t.v);
 	free(active);
