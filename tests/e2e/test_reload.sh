@@ -52,14 +52,16 @@ reload() {
 e2e_flood --proto udp --dport 7000 --src "$SRC" --dst "$RX4" --count 20 --pps 1000 >/dev/null
 e2e_equal "steady: burst admitted" "$(e2e_count steady)" "$STEADY_BURST"
 
-# Traffic to both ports for the whole reload loop, stopped by us.
+# Traffic to both ports for the whole reload loop, stopped by us: 10 min is
+# far past the loop (300 reloads took over 120 s at a load average of 12), so a
+# generator never ends on its own before the kill.
 ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --sport 0 \
 	--dport 7001 --src "$FLOW_SRCS" --dst "$RX4" --pps "$FLOW_PPS" --count 10000000 \
-	--duration-ms 120000 >"$WORK/flow1.out"
+	--duration-ms 600000 >"$WORK/flow1.out"
 flow1=$SPAWNED_PID
 ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --sport 0 \
 	--dport 7002 --src "$FLOW_SRCS" --dst "$RX4" --pps "$FLOW_PPS" --count 10000000 \
-	--duration-ms 120000 >"$WORK/flow2.out"
+	--duration-ms 600000 >"$WORK/flow2.out"
 flow2=$SPAWNED_PID
 
 gen_before=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
