@@ -5,8 +5,9 @@
  * its mode, its limit in the file's units and per second, its burst math,
  * and what it does when the agent dies or the store fails, in words. Then
  * the allowlist and the agent's clock, and the summary line that ends in
- * "ok". The words come from the parsed and compiled policy, never from the
- * file's text, so what is printed is what would be enforced.
+ * "ok" (with `sluice -q check`, that line alone). The words come from the
+ * parsed and compiled policy, never from the file's text, so what is
+ * printed is what would be enforced.
  *
  * Output lines are wrapped at 80 columns, continuation rows indented.
  * Nothing here parses YAML or computes GCRA parameters; policy/ and
@@ -489,9 +490,10 @@ int cmd_check(int argc, char **argv)
 		policy_set__free(ps);
 		return EXIT_FAIL;
 	}
-	for (i = 0; i < ps->n_policies; i++)
+	for (i = 0; i < ps->n_policies && !cmd_quiet; i++)
 		print_policy(&ps->policies[i], &c.policies[i], ps->sync_interval_ns);
-	print_file(ps);
+	if (!cmd_quiet)
+		print_file(ps);
 	printf("%zu policies, %zu classifier entries: ok\n", ps->n_policies, c.n_match);
 	compiled__free(&c);
 	policy_set__free(ps);

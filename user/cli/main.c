@@ -15,6 +15,8 @@
 #include "base/log.h"
 #include "base/version.h"
 
+int cmd_quiet;
+
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
@@ -40,7 +42,8 @@ static void usage(FILE *out)
 
 	fprintf(out, "usage: sluice [-v | -q] <command> [<options>] [<args>]\n\n"
 		     "  -v, --verbose   more output (-vv: libbpf debug)\n"
-		     "  -q, --quiet     failures and warnings only (the default)\n"
+		     "  -q, --quiet     failures and warnings only (the default); check: its\n"
+		     "                  last line alone\n"
 		     "  -V, --version   print the version\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
@@ -126,7 +129,10 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v': level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG; break;
-		case 'q': level = LOG_WARN; break;
+		case 'q':
+			level = LOG_WARN;
+			cmd_quiet = 1;
+			break;
 		case 'h': return cmd_help(0, NULL);
 		case 'V': return cmd_version(0, NULL);
 		default: usage(stderr); return EXIT_USAGE;
