@@ -197,7 +197,21 @@ echo "ok: check: a missing file fails with its cause"
 
 # ---- version -------------------------------------------------------------
 
-for args in version --version -V "-v -V"; do
+# `sluice version`: that line, then the ABI, the git revision (when built
+# in a checkout) and libbpf's version, as a bug report needs them.
+capture "$SLUICE" version
+expect_rc "sluice version" 0
+abi=$(sed -n 's/^#define SLUICE_ABI_VERSION \([0-9]*\)$/\1/p' include/sluice/abi.h)
+want="$(head -n 1 "$WORK/out")"$'\n'"abi: $abi"
+if [ -e .git ]; then
+	want+=$'\n'"git: $(git describe --always --dirty)"
+fi
+e2e_equal "sluice version, but libbpf's line" "$(sed '$d' "$WORK/out")" "$want"
+grep -qE '^libbpf: v[0-9]+\.[0-9]+$' <(tail -n 1 "$WORK/out") ||
+	e2e_fail "sluice version: last line '$(tail -n 1 "$WORK/out")', expected 'libbpf: vX.Y'"
+expect_empty "sluice version: stderr" "$WORK/err"
+echo "ok: sluice version: $(paste -sd ' ' "$WORK/out")"
+for args in --version -V "-v -V"; do
 	read -ra words <<<"$args"
 	capture "$SLUICE" "${words[@]}"
 	expect_rc "sluice $args" 0

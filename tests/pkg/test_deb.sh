@@ -117,6 +117,13 @@ for line in RestartPreventExitStatus=2\ 77\ 78 StartLimitIntervalSec=10min Start
 done
 ! grep -q '^Condition' "$unit" || fail "the unit has a condition: $(grep '^Condition' "$unit")"
 ok "the unit starts unconditionally, retries transient failures, not a bad file"
+# Enforcement outlives the agent: on remove, prerm stops the unit
+# (debhelper's part), then detaches every interface.
+dpkg-deb -e "$deb" "$TMP/control"
+awk '/deb-systemd-invoke stop/ && !stop { stop = NR } /sluice detach/ { detach = NR }
+	END { exit !(stop && detach > stop) }' "$TMP/control/prerm" ||
+	fail "prerm does not stop the unit, then detach: $(cat "$TMP/control/prerm")"
+ok "prerm stops the unit, then detaches"
 ok "$(/usr/sbin/sluice version)"
 wants=/etc/systemd/system/multi-user.target.wants/sluice.service
 [ "$(readlink "$wants")" = /lib/systemd/system/sluice.service ] || fail "the unit is not enabled ($wants)"

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <bpf/libbpf.h>
+
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/log.h"
 #include "base/version.h"
+#include "sluice/abi.h"
 
 int cmd_quiet;
 
@@ -31,7 +34,7 @@ static const struct cmd commands[] = {
 	{ "bans", cmd_bans, "list the bans, their expiry and the packets each dropped" },
 	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },
 	{ "help", cmd_help, "show this help" },
-	{ "version", cmd_version, "print the version" },
+	{ "version", cmd_version, "print the version, ABI, git revision and libbpf" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -58,11 +61,22 @@ static int cmd_help(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * `sluice version`: the release, then what a bug report needs: the map
+ * layout (ABI) it pins, the git revision it was built from (none outside a
+ * checkout), and the libbpf it runs with. -V and --version (@argc 0): the
+ * first line alone, which scripts parse.
+ */
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
 	(void)argv;
 	printf("sluice %s\n", SLUICE_VERSION);
+	if (!argc)
+		return EXIT_OK;
+	printf("abi: %d\n", SLUICE_ABI_VERSION);
+	if (sluice_git_describe[0])
+		printf("git: %s\n", sluice_git_describe);
+	printf("libbpf: %s\n", libbpf_version_string());
 	return EXIT_OK;
 }
 
