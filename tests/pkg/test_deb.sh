@@ -124,7 +124,7 @@ awk '/deb-systemd-invoke stop/ && !stop { stop = NR } /sluice detach/ { detach =
 	END { exit !(stop && detach > stop) }' "$TMP/control/prerm" ||
 	fail "prerm does not stop the unit, then detach: $(cat "$TMP/control/prerm")"
 ok "prerm stops the unit, then detaches"
-ok "$(/usr/sbin/sluice version)"
+ok "$(/usr/sbin/sluice version | paste -sd " ")"
 wants=/etc/systemd/system/multi-user.target.wants/sluice.service
 [ "$(readlink "$wants")" = /lib/systemd/system/sluice.service ] || fail "the unit is not enabled ($wants)"
 ok "the unit is enabled: $wants"

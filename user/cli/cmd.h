@@ -34,9 +34,6 @@ int cmd_bans(int argc, char **argv);
 /* The usage text of a command to @out; exit @code (2 for a usage error). */
 int cmd_usage(FILE *out, const char *text, int code);
 
-/* -q given before the command: `check` then prints only its summary line. */
-extern int cmd_quiet;
-
 /* --iface: the interface must exist. 0, or -1 after printing why. */
 int cmd_check_iface(const char *name);
 
@@ -57,5 +54,8 @@ int cmd_first_iface(const char *pin_root, char *buf, size_t len);
  * member to put in the interface's object.
  */
 void ban_status(const struct sluice_maps *m, int json);
+
+/* -q given before the command: `check` then prints only its summary line. */
+extern int cmd_quiet;
 
 #endif /* SLUICE_CMD_H */
