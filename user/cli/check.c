@@ -359,6 +359,8 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 {
 	struct line l = { .len = 0 };
 
+	if (cmd_quiet) /* -q: the summary line alone */
+		return;
 	print_header(&l, p, sp);
 	print_match(&l, &p->match);
 	print_key(&l, p);
@@ -428,6 +430,8 @@ static void print_file(const struct policy_set *ps)
 	char beat[UNITS_TEXT_LEN], timeout[UNITS_TEXT_LEN];
 	struct line l = { .len = 0 };
 
+	if (cmd_quiet)
+		return;
 	print_store("store", &ps->store);
 	print_store("abuse store", &ps->abuse_store);
 
@@ -490,10 +494,9 @@ int cmd_check(int argc, char **argv)
 		policy_set__free(ps);
 		return EXIT_FAIL;
 	}
-	for (i = 0; i < ps->n_policies && !cmd_quiet; i++)
+	for (i = 0; i < ps->n_policies; i++)
 		print_policy(&ps->policies[i], &c.policies[i], ps->sync_interval_ns);
-	if (!cmd_quiet)
-		print_file(ps);
+	print_file(ps);
 	printf("%zu policies, %zu classifier entries: ok\n", ps->n_policies, c.n_match);
 	compiled__free(&c);
 	policy_set__free(ps);
