@@ -160,13 +160,14 @@ awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.0) }' ||
 ok "systemd-analyze security: exposure $exposure (at most 3.0)"
 
 # The installed agent, with the default pin root, on a veth of our own
-# namespace. SIGTERM leaves the program attached: the purge must detach it.
+# namespace (nsenter, not `ip netns exec`, whose /sys hides bpffs). SIGTERM
+# leaves the program attached: the purge must detach it.
 ip netns add "$NS"
 netns=1
 ip -n "$NS" link add "$VETH" type veth peer name "${VETH%a}b"
 ip -n "$NS" link set "$VETH" up
 ip -n "$NS" link set "${VETH%a}b" up
-ip netns exec "$NS" /usr/sbin/sluice run --config "$policy" --iface "$VETH" --mode native \
+nsenter --net="/run/netns/$NS" /usr/sbin/sluice run --config "$policy" --iface "$VETH" --mode native \
 	2>"$TMP/agent.err" &
 agent=$!
 for _ in $(seq 100); do
