@@ -18,10 +18,11 @@
  * A later fragment with no entry is an orphan: its first never came (out
  * of order, or an attack), was evicted (the LRU is full), or came more
  * than SLUICE_FRAG_TTL_NS ago. The file's `fragments: { orphan: }`
- * decides, drop by default. The stack reassembles nothing without a first
- * fragment, so a dropped orphan costs a datagram that could not have been
- * delivered, or one whose first was evicted (docs/policy.md gives the
- * bound).
+ * decides, drop by default; pass charges it to the byte policies of its
+ * addresses (sluice.bpf.c, decide_odd()). The stack reassembles nothing
+ * without a first fragment, so a dropped orphan costs a datagram that
+ * could not have been delivered, or one whose first was evicted
+ * (docs/policy.md gives the bound).
  *
  * Global functions, so this header is included by layer.bpf.h alone.
  *

@@ -55,8 +55,10 @@ static __always_inline int in_set(__u64 sets, __u8 set)
 
 /*
  * The policy @id of @env's generation, or NULL when it does not apply to @m.
- * A later fragment's policies (@op LIMIT_OP_CHARGE) were chosen by its first
- * fragment: only those of a byte cost apply to it.
+ * Only byte-cost policies apply to a later fragment: its datagram is one
+ * packet, counted with its first fragment (an orphan's, if it ever comes).
+ * A later fragment's policies (@op LIMIT_OP_CHARGE) were chosen by its
+ * first; an orphan's (`orphan: pass`) by its addresses, as unparsed's.
  */
 static __always_inline struct sluice_policy *
 policy_for(const struct pkt_meta *m, const struct limit_env *env, __u32 id, int op)
@@ -67,9 +69,11 @@ policy_for(const struct pkt_meta *m, const struct limit_env *env, __u32 id, int 
 	if (id >= SLUICE_MAX_POLICIES)
 		return NULL;
 	p = bpf_map_lookup_elem(&sluice_policy, &slot);
-	if (p && op == LIMIT_OP_CHARGE)
-		return p->cost == SLUICE_COST_BYTES ? p : NULL;
-	if (!p || ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn))
+	if (!p || (m->frag == PKT_FRAG_LATER && p->cost != SLUICE_COST_BYTES))
+		return NULL;
+	if (op == LIMIT_OP_CHARGE)
+		return p;
+	if ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn)
 		return NULL;
 	if (!in_set(env->src_sets, p->src_set) || !in_set(env->dst_sets, p->dst_set))
 		return NULL;

@@ -111,7 +111,8 @@ static __always_inline int classify_addrs(const struct pkt_meta *m, struct limit
 /*
  * `unparsed: charge` (abi.h): every policy whose address sets match, of any
  * protocol and port, and as a SYN, so that no policy the packet may belong
- * to is left out. Into @v; returns the total to count.
+ * to is left out; for an orphan fragment (`orphan: pass`), every such
+ * policy of a byte cost (policy_for()). Into @v; returns the total to count.
  */
 static __always_inline int charge_unparsed(struct pkt_meta *m, struct limit_env *env,
 					   struct verdict *v)
@@ -149,8 +150,12 @@ static __always_inline int decide_odd(struct pkt_meta *m, struct limit_env *env,
 	}
 	if (parsed == PARSE_FRAG_LATER) {
 		why = frag_layers(m, env, v);
-		if (why != SLUICE_TOTAL_FRAG_ORPHAN || (env->gen_flags & SLUICE_GEN_F_ORPHAN_PASS))
+		if (why != SLUICE_TOTAL_FRAG_ORPHAN)
 			return why;
+		if (env->gen_flags & SLUICE_GEN_F_ORPHAN_PASS)
+			return charge_unparsed(m, env, v) == SLUICE_TOTAL_ALLOWED
+				       ? SLUICE_TOTAL_ALLOWED
+				       : why;
 	} else if (env->gen_flags & SLUICE_GEN_F_UNPARSED_PASS) {
 		return SLUICE_TOTAL_UNPARSED_PASS;
 	} else if ((env->gen_flags & SLUICE_GEN_F_UNPARSED_CHARGE) && m->has_addrs) {

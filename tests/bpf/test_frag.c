@@ -411,16 +411,24 @@ static void test_after_last(void **state)
 	}
 }
 
-/* `fragments: { orphan: pass }` passes orphans, counted. */
+/*
+ * `fragments: { orphan: pass }` passes orphans, counted, and charges them
+ * to every byte policy of their addresses, of any port (as `unparsed:
+ * charge` would), and to no packet policy: orphans of a datagram to dns's
+ * port (burst 1) pass while bulk's 10 kB burst lasts, then drop.
+ */
 static void test_orphan_pass(void **state)
 {
 	static const char yaml[] =
 		"fragments: { orphan: pass }\n"
 		"policies:\n"
 		"  - { name: dns, match: { proto: udp, dst_port: 53 }, rate: 1/h, "
-		"burst: 1000 }\n";
+		"burst: 1 }\n"
+		"  - { name: bulk, match: { proto: udp, dst_port: 5000 }, rate: 1kB/h, "
+		"burst: 10kB, key: { ipv4_prefix: 32, ipv6_prefix: 128 } }\n";
 	static struct pkt d, f;
 	char where[WHERE_LEN], src[64];
+	int n, passing;
 	struct harness h;
 	size_t k;
 
@@ -429,9 +437,12 @@ static void test_orphan_pass(void **state)
 	for (k = 0; k < N_FAMILIES; k++) {
 		udp_dgram(&d, &families[k], src_of(&families[k], HOST_ORPHAN, src, sizeof(src)),
 			  DNS_PORT, DGRAM_BYTES);
-		nth_fragment(&f, &d, CHUNK_BYTES, 1, 1);
-		step(&h, WHERE("%s orphan, passed", families[k].name), &f, XDP_PASS, ORPHAN, NULL,
-		     0);
+		nth_fragment(&f, &d, UDP_HDR_BYTES, 1, 1);
+		passing = ORPHAN_BURST_BYTES / f.len; /* a frame's bytes, charged whole */
+		for (n = 0; n < ORPHANS; n++)
+			step(&h, WHERE("%s orphan of %zu bytes, %d", families[k].name, f.len, n),
+			     &f, n < passing ? XDP_PASS : XDP_DROP, ORPHAN, "bulk",
+			     n < passing ? SLUICE_PSTAT_PASSED : SLUICE_PSTAT_DROPPED);
 	}
 	harness_close(&h);
 }
