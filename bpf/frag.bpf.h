@@ -9,15 +9,20 @@
  * fragment follows that verdict: dropped with its first, or passed and
  * its bytes charged, whatever the keys' debt, to every byte-cost policy
  * that admitted the first (layer.bpf.h, frag_layers()). Packet-cost
- * policies charged the datagram once, with its first fragment.
+ * policies charged the datagram once, with its first fragment. The entry
+ * also counts the data its fragments carried and notes the datagram's end
+ * when its last fragment comes: a later fragment past 64 KiB of data, or
+ * after the datagram is whole, is dropped (frag_within()), so one admitted
+ * first fragment lets one datagram through, not a flood.
  *
  * A later fragment with no entry is an orphan: its first never came (out
  * of order, or an attack), was evicted (the LRU is full), or came more
  * than SLUICE_FRAG_TTL_NS ago. The file's `fragments: { orphan: }`
- * decides, drop by default. The stack reassembles nothing without a first
- * fragment, so a dropped orphan costs a datagram that could not have been
- * delivered, or one whose first was evicted (docs/policy.md gives the
- * bound).
+ * decides, drop by default; pass charges it to the byte policies of its
+ * addresses (sluice.bpf.c, decide_odd()). The stack reassembles nothing
+ * without a first fragment, so a dropped orphan costs a datagram that
+ * could not have been delivered, or one whose first was evicted
+ * (docs/policy.md gives the bound).
  *
  * Global functions, so this header is included by layer.bpf.h alone.
  *
@@ -105,6 +110,8 @@ static __always_inline void frag_remember(const struct pkt_meta *m, __u64 now, i
 						      : LIMIT_PASS_UNCHARGED;
 	if (!noted || is_drop(result))
 		t->val.n_ids = 0;
+	t->val.seen = m->frag_len;
+	t->val.end = 0;
 	bpf_map_update_elem(&sluice_frags, &t->key, &t->val, BPF_ANY);
 }
 
@@ -118,6 +125,29 @@ static __always_inline struct sluice_frag *frag_lookup(const struct pkt_meta *m,
 		return NULL;
 	f = bpf_map_lookup_elem(&sluice_frags, &t->key);
 	return f && (__s64)(f->until - now) > 0 ? f : NULL;
+}
+
+/*
+ * Is later fragment @m within its datagram @f? Not when it ends past
+ * SLUICE_FRAG_MAX_BYTES, when the data seen with it would pass that, or
+ * when the datagram was whole before it: its last fragment came (f->end)
+ * and the data seen covered the end. Else its data is added to what was
+ * seen, and a last fragment sets the end. So a datagram's fragments carry
+ * at most SLUICE_FRAG_MAX_BYTES of data, in any order. Racy as the table
+ * is: a fragment that finishes a datagram on one CPU may let another pass.
+ */
+static __always_inline int frag_within(struct sluice_frag *f, const struct pkt_meta *m)
+{
+	__u32 end = (__u32)m->frag_start + m->frag_len, seen = f->seen;
+
+	if (end > SLUICE_FRAG_MAX_BYTES || seen > SLUICE_FRAG_MAX_BYTES)
+		return 0;
+	seen = __sync_fetch_and_add(&f->seen, m->frag_len);
+	if ((f->end && seen >= f->end) || seen + m->frag_len > SLUICE_FRAG_MAX_BYTES)
+		return 0;
+	if (!m->frag_more)
+		f->end = end;
+	return 1;
 }
 
 #endif /* SLUICE_FRAG_BPF_H */

@@ -55,8 +55,10 @@ static __always_inline int in_set(__u64 sets, __u8 set)
 
 /*
  * The policy @id of @env's generation, or NULL when it does not apply to @m.
- * A later fragment's policies (@op LIMIT_OP_CHARGE) were chosen by its first
- * fragment: only those of a byte cost apply to it.
+ * Only byte-cost policies apply to a later fragment: its datagram is one
+ * packet, counted with its first fragment (an orphan's, if it ever comes).
+ * A later fragment's policies (@op LIMIT_OP_CHARGE) were chosen by its
+ * first; an orphan's (`orphan: pass`) by its addresses, as unparsed's.
  */
 static __always_inline struct sluice_policy *
 policy_for(const struct pkt_meta *m, const struct limit_env *env, __u32 id, int op)
@@ -67,9 +69,11 @@ policy_for(const struct pkt_meta *m, const struct limit_env *env, __u32 id, int 
 	if (id >= SLUICE_MAX_POLICIES)
 		return NULL;
 	p = bpf_map_lookup_elem(&sluice_policy, &slot);
-	if (p && op == LIMIT_OP_CHARGE)
-		return p->cost == SLUICE_COST_BYTES ? p : NULL;
-	if (!p || ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn))
+	if (!p || (m->frag == PKT_FRAG_LATER && p->cost != SLUICE_COST_BYTES))
+		return NULL;
+	if (op == LIMIT_OP_CHARGE)
+		return p;
+	if ((p->flags & SLUICE_POLICY_F_TCP_SYN) && !m->is_syn)
 		return NULL;
 	if (!in_set(env->src_sets, p->src_set) || !in_set(env->dst_sets, p->dst_set))
 		return NULL;
@@ -182,7 +186,7 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
 	incr = layer_incr(p, g, rt, *fail, m);
 	if (op == LIMIT_OP_REFUND || op == LIMIT_OP_CHARGE) {
 		limit_move(key, env->now, incr, op);
-		return LIMIT_SKIP;
+		return op == LIMIT_OP_CHARGE ? LIMIT_ADMIT : LIMIT_SKIP;
 	}
 	if (cluster && *fail == SLUICE_FAIL_NONE && (p->flags & SLUICE_POLICY_F_COLD_STRICT)) {
 		hot_request(key, env->now);
@@ -228,8 +232,9 @@ static __always_inline int layer_counts(int r, enum sluice_pstat pstat)
  * limit_result, and admitting, the counts it leaves to the walk
  * (layer_counts(): fail-open, degraded, leased). A shadow layer's would-drop
  * is counted here, and a drop's degraded or leased; the walk counts passes,
- * the entry drops. A refund undoes an admit's charge, and a charge adds a later
- * fragment's bytes (see limit_move); both return LIMIT_SKIP. Reads the clock into @env; sets
+ * the entry drops. A refund undoes an admit's charge (LIMIT_SKIP), and a charge
+ * adds a later fragment's bytes (see limit_move; LIMIT_SKIP when the policy
+ * counts no bytes, else not). Reads the clock into @env; sets
  * v->no_cache, and v->deny_ticks (layer_cold()).
  *
  * Verifier: a global (non-static, noinline) function is verified once, on
@@ -458,10 +463,12 @@ __attribute__((noinline)) int walk_layers(const struct pkt_meta *m, struct limit
 
 /*
  * A later fragment (frag.bpf.h): the verdict of its first fragment into
- * @v, its bytes charged to the byte-cost policies that admitted the first,
- * and counted as passed by every policy that did. Returns the total to
- * count: SLUICE_TOTAL_FRAGMENTS, or SLUICE_TOTAL_FRAG_ORPHAN with @v
- * untouched when its first is not tracked. Reads the clock into @env.
+ * @v, or a drop (LIMIT_REFUSED) past its datagram (frag_within()); when it
+ * passes, its bytes charged to the byte-cost policies that admitted the
+ * first, and counted as passed by each of them. A packet-cost policy
+ * counted the datagram with its first. Returns the total to count:
+ * SLUICE_TOTAL_FRAGMENTS, or SLUICE_TOTAL_FRAG_ORPHAN with @v untouched
+ * when its first is not tracked. Reads the clock into @env.
  *
  * Verifier: a global function, like walk_layers(), for the same reason;
  * its frame sits beside walk_layers() in the 512 bytes of the call chain
@@ -483,11 +490,15 @@ __attribute__((noinline)) int frag_layers(const struct pkt_meta *m, struct limit
 	v->id = f->drop_id;
 	if (is_drop(v->result))
 		return SLUICE_TOTAL_FRAGMENTS;
+	if (!frag_within(f, m)) {
+		v->result = LIMIT_REFUSED;
+		return SLUICE_TOTAL_FRAGMENTS;
+	}
 	n = f->n_ids;
 	for (i = 0; i < n && i < SLUICE_MAX_LAYERS; i++) {
 		id = f->ids[i];
-		layer_apply(m, env, v, id, LIMIT_OP_CHARGE);
-		count_policy(id, SLUICE_PSTAT_PASSED, m);
+		if (layer_apply(m, env, v, id, LIMIT_OP_CHARGE) != LIMIT_SKIP)
+			count_policy(id, SLUICE_PSTAT_PASSED, m);
 	}
 	return SLUICE_TOTAL_FRAGMENTS;
 }

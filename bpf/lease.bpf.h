@@ -112,7 +112,7 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
  * which can only under-admit; a generation with cluster-scoped policies
  * always walks its layers peeking first (walk_layers()), which makes it
  * rare. A later
- * fragment's charge is spent whatever is left (LIMIT_SKIP).
+ * fragment's charge is spent whatever is left (LIMIT_ADMIT).
  */
 static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, __u64 lease_max,
 				       __u64 cost, int op)
@@ -127,7 +127,7 @@ static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, 
 		return LIMIT_SKIP;
 	if (op == LIMIT_OP_CHARGE) {
 		__sync_fetch_and_add(&s->spent, cost); /* past granted: the agent's debt to sync */
-		return LIMIT_SKIP;
+		return LIMIT_ADMIT;
 	}
 	return lease_spend(s, &v, lease_max, cost, op == LIMIT_OP_PEEK);
 }

@@ -32,17 +32,18 @@
 
 #include "sluice/abi.h"
 
-#define IPV4_IHL_MIN	    5 /* 32-bit words */
-#define IPV4_WORD_BYTES	    4
-#define IPV4_FRAG_OFFSET    0x1fff /* fragment offset bits of frag_off */
-#define IPV4_FRAG_MF	    0x2000 /* more fragments, in frag_off */
-#define IPV4_FRAG_TCP_FLAGS 1	   /* RFC 1858: an offset that rewrites TCP flags */
-#define IPV6_FRAG_OFFSET    0xfff8 /* fragment offset bits of frag_off */
-#define IPV6_FRAG_MF	    0x0001 /* more fragments, in frag_off */
-#define IPV6_EXT_UNIT_BYTES 8	   /* hdrlen unit of hop-by-hop, routing, dest. options */
-#define IPV6_AH_UNIT_BYTES  4	   /* hdrlen unit of the authentication header */
-#define IPV6_AH_LEN_BIAS    2	   /* AH hdrlen counts 4-byte words minus 2 */
-#define IPV6_VERSION	    6
+#define IPV4_IHL_MIN	     5 /* 32-bit words */
+#define IPV4_WORD_BYTES	     4
+#define IPV4_FRAG_OFFSET     0x1fff /* fragment offset bits of frag_off */
+#define IPV4_FRAG_MF	     0x2000 /* more fragments, in frag_off */
+#define IPV4_FRAG_UNIT_BYTES 8	    /* the unit of its fragment offset */
+#define IPV4_FRAG_TCP_FLAGS  1	    /* RFC 1858: an offset that rewrites TCP flags */
+#define IPV6_FRAG_OFFSET     0xfff8 /* fragment offset bits of frag_off */
+#define IPV6_FRAG_MF	     0x0001 /* more fragments, in frag_off */
+#define IPV6_EXT_UNIT_BYTES  8	    /* hdrlen unit of hop-by-hop, routing, dest. options */
+#define IPV6_AH_UNIT_BYTES   4	    /* hdrlen unit of the authentication header */
+#define IPV6_AH_LEN_BIAS     2	    /* AH hdrlen counts 4-byte words minus 2 */
+#define IPV6_VERSION	     6
 /*
  * Where a chain may end, in bytes into the frame: a bound the verifier
  * needs for a cursor at a variable offset (plus a header, within its 64 KiB
@@ -86,17 +87,20 @@ struct cursor {
 struct pkt_meta {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
 	__u32 dst[SLUICE_ADDR_LEN / 4]; /* likewise */
-	__u64 len_bytes;		/* L2 bytes on the wire: all segments' (sluice.bpf.c) */
+	__u32 len_bytes;		/* L2 bytes on the wire: all segments' (sluice.bpf.c) */
 	__be32 frag_id;			/* when frag: IPv4 id (16 bits) or IPv6 identification */
 	__be16 dst_port;		/* when has_ports */
 	__u8 proto;			/* IPPROTO_* of the transport header */
 	__u8 is_ipv4;
 	__u8 has_ports;
-	__u8 is_syn;	 /* TCP SYN without ACK */
-	__u8 frag;	 /* enum pkt_frag */
-	__u8 frag_proto; /* when frag: IPv4 protocol, or the fragment header's next header */
-	__u8 has_addrs;	 /* src and dst are read */
-	__u16 segs;	 /* wire packets: 1, or a GRO aggregate's segments (sluice.bpf.c) */
+	__u8 is_syn;	  /* TCP SYN without ACK */
+	__u8 frag;	  /* enum pkt_frag */
+	__u8 frag_proto;  /* when frag: IPv4 protocol, or the fragment header's next header */
+	__u8 has_addrs;	  /* src and dst are read */
+	__u8 frag_more;	  /* when frag: more fragments follow (MF) */
+	__u16 segs;	  /* wire packets: 1, or a GRO aggregate's segments (sluice.bpf.c) */
+	__u16 frag_start; /* when frag: where its data starts in the datagram, bytes */
+	__u16 frag_len;	  /* when frag: its data, bytes */
 };
 
 struct vlan_hdr {
@@ -155,13 +159,21 @@ static __always_inline int parse_vlans(struct cursor *c, int proto)
 	return is_vlan(proto) ? -1 : proto;
 }
 
-/* A fragment's part, id and protocol into @m: only fragments come here. */
-static __always_inline void set_frag(struct pkt_meta *m, int is_later, __be32 id, __u8 proto)
+/*
+ * A fragment's place (@start bytes into its datagram, @more to come, its
+ * data from frame offset @data to @end), id and protocol into @m: only
+ * fragments come here.
+ */
+static __always_inline void set_frag(struct pkt_meta *m, __u16 start, int more, __u32 data,
+				     __u32 end, __be32 id, __u8 proto)
 {
-	m->frag = is_later ? PKT_FRAG_LATER : PKT_FRAG_FIRST;
+	m->frag = start ? PKT_FRAG_LATER : PKT_FRAG_FIRST;
+	m->frag_start = start;
+	m->frag_more = more;
+	m->frag_len = end > data ? end - data : 0; /* a cut IP length: the stack drops it */
 	m->frag_id = id;
 	m->frag_proto = proto;
-	m->has_ports = !is_later;
+	m->has_ports = !m->frag_start;
 }
 
 /* Returns the transport protocol, or -PARSE_UNFINISHED or -PARSE_TINY. */
@@ -187,7 +199,9 @@ static __always_inline int parse_ipv4(struct cursor *c, struct pkt_meta *m)
 		off = iph->frag_off & bpf_htons(IPV4_FRAG_OFFSET);
 		if (off == bpf_htons(IPV4_FRAG_TCP_FLAGS) && iph->protocol == IPPROTO_TCP)
 			return -PARSE_TINY;
-		set_frag(m, off != 0, iph->id, iph->protocol);
+		set_frag(m, bpf_ntohs(off) * IPV4_FRAG_UNIT_BYTES,
+			 !!(iph->frag_off & bpf_htons(IPV4_FRAG_MF)), hdr_bytes,
+			 bpf_ntohs(iph->tot_len), iph->id, iph->protocol);
 	}
 	return iph->protocol;
 }
@@ -239,7 +253,7 @@ static __always_inline long frame_load(void *ctx, int hook, __u32 off, void *to,
  * paths; "too large"). An offset that is only a helper's argument is not
  * precise, so the loop's states prune.
  */
-static __always_inline int ipv6_chain(void *ctx, int hook, __u32 off, struct pkt_meta *m)
+static __always_inline int ipv6_chain(void *ctx, int hook, __u32 off, __u32 end, struct pkt_meta *m)
 {
 	struct ipv6_ext_head h;
 	int nexthdr, i;
@@ -250,8 +264,9 @@ static __always_inline int ipv6_chain(void *ctx, int hook, __u32 off, struct pkt
 			goto cut;
 		if (nexthdr == IPPROTO_FRAGMENT &&
 		    (h.frag_off & bpf_htons(IPV6_FRAG_OFFSET | IPV6_FRAG_MF)))
-			set_frag(m, !!(h.frag_off & bpf_htons(IPV6_FRAG_OFFSET)), h.identification,
-				 h.nexthdr);
+			set_frag(m, bpf_ntohs(h.frag_off & bpf_htons(IPV6_FRAG_OFFSET)),
+				 !!(h.frag_off & bpf_htons(IPV6_FRAG_MF)), off + sizeof(h), end,
+				 h.identification, h.nexthdr);
 		off += ipv6_ext_len(nexthdr, &h);
 		nexthdr = h.nexthdr;
 		if (off > m->len_bytes)
@@ -272,20 +287,20 @@ cut:
  * typed, so that each program's verifier checks the one its hook passes.
  * A program calls only its own (the hook is a constant where it is inlined).
  */
-__attribute__((noinline)) int parse_ipv6_chain_xdp(struct xdp_md *ctx, __u32 off,
+__attribute__((noinline)) int parse_ipv6_chain_xdp(struct xdp_md *ctx, __u32 off, __u32 end,
 						   struct pkt_meta *m)
 {
 	if (!ctx || !m)
 		return -PARSE_UNFINISHED;
-	return ipv6_chain(ctx, FRAME_XDP, off, m);
+	return ipv6_chain(ctx, FRAME_XDP, off, end, m);
 }
 
-__attribute__((noinline)) int parse_ipv6_chain_skb(struct __sk_buff *skb, __u32 off,
+__attribute__((noinline)) int parse_ipv6_chain_skb(struct __sk_buff *skb, __u32 off, __u32 end,
 						   struct pkt_meta *m)
 {
 	if (!skb || !m)
 		return -PARSE_UNFINISHED;
-	return ipv6_chain(skb, FRAME_SKB, off, m);
+	return ipv6_chain(skb, FRAME_SKB, off, end, m);
 }
 
 /*
@@ -296,7 +311,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct pkt_meta *m, void
 				      void *start)
 {
 	struct ipv6hdr *ip6 = cursor_take(c, sizeof(*ip6));
-	__u32 chain;
+	__u32 chain, end;
 	int off;
 
 	if (!ip6 || ip6->version != IPV6_VERSION)
@@ -309,8 +324,9 @@ static __always_inline int parse_ipv6(struct cursor *c, struct pkt_meta *m, void
 		return ip6->nexthdr;
 	m->proto = ip6->nexthdr;
 	chain = (void *)ip6 + sizeof(*ip6) - start;
-	off = hook == FRAME_SKB ? parse_ipv6_chain_skb(ctx, chain, m)
-				: parse_ipv6_chain_xdp(ctx, chain, m);
+	end = chain + bpf_ntohs(ip6->payload_len);
+	off = hook == FRAME_SKB ? parse_ipv6_chain_skb(ctx, chain, end, m)
+				: parse_ipv6_chain_xdp(ctx, chain, end, m);
 	if (off < 0)
 		return off;
 	if (off > PARSE_OFF_MAX)

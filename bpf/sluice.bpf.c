@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  */
 #define SLUICE_TC_PULL_BYTES 256
 #define GSO_SEGS_MAX	     0xffff /* the kernel's GSO_MAX_SEGS: skb_shared_info.gso_segs is u16 */
+#define WIRE_BYTES_MAX	     0xffffffffULL /* pkt_meta.len_bytes is 32 bits, as skb->len is */
 
 /*
  * The segments and wire bytes of a GRO/GSO aggregate whose headers, up to
@@ -46,7 +47,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 static __always_inline void frame_segments(struct pkt_meta *m, __u64 hdr_bytes, __u32 gso_segs,
 					   __u32 gso_size)
 {
-	__u64 segs = gso_segs;
+	__u64 segs = gso_segs, wire;
 
 	if (!segs && m->len_bytes > hdr_bytes)
 		segs = (m->len_bytes - hdr_bytes + gso_size - 1) / gso_size;
@@ -55,7 +56,9 @@ static __always_inline void frame_segments(struct pkt_meta *m, __u64 hdr_bytes, 
 	if (segs > GSO_SEGS_MAX)
 		segs = GSO_SEGS_MAX;
 	m->segs = segs;
-	m->len_bytes += (segs - 1) * hdr_bytes; /* < 2^16 · 2^32: hdr_bytes < len_bytes */
+	/* In 64 bits (< 2^16 · 2^32: hdr_bytes < len_bytes), then at most 2^32 − 1 in m. */
+	wire = m->len_bytes + (segs - 1) * hdr_bytes;
+	m->len_bytes = wire > WIRE_BYTES_MAX ? WIRE_BYTES_MAX : wire;
 }
 
 /*
@@ -108,7 +111,8 @@ static __always_inline int classify_addrs(const struct pkt_meta *m, struct limit
 /*
  * `unparsed: charge` (abi.h): every policy whose address sets match, of any
  * protocol and port, and as a SYN, so that no policy the packet may belong
- * to is left out. Into @v; returns the total to count.
+ * to is left out; for an orphan fragment (`orphan: pass`), every such
+ * policy of a byte cost (policy_for()). Into @v; returns the total to count.
  */
 static __always_inline int charge_unparsed(struct pkt_meta *m, struct limit_env *env,
 					   struct verdict *v)
@@ -146,8 +150,12 @@ static __always_inline int decide_odd(struct pkt_meta *m, struct limit_env *env,
 	}
 	if (parsed == PARSE_FRAG_LATER) {
 		why = frag_layers(m, env, v);
-		if (why != SLUICE_TOTAL_FRAG_ORPHAN || (env->gen_flags & SLUICE_GEN_F_ORPHAN_PASS))
+		if (why != SLUICE_TOTAL_FRAG_ORPHAN)
 			return why;
+		if (env->gen_flags & SLUICE_GEN_F_ORPHAN_PASS)
+			return charge_unparsed(m, env, v) == SLUICE_TOTAL_ALLOWED
+				       ? SLUICE_TOTAL_ALLOWED
+				       : why;
 	} else if (env->gen_flags & SLUICE_GEN_F_UNPARSED_PASS) {
 		return SLUICE_TOTAL_UNPARSED_PASS;
 	} else if ((env->gen_flags & SLUICE_GEN_F_UNPARSED_CHARGE) && m->has_addrs) {

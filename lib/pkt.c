@@ -492,29 +492,62 @@ struct pkt *pkt_fragment(struct pkt *frag, const struct pkt *dgram, size_t off, 
 	return frag;
 }
 
-struct pkt *pkt_set_frag_id(struct pkt *p, __u32 id)
+/* The layer of @p that says it is a fragment (IPv4, or an IPv6 fragment header); aborts when none.
+ */
+static unsigned int frag_layer(const struct pkt *p, const char *who)
 {
 	unsigned int i;
 	size_t off;
-	__be32 be;
 
 	for (i = 0; i < p->n_layers; i++) {
 		off = p->layers[i].off_bytes;
-		if (p->layers[i].kind == PKT_LAYER_IPV6_FRAG) {
-			be = htonl(id);
-			memcpy(p->buf + off + offsetof(struct pkt_frag_hdr, identification), &be,
-			       sizeof(be));
-			return p;
-		}
+		if (p->layers[i].kind == PKT_LAYER_IPV6_FRAG)
+			return i;
 		if (p->layers[i].kind == PKT_LAYER_IPV4 &&
 		    get_be16(p->buf + off + offsetof(struct iphdr, frag_off)) &
-			    (PKT_IPV4_MF | PKT_FRAG_OFF_MAX)) {
-			put_be16(p->buf + off + offsetof(struct iphdr, id), id & PKT_CSUM_MASK);
-			finish_ipv4(p, off);
-			return p;
-		}
+			    (PKT_IPV4_MF | PKT_FRAG_OFF_MAX))
+			return i;
 	}
-	pkt_die("%s: the frame is no fragment", __func__);
+	pkt_die("%s: the frame is no fragment", who);
+}
+
+struct pkt *pkt_set_frag_id(struct pkt *p, __u32 id)
+{
+	unsigned int i = frag_layer(p, __func__);
+	size_t off = p->layers[i].off_bytes;
+	__be32 be;
+
+	if (p->layers[i].kind == PKT_LAYER_IPV6_FRAG) {
+		be = htonl(id);
+		memcpy(p->buf + off + offsetof(struct pkt_frag_hdr, identification), &be,
+		       sizeof(be));
+		return p;
+	}
+	put_be16(p->buf + off + offsetof(struct iphdr, id), id & PKT_CSUM_MASK);
+	finish_ipv4(p, off);
+	return p;
+}
+
+struct pkt *pkt_set_frag_off(struct pkt *p, __u16 off_units8)
+{
+	unsigned int i = frag_layer(p, __func__);
+	size_t off = p->layers[i].off_bytes, field;
+	__u16 v;
+
+	if (off_units8 > PKT_FRAG_OFF_MAX)
+		pkt_die("%s: fragment offset %u is not in 0..%d", __func__, off_units8,
+			PKT_FRAG_OFF_MAX);
+	if (p->layers[i].kind == PKT_LAYER_IPV6_FRAG) {
+		field = off + offsetof(struct pkt_frag_hdr, frag_off);
+		v = get_be16(p->buf + field) & PKT_IPV6_MF;
+		put_be16(p->buf + field, off_units8 << PKT_FRAG_OFF_SHIFT | v);
+		return p;
+	}
+	field = off + offsetof(struct iphdr, frag_off);
+	v = get_be16(p->buf + field) & ~PKT_FRAG_OFF_MAX;
+	put_be16(p->buf + field, off_units8 | v);
+	finish_ipv4(p, off);
+	return p;
 }
 
 /* Append an L4 header @hdr of @kind and protocol @proto; nothing but payload may follow. */

@@ -133,6 +133,13 @@ struct pkt *pkt_ipv6_frag(struct pkt *p, __u16 off_units8, int has_more);
 struct pkt *pkt_set_frag_id(struct pkt *p, __u32 id);
 
 /*
+ * Move the fragment @p is to @off_units8 (0..8191) into its datagram,
+ * whatever its length, keeping its more-fragments bit: for fragments no
+ * datagram has (past 64 KiB). Aborts when @p is no fragment.
+ */
+struct pkt *pkt_set_frag_off(struct pkt *p, __u16 off_units8);
+
+/*
  * Into @frag, the fragment of the finished datagram @dgram that carries
  * @len bytes of its fragmentable part from @off on: for IPv4 what follows
  * the IPv4 header, for IPv6 what follows the IPv6 header and any leading

@@ -55,8 +55,9 @@
 #define FLOOD_FRAG_UNIT_BYTES	  8    /* fragment offsets count 8-byte units */
 #define FLOOD_FRAG_HDR_BYTES	  8    /* an IPv6 fragment header */
 #define FLOOD_FRAG_BYTES_DEFAULT  1448 /* data of a later fragment: 1500-byte IPv6 frames */
-#define FLOOD_FRAG_SOURCES_MAX	  256  /* each keeps its whole datagram */
-#define FLOOD_IPV6_EXT_MAX	  24   /* --ipv6-ext: fits PKT_LAYERS_MAX with the rest */
+#define FLOOD_FRAG_REPEAT_MAX	  1000000
+#define FLOOD_FRAG_SOURCES_MAX	  256 /* each keeps its whole datagram */
+#define FLOOD_IPV6_EXT_MAX	  24  /* --ipv6-ext: fits PKT_LAYERS_MAX with the rest */
 
 enum flood_proto {
 	FLOOD_PROTO_UDP = 0,
@@ -98,6 +99,7 @@ struct flood_opts {
 	int vlan_id;		 /* FLOOD_NO_VLAN or 0..4095 */
 	size_t frag_first_bytes; /* fragment: the first fragment's data; 0: whole frames */
 	size_t frag_bytes;	 /* each later fragment's data */
+	size_t frag_repeat;	 /* 0, or: the first fragment, then the second this often */
 	unsigned int ipv6_ext;	 /* destination options headers before the transport header */
 	int is_quiet;
 };
@@ -176,6 +178,8 @@ static const char options_help[] =
 	"                        8 is a UDP header alone), each next one --frag-bytes;\n"
 	"                        --count, --pps and sent= count datagrams, frames= frames\n"
 	"  --frag-bytes <n>      data of each later fragment, a multiple of 8 (default 1448)\n"
+	"  --frag-repeat <n>     send each datagram's first fragment, then its second n\n"
+	"                        times and nothing else (with --frag-first-bytes)\n"
 	"  --ipv6-ext <n>        n destination options headers before the transport header\n"
 	"                        (IPv6 only, 0..24)\n"
 	"  -q, --quiet           print no summary\n"
@@ -263,6 +267,7 @@ enum flood_opt {
 	OPT_VLAN,
 	OPT_FRAG_FIRST_BYTES,
 	OPT_FRAG_BYTES,
+	OPT_FRAG_REPEAT,
 	OPT_IPV6_EXT,
 };
 
@@ -286,6 +291,7 @@ static const struct option long_opts[] = {
 	{ "vlan", required_argument, NULL, OPT_VLAN },
 	{ "frag-first-bytes", required_argument, NULL, OPT_FRAG_FIRST_BYTES },
 	{ "frag-bytes", required_argument, NULL, OPT_FRAG_BYTES },
+	{ "frag-repeat", required_argument, NULL, OPT_FRAG_REPEAT },
 	{ "ipv6-ext", required_argument, NULL, OPT_IPV6_EXT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -321,6 +327,9 @@ static int parse_number_opt(struct flood_opts *o, int c, const char *arg)
 		return 1;
 	case OPT_FRAG_BYTES:
 		o->frag_bytes = parse_u64("frag-bytes", arg, FLOOD_FRAG_UNIT_BYTES, PKT_MAX_BYTES);
+		return 1;
+	case OPT_FRAG_REPEAT:
+		o->frag_repeat = parse_u64("frag-repeat", arg, 1, FLOOD_FRAG_REPEAT_MAX);
 		return 1;
 	case OPT_IPV6_EXT:
 		o->ipv6_ext = parse_u64("ipv6-ext", arg, 0, FLOOD_IPV6_EXT_MAX);
@@ -380,6 +389,8 @@ static void check_opts(const struct flood_opts *o)
 	if (o->frag_first_bytes % FLOOD_FRAG_UNIT_BYTES || o->frag_bytes % FLOOD_FRAG_UNIT_BYTES)
 		usage_error("--frag-first-bytes, --frag-bytes: not a multiple of %d",
 			    FLOOD_FRAG_UNIT_BYTES);
+	if (o->frag_repeat && !o->frag_first_bytes)
+		usage_error("--frag-repeat: needs --frag-first-bytes");
 	if (o->frag_first_bytes && !o->sport)
 		usage_error("--frag-first-bytes: needs a fixed --sport (the port is in the first "
 			    "fragment only)");
@@ -485,7 +496,10 @@ static int flood__keep_dgram(struct flood *f, struct flood_frame *fr, struct pkt
 	/* an IPv6 fragment carries a fragment header the datagram has not */
 	if (p->len + FLOOD_FRAG_HDR_BYTES > f->slot_bytes)
 		f->slot_bytes = p->len + FLOOD_FRAG_HDR_BYTES;
-	f->frags_per_dgram = 1 + (total - o->frag_first_bytes + o->frag_bytes - 1) / o->frag_bytes;
+	f->frags_per_dgram =
+		1 + (o->frag_repeat
+			     ? o->frag_repeat
+			     : (total - o->frag_first_bytes + o->frag_bytes - 1) / o->frag_bytes);
 	return 0;
 }
 
@@ -575,7 +589,8 @@ static int flood__open_socket(struct flood *f)
 
 /*
  * Cut fragment @part of datagram number @dgram into slot @i: the first
- * carries --frag-first-bytes, each next --frag-bytes, the last what is left.
+ * carries --frag-first-bytes, each next --frag-bytes, the last what is left;
+ * with --frag-repeat, every part after the first is the second.
  */
 static void flood__fill_fragment(struct flood *f, unsigned int i, __u64 dgram, size_t part)
 {
@@ -584,6 +599,8 @@ static void flood__fill_fragment(struct flood *f, unsigned int i, __u64 dgram, s
 	size_t total = pkt_fragmentable_len(d), off = 0, len = o->frag_first_bytes;
 	__u8 *slot = f->slots + (size_t)i * f->slot_bytes;
 
+	if (o->frag_repeat && part)
+		part = 1;
 	if (part) {
 		off = o->frag_first_bytes + (part - 1) * o->frag_bytes;
 		len = o->frag_bytes;

@@ -27,6 +27,13 @@
 #define SLUICE_FRAG_TTL_NS    (60 * SLUICE_NSEC_PER_SEC)
 #define SLUICE_FRAG_TTL_TICKS (SLUICE_FRAG_TTL_NS << SLUICE_GCRA_TICK_SHIFT)
 
+/*
+ * The most data one datagram has, bytes: its fragments' ends (offset plus
+ * length) and their sum stay within it (IPv4's total length and IPv6's
+ * payload length are 16 bits). A fragment past either is dropped.
+ */
+#define SLUICE_FRAG_MAX_BYTES 0xffffU
+
 /* Key of sluice_frags: a datagram, as the kernel's reassembly keys it (and its family). */
 struct sluice_frag_key {
 	__u32 src[SLUICE_ADDR_LEN / 4]; /* network order, IPv4 mapped */
@@ -38,7 +45,7 @@ struct sluice_frag_key {
 };
 SLUICE_ASSERT_SIZE(struct sluice_frag_key, 40);
 
-/* Value of sluice_frags: what the datagram's first fragment decided. */
+/* Value of sluice_frags: what the datagram's first fragment decided, and what came since. */
 struct sluice_frag {
 	__u64 until;		      /* GCRA ticks: later fragments follow it before then */
 	__u32 ids[SLUICE_MAX_LAYERS]; /* the policies that admitted it: later fragments'
@@ -46,9 +53,11 @@ struct sluice_frag {
 	__u32 drop_id;		      /* the policy that dropped it, when result drops */
 	__u8 n_ids;
 	__u8 result; /* the program's enum limit_result of the first fragment */
-	__u8 pad[2];
+	__u16 end;   /* the datagram's end, bytes, once its last fragment came; else 0 */
+	__u32 seen;  /* data of its fragments so far, bytes, duplicates and overlaps too */
+	__u32 pad;
 };
-SLUICE_ASSERT_SIZE(struct sluice_frag, 48);
+SLUICE_ASSERT_SIZE(struct sluice_frag, 56);
 
 /* Value of sluice_frag_tmp: one packet's entry while it is built, per CPU, off the stack. */
 struct sluice_frag_tmp {

@@ -24,24 +24,30 @@
 
 #include "expect.h"
 #include "lib/harness.h"
+#include "sluice/frag.h"
 
-#define SSH_PORT	 22
-#define DNS_PORT	 53
-#define BULK_PORT	 5000
-#define SPORT		 40000
-#define SYN_BURST	 3
-#define SYNS		 5
-#define SYN_DATA_BYTES	 16   /* so a first fragment holds the whole TCP header and more */
-#define SYN_FIRST_BYTES	 24   /* a multiple of 8 past the 20-byte TCP header */
-#define TINY_FIRST_BYTES 8    /* RFC 1858: ports, no TCP flags */
-#define DGRAM_BYTES	 2000 /* UDP payload of an ordinary fragmented datagram */
-#define BULK_BYTES	 8000 /* UDP payload of the byte-limit datagrams */
-#define CHUNK_BYTES	 1232 /* data of every fragment after the first */
-#define UDP_HDR_BYTES	 8
-#define BULK_DGRAMS	 3    /* the third is over burst + one datagram */
-#define TABLE_SMALL	 64   /* datagrams the small table tracks */
-#define TABLE_FILL	 1024 /* first fragments sent into it */
-#define TCP_FLAGS_UNITS8 1    /* RFC 1858: offset 1 rewrites TCP flags */
+#define SSH_PORT	   22
+#define DNS_PORT	   53
+#define BULK_PORT	   5000
+#define SPORT		   40000
+#define SYN_BURST	   3
+#define SYNS		   5
+#define SYN_DATA_BYTES	   16	/* so a first fragment holds the whole TCP header and more */
+#define SYN_FIRST_BYTES	   24	/* a multiple of 8 past the 20-byte TCP header */
+#define TINY_FIRST_BYTES   8	/* RFC 1858: ports, no TCP flags */
+#define DGRAM_BYTES	   2000 /* UDP payload of an ordinary fragmented datagram */
+#define BULK_BYTES	   8000 /* UDP payload of the byte-limit datagrams */
+#define CHUNK_BYTES	   1232 /* data of every fragment after the first */
+#define UDP_HDR_BYTES	   8
+#define BULK_DGRAMS	   3	 /* the third is over burst + one datagram */
+#define TABLE_SMALL	   64	 /* datagrams the small table tracks */
+#define TABLE_FILL	   1024	 /* first fragments sent into it */
+#define TCP_FLAGS_UNITS8   1	 /* RFC 1858: offset 1 rewrites TCP flags */
+#define FLOOD_FRAGMENTS	   100	 /* copies of one later fragment after its first */
+#define ORPHANS		   12	 /* orphans sent, of a datagram to each policy */
+#define ORPHAN_BURST_BYTES 10000 /* bulk's, in test_orphan_pass */
+#define UNIT_BYTES	   8	 /* the unit of a fragment offset */
+#define LAST_UNITS8	   (SLUICE_FRAG_MAX_BYTES / UNIT_BYTES) /* offset of a fragment's last unit */
 
 static const char policy_yaml[] = "policies:\n"
 				  "  - name: syn\n"
@@ -158,6 +164,9 @@ static void step(struct harness *h, const char *where, const struct pkt *p, int 
 #define HOST_BULK    6
 #define HOST_FILL    7
 #define HOST_ORPHAN  8
+#define HOST_FLOOD   9
+#define HOST_EDGE    10
+#define HOST_LAST    11
 
 static int setup(void **state)
 {
@@ -178,7 +187,7 @@ static void test_in_order(void **state)
 			  DNS_PORT, DGRAM_BYTES);
 		for (i = 0; nth_fragment(&f, &d, CHUNK_BYTES, i, 1); i++)
 			step(*state, WHERE("%s in order, fragment %zu", families[k].name, i), &f,
-			     XDP_PASS, i ? FOLLOWED : 0, "dns", SLUICE_PSTAT_PASSED);
+			     XDP_PASS, i ? FOLLOWED : 0, i ? NULL : "dns", SLUICE_PSTAT_PASSED);
 	}
 }
 
@@ -200,7 +209,7 @@ static void test_out_of_order(void **state)
 		     SLUICE_PSTAT_PASSED);
 		nth_fragment(&f, &d, CHUNK_BYTES, 1, 1);
 		step(*state, WHERE("%s second again", families[k].name), &f, XDP_PASS, FOLLOWED,
-		     "dns", SLUICE_PSTAT_PASSED);
+		     NULL, 0);
 		nth_fragment(&f, &d, CHUNK_BYTES, 1, 2);
 		step(*state, WHERE("%s another datagram's second", families[k].name), &f, XDP_DROP,
 		     ORPHAN, NULL, 0);
@@ -224,7 +233,7 @@ static void test_overlap(void **state)
 		for (n = 0; n < 2; n++) {
 			pkt_set_frag_id(pkt_fragment(&f, &d, UDP_HDR_BYTES, CHUNK_BYTES, 1), 1);
 			step(*state, WHERE("%s overlapping at 8, %d", families[k].name, n), &f,
-			     XDP_PASS, FOLLOWED, "dns", SLUICE_PSTAT_PASSED);
+			     XDP_PASS, FOLLOWED, NULL, 0);
 		}
 	}
 }
@@ -291,7 +300,7 @@ static void test_syns(void **state)
 			     "syn", pass ? SLUICE_PSTAT_PASSED : SLUICE_PSTAT_DROPPED);
 			nth_fragment(&f, &d, SYN_FIRST_BYTES, 1, n + 1);
 			step(*state, WHERE("%s syn %d second", families[k].name, n), &f, verdict,
-			     FOLLOWED, "syn", pass ? SLUICE_PSTAT_PASSED : SLUICE_PSTAT_DROPPED);
+			     FOLLOWED, pass ? NULL : "syn", SLUICE_PSTAT_DROPPED);
 		}
 	}
 }
@@ -323,16 +332,103 @@ static void test_bytes(void **state)
 	}
 }
 
-/* `fragments: { orphan: pass }` passes orphans, counted. */
+/*
+ * A flood of one later fragment after its admitted first: the fragments
+ * pass while the data seen (the first's too) stays within
+ * SLUICE_FRAG_MAX_BYTES, then drop; none counts as passed by the packet
+ * policy that admitted the first.
+ */
+static void test_flood(void **state)
+{
+	static struct pkt d, f;
+	char where[WHERE_LEN], src[64];
+	const int passing = SLUICE_FRAG_MAX_BYTES / CHUNK_BYTES - 1; /* 52 */
+	int n;
+	size_t k;
+
+	for (k = 0; k < N_FAMILIES; k++) {
+		udp_dgram(&d, &families[k], src_of(&families[k], HOST_FLOOD, src, sizeof(src)),
+			  DNS_PORT, DGRAM_BYTES * 2);
+		nth_fragment(&f, &d, CHUNK_BYTES, 0, 1);
+		step(*state, WHERE("%s first", families[k].name), &f, XDP_PASS, 0, "dns",
+		     SLUICE_PSTAT_PASSED);
+		nth_fragment(&f, &d, CHUNK_BYTES, 1, 1);
+		for (n = 0; n < FLOOD_FRAGMENTS; n++)
+			step(*state, WHERE("%s copy %d of the second", families[k].name, n), &f,
+			     n < passing ? XDP_PASS : XDP_DROP, FOLLOWED, NULL, 0);
+	}
+}
+
+/* A fragment whose data ends past SLUICE_FRAG_MAX_BYTES is dropped; one that ends within passes. */
+static void test_past_64k(void **state)
+{
+	static struct pkt d, f;
+	char where[WHERE_LEN], src[64];
+	size_t k;
+
+	for (k = 0; k < N_FAMILIES; k++) {
+		udp_dgram(&d, &families[k], src_of(&families[k], HOST_EDGE, src, sizeof(src)),
+			  DNS_PORT, DGRAM_BYTES);
+		nth_fragment(&f, &d, UDP_HDR_BYTES, 0, 1);
+		step(*state, WHERE("%s first", families[k].name), &f, XDP_PASS, 0, "dns",
+		     SLUICE_PSTAT_PASSED);
+		pkt_set_frag_id(pkt_fragment(&f, &d, UDP_HDR_BYTES, UNIT_BYTES, 1), 1);
+		pkt_set_frag_off(&f, LAST_UNITS8);
+		step(*state, WHERE("%s 8 bytes at 65528", families[k].name), &f, XDP_DROP, FOLLOWED,
+		     NULL, 0);
+		pkt_set_frag_off(&f, LAST_UNITS8 - 1);
+		step(*state, WHERE("%s 8 bytes at 65520", families[k].name), &f, XDP_PASS, FOLLOWED,
+		     NULL, 0);
+	}
+}
+
+/*
+ * A datagram ends when its last fragment came and its data was seen, in
+ * any order: here first, last, middle. Any fragment after is dropped.
+ */
+static void test_after_last(void **state)
+{
+	static struct pkt d, f;
+	char where[WHERE_LEN], src[64];
+	size_t k, i;
+	static const struct {
+		size_t nth;
+		int verdict;
+	} order[] = {
+		{ 0, XDP_PASS }, { 2, XDP_PASS }, { 1, XDP_PASS }, { 1, XDP_DROP }, { 2, XDP_DROP }
+	};
+
+	for (k = 0; k < N_FAMILIES; k++) {
+		udp_dgram(&d, &families[k], src_of(&families[k], HOST_LAST, src, sizeof(src)),
+			  DNS_PORT, DGRAM_BYTES);
+		for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+			nth_fragment(&f, &d, UDP_HDR_BYTES, order[i].nth, 1);
+			step(*state,
+			     WHERE("%s step %zu, fragment %zu", families[k].name, i, order[i].nth),
+			     &f, order[i].verdict, order[i].nth ? FOLLOWED : 0,
+			     order[i].nth ? NULL : "dns", SLUICE_PSTAT_PASSED);
+		}
+	}
+}
+
+/*
+ * `fragments: { orphan: pass }` passes orphans, counted, and charges them
+ * to every byte policy of their addresses, of any port (as `unparsed:
+ * charge` would), and to no packet policy: orphans of a datagram to dns's
+ * port (burst 1) pass while bulk's 10 kB burst lasts, then drop.
+ */
 static void test_orphan_pass(void **state)
 {
 	static const char yaml[] =
 		"fragments: { orphan: pass }\n"
 		"policies:\n"
 		"  - { name: dns, match: { proto: udp, dst_port: 53 }, rate: 1/h, "
-		"burst: 1000 }\n";
+		"burst: 1 }\n"
+		"  - { name: bulk, match: { proto: udp, dst_port: 5000 }, rate: 1kB/h, "
+		"burst: 10kB, key: { ipv4_prefix: 32, ipv6_prefix: 128 } }\n";
 	static struct pkt d, f;
 	char where[WHERE_LEN], src[64];
+	int n, passing;
 	struct harness h;
 	size_t k;
 
@@ -341,9 +437,12 @@ static void test_orphan_pass(void **state)
 	for (k = 0; k < N_FAMILIES; k++) {
 		udp_dgram(&d, &families[k], src_of(&families[k], HOST_ORPHAN, src, sizeof(src)),
 			  DNS_PORT, DGRAM_BYTES);
-		nth_fragment(&f, &d, CHUNK_BYTES, 1, 1);
-		step(&h, WHERE("%s orphan, passed", families[k].name), &f, XDP_PASS, ORPHAN, NULL,
-		     0);
+		nth_fragment(&f, &d, UDP_HDR_BYTES, 1, 1);
+		passing = ORPHAN_BURST_BYTES / f.len; /* a frame's bytes, charged whole */
+		for (n = 0; n < ORPHANS; n++)
+			step(&h, WHERE("%s orphan of %zu bytes, %d", families[k].name, f.len, n),
+			     &f, n < passing ? XDP_PASS : XDP_DROP, ORPHAN, "bulk",
+			     n < passing ? SLUICE_PSTAT_PASSED : SLUICE_PSTAT_DROPPED);
 	}
 	harness_close(&h);
 }
@@ -373,7 +472,7 @@ static void test_full_table(void **state)
 				fail_msg("%s first fragment %u: not passed", families[k].name, id);
 		nth_fragment(&f, &d, CHUNK_BYTES, 1, TABLE_FILL);
 		step(&h, WHERE("%s latest datagram", families[k].name), &f, XDP_PASS, FOLLOWED,
-		     "dns", SLUICE_PSTAT_PASSED);
+		     NULL, 0);
 		nth_fragment(&f, &d, CHUNK_BYTES, 1, 1);
 		step(&h, WHERE("%s evicted datagram", families[k].name), &f, XDP_DROP, ORPHAN, NULL,
 		     0);
@@ -391,6 +490,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tiny_shapes, setup, expect_teardown),
 		cmocka_unit_test_setup_teardown(test_syns, setup, expect_teardown),
 		cmocka_unit_test_setup_teardown(test_bytes, setup, expect_teardown),
+		cmocka_unit_test_setup_teardown(test_flood, setup, expect_teardown),
+		cmocka_unit_test_setup_teardown(test_past_64k, setup, expect_teardown),
+		cmocka_unit_test_setup_teardown(test_after_last, setup, expect_teardown),
 		cmocka_unit_test(test_orphan_pass),
 		cmocka_unit_test(test_full_table),
 	};

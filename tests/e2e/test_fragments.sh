@@ -13,7 +13,10 @@
 # - 8000-byte datagrams whose first fragment holds only the UDP header:
 #   at most burst + rate·t + one datagram of bytes;
 # - legitimate fragmented traffic (4000-byte datagrams, in order, from a
-#   source under its limit): all of it.
+#   source under its limit): all of it;
+# - one admitted first fragment, then its second fragment 2000 times (issue
+#   #27): at most one datagram (64 KiB of data) of fragments reach the
+#   victim's reassembly (its IpReasmReqds, Ip6ReasmReqds), not 2001.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_realtime
@@ -41,6 +44,10 @@ TCP_HDR_BYTES=20
 ETH_HDR_BYTES=14
 SYN_DATA_BYTES=16 # a SYN with data, so that its first fragment holds the whole header
 SYN_FIRST_BYTES=24
+RIDE_PORT=5600
+RIDE_DGRAM_BYTES=4000 # so that its second fragment is not its last
+RIDE_COPIES=2000
+FRAG_MAX_BYTES=65535 # SLUICE_FRAG_MAX_BYTES: the data one datagram's fragments may carry
 
 cat >"$WORK/policy.yaml" <<YAML
 policies:
@@ -64,6 +71,11 @@ policies:
     key: { ipv4_prefix: 32, ipv6_prefix: 128 }
     rate: 100/s
     burst: 100
+  - name: ride
+    match: { proto: udp, dst_port: $RIDE_PORT }
+    key: { ipv4_prefix: 32, ipv6_prefix: 128 }
+    rate: 1/h
+    burst: 5
 YAML
 
 TINY4=10.200.0.11
@@ -76,6 +88,9 @@ BULK4=10.200.0.14
 BULK6=fd00:200::14
 LEGIT4=10.200.0.15
 LEGIT6=fd00:200::15
+# shellcheck disable=SC2034 # read as ${!src}
+RIDE4=10.200.0.16
+RIDE6=fd00:200::16
 
 syn_rule() { echo "$1 saddr $2 tcp dport $SYN_PORT tcp flags & (syn | ack) == syn"; }
 # The "ct" rule makes the namespace's conntrack defragment at prerouting, so
@@ -147,6 +162,31 @@ for fam in 4 6; do
 		--size $((ETH_HDR_BYTES + (fam == 4 ? 20 : 40) + UDP_HDR_BYTES + LEGIT_DGRAM_BYTES))
 	e2e_equal "ipv$fam legitimate fragmented datagrams delivered" "$(e2e_count legit$fam)" \
 		$LEGIT_DGRAMS
+done
+
+# Later fragments riding one admitted first: at the victim's reassembly,
+# each fragment it is handed counts once. The "ct" rule has conntrack
+# reassemble at prerouting: IPv4's defrag counts IpReasmReqds; IPv6's
+# (nf_defrag_ipv6) counts nothing, so its fragments are counted before it,
+# by a counter in a chain at priority -450 (raw, before defrag at -400).
+in_ns "$NS_RX" nft add chain inet e2e raw '{ type filter hook prerouting priority -450; }'
+in_ns "$NS_RX" nft add counter inet e2e ride6frags
+in_ns "$NS_RX" nft add rule inet e2e raw ip6 saddr $RIDE6 exthdr frag exists counter name ride6frags
+reasm4() { in_ns "$NS_RX" nstat -az IpReasmReqds | awk '$1 == "IpReasmReqds" { print $2 }'; }
+ride_hi=$((1 + (FRAG_MAX_BYTES - UDP_HDR_BYTES) / FRAG_BYTES)) # the first, then 64 KiB of data
+for fam in 4 6; do
+	src=RIDE$fam dst=RX$fam
+	before=$(reasm4)
+	read -r sent _ < <(e2e_flood --count 1 --frag-repeat $RIDE_COPIES --dport $RIDE_PORT \
+		--src "${!src}" --dst "${!dst}" --frag-first-bytes $UDP_HDR_BYTES \
+		--size $((ETH_HDR_BYTES + (fam == 4 ? 20 : 40) + UDP_HDR_BYTES + RIDE_DGRAM_BYTES)))
+	e2e_equal "ipv$fam riding fragments: datagrams sent" "$sent" 1
+	if ((fam == 4)); then
+		got=$(($(reasm4) - before))
+	else
+		got=$(e2e_count ride6frags)
+	fi
+	e2e_within "ipv$fam fragments reaching reassembly after one first" "$got" 1 "$ride_hi"
 done
 
 # sluice's own totals: every tiny first fragment (and in IPv4 the second

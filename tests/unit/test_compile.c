@@ -739,7 +739,8 @@ static void check_all_lookups(const struct policy_set *ps, const struct compiled
 /*
  * What the file says of what no policy can decide becomes generation
  * flags, and `unparsed: charge` one more class, SLUICE_SVC_UNPARSED, that
- * lists every policy of the interface (and none does without it).
+ * lists every policy of the interface; `orphan: pass` alone lists its byte
+ * policies there (and neither lists any).
  */
 struct unparsed_case {
 	const char *name;
@@ -752,8 +753,10 @@ static const struct unparsed_case unparsed_cases[] = {
 	{ "unparsed/default", "", 0, 0 },
 	{ "unparsed/drop", "unparsed: drop\nfragments: { orphan: drop }\n", 0, 0 },
 	{ "unparsed/pass", "unparsed: pass\n", SLUICE_GEN_F_UNPARSED_PASS, 0 },
-	{ "unparsed/charge", "unparsed: charge\n", SLUICE_GEN_F_UNPARSED_CHARGE, 3 },
-	{ "unparsed/orphan_pass", "fragments: { orphan: pass }\n", SLUICE_GEN_F_ORPHAN_PASS, 0 },
+	{ "unparsed/charge", "unparsed: charge\n", SLUICE_GEN_F_UNPARSED_CHARGE, 4 },
+	{ "unparsed/orphan_pass", "fragments: { orphan: pass }\n", SLUICE_GEN_F_ORPHAN_PASS, 1 },
+	{ "unparsed/both", "unparsed: charge\nfragments: { orphan: pass }\n",
+	  SLUICE_GEN_F_UNPARSED_CHARGE | SLUICE_GEN_F_ORPHAN_PASS, 4 },
 };
 
 static void test_unparsed(void **state)
@@ -762,7 +765,8 @@ static void test_unparsed(void **state)
 		"policies:\n"
 		"  - { name: a, match: { proto: udp, dst_port: 53 }, rate: 1/s, burst: 1 }\n"
 		"  - { name: b, match: { proto: tcp, tcp_syn: true }, rate: 1/s, burst: 1 }\n"
-		"  - { name: c, match: { proto: icmp }, rate: 1/s, burst: 1 }\n";
+		"  - { name: c, match: { proto: icmp }, rate: 1/s, burst: 1 }\n"
+		"  - { name: d, match: { proto: udp, dst_port: 5000 }, rate: 1kB/s, burst: 2kB }\n";
 	const __u32 mask = SLUICE_GEN_F_UNPARSED_PASS | SLUICE_GEN_F_UNPARSED_CHARGE |
 			   SLUICE_GEN_F_ORPHAN_PASS;
 	__u32 *classes = calloc(SLUICE_SVCS, sizeof(*classes));

@@ -458,7 +458,8 @@ static void print_file(const struct policy_set *ps)
 	line__print(&l);
 	line__add(&l, "fragments: orphan %s: a later fragment whose first was not seen is %s",
 		  sluice_name(sluice_orphan_names, SLUICE_ORPHAN_MAX, ps->orphan),
-		  ps->orphan == SLUICE_ORPHAN_PASS ? "passed" : "dropped");
+		  ps->orphan == SLUICE_ORPHAN_PASS ? "passed, charged to byte policies"
+						   : "dropped");
 	line__print(&l);
 }
 

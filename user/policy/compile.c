@@ -172,6 +172,7 @@ struct selector {
 	int with_ports; /* also port policies covering @port */
 	__u16 port;
 	int unparsed; /* every policy: a frame whose protocol and port are unknown */
+	int bytes;    /* with unparsed: byte-cost policies only (an orphan fragment) */
 };
 
 static int selects(const struct match_builder *b, const struct policy *p, const struct selector *s)
@@ -179,7 +180,7 @@ static int selects(const struct match_builder *b, const struct policy *p, const 
 	if (!policy_on_iface(p, b->iface))
 		return 0;
 	if (s->unparsed)
-		return 1;
+		return !s->bytes || p->rate.cost == SLUICE_COST_BYTES;
 	if (s->proto == POLICY_PROTO_ANY)
 		return p->match.proto == POLICY_PROTO_ANY && !p->match.has_port;
 	if (!policy_applies_to_proto(p, s->proto))
@@ -209,11 +210,19 @@ static void report_layers(struct match_builder *b, const __u32 *ids, size_t n,
 
 	if (b->reported_layers++)
 		return;
-	if (s->unparsed) {
+	if (s->unparsed && !s->bytes) {
 		diag__add(b->diags, b->ps->unparsed_pos, "unparsed",
 			  "'charge' applies every policy to a frame the program cannot parse, and "
 			  "%zu policies apply on one interface (expected at most %d); set "
 			  "unparsed to drop",
+			  n, SLUICE_MAX_LAYERS);
+		return;
+	}
+	if (s->unparsed) {
+		diag__add(b->diags, b->ps->orphan_pos, "fragments.orphan",
+			  "'pass' charges every byte policy for an orphan fragment, and %zu byte "
+			  "policies apply on one interface (expected at most %d); set orphan to "
+			  "drop",
 			  n, SLUICE_MAX_LAYERS);
 		return;
 	}
@@ -353,9 +362,14 @@ static int build_match(struct match_builder *b)
 	int err;
 
 	err = add_entry(b, &any, SLUICE_MATCH_BITS_GEN, 0);
-	if (!err && b->ps->unparsed == SLUICE_UNPARSED_CHARGE)
-		err = add_entry(b, &(struct selector){ .unparsed = 1 }, SLUICE_MATCH_BITS_UNPARSED,
-				0);
+	/* Shared: the program charges an orphan its bytes alone (bpf/layer.bpf.h, policy_for()). */
+	if (!err &&
+	    (b->ps->unparsed == SLUICE_UNPARSED_CHARGE || b->ps->orphan == SLUICE_ORPHAN_PASS))
+		err = add_entry(
+			b,
+			&(struct selector){ .unparsed = 1,
+					    .bytes = b->ps->unparsed != SLUICE_UNPARSED_CHARGE },
+			SLUICE_MATCH_BITS_UNPARSED, 0);
 	for (i = 0; !err && i < sizeof(protos) / sizeof(protos[0]); i++) {
 		struct selector s = { .proto = protos[i] };
 

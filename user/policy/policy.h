@@ -114,6 +114,7 @@ struct policy_set {
 	enum sluice_unparsed unparsed;	 /* unparsed: headers the program cannot finish */
 	struct src_pos unparsed_pos;	 /* of its value; {0} when the default */
 	enum sluice_orphan orphan;	 /* fragments.orphan: a later fragment without a first */
+	struct src_pos orphan_pos;	 /* of its value; {0} when the default */
 	struct policy *policies;
 	size_t n_policies;
 };

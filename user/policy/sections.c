@@ -555,6 +555,7 @@ _Static_assert(sizeof(enum sluice_unparsed) == sizeof(int), "enum sluice_unparse
 static int parse_orphan(struct pctx *c, struct walk *w, const yaml_node_t *val, const char *path)
 {
 	(void)w;
+	c->ps->orphan_pos = node_pos(val);
 	return parse_word_value(c, val, path, "orphan decision", sluice_orphan_names,
 				SLUICE_ORPHAN_MAX, 0, (int *)&c->ps->orphan);
 }
