@@ -515,6 +515,38 @@ static void test_diag_cut_and_grow(void **state)
 	diag__free(NULL);
 }
 
+/* A quoted value: its printable prefix, at most DIAG_SHOW_MAX characters. */
+static void test_diag_show(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "eth0", "'eth0'" },
+		{ "", "''" },
+		{ "0123456789abcdef0123456789abcdef", "'0123456789abcdef0123456789abcdef'" },
+		{ "0123456789abcdef0123456789abcdefX", "'0123456789abcdef0123456789abcdef...'" },
+		{ "root:$y$j9T$saltsaltsaltsaltsalt$hashhash:19000:0:99999:7:::",
+		  "'root:$y$j9T$saltsaltsaltsaltsalt...'" },
+		{ "red\x1b[2Jx", "'red...'" },
+		{ "tab\there", "'tab...'" },
+		{ "caf\xc3\xa9", "'caf...'" },
+		{ "\x7f", "'...'" },
+	};
+	char got[DIAG_MSG_LEN];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		snprintf(got, sizeof(got), "'%.*s%s'", DIAG_SHOW(cases[i].in));
+		assert_string_equal(got, cases[i].out);
+	}
+	/* The first 3 bytes of "abcdef", and of "ab\ncd": cut at the length or the byte. */
+	assert_int_equal(diag_show_len("abcdef", 3), 3);
+	assert_string_equal(diag_show_cut("abcdef", 3), "");
+	assert_int_equal(diag_show_len("ab\ncd", 3), 2);
+	assert_string_equal(diag_show_cut("ab\ncd", 3), "...");
+}
+
 /* ---- helpers: comparing parsed policies ---------------------------------- */
 
 #define WANT_MAX 4 /* entries of one list in full.yaml */
@@ -1440,6 +1472,7 @@ int main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_rate_short_err_buffer),
 		cmocka_unit_test(test_diag_cut_and_grow),
+		cmocka_unit_test(test_diag_show),
 		cmocka_unit_test(test_byte_bursts),
 		cmocka_unit_test(test_full_top),
 		cmocka_unit_test(test_unparsed_defaults),

@@ -76,9 +76,9 @@ static int parse_iface(struct pctx *c, struct policy_set *ps, int i, const yaml_
 	j = find_ifname(ps->ifaces, i, s);
 	if (j >= 0)
 		return REPORT(c, item, path,
-			      "interface '%s' is listed twice (first as "
+			      "interface '%.*s%s' is listed twice (first as "
 			      "interfaces[%d])",
-			      s, j);
+			      DIAG_SHOW(s), j);
 	memcpy(ps->ifaces[i], s, strlen(s) + 1);
 	return 0;
 }
@@ -286,9 +286,10 @@ static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char
 			comma = slash;
 		if (check_host_port(a, comma - a, 1))
 			return REPORT(c, val, path,
-				      "'%.*s' in '%.*s%s' is not a sentinel address (expected "
-				      "host:port with a port from %d to %d)",
-				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+				      "'%.*s%s' in '%.*s%s' is not a sentinel address "
+				      "(expected host:port with a port from %d to %d)",
+				      diag_show_len(a, comma - a), a, diag_show_cut(a, comma - a),
+				      DIAG_SHOW(s), PORT_MIN, PORT_MAX);
 		if (comma == slash)
 			return 0;
 	}
@@ -310,9 +311,10 @@ static int check_cluster_url(struct pctx *c, const yaml_node_t *val, const char 
 			comma = a + strlen(a);
 		if (check_host_port(a, comma - a, 1))
 			return REPORT(c, val, path,
-				      "'%.*s' in '%.*s%s' is not a cluster node address (expected "
-				      "host:port with a port from %d to %d)",
-				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+				      "'%.*s%s' in '%.*s%s' is not a cluster node address "
+				      "(expected host:port with a port from %d to %d)",
+				      diag_show_len(a, comma - a), a, diag_show_cut(a, comma - a),
+				      DIAG_SHOW(s), PORT_MIN, PORT_MAX);
 		if (n > CLUSTER_SEEDS_MAX)
 			return REPORT(c, val, path, "'%.*s%s' names more than %d nodes",
 				      DIAG_SHOW(s), CLUSTER_SEEDS_MAX);
