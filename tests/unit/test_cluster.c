@@ -375,6 +375,14 @@ static void test_hostile(void **state)
 	free(cl);
 }
 
+/* @addr into @cl's map, as if CLUSTER SLOTS had named it. */
+static void map_add(struct cluster *cl, const char *addr)
+{
+	assert_true(cl->map.n < CLUSTER_NODES_MAX);
+	snprintf(cl->map.addr[cl->map.n++], CLUSTER_ADDR_LEN, "%s", addr);
+	assert_int_equal(cluster__node_of(cl, addr), cl->map.n - 1);
+}
+
 /* ---- routing ------------------------------------------------------------------------------- */
 
 #define LEASE_TTL_US 1000000
@@ -393,6 +401,7 @@ struct route_row {
 };
 
 #define NONE CLUSTER_NODE_NONE
+#define TRAP "127.0.0.1:7009" /* in no slot map: a redirect there must not connect */
 
 static const struct route_row route_rows[] = {
 	{ "both answer", GRANT_5, GRANT_5, 0, 0, 0, 0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
@@ -409,6 +418,10 @@ static const struct route_row route_rows[] = {
 	  0, 0, -EPROTO, 0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
 	{ "every primary down: the store is", NULL, "-MOVED 0 127.0.0.1:7000\r\n", 1, -EIO, -EIO,
 	  -EIO, "", "SCRIPT EVALSHA ", 0 },
+	{ "MOVED out of the map: not followed, the map read again", "-MOVED 0 " TRAP "\r\n",
+	  GRANT_5, 0, 0, -EPROTO, 0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
+	{ "ASK out of the map: not followed either", "-ASK 0 " TRAP "\r\n", GRANT_5, 0, 0, -EPROTO,
+	  0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
 };
 
 static void test_route(void **state)
@@ -417,6 +430,7 @@ static void test_route(void **state)
 	struct fake f[] = {
 		{ .addr = "127.0.0.1:7000", .on_script = row->a_says, .refuse = row->a_refuses },
 		{ .addr = "127.0.0.1:7001", .on_script = row->b_says },
+		{ .addr = TRAP, .on_script = GRANT_5 },
 	};
 	struct fakes fs = { .f = f, .n = ARRAY_SIZE(f) };
 	struct cluster *cl = calloc(1, sizeof(*cl));
@@ -437,8 +451,8 @@ static void test_route(void **state)
 		0);
 	/* The map as if read: KEY_A's slot on a, KEY_B's on b, both redirects name slot 0. */
 	cl->stale = 0;
-	assert_int_equal(cluster__node_of(cl, f[0].addr), 0);
-	assert_int_equal(cluster__node_of(cl, f[1].addr), 1);
+	map_add(cl, f[0].addr);
+	map_add(cl, f[1].addr);
 	memset(cl->map.slot_node, CLUSTER_NODE_NONE, sizeof(cl->map.slot_node));
 	cl->map.slot_node[slot_a] = 0;
 	cl->map.slot_node[slot_b] = 1;
@@ -461,6 +475,13 @@ static void test_route(void **state)
 	assert_string_equal(f[0].log, row->a_log);
 	assert_string_equal(f[1].log, row->b_log);
 	assert_int_equal(cl->map.slot_node[0], row->slot0_node);
+	assert_int_equal(f[2].attempts, 0);
+	assert_int_equal(cl->map.n, 2);
+	if (strstr(row->name, "out of the map")) {
+		assert_int_equal(cl->stale, 1);
+		assert_int_equal(cl->n_strangers, 1);
+		assert_string_equal(cl->strangers[0], TRAP);
+	}
 	free(cl);
 }
 
@@ -505,8 +526,8 @@ static void test_rest(void **state)
 	assert_int_equal(
 		cluster__init(cl, "cluster://127.0.0.1:7001", connect_fake, &fs, TIMEOUT_NS, -1),
 		0);
-	assert_int_equal(cluster__node_of(cl, f[0].addr), 0);
-	assert_int_equal(cluster__node_of(cl, f[1].addr), 1);
+	map_add(cl, f[0].addr);
+	map_add(cl, f[1].addr);
 	memset(cl->map.slot_node, CLUSTER_NODE_NONE, sizeof(cl->map.slot_node));
 	cl->map.slot_node[cluster_key_slot(KEY_A, strlen(KEY_A))] = 0;
 	cl->map.slot_node[cluster_key_slot(KEY_B, strlen(KEY_B))] = 1;

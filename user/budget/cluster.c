@@ -16,6 +16,7 @@
 
 #include "sluice/compiler.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "budget/cluster.h"
 #include "budget/wire.h"
 
@@ -316,9 +317,31 @@ struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t
 	return NULL;
 }
 
-size_t cluster__node_of(struct cluster *cl, const char *addr)
+size_t cluster__node_of(const struct cluster *cl, const char *addr)
 {
-	return map_node(&cl->map, addr);
+	size_t i;
+
+	for (i = 0; i < cl->map.n; i++)
+		if (!strcmp(cl->map.addr[i], addr))
+			return i;
+	return CLUSTER_NODE_NONE;
+}
+
+void cluster__stranger(struct cluster *cl, const char *addr)
+{
+	size_t i;
+
+	cl->stale = 1;
+	for (i = 0; i < cl->n_strangers; i++)
+		if (!strcmp(cl->strangers[i], addr))
+			return;
+	if (cl->n_strangers == CLUSTER_NODES_MAX)
+		return; /* a flood of addresses: the first ones were logged */
+	snprintf(cl->strangers[cl->n_strangers++], CLUSTER_ADDR_LEN, "%s", addr);
+	log_event(LOG_WARN, "cluster_redirect_refused",
+		  "to=%s err=\"not in the slot map read from the seeds; not followed, "
+		  "and the map is read again\"",
+		  addr);
 }
 
 void cluster__note(struct cluster *cl, size_t i, int ok)

@@ -74,9 +74,11 @@ struct cluster {
 	char seeds[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
 	size_t n_seeds;
 	struct cluster_map map;
-	struct cluster_node node[CLUSTER_NODES_MAX]; /* by map index */
-	int stale;				     /* refresh the map before the next round */
-	__u64 refreshes;			     /* maps read, since the start */
+	struct cluster_node node[CLUSTER_NODES_MAX];	     /* by map index */
+	char strangers[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN]; /* redirects not followed, logged */
+	size_t n_strangers;
+	int stale;	 /* refresh the map before the next round */
+	__u64 refreshes; /* maps read, since the start */
 	cluster_connect_fn connect;
 	void *connect_arg;
 	__u64 timeout_ns;
@@ -122,10 +124,17 @@ int cluster__refresh(struct cluster *cl, char *err, size_t len);
 struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t len);
 
 /*
- * The index of primary @addr, added to the map when new (a MOVED or ASK
- * names it); CLUSTER_NODE_NONE when the map is full.
+ * The index of primary @addr in the slot map, which only CLUSTER SLOTS
+ * from the seeds and the primaries they named fills; CLUSTER_NODE_NONE
+ * when it is not there. A MOVED or ASK naming such an address is not
+ * followed (no connection, so no AUTH, goes there): the first time an
+ * address is seen it is logged, and the map is marked stale, so the next
+ * round reads it again and follows only if the map now lists it.
  */
-size_t cluster__node_of(struct cluster *cl, const char *addr);
+size_t cluster__node_of(const struct cluster *cl, const char *addr);
+
+/* @addr, a redirect's target not in the map: log it once, refresh the map next round. */
+void cluster__stranger(struct cluster *cl, const char *addr);
 
 /*
  * Note a round trip to primary @i: failed ones drop its connection, make
