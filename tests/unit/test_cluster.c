@@ -172,6 +172,30 @@ static void test_map(void **state)
 	free(m);
 }
 
+/*
+ * The map's replicas are known: a MOVED to one (its promotion) finds it,
+ * added as a primary; an address the map does not name is not found.
+ */
+static void test_map_replicas(void **state)
+{
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	redisReply *r = reply_of(THREE_SHARDS);
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	assert_non_null(cl);
+	assert_int_equal(cluster_map_parse(r, "10.1.2.3", &cl->map, err, sizeof(err)), 0);
+	assert_int_equal(cl->map.n_replicas, 3);
+	assert_string_equal(cl->map.replica[1], "127.0.0.1:7004");
+	assert_int_equal(cluster__node_of(cl, "127.0.0.1:7001"), 1);
+	assert_int_equal(cluster__node_of(cl, "127.0.0.1:7009"), CLUSTER_NODE_NONE);
+	assert_int_equal(cl->map.n, 3);
+	assert_int_equal(cluster__node_of(cl, "127.0.0.1:7004"), 3);
+	assert_int_equal(cl->map.n, 4);
+	freeReplyObject(r);
+	free(cl);
+}
+
 /* More primaries than CLUSTER_NODES_MAX: one range per slot, each on its own port. */
 static void test_map_too_many_primaries(void **state)
 {
@@ -560,7 +584,7 @@ static void test_rest(void **state)
 }
 
 #define N_TESTS                                                                                    \
-	(ARRAY_SIZE(slot_rows) + ARRAY_SIZE(pair_rows) + ARRAY_SIZE(map_rows) + 1 +                \
+	(ARRAY_SIZE(slot_rows) + ARRAY_SIZE(pair_rows) + ARRAY_SIZE(map_rows) + 2 +                \
 	 ARRAY_SIZE(redirect_rows) + ARRAY_SIZE(hostile_rows) + ARRAY_SIZE(route_rows) + 1)
 
 int main(void)
@@ -573,6 +597,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_pair, pair_rows);
 	SUITE_ADD_ROWS(&s, test_map, map_rows);
 	SUITE_ADD(&s, test_map_too_many_primaries);
+	SUITE_ADD(&s, test_map_replicas);
 	SUITE_ADD_ROWS(&s, test_redirect, redirect_rows);
 	SUITE_ADD_ROWS(&s, test_hostile, hostile_rows);
 	SUITE_ADD_ROWS(&s, test_route, route_rows);

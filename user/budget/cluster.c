@@ -81,6 +81,17 @@ static int addr_of_node(const redisReply *node, const char *asked_host, char *ou
 	return n > 0 && n < CLUSTER_ADDR_LEN && !strchr(host, ' ') ? 0 : -1;
 }
 
+/* Whether @addr is one of the @n of @list. */
+static int addr_in(const char (*list)[CLUSTER_ADDR_LEN], size_t n, const char *addr)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(list[i], addr))
+			return 1;
+	return 0;
+}
+
 /* The index of @addr in @m, added when new; CLUSTER_NODE_NONE when full. */
 static size_t map_node(struct cluster_map *m, const char *addr)
 {
@@ -110,6 +121,10 @@ static const char *add_range(const redisReply *r, const char *asked_host, struct
 	node = map_node(m, addr);
 	if (node == CLUSTER_NODE_NONE)
 		return "more primaries than " SLUICE_STR(CLUSTER_NODES_MAX);
+	for (s = RANGE_NODES_FROM + 1; s < r->elements; s++)
+		if (!addr_of_node(r->element[s], asked_host, addr) &&
+		    m->n_replicas < CLUSTER_NODES_MAX && !addr_in(m->replica, m->n_replicas, addr))
+			snprintf(m->replica[m->n_replicas++], CLUSTER_ADDR_LEN, "%s", addr);
 	for (s = (size_t)r->element[0]->integer; s <= (size_t)r->element[1]->integer; s++) {
 		if (m->slot_node[s] != CLUSTER_NODE_NONE)
 			return "a slot served twice";
@@ -317,25 +332,22 @@ struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t
 	return NULL;
 }
 
-size_t cluster__node_of(const struct cluster *cl, const char *addr)
+size_t cluster__node_of(struct cluster *cl, const char *addr)
 {
 	size_t i;
 
 	for (i = 0; i < cl->map.n; i++)
 		if (!strcmp(cl->map.addr[i], addr))
 			return i;
+	if (addr_in(cl->map.replica, cl->map.n_replicas, addr))
+		return map_node(&cl->map, addr);
 	return CLUSTER_NODE_NONE;
 }
 
 void cluster__stranger(struct cluster *cl, const char *addr)
 {
-	size_t i;
-
 	cl->stale = 1;
-	for (i = 0; i < cl->n_strangers; i++)
-		if (!strcmp(cl->strangers[i], addr))
-			return;
-	if (cl->n_strangers == CLUSTER_NODES_MAX)
+	if (addr_in(cl->strangers, cl->n_strangers, addr) || cl->n_strangers == CLUSTER_NODES_MAX)
 		return; /* a flood of addresses: the first ones were logged */
 	snprintf(cl->strangers[cl->n_strangers++], CLUSTER_ADDR_LEN, "%s", addr);
 	log_event(LOG_WARN, "cluster_redirect_refused",

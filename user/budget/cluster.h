@@ -32,6 +32,9 @@ __u16 cluster_key_slot(const char *key, size_t len);
 struct cluster_map {
 	char addr[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
 	size_t n;
+	/* replicas it names (the first CLUSTER_NODES_MAX): a MOVED there is a promotion */
+	char replica[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
+	size_t n_replicas;
 	__u8 slot_node[CLUSTER_SLOTS]; /* CLUSTER_NODE_NONE: not served */
 };
 
@@ -125,13 +128,14 @@ struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t
 
 /*
  * The index of primary @addr in the slot map, which only CLUSTER SLOTS
- * from the seeds and the primaries they named fills; CLUSTER_NODE_NONE
- * when it is not there. A MOVED or ASK naming such an address is not
- * followed (no connection, so no AUTH, goes there): the first time an
- * address is seen it is logged, and the map is marked stale, so the next
- * round reads it again and follows only if the map now lists it.
+ * from the seeds and the primaries they named fills; a replica the map
+ * names is added as a primary (a MOVED there follows its promotion);
+ * CLUSTER_NODE_NONE when it is in neither, or the map is full. A MOVED or ASK naming such an
+ * address is not followed (no connection, so no AUTH, goes there): the first time an address is
+ * seen it is logged, and the map is marked stale, so the next round reads it again and follows only
+ * if the map now lists it.
  */
-size_t cluster__node_of(const struct cluster *cl, const char *addr);
+size_t cluster__node_of(struct cluster *cl, const char *addr);
 
 /* @addr, a redirect's target not in the map: log it once, refresh the map next round. */
 void cluster__stranger(struct cluster *cl, const char *addr);

@@ -936,6 +936,9 @@ static void follow(struct cluster *cl, struct pipe *p, size_t i, __u8 *node_of, 
 	j = cluster__node_of(cl, rd.addr);
 	if (j == CLUSTER_NODE_NONE) {
 		cluster__stranger(cl, rd.addr);
+		if (!err[0])
+			snprintf(err, len, "redirect to '%s' not followed: not in the slot map",
+				 rd.addr);
 		p->calls[i].err = -EPROTO;
 		return;
 	}
