@@ -11,7 +11,9 @@
 # loopback that records every byte it gets. Checks: the trap gets no
 # connection (so no AUTH); the agent logs the address once
 # (event=cluster_redirect_refused), however many redirects; back in
-# "pass", the store is ok again and the scripts reach Redis.
+# "pass", the store is ok again and the scripts reach Redis. First, the
+# agent refuses the password on cluster:// (no TLS) without
+# cleartext_auth: true, in one line, exit status 1.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 for bin in redis-server redis-cli python3; do
@@ -76,9 +78,10 @@ slots=$(in_ns "$NS_RX" redis-cli -h $LO -p $FAKE_PORT --no-auth-warning -a "$PAS
 	cluster slots | sed -n 3,4p | paste -sd:)
 e2e_equal "the slot map's primary, asked through the fake" "$slots" "$LO:$FAKE_PORT"
 
-cat >"$WORK/policy.yaml" <<YAML
+write_policy() { # FILE [EXTRA STORE FIELDS]
+	cat >"$1" <<YAML
 node: { name: n1 }
-store: { redis: "cluster://$LO:$FAKE_PORT", fleet: fleet-$E2E_ID, timeout: 250ms, sync_interval: 100ms, hold_down: 1s }
+store: { redis: "cluster://$LO:$FAKE_PORT", fleet: fleet-$E2E_ID, timeout: 250ms, sync_interval: 100ms, hold_down: 1s${2:+, $2} }
 policies:
   - name: shared
     scope: cluster
@@ -86,6 +89,20 @@ policies:
     rate: 100/s
     burst: 100
 YAML
+}
+
+# A password on cluster:// (no TLS) only with cleartext_auth: true.
+write_policy "$WORK/refused.yaml"
+rc=0
+out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" run --config "$WORK/refused.yaml" --iface "$VETH_RX" \
+	--pin-root "$PIN_ROOT" --mode native --max-keys 65536 2>&1) || rc=$?
+e2e_equal "a password on cluster:// without cleartext_auth: exit status" "$rc" 1
+want="refusing the store password for 'cluster://$LO:$FAKE_PORT': cluster:// has no TLS"
+grep -qF -- "$want" <<<"$out" || e2e_fail "expected '$want' in: $out"
+echo "ok: $(grep -F -- "$want" <<<"$out")"
+[ ! -e "$WORK/trap" ] || e2e_fail "the trap got a connection before the test"
+
+write_policy "$WORK/policy.yaml" "cleartext_auth: true"
 e2e_start_agent "$WORK/policy.yaml"
 evalsha() { rcli info commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'; }
 scripts_since() { [ "$(evalsha)" -gt "$1" ]; }

@@ -23,7 +23,6 @@
 #define CRC16_POLY	 0x1021
 #define CRC16_TOP_BIT	 0x8000
 #define BITS_PER_BYTE	 8
-#define URL_CLUSTER	 "cluster://"
 #define PORT_MAX	 65535
 #define RANGE_NODES_FROM 2 /* a range: start, end, then the primary and its replicas */
 #define NODE_FIELDS_MIN	 2 /* a node: host, port (then id and metadata) */
@@ -193,9 +192,9 @@ int cluster__init(struct cluster *cl, const char *url, cluster_connect_fn connec
 	cl->timeout_ns = timeout_ns;
 	cl->cancel_fd = cancel_fd;
 	cl->stale = 1;
-	if (strncmp(url, URL_CLUSTER, strlen(URL_CLUSTER)) != 0)
+	if (strncmp(url, CLUSTER_URL, strlen(CLUSTER_URL)) != 0)
 		return -EINVAL;
-	for (a = url + strlen(URL_CLUSTER); *a; a = comma + 1) {
+	for (a = url + strlen(CLUSTER_URL); *a; a = comma + 1) {
 		comma = strchr(a, ',');
 		if (!comma)
 			comma = a + strlen(a);

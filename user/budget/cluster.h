@@ -15,14 +15,15 @@
 
 #include "budget/redis.h"
 
-#define CLUSTER_SLOTS	     16384 /* the Redis Cluster spec's hash slots */
-#define CLUSTER_NODES_MAX    16	   /* primaries, at most: each is a metrics label */
-#define CLUSTER_NODE_NONE    0xff  /* slot_node[]: no primary serves the slot */
-#define CLUSTER_ADDR_LEN     64	   /* host:port or [v6]:port, NUL-terminated */
-#define CLUSTER_RANGES_MAX   1024  /* slot ranges in a CLUSTER SLOTS reply, at most */
-#define CLUSTER_RANGE_VALUES 32	   /* reply objects per range: bounds, 4 nodes of 7 */
-#define CLUSTER_VALUE_BYTES  64	   /* wire bytes per reply object, at most on average */
-#define CLUSTER_SLOTS_DEPTH  4	   /* ranges, a range, a node, its metadata (Redis 7) */
+#define CLUSTER_URL	     "cluster://" /* a store URL's scheme */
+#define CLUSTER_SLOTS	     16384	  /* the Redis Cluster spec's hash slots */
+#define CLUSTER_NODES_MAX    16		  /* primaries, at most: each is a metrics label */
+#define CLUSTER_NODE_NONE    0xff	  /* slot_node[]: no primary serves the slot */
+#define CLUSTER_ADDR_LEN     64		  /* host:port or [v6]:port, NUL-terminated */
+#define CLUSTER_RANGES_MAX   1024	  /* slot ranges in a CLUSTER SLOTS reply, at most */
+#define CLUSTER_RANGE_VALUES 32		  /* reply objects per range: bounds, 4 nodes of 7 */
+#define CLUSTER_VALUE_BYTES  64		  /* wire bytes per reply object, at most on average */
+#define CLUSTER_SLOTS_DEPTH  4		  /* ranges, a range, a node, its metadata (Redis 7) */
 
 /* The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or the whole key, mod 16384.
  */
