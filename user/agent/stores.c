@@ -198,7 +198,7 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	err = read_password(e, cfg.password, sizeof(cfg.password));
 	if (err)
 		return err;
-	if (cfg.password[0] && !strncmp(e->url, CLUSTER_URL, strlen(CLUSTER_URL)) &&
+	if (cfg.password[0] && !strncmp(e->url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) &&
 	    !e->cleartext_auth) {
 		memset(cfg.password, 0, sizeof(cfg.password));
 		pr_warn("refusing the store password for '%s': cluster:// has no TLS, so AUTH "

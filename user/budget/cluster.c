@@ -192,9 +192,9 @@ int cluster__init(struct cluster *cl, const char *url, cluster_connect_fn connec
 	cl->timeout_ns = timeout_ns;
 	cl->cancel_fd = cancel_fd;
 	cl->stale = 1;
-	if (strncmp(url, CLUSTER_URL, strlen(CLUSTER_URL)) != 0)
+	if (strncmp(url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) != 0)
 		return -EINVAL;
-	for (a = url + strlen(CLUSTER_URL); *a; a = comma + 1) {
+	for (a = url + strlen(CLUSTER_URL_SCHEME); *a; a = comma + 1) {
 		comma = strchr(a, ',');
 		if (!comma)
 			comma = a + strlen(a);

@@ -15,7 +15,7 @@
 
 #include "budget/redis.h"
 
-#define CLUSTER_URL	     "cluster://" /* a store URL's scheme */
+#define CLUSTER_URL_SCHEME   "cluster://" /* a store URL's scheme */
 #define CLUSTER_SLOTS	     16384	  /* the Redis Cluster spec's hash slots */
 #define CLUSTER_NODES_MAX    16		  /* primaries, at most: each is a metrics label */
 #define CLUSTER_NODE_NONE    0xff	  /* slot_node[]: no primary serves the slot */

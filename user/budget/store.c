@@ -498,7 +498,7 @@ struct store *store__open(const struct store_config *cfg)
 	}
 	s->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	err = s->cancel_fd < 0 ? errno : init_sync(s);
-	if (!err && has_scheme(cfg->url, CLUSTER_URL))
+	if (!err && has_scheme(cfg->url, CLUSTER_URL_SCHEME))
 		err = open_cluster(s);
 	if (!err)
 		err = pthread_create(&s->thread, NULL, run, s);
