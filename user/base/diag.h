@@ -33,9 +33,9 @@
 /* The '%.*s' precision that shows the first @len bytes of @s as DIAG_SHOW() does. */
 static inline int diag_show_len(const char *s, size_t len)
 {
-	size_t i;
+	size_t i, max = len < DIAG_SHOW_MAX ? len : DIAG_SHOW_MAX;
 
-	for (i = 0; i < len && i < DIAG_SHOW_MAX && s[i] >= ' ' && s[i] <= '~'; i++)
+	for (i = 0; i < max && s[i] >= ' ' && s[i] <= '~'; i++)
 		;
 	return (int)i;
 }
