@@ -6,7 +6,8 @@
 # that --help prints; --help goes to stdout with status 0; a
 # usage error prints one line naming it to stderr with status 2, and no
 # synopsis; `check` prints every bad fixture's .err exactly (status 78,
-# docs/errors.md) and passes every good one; a
+# docs/errors.md) and passes every good one, and refuses a policy.yaml
+# symlinked out of its directory in one line; a
 # bad policy given to `run` on a real interface attaches nothing and pins
 # nothing; status and detach of an interface with nothing pinned fail
 # naming it (status with 3, its "unknown"). Traffic is not needed; the
@@ -217,6 +218,19 @@ capture "$SLUICE" check "$WORK/no-such-file.yaml"
 expect_rc "sluice check of a missing file" 78
 expect_grep "sluice check of a missing file" "$WORK/err" "no-such-file.yaml': No such file"
 echo "ok: check: a missing file fails with its cause"
+
+# A policy.yaml symlinked out of its directory, to a root-only file: one
+# line naming both, and not a byte of the file it points at.
+mkdir "$WORK/conf"
+# shellcheck disable=SC2016 # a literal shadow line, its $y$ not expanded
+printf 'root:$y$j9T$SECRETSALT$SECRETHASH:19000:0:99999:7:::\n' >"$WORK/shadow"
+chmod 600 "$WORK/shadow"
+ln -s ../shadow "$WORK/conf/policy.yaml"
+real=$(realpath "$WORK")
+capture "$SLUICE" check "$WORK/conf/policy.yaml"
+expect_rc "sluice check of a symlink out of its directory" 78
+e2e_equal "sluice check of a symlink out of its directory: stderr" "$(cat "$WORK/err")" \
+	"$WORK/conf/policy.yaml: refusing '$WORK/conf/policy.yaml': it leads to '$real/shadow', outside its directory '$real/conf'; put the policy file itself there"
 
 # ---- version -------------------------------------------------------------
 

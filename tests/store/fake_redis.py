@@ -17,6 +17,10 @@ one bad shape each:
   wrongtype    lease replies as four strings, the others as a string
   stall        nothing at all, to any command, from then on
 
+--listen and --upstream take a Unix socket's path, or tcp:HOST:PORT (a
+Redis Cluster node, tests/e2e/test_cluster_redirect.sh); --moved-to names
+the address "moved" sends the client to.
+
 Each switch is logged on stdout as "mode=NAME at_ns=N" (N: CLOCK_REALTIME,
 the agent log's clock), and the first lease calls passed as "lease n=K".
 Bounded: what it sends past the switch is capped (SEND_CAP bytes per
@@ -122,8 +126,23 @@ async def bad_reply(st, cmd, up_r, up_w, writer):
     return True
 
 
+def tcp_of(where):
+    """(host, port) of "tcp:HOST:PORT", or None for a Unix socket's path."""
+    if not where.startswith("tcp:"):
+        return None
+    host, port = where[4:].rsplit(":", 1)
+    return host, int(port)
+
+
+async def open_upstream(upstream):
+    tcp = tcp_of(upstream)
+    if tcp:
+        return await asyncio.open_connection(*tcp)
+    return await asyncio.open_unix_connection(upstream)
+
+
 async def serve(st, upstream, reader, writer):
-    up_r, up_w = await asyncio.open_unix_connection(upstream)
+    up_r, up_w = await open_upstream(upstream)
     try:
         while True:
             _, cmd = await read_value(reader)
@@ -151,19 +170,25 @@ async def serve(st, upstream, reader, writer):
 
 async def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--listen", required=True, help="Unix socket to serve")
-    ap.add_argument("--upstream", required=True, help="the real redis-server's Unix socket")
+    ap.add_argument("--listen", required=True, help="Unix socket (or tcp:HOST:PORT) to serve")
+    ap.add_argument("--upstream", required=True, help="the real redis-server's, the same")
     ap.add_argument("--mode-file", required=True, help="read on SIGUSR1: the mode's name")
+    ap.add_argument("--moved-to", default="127.0.0.1:6381", help="where 'moved' redirects")
     a = ap.parse_args()
+    ERRORS["moved"] = f"-MOVED 3999 {a.moved_to}\r\n".encode()
     st = State(a.mode_file)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGUSR1, st.reload)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    server = await asyncio.start_unix_server(
-        lambda r, w: serve(st, a.upstream, r, w), path=a.listen
-    )
-    os.chmod(a.listen, 0o700)
+    tcp = tcp_of(a.listen)
+    if tcp:
+        server = await asyncio.start_server(lambda r, w: serve(st, a.upstream, r, w), *tcp)
+    else:
+        server = await asyncio.start_unix_server(
+            lambda r, w: serve(st, a.upstream, r, w), path=a.listen
+        )
+        os.chmod(a.listen, 0o700)
     print(f"listening on {a.listen}", flush=True)
     async with server:
         await stop.wait()

@@ -172,6 +172,30 @@ static void test_map(void **state)
 	free(m);
 }
 
+/*
+ * The map's replicas are known: a MOVED to one (its promotion) finds it,
+ * added as a primary; an address the map does not name is not found.
+ */
+static void test_map_replicas(void **state)
+{
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	redisReply *r = reply_of(THREE_SHARDS);
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	assert_non_null(cl);
+	assert_int_equal(cluster_map_parse(r, "10.1.2.3", &cl->map, err, sizeof(err)), 0);
+	assert_int_equal(cl->map.n_replicas, 3);
+	assert_string_equal(cl->map.replica[1], "127.0.0.1:7004");
+	assert_int_equal(cluster__node_of(cl, "127.0.0.1:7001"), 1);
+	assert_int_equal(cluster__node_of(cl, "127.0.0.1:7009"), CLUSTER_NODE_NONE);
+	assert_int_equal(cl->map.n, 3);
+	assert_int_equal(cluster__node_of(cl, "127.0.0.1:7004"), 3);
+	assert_int_equal(cl->map.n, 4);
+	freeReplyObject(r);
+	free(cl);
+}
+
 /* More primaries than CLUSTER_NODES_MAX: one range per slot, each on its own port. */
 static void test_map_too_many_primaries(void **state)
 {
@@ -375,6 +399,14 @@ static void test_hostile(void **state)
 	free(cl);
 }
 
+/* @addr into @cl's map, as if CLUSTER SLOTS had named it. */
+static void map_add(struct cluster *cl, const char *addr)
+{
+	assert_true(cl->map.n < CLUSTER_NODES_MAX);
+	snprintf(cl->map.addr[cl->map.n++], CLUSTER_ADDR_LEN, "%s", addr);
+	assert_int_equal(cluster__node_of(cl, addr), cl->map.n - 1);
+}
+
 /* ---- routing ------------------------------------------------------------------------------- */
 
 #define LEASE_TTL_US 1000000
@@ -393,6 +425,7 @@ struct route_row {
 };
 
 #define NONE CLUSTER_NODE_NONE
+#define TRAP "127.0.0.1:7009" /* in no slot map: a redirect there must not connect */
 
 static const struct route_row route_rows[] = {
 	{ "both answer", GRANT_5, GRANT_5, 0, 0, 0, 0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
@@ -409,6 +442,10 @@ static const struct route_row route_rows[] = {
 	  0, 0, -EPROTO, 0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
 	{ "every primary down: the store is", NULL, "-MOVED 0 127.0.0.1:7000\r\n", 1, -EIO, -EIO,
 	  -EIO, "", "SCRIPT EVALSHA ", 0 },
+	{ "MOVED out of the map: not followed, the map read again", "-MOVED 0 " TRAP "\r\n",
+	  GRANT_5, 0, 0, -EPROTO, 0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
+	{ "ASK out of the map: not followed either", "-ASK 0 " TRAP "\r\n", GRANT_5, 0, 0, -EPROTO,
+	  0, "SCRIPT EVALSHA ", "SCRIPT EVALSHA ", NONE },
 };
 
 static void test_route(void **state)
@@ -417,6 +454,7 @@ static void test_route(void **state)
 	struct fake f[] = {
 		{ .addr = "127.0.0.1:7000", .on_script = row->a_says, .refuse = row->a_refuses },
 		{ .addr = "127.0.0.1:7001", .on_script = row->b_says },
+		{ .addr = TRAP, .on_script = GRANT_5 },
 	};
 	struct fakes fs = { .f = f, .n = ARRAY_SIZE(f) };
 	struct cluster *cl = calloc(1, sizeof(*cl));
@@ -437,8 +475,8 @@ static void test_route(void **state)
 		0);
 	/* The map as if read: KEY_A's slot on a, KEY_B's on b, both redirects name slot 0. */
 	cl->stale = 0;
-	assert_int_equal(cluster__node_of(cl, f[0].addr), 0);
-	assert_int_equal(cluster__node_of(cl, f[1].addr), 1);
+	map_add(cl, f[0].addr);
+	map_add(cl, f[1].addr);
 	memset(cl->map.slot_node, CLUSTER_NODE_NONE, sizeof(cl->map.slot_node));
 	cl->map.slot_node[slot_a] = 0;
 	cl->map.slot_node[slot_b] = 1;
@@ -461,6 +499,13 @@ static void test_route(void **state)
 	assert_string_equal(f[0].log, row->a_log);
 	assert_string_equal(f[1].log, row->b_log);
 	assert_int_equal(cl->map.slot_node[0], row->slot0_node);
+	assert_int_equal(f[2].attempts, 0);
+	assert_int_equal(cl->map.n, 2);
+	if (strstr(row->name, "out of the map")) {
+		assert_int_equal(cl->stale, 1);
+		assert_int_equal(cl->n_strangers, 1);
+		assert_string_equal(cl->strangers[0], TRAP);
+	}
 	free(cl);
 }
 
@@ -505,8 +550,8 @@ static void test_rest(void **state)
 	assert_int_equal(
 		cluster__init(cl, "cluster://127.0.0.1:7001", connect_fake, &fs, TIMEOUT_NS, -1),
 		0);
-	assert_int_equal(cluster__node_of(cl, f[0].addr), 0);
-	assert_int_equal(cluster__node_of(cl, f[1].addr), 1);
+	map_add(cl, f[0].addr);
+	map_add(cl, f[1].addr);
 	memset(cl->map.slot_node, CLUSTER_NODE_NONE, sizeof(cl->map.slot_node));
 	cl->map.slot_node[cluster_key_slot(KEY_A, strlen(KEY_A))] = 0;
 	cl->map.slot_node[cluster_key_slot(KEY_B, strlen(KEY_B))] = 1;
@@ -539,7 +584,7 @@ static void test_rest(void **state)
 }
 
 #define N_TESTS                                                                                    \
-	(ARRAY_SIZE(slot_rows) + ARRAY_SIZE(pair_rows) + ARRAY_SIZE(map_rows) + 1 +                \
+	(ARRAY_SIZE(slot_rows) + ARRAY_SIZE(pair_rows) + ARRAY_SIZE(map_rows) + 2 +                \
 	 ARRAY_SIZE(redirect_rows) + ARRAY_SIZE(hostile_rows) + ARRAY_SIZE(route_rows) + 1)
 
 int main(void)
@@ -552,6 +597,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_pair, pair_rows);
 	SUITE_ADD_ROWS(&s, test_map, map_rows);
 	SUITE_ADD(&s, test_map_too_many_primaries);
+	SUITE_ADD(&s, test_map_replicas);
 	SUITE_ADD_ROWS(&s, test_redirect, redirect_rows);
 	SUITE_ADD_ROWS(&s, test_hostile, hostile_rows);
 	SUITE_ADD_ROWS(&s, test_route, route_rows);

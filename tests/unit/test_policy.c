@@ -40,10 +40,12 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy/policy.h"
@@ -513,6 +515,38 @@ static void test_diag_cut_and_grow(void **state)
 	assert_null(d.v);
 	assert_int_equal(d.n, 0);
 	diag__free(NULL);
+}
+
+/* A quoted value: its printable prefix, at most DIAG_SHOW_MAX characters. */
+static void test_diag_show(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "eth0", "'eth0'" },
+		{ "", "''" },
+		{ "0123456789abcdef0123456789abcdef", "'0123456789abcdef0123456789abcdef'" },
+		{ "0123456789abcdef0123456789abcdefX", "'0123456789abcdef0123456789abcdef...'" },
+		{ "root:$y$j9T$saltsaltsaltsaltsalt$hashhash:19000:0:99999:7:::",
+		  "'root:$y$j9T$saltsaltsaltsaltsalt...'" },
+		{ "red\x1b[2Jx", "'red...'" },
+		{ "tab\there", "'tab...'" },
+		{ "caf\xc3\xa9", "'caf...'" },
+		{ "\x7f", "'...'" },
+	};
+	char got[DIAG_MSG_LEN];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		snprintf(got, sizeof(got), "'%.*s%s'", DIAG_SHOW(cases[i].in));
+		assert_string_equal(got, cases[i].out);
+	}
+	/* The first 3 bytes of "abcdef", and of "ab\ncd": cut at the length or the byte. */
+	assert_int_equal(diag_show_len("abcdef", 3), 3);
+	assert_string_equal(diag_show_cut("abcdef", 3), "");
+	assert_int_equal(diag_show_len("ab\ncd", 3), 2);
+	assert_string_equal(diag_show_cut("ab\ncd", 3), "...");
 }
 
 /* ---- helpers: comparing parsed policies ---------------------------------- */
@@ -1308,6 +1342,166 @@ static void test_directory(void **state)
 	free(printed);
 }
 
+/* ---- file/: where a symlinked policy file may lead ----------------------- */
+
+#define NOBODY_UID 65534 /* a user that is neither root nor the test */
+
+static char link_top[PATH_LEN]; /* the test's directory, symlinks resolved */
+
+/* link_top/@rel into @path of PATH_LEN bytes. */
+static char *at(char *path, const char *rel)
+{
+	int n = snprintf(path, PATH_LEN, "%s/%s", link_top, rel);
+
+	assert_true(n > 0 && n < PATH_LEN);
+	return path;
+}
+
+static void put(const char *rel, const char *text)
+{
+	char path[PATH_LEN];
+	FILE *f;
+
+	at(path, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void put_dir(const char *rel)
+{
+	char path[PATH_LEN];
+
+	at(path, rel);
+	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static void put_link(const char *rel, const char *target)
+{
+	char path[PATH_LEN];
+
+	at(path, rel);
+	assert_int_equal(symlink(target, path), 0);
+}
+
+/* The diagnostics of loading @rel, which must be refused. */
+static char *refused(const char *rel)
+{
+	char path[PATH_LEN];
+
+	at(path, rel);
+	return load_bad(path);
+}
+
+static void loads(const char *rel)
+{
+	struct diag_list d = { 0 };
+	struct policy_set *ps;
+	char path[PATH_LEN];
+
+	at(path, rel);
+	ps = policy_set__load(path, &d);
+	if (!ps)
+		fail_msg("%s: %s", rel, d.n ? d.v[0].msg : strerror(errno));
+	policy_set__free(ps);
+	diag__free(&d);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int links_setup(void **state)
+{
+	char tmpl[] = "/tmp/sluice-policy-XXXXXX";
+	char *real;
+
+	(void)state;
+	if (!mkdtemp(tmpl))
+		return -1;
+	real = realpath(tmpl, NULL);
+	if (!real)
+		return -1;
+	snprintf(link_top, sizeof(link_top), "%s", real);
+	free(real);
+	return 0;
+}
+
+static int links_teardown(void **state)
+{
+	(void)state;
+	return nftw(link_top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char policy_text[] = "policies: [{ name: p, rate: 1/s, burst: 1 }]\n";
+
+/* The kubelet's ConfigMap layout loads; a symlink out of the directory does not. */
+static void test_symlink_inside(void **state)
+{
+	char *printed, *want;
+
+	(void)state;
+	put_dir("conf");
+	put_dir("other");
+	put("other/policy.yaml", "secret: not a policy, first bytes must not be shown\n");
+	put_dir("conf/..2026_12_05_04_00_00.123456789");
+	put("conf/..2026_12_05_04_00_00.123456789/policy.yaml", policy_text);
+	put_link("conf/..data", "..2026_12_05_04_00_00.123456789");
+	put_link("conf/policy.yaml", "..data/policy.yaml");
+	loads("conf/policy.yaml");
+	put("conf/plain.yaml", policy_text);
+	put_link("conf/beside.yaml", "plain.yaml");
+	loads("conf/beside.yaml");
+
+	put_link("conf/out.yaml", "../other/policy.yaml");
+	printed = refused("conf/out.yaml");
+	assert_true(asprintf(&want,
+			     "%1$s/conf/out.yaml: refusing '%1$s/conf/out.yaml': it leads to "
+			     "'%1$s/other/policy.yaml', outside its directory '%1$s/conf'; put "
+			     "the policy file itself there\n",
+			     link_top) > 0);
+	assert_string_equal(printed, want);
+	free(printed);
+	free(want);
+	/* A ..data that leads out is no exception. */
+	put_link("conf/..data_out", "../other");
+	put_link("conf/data-out.yaml", "..data_out/policy.yaml");
+	printed = refused("conf/data-out.yaml");
+	assert_non_null(strstr(printed, "outside its directory"));
+	assert_null(strstr(printed, "secret"));
+	free(printed);
+}
+
+/* A symlink to a file of another user is refused; that file named directly is not. */
+static void test_symlink_owner(void **state)
+{
+	char *printed, *want, path[PATH_LEN];
+
+	(void)state;
+	if (geteuid())
+		skip(); /* giving a file away needs root */
+	put_dir("owned");
+	put("owned/nobody.yaml", policy_text);
+	at(path, "owned/nobody.yaml");
+	assert_int_equal(chown(path, NOBODY_UID, NOBODY_UID), 0);
+	put_link("owned/policy.yaml", "nobody.yaml");
+	printed = refused("owned/policy.yaml");
+	assert_true(asprintf(&want,
+			     "%1$s/owned/policy.yaml: refusing '%1$s/owned/policy.yaml': it "
+			     "leads to '%1$s/owned/nobody.yaml', owned by uid %2$d, not root or "
+			     "the running user (uid 0); chown it to root or to uid 0\n",
+			     link_top, NOBODY_UID) > 0);
+	assert_string_equal(printed, want);
+	free(printed);
+	free(want);
+	loads("owned/nobody.yaml");
+}
+
 /* A temporary file of exactly @size bytes: a valid policy padded with a comment. */
 static void write_sized_policy(char *path, size_t size)
 {
@@ -1442,6 +1636,7 @@ int main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_rate_short_err_buffer),
 		cmocka_unit_test(test_diag_cut_and_grow),
+		cmocka_unit_test(test_diag_show),
 		cmocka_unit_test(test_byte_bursts),
 		cmocka_unit_test(test_full_top),
 		cmocka_unit_test(test_unparsed_defaults),
@@ -1450,6 +1645,8 @@ int main(void)
 		cmocka_unit_test(test_bad_fixtures_paired),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_directory),
+		cmocka_unit_test_setup_teardown(test_symlink_inside, links_setup, links_teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_owner, links_setup, links_teardown),
 		cmocka_unit_test(test_size_limit),
 		cmocka_unit_test(test_parse_buffer),
 	};

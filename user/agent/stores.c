@@ -18,6 +18,8 @@
 #include "base/clock.h"
 #include "sluice/gcra.h"
 #include "agent/stores.h"
+#include "budget/cluster.h"
+
 #include "policy/compile.h"
 #include "budget/planner.h"
 #include "base/log.h"
@@ -196,6 +198,15 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	err = read_password(e, cfg.password, sizeof(cfg.password));
 	if (err)
 		return err;
+	if (cfg.password[0] && !strncmp(e->url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) &&
+	    !e->cleartext_auth) {
+		memset(cfg.password, 0, sizeof(cfg.password));
+		pr_warn("refusing the store password for '%s': cluster:// has no TLS, so AUTH "
+			"would cross the network in cleartext to every node; on a network that "
+			"encrypts (WireGuard, IPsec) set cleartext_auth: true beside it",
+			e->url);
+		return -EPERM;
+	}
 	cfg.plan = plan_of(s, k);
 	if (!cfg.plan)
 		return -errno;

@@ -20,17 +20,30 @@
 #define DIAG_MSG_LEN   512
 
 /*
- * A user's value quoted in a message: '%.*s%s' with DIAG_SHOW(s) prints at
- * most DIAG_SHOW_MAX characters and "..." when it cut, so the cause and
- * hint that follow always fit in DIAG_MSG_LEN.
+ * A user's value quoted in a message: '%.*s%s' with DIAG_SHOW(s) prints
+ * its printable ASCII prefix, at most DIAG_SHOW_MAX characters, and "..."
+ * when that is not all of it. So the cause and hint that follow always fit
+ * in DIAG_MSG_LEN, no control byte reaches a terminal or a log, and a file
+ * that is not a policy (a symlink to a secret) shows no more than its first
+ * few characters.
  */
-#define DIAG_SHOW_MAX 40
-#define DIAG_SHOW(s)  DIAG_SHOW_MAX, (s), (strlen(s) > DIAG_SHOW_MAX ? "..." : "")
+#define DIAG_SHOW_MAX 32
+#define DIAG_SHOW(s)  diag_show_len((s), strlen(s)), (s), diag_show_cut((s), strlen(s))
 
-/* The '%.*s' precision of @len characters of a user's value, cut like DIAG_SHOW(). */
-static inline int diag_show_len(size_t len)
+/* The '%.*s' precision that shows the first @len bytes of @s as DIAG_SHOW() does. */
+static inline int diag_show_len(const char *s, size_t len)
 {
-	return len > DIAG_SHOW_MAX ? DIAG_SHOW_MAX : (int)len;
+	size_t i, max = len < DIAG_SHOW_MAX ? len : DIAG_SHOW_MAX;
+
+	for (i = 0; i < max && s[i] >= ' ' && s[i] <= '~'; i++)
+		;
+	return (int)i;
+}
+
+/* "..." when DIAG_SHOW() leaves part of the first @len bytes of @s out, else "". */
+static inline const char *diag_show_cut(const char *s, size_t len)
+{
+	return (size_t)diag_show_len(s, len) < len ? "..." : "";
 }
 
 struct src_pos {

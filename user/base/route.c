@@ -82,10 +82,11 @@ static int add_route(struct route_set *s, const struct nlmsghdr *h)
 static int read_dump(int fd, struct route_set *s, char *buf)
 {
 	const struct nlmsghdr *h;
-	int len, err = 0;
+	ssize_t len; /* wider than nlmsg_len, so NLMSG_OK compares no signs */
+	int err = 0;
 
 	for (;;) {
-		len = (int)recv(fd, buf, ROUTE_BUF_LEN, 0);
+		len = recv(fd, buf, ROUTE_BUF_LEN, 0);
 		if (len < 0)
 			return -errno;
 		for (h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {

@@ -16,13 +16,13 @@
 
 #include "sluice/compiler.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "budget/cluster.h"
 #include "budget/wire.h"
 
 #define CRC16_POLY	 0x1021
 #define CRC16_TOP_BIT	 0x8000
 #define BITS_PER_BYTE	 8
-#define URL_CLUSTER	 "cluster://"
 #define PORT_MAX	 65535
 #define RANGE_NODES_FROM 2 /* a range: start, end, then the primary and its replicas */
 #define NODE_FIELDS_MIN	 2 /* a node: host, port (then id and metadata) */
@@ -80,6 +80,17 @@ static int addr_of_node(const redisReply *node, const char *asked_host, char *ou
 	return n > 0 && n < CLUSTER_ADDR_LEN && !strchr(host, ' ') ? 0 : -1;
 }
 
+/* Whether @addr is one of the @n of @list. */
+static int addr_in(const char (*list)[CLUSTER_ADDR_LEN], size_t n, const char *addr)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(list[i], addr))
+			return 1;
+	return 0;
+}
+
 /* The index of @addr in @m, added when new; CLUSTER_NODE_NONE when full. */
 static size_t map_node(struct cluster_map *m, const char *addr)
 {
@@ -109,6 +120,10 @@ static const char *add_range(const redisReply *r, const char *asked_host, struct
 	node = map_node(m, addr);
 	if (node == CLUSTER_NODE_NONE)
 		return "more primaries than " SLUICE_STR(CLUSTER_NODES_MAX);
+	for (s = RANGE_NODES_FROM + 1; s < r->elements; s++)
+		if (!addr_of_node(r->element[s], asked_host, addr) &&
+		    m->n_replicas < CLUSTER_NODES_MAX && !addr_in(m->replica, m->n_replicas, addr))
+			snprintf(m->replica[m->n_replicas++], CLUSTER_ADDR_LEN, "%s", addr);
 	for (s = (size_t)r->element[0]->integer; s <= (size_t)r->element[1]->integer; s++) {
 		if (m->slot_node[s] != CLUSTER_NODE_NONE)
 			return "a slot served twice";
@@ -177,9 +192,9 @@ int cluster__init(struct cluster *cl, const char *url, cluster_connect_fn connec
 	cl->timeout_ns = timeout_ns;
 	cl->cancel_fd = cancel_fd;
 	cl->stale = 1;
-	if (strncmp(url, URL_CLUSTER, strlen(URL_CLUSTER)) != 0)
+	if (strncmp(url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) != 0)
 		return -EINVAL;
-	for (a = url + strlen(URL_CLUSTER); *a; a = comma + 1) {
+	for (a = url + strlen(CLUSTER_URL_SCHEME); *a; a = comma + 1) {
 		comma = strchr(a, ',');
 		if (!comma)
 			comma = a + strlen(a);
@@ -318,7 +333,26 @@ struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t
 
 size_t cluster__node_of(struct cluster *cl, const char *addr)
 {
-	return map_node(&cl->map, addr);
+	size_t i;
+
+	for (i = 0; i < cl->map.n; i++)
+		if (!strcmp(cl->map.addr[i], addr))
+			return i;
+	if (addr_in(cl->map.replica, cl->map.n_replicas, addr))
+		return map_node(&cl->map, addr);
+	return CLUSTER_NODE_NONE;
+}
+
+void cluster__stranger(struct cluster *cl, const char *addr)
+{
+	cl->stale = 1;
+	if (addr_in(cl->strangers, cl->n_strangers, addr) || cl->n_strangers == CLUSTER_NODES_MAX)
+		return; /* a flood of addresses: the first ones were logged */
+	snprintf(cl->strangers[cl->n_strangers++], CLUSTER_ADDR_LEN, "%s", addr);
+	log_event(LOG_WARN, "cluster_redirect_refused",
+		  "to=%s err=\"not in the slot map read from the seeds; not followed, "
+		  "and the map is read again\"",
+		  addr);
 }
 
 void cluster__note(struct cluster *cl, size_t i, int ok)

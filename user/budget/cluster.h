@@ -15,14 +15,15 @@
 
 #include "budget/redis.h"
 
-#define CLUSTER_SLOTS	     16384 /* the Redis Cluster spec's hash slots */
-#define CLUSTER_NODES_MAX    16	   /* primaries, at most: each is a metrics label */
-#define CLUSTER_NODE_NONE    0xff  /* slot_node[]: no primary serves the slot */
-#define CLUSTER_ADDR_LEN     64	   /* host:port or [v6]:port, NUL-terminated */
-#define CLUSTER_RANGES_MAX   1024  /* slot ranges in a CLUSTER SLOTS reply, at most */
-#define CLUSTER_RANGE_VALUES 32	   /* reply objects per range: bounds, 4 nodes of 7 */
-#define CLUSTER_VALUE_BYTES  64	   /* wire bytes per reply object, at most on average */
-#define CLUSTER_SLOTS_DEPTH  4	   /* ranges, a range, a node, its metadata (Redis 7) */
+#define CLUSTER_URL_SCHEME   "cluster://" /* a store URL's scheme */
+#define CLUSTER_SLOTS	     16384	  /* the Redis Cluster spec's hash slots */
+#define CLUSTER_NODES_MAX    16		  /* primaries, at most: each is a metrics label */
+#define CLUSTER_NODE_NONE    0xff	  /* slot_node[]: no primary serves the slot */
+#define CLUSTER_ADDR_LEN     64		  /* host:port or [v6]:port, NUL-terminated */
+#define CLUSTER_RANGES_MAX   1024	  /* slot ranges in a CLUSTER SLOTS reply, at most */
+#define CLUSTER_RANGE_VALUES 32		  /* reply objects per range: bounds, 4 nodes of 7 */
+#define CLUSTER_VALUE_BYTES  64		  /* wire bytes per reply object, at most on average */
+#define CLUSTER_SLOTS_DEPTH  4		  /* ranges, a range, a node, its metadata (Redis 7) */
 
 /* The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or the whole key, mod 16384.
  */
@@ -32,6 +33,9 @@ __u16 cluster_key_slot(const char *key, size_t len);
 struct cluster_map {
 	char addr[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
 	size_t n;
+	/* replicas it names (the first CLUSTER_NODES_MAX): a MOVED there is a promotion */
+	char replica[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
+	size_t n_replicas;
 	__u8 slot_node[CLUSTER_SLOTS]; /* CLUSTER_NODE_NONE: not served */
 };
 
@@ -74,9 +78,11 @@ struct cluster {
 	char seeds[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN];
 	size_t n_seeds;
 	struct cluster_map map;
-	struct cluster_node node[CLUSTER_NODES_MAX]; /* by map index */
-	int stale;				     /* refresh the map before the next round */
-	__u64 refreshes;			     /* maps read, since the start */
+	struct cluster_node node[CLUSTER_NODES_MAX];	     /* by map index */
+	char strangers[CLUSTER_NODES_MAX][CLUSTER_ADDR_LEN]; /* redirects not followed, logged */
+	size_t n_strangers;
+	int stale;	 /* refresh the map before the next round */
+	__u64 refreshes; /* maps read, since the start */
 	cluster_connect_fn connect;
 	void *connect_arg;
 	__u64 timeout_ns;
@@ -122,10 +128,18 @@ int cluster__refresh(struct cluster *cl, char *err, size_t len);
 struct store_conn *cluster__conn(struct cluster *cl, size_t i, char *err, size_t len);
 
 /*
- * The index of primary @addr, added to the map when new (a MOVED or ASK
- * names it); CLUSTER_NODE_NONE when the map is full.
+ * The index of primary @addr in the slot map, which only CLUSTER SLOTS
+ * from the seeds and the primaries they named fills; a replica the map
+ * names is added as a primary (a MOVED there follows its promotion);
+ * CLUSTER_NODE_NONE when it is in neither, or the map is full. A MOVED or ASK naming such an
+ * address is not followed (no connection, so no AUTH, goes there): the first time an address is
+ * seen it is logged, and the map is marked stale, so the next round reads it again and follows only
+ * if the map now lists it.
  */
 size_t cluster__node_of(struct cluster *cl, const char *addr);
+
+/* @addr, a redirect's target not in the map: log it once, refresh the map next round. */
+void cluster__stranger(struct cluster *cl, const char *addr);
 
 /*
  * Note a round trip to primary @i: failed ones drop its connection, make

@@ -921,7 +921,8 @@ out:
 /*
  * Follow a MOVED or ASK answer to call @i once: MOVED updates the slot map
  * (and asks for a refresh before the next round), ASK does not; either way
- * the call runs again, alone, on the named primary. Redirected calls did
+ * the call runs again, alone, on the named primary, if the map lists it
+ * (cluster__node_of(): never to an address the seeds did not name). Redirected calls did
  * not run, so running them again is safe.
  */
 static void follow(struct cluster *cl, struct pipe *p, size_t i, __u8 *node_of, char *err,
@@ -934,6 +935,10 @@ static void follow(struct cluster *cl, struct pipe *p, size_t i, __u8 *node_of, 
 		return;
 	j = cluster__node_of(cl, rd.addr);
 	if (j == CLUSTER_NODE_NONE) {
+		cluster__stranger(cl, rd.addr);
+		if (!err[0])
+			snprintf(err, len, "redirect to '%s' not followed: not in the slot map",
+				 rd.addr);
 		p->calls[i].err = -EPROTO;
 		return;
 	}

@@ -48,7 +48,6 @@
 #define URL_REDIS	   "redis://"
 #define URL_UNIX	   "unix://"
 #define URL_SENTINEL	   "sentinel://"
-#define URL_CLUSTER	   "cluster://"
 #define ROLE_MASTER	   "master" /* ROLE's first word on a master */
 #define REDIS_PORT_DEFAULT 6379
 
@@ -499,7 +498,7 @@ struct store *store__open(const struct store_config *cfg)
 	}
 	s->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	err = s->cancel_fd < 0 ? errno : init_sync(s);
-	if (!err && has_scheme(cfg->url, URL_CLUSTER))
+	if (!err && has_scheme(cfg->url, CLUSTER_URL_SCHEME))
 		err = open_cluster(s);
 	if (!err)
 		err = pthread_create(&s->thread, NULL, run, s);

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE /* the GNU strerror_r */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,15 +311,86 @@ static ssize_t read_all(int fd, char *buf)
 	return len;
 }
 
+/* -EINVAL once "refusing '@path': @fmt..." is reported in @d. */
+__attribute__((format(printf, 3, 4))) static int refuse(struct diag_list *d, const char *path,
+							const char *fmt, ...)
+{
+	char why[DIAG_MSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (diag__add(d, no_pos, "", "refusing '%s': %s", path, why))
+		return -ENOMEM;
+	return -EINVAL;
+}
+
+/* @real is @dir or a path below it. */
+static int path_inside(const char *real, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(real, dir, n) && (n == 1 || real[n] == '/' || !real[n]);
+}
+
+/*
+ * @path with every symlink resolved, in *@realp (to free), when it stays in
+ * its own directory: the file itself, a symlink to a file beside it or
+ * below it, such as the kubelet's ConfigMap layout (policy.yaml ->
+ * ..data/policy.yaml -> ..2026_.../policy.yaml). A symlink that leads out
+ * of the directory, or to a file owned by neither root nor the running
+ * user, is refused: the policy's errors quote the file, and a symlink to
+ * /etc/shadow must not show even its first bytes.
+ */
+static int resolve_policy_file(const char *path, char **realp, struct diag_list *d)
+{
+	char *copy = strdup(path), *dir = NULL, *real = NULL;
+	struct stat lst, st;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	if (lstat(path, &lst) || !(real = realpath(path, NULL)) ||
+	    !(dir = realpath(dirname(copy), NULL)) || stat(real, &st)) {
+		err = file_error(d, path, errno);
+		goto out;
+	}
+	if (!path_inside(real, dir))
+		err = refuse(d, path,
+			     "it leads to '%s', outside its directory '%s'; put the policy "
+			     "file itself there",
+			     real, dir);
+	else if (S_ISLNK(lst.st_mode) && st.st_uid && st.st_uid != geteuid())
+		err = refuse(d, path,
+			     "it leads to '%s', owned by uid %u, not root or the running "
+			     "user (uid %u); chown it to root or to uid %u",
+			     real, (unsigned int)st.st_uid, (unsigned int)geteuid(),
+			     (unsigned int)geteuid());
+out:
+	free(copy);
+	free(dir);
+	if (err)
+		free(real);
+	else
+		*realp = real;
+	return err;
+}
+
 /* The whole file at @path in a new buffer; problems are reported in @d. */
 static int read_policy_file(const char *path, char **bufp, size_t *lenp, struct diag_list *d)
 {
 	struct stat st;
-	char *buf = NULL;
+	char *buf = NULL, *real;
 	ssize_t len;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	err = resolve_policy_file(path, &real, d);
+	if (err)
+		return err;
+	/* The file checked, not one swapped in since: no symlink is left to follow. */
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(real);
 	if (fd < 0)
 		return file_error(d, path, errno);
 	if (fstat(fd, &st)) {

@@ -228,14 +228,14 @@ static int check_iface_known(struct pctx *c, const struct walk *w, const yaml_no
 		return 0;
 	if (!known->n_ifaces)
 		return REPORT(c, item, path,
-			      "interface '%s' is not in the top-level interfaces "
+			      "interface '%.*s%s' is not in the top-level interfaces "
 			      "list, which is empty; add it there",
-			      name);
+			      DIAG_SHOW(name));
 	join_ifnames(names, sizeof(names), known->ifaces, known->n_ifaces);
 	return REPORT(c, item, path,
-		      "interface '%s' is not in the top-level interfaces list "
+		      "interface '%.*s%s' is not in the top-level interfaces list "
 		      "(expected %s)",
-		      name, names);
+		      DIAG_SHOW(name), names);
 }
 
 static int parse_match_iface(struct pctx *c, struct walk *w, const yaml_node_t *val,
@@ -260,8 +260,8 @@ static int parse_match_iface(struct pctx *c, struct walk *w, const yaml_node_t *
 		s = item ? ifname_of(c, item, ipath) : NULL;
 		j = s ? find_ifname(m->ifaces, i, s) : -1;
 		if (j >= 0 && !path_index(c, first, path, j))
-			REPORT(c, item, ipath, "interface '%s' is listed twice (first as %s)", s,
-			       first);
+			REPORT(c, item, ipath, "interface '%.*s%s' is listed twice (first as %s)",
+			       DIAG_SHOW(s), first);
 		if (!s || j >= 0 || check_iface_known(c, w, item, ipath, s)) {
 			err = -EINVAL;
 			continue;

@@ -59,6 +59,7 @@ struct policy_store {
 	char username[POLICY_NAME_MAX];	     /* a Redis ACL user; "" the default user */
 	char password_file[POLICY_PATH_LEN]; /* "" none: then $SLUICE_STORE_PASSWORD, if set */
 	__u64 timeout_ns;		     /* every connect and command */
+	int cleartext_auth;		     /* a password may cross to cluster:// nodes in clear */
 	struct src_pos pos;
 };
 

@@ -119,8 +119,8 @@ static int address_error(char *err, size_t errlen, const char *s, size_t addr_le
 	return prefix_error(err, errlen, s,
 			    "'%.*s%s' is not an %s address (expected an address "
 			    "such as %s)",
-			    diag_show_len(addr_len), s, addr_len > DIAG_SHOW_MAX ? "..." : "",
-			    family, example);
+			    diag_show_len(s, addr_len), s, diag_show_cut(s, addr_len), family,
+			    example);
 }
 
 int policy_parse_prefix(const char *s, struct policy_prefix *out, char *err, size_t errlen)

@@ -36,6 +36,7 @@ enum store_field {
 	STOREF_USERNAME,
 	STOREF_PASSWORD_FILE,
 	STOREF_TIMEOUT,
+	STOREF_CLEARTEXT_AUTH,
 	STOREF_SYNC_INTERVAL,
 	STOREF_HOLD_DOWN,
 	STOREF_ABUSE,
@@ -58,6 +59,7 @@ enum endpoint_field {
 	ENDPF_USERNAME,
 	ENDPF_PASSWORD_FILE,
 	ENDPF_TIMEOUT,
+	ENDPF_CLEARTEXT_AUTH,
 	ENDPF_MAX,
 };
 
@@ -76,9 +78,9 @@ static int parse_iface(struct pctx *c, struct policy_set *ps, int i, const yaml_
 	j = find_ifname(ps->ifaces, i, s);
 	if (j >= 0)
 		return REPORT(c, item, path,
-			      "interface '%s' is listed twice (first as "
+			      "interface '%.*s%s' is listed twice (first as "
 			      "interfaces[%d])",
-			      s, j);
+			      DIAG_SHOW(s), j);
 	memcpy(ps->ifaces[i], s, strlen(s) + 1);
 	return 0;
 }
@@ -286,9 +288,10 @@ static int check_sentinel_url(struct pctx *c, const yaml_node_t *val, const char
 			comma = slash;
 		if (check_host_port(a, comma - a, 1))
 			return REPORT(c, val, path,
-				      "'%.*s' in '%.*s%s' is not a sentinel address (expected "
-				      "host:port with a port from %d to %d)",
-				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+				      "'%.*s%s' in '%.*s%s' is not a sentinel address "
+				      "(expected host:port with a port from %d to %d)",
+				      diag_show_len(a, comma - a), a, diag_show_cut(a, comma - a),
+				      DIAG_SHOW(s), PORT_MIN, PORT_MAX);
 		if (comma == slash)
 			return 0;
 	}
@@ -310,9 +313,10 @@ static int check_cluster_url(struct pctx *c, const yaml_node_t *val, const char 
 			comma = a + strlen(a);
 		if (check_host_port(a, comma - a, 1))
 			return REPORT(c, val, path,
-				      "'%.*s' in '%.*s%s' is not a cluster node address (expected "
-				      "host:port with a port from %d to %d)",
-				      (int)(comma - a), a, DIAG_SHOW(s), PORT_MIN, PORT_MAX);
+				      "'%.*s%s' in '%.*s%s' is not a cluster node address "
+				      "(expected host:port with a port from %d to %d)",
+				      diag_show_len(a, comma - a), a, diag_show_cut(a, comma - a),
+				      DIAG_SHOW(s), PORT_MIN, PORT_MAX);
 		if (n > CLUSTER_SEEDS_MAX)
 			return REPORT(c, val, path, "'%.*s%s' names more than %d nodes",
 				      DIAG_SHOW(s), CLUSTER_SEEDS_MAX);
@@ -408,11 +412,18 @@ static int parse_store_timeout(struct pctx *c, struct walk *w, const yaml_node_t
 	return 0;
 }
 
+static int parse_cleartext_auth(struct pctx *c, struct walk *w, const yaml_node_t *val,
+				const char *path)
+{
+	return parse_bool(c, val, path, &endpoint_of(w)->cleartext_auth);
+}
+
 static const struct field endpoint_fields[ENDPF_MAX] = {
 	[ENDPF_REDIS] = { "redis", parse_redis_url, "a store needs 'redis', its URL" },
 	[ENDPF_USERNAME] = { "username", parse_username, NULL },
 	[ENDPF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
 	[ENDPF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
+	[ENDPF_CLEARTEXT_AUTH] = { "cleartext_auth", parse_cleartext_auth, NULL },
 };
 
 /* store.abuse: abuse policies' own endpoint, so they never share a failure domain. */
@@ -488,6 +499,7 @@ static const struct field store_fields[STOREF_MAX] = {
 	[STOREF_USERNAME] = { "username", parse_username, NULL },
 	[STOREF_PASSWORD_FILE] = { "password_file", parse_password_file, NULL },
 	[STOREF_TIMEOUT] = { "timeout", parse_store_timeout, NULL },
+	[STOREF_CLEARTEXT_AUTH] = { "cleartext_auth", parse_cleartext_auth, NULL },
 	[STOREF_SYNC_INTERVAL] = { "sync_interval", parse_sync_interval, NULL },
 	[STOREF_HOLD_DOWN] = { "hold_down", parse_hold_down, NULL },
 	[STOREF_ABUSE] = { "abuse", parse_abuse_store, NULL },

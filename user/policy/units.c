@@ -188,9 +188,9 @@ static int rate_amount(const char *s, const char *slash, __u64 *amount,
 	*unit = units_find_amount(p, slash - p);
 	if (!*unit) {
 		units_amount_names(names, sizeof(names));
-		return rate_error(err, errlen, s,
-				  "unknown unit '%.*s' (expected none for packets, or %s)",
-				  diag_show_len(slash - p), p, names);
+		return rate_error(
+			err, errlen, s, "unknown unit '%.*s%s' (expected none for packets, or %s)",
+			diag_show_len(p, slash - p), p, diag_show_cut(p, slash - p), names);
 	}
 	if (*amount == 0)
 		return rate_error(err, errlen, s,
@@ -229,8 +229,9 @@ static int rate_period(const char *s, const char *p, __u64 *period_ns, char *err
 				  PERIOD_COUNT_HINT);
 	u = find_time_unit(UNIT_PERIOD, p, end - p);
 	if (!u)
-		return rate_error(err, errlen, s, "unknown unit '%.*s' (expected %s%s)",
-				  diag_show_len(end - p), p, names, PERIOD_COUNT_HINT);
+		return rate_error(err, errlen, s, "unknown unit '%.*s%s' (expected %s%s)",
+				  diag_show_len(p, end - p), p, diag_show_cut(p, end - p), names,
+				  PERIOD_COUNT_HINT);
 	if (__builtin_mul_overflow(count, u->ns, period_ns))
 		return rate_error(err, errlen, s, "the period does not fit in 64-bit nanoseconds");
 	return 0;
@@ -314,8 +315,9 @@ int units_scan_duration(const char *s, __u64 *ns, char *err, size_t errlen)
 				      names);
 	u = find_time_unit(UNIT_DURATION, p, end - p);
 	if (!u)
-		return duration_error(err, errlen, s, "unknown unit '%.*s' (expected %s)",
-				      diag_show_len(end - p), p, names);
+		return duration_error(err, errlen, s, "unknown unit '%.*s%s' (expected %s)",
+				      diag_show_len(p, end - p), p, diag_show_cut(p, end - p),
+				      names);
 	if (__builtin_mul_overflow(n, u->ns, ns))
 		return duration_error(err, errlen, s, "it does not fit in 64-bit nanoseconds");
 	return 0;
