@@ -378,7 +378,7 @@ static int serve_metrics(struct agent *a)
 
 	a->snap.progress_ns = mono_ns();
 	set_probes(a, 0, 0);
-	if (!a->opts.metrics_listen)
+	if (!a->opts.metrics_listen && !a->opts.probes_listen)
 		return 0;
 	if (a->opts.web_config) {
 		err = web_config__load(&a->web, a->opts.web_config, why, sizeof(why));
@@ -387,8 +387,8 @@ static int serve_metrics(struct agent *a)
 			return err;
 		}
 	}
-	a->metrics = metrics__start(a->opts.metrics_listen, a->opts.web_config ? &a->web : NULL,
-				    a->att, &a->snap);
+	a->metrics = metrics__start(a->opts.metrics_listen, a->opts.probes_listen,
+				    a->opts.web_config ? &a->web : NULL, a->att, &a->snap);
 	if (a->metrics)
 		return 0;
 	if (errno == EKEYREJECTED)
@@ -396,8 +396,10 @@ static int serve_metrics(struct agent *a)
 			"key_file of '%s'; are they a certificate and its private key, in PEM?",
 			a->opts.metrics_listen, a->opts.web_config);
 	else
-		pr_warn("cannot serve metrics on '%s': %s", a->opts.metrics_listen,
-			strerror(errno));
+		pr_warn("cannot serve metrics on '%s'%s%s: %s",
+			a->opts.metrics_listen ? a->opts.metrics_listen : "",
+			a->opts.probes_listen ? " and probes on " : "",
+			a->opts.probes_listen ? a->opts.probes_listen : "", strerror(errno));
 	return -EADDRNOTAVAIL;
 }
 

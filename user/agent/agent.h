@@ -31,6 +31,7 @@ struct agent_opts {
 	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
 	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
+	const char *probes_listen;  /* "ADDR:PORT" for /readyz and /healthz alone; NULL: none */
 	const char *web_config;	    /* --web-config: TLS and users for it; NULL: none */
 	int detach_on_exit;	    /* default: leave enforcement in place */
 	int watch_config;	    /* reload when the file changes (agent/watch.h) */
