@@ -403,6 +403,21 @@ static int serve_metrics(struct agent *a)
 	return -EADDRNOTAVAIL;
 }
 
+/*
+ * The generation in force, as `sluice status` and sluice_policy_generation
+ * say it: the first interface's count of policy loads since its maps were
+ * created, which outlives this agent. Without an interface, one more load.
+ */
+static void read_generation(struct agent *a)
+{
+	struct sluice_ctl ctl;
+
+	if (a->n_att && !maps__read_ctl(&a->att[0].maps, &ctl))
+		a->generation = ctl.generation;
+	else
+		a->generation++;
+}
+
 int agent__start(struct agent *a, const struct agent_opts *opts)
 {
 	size_t i;
@@ -421,7 +436,7 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++)
 		err = attach_one(a, a->opts.ifaces[i]);
-	a->generation = 1;
+	read_generation(a);
 	if (!err)
 		err = open_stores(a);
 	count_keys(a, mono_ns());
@@ -542,7 +557,7 @@ int agent__reload(struct agent *a)
 		return reject_reload(a, ps, err);
 	policy_set__free(a->ps);
 	a->ps = ps;
-	a->generation++;
+	read_generation(a);
 	/* Ids and file indexes changed: write every runtime state again, on fresh stores. */
 	agent_stores__close(&a->stores);
 	/* No default route now (a route being replaced?): keep the interfaces we have. */

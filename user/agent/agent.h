@@ -43,7 +43,7 @@ struct agent {
 	struct attachment att[POLICY_MAX_IFACES];
 	size_t n_att;	    /* changed under snap.att_lock: the metrics thread reads att[] */
 	int is_auto;	    /* the interfaces follow the default routes (AGENT_IFACE_AUTO) */
-	__u64 generation;   /* policy loads by this agent */
+	__u64 generation;   /* in force: the first interface's sluice_ctl.generation */
 	__u64 last_beat_ns; /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 	__u32 ids[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES]; /* by attachment and file index */
 	struct agent_stores stores;			   /* the store endpoints */

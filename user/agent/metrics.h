@@ -42,7 +42,7 @@ struct metrics_snapshot {
 	/* What /readyz and /healthz answer from (metrics_probe()). */
 	int started;	     /* attached everywhere and the policy applied */
 	int reload_rejected; /* the last reload was rejected: the old policy still holds */
-	__u64 generation;    /* policy loads by this agent */
+	__u64 generation;    /* in force, as `sluice status` says it */
 	__u64 progress_ns;   /* CLOCK_MONOTONIC of the main loop's last complete tick */
 	__u64 stall_ns;	     /* no progress for longer: /healthz fails (agent.timeout) */
 	/* The attachments a scrape reads: the agent holds @att_lock (before
