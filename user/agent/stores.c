@@ -183,6 +183,7 @@ oom:
 
 static int open_endpoint(struct agent_stores *s, enum agent_store k, const struct policy_store *e)
 {
+	struct metrics_store *m;
 	struct store_config cfg = {
 		.timeout_ns = e->timeout_ns,
 		.interval_ns = s->v.ps->sync_interval_ns,
@@ -201,6 +202,7 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 		return -errno;
 	s->store[k] = store__open(&cfg); /* takes the plan, also when it fails */
 	s->rounds_seen[k] = s->leases_seen[k] = s->map_errors_seen[k] = s->shards_seen[k] = 0;
+	s->transitions_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!s->store[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -208,9 +210,12 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	}
 	store_health__init(&s->health[k], s->v.ps->hold_down_ns, mono_ns());
 	pthread_mutex_lock(&s->v.snap->lock);
-	memset(&s->v.snap->stores[k], 0, sizeof(s->v.snap->stores[k]));
-	snprintf(s->v.snap->stores[k].url, sizeof(s->v.snap->stores[k].url), "%s", e->url);
-	s->v.snap->stores[k].up = 1;
+	m = &s->v.snap->stores[k];
+	if (strcmp(m->url, e->url) != 0) { /* the same store after a reload keeps its counters */
+		memset(m, 0, sizeof(*m));
+		snprintf(m->url, sizeof(m->url), "%s", e->url);
+	}
+	m->up = 1;
 	pthread_mutex_unlock(&s->v.snap->lock);
 	log_event(LOG_INFO, "store_open", "store=%s class=%s", e->url,
 		  k == AGENT_STORE_ABUSE ? "abuse" : "all");
@@ -335,7 +340,8 @@ static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 		note_shards(&s->v.snap->stores[k], &r);
 	if (r.n_shards)
 		s->shards_seen[k] = r.n_shards;
-	s->v.snap->stores[k].transitions = h->transitions;
+	s->v.snap->stores[k].transitions += h->transitions - s->transitions_seen[k];
+	s->transitions_seen[k] = h->transitions;
 	pthread_mutex_unlock(&s->v.snap->lock);
 	if (h->state != was)
 		log_event(LOG_WARN, "store_state", "store=%s from=%s to=%s err=\"%s\"",
