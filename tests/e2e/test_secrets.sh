@@ -37,11 +37,14 @@ YAML
 # run_refused LABEL WANT POLICY: `sluice run` exits 1 and says WANT.
 run_refused() {
 	local out rc=0
-	out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" run --config "$3" --iface "$VETH_RX" \
+	out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" -v run --config "$3" --iface "$VETH_RX" \
 		--pin-root "$PIN_ROOT" --mode native --max-keys 65536 2>&1) || rc=$?
 	e2e_equal "$1: exit status" "$rc" 1
 	grep -qF -- "$2" <<<"$out" || e2e_fail "$1: expected '$2' in: $out"
 	echo "ok: $1: $(grep -F -- "$2" <<<"$out")"
+	# Refused before the attach: no program loaded or applied (-v logs both).
+	e2e_equal "$1: attach and apply events before the refusal" \
+		"$(grep -c 'event=start\|event=apply' <<<"$out")" 0
 }
 
 printf '%s\n' "$PASSWORD" >"$WORK/pw"

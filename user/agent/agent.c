@@ -433,6 +433,9 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
 		return -EINVAL;
+	err = agent_stores__check_secrets(a->ps);
+	if (err)
+		return err;
 	err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++)
 		err = attach_one(a, a->opts.ifaces[i]);
@@ -551,6 +554,9 @@ int agent__reload(struct agent *a)
 	ps = load_policy(a->opts.config_path);
 	if (!ps)
 		return reject_reload(a, ps, -EINVAL);
+	err = agent_stores__check_secrets(ps);
+	if (err)
+		return reject_reload(a, ps, err);
 	for (i = 0; !err && i < a->n_att; i++)
 		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path, a->ids[i]);
 	if (err)

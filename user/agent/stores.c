@@ -181,6 +181,20 @@ oom:
 	return NULL;
 }
 
+int agent_stores__check_secrets(const struct policy_set *ps)
+{
+	const struct policy_store *ends[] = { &ps->store, &ps->abuse_store };
+	char password[sizeof(((struct store_config *)NULL)->password)];
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < ARRAY_SIZE(ends); i++)
+		if (ends[i]->url[0])
+			err = read_password(ends[i], password, sizeof(password));
+	memset(password, 0, sizeof(password));
+	return err;
+}
+
 static int open_endpoint(struct agent_stores *s, enum agent_store k, const struct policy_store *e)
 {
 	struct metrics_store *m;

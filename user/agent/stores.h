@@ -51,6 +51,13 @@ struct agent_stores {
 };
 
 /*
+ * Read the password of each endpoint @ps names, and forget it: 0 when each
+ * would be sent, else -errno, reported. Before attaching, so that a refused
+ * file changes nothing.
+ */
+int agent_stores__check_secrets(const struct policy_set *ps);
+
+/*
  * Open the endpoints @v's policy file names, with a lease plan for each.
  * Every policy's runtime state is written again on the next tick. 0 or
  * -errno, reported; what did open stays open (close it in any case).
