@@ -68,6 +68,17 @@ until [ "$(redis-cli -s "$REDIS_SOCK" --user "$USER_NAME" --pass "$PASSWORD" --n
 	sleep 0.1
 done
 echo "ok: AUTH $USER_NAME <password>: the agent joined $FLEET"
+# A reload while the file is readable by others is rejected; the policy stays.
+gen() { # status exits 1 while a policy is in a fail mode: the number still counts
+	{ "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json || true; } | jq .generation
+}
+gen_before=$(gen)
+chmod 0644 "$WORK/pw"
+if "$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" 2>/dev/null; then
+	e2e_fail "a reload to a password file others can read was accepted"
+fi
+chmod 0600 "$WORK/pw"
+e2e_equal "generation after the refused reload" "$(gen)" "$gen_before"
 e2e_stop_agent
 
 printf 'wrong-%s\n' "$PASSWORD" >"$WORK/wrong"
