@@ -6,9 +6,10 @@
 # connections each trickle a request's header one byte a second and
 # reconnect when cut, for ATTACK_S. Meanwhile the kubelet's probes, one a
 # second on the --probes listener, every one answers 200 within its
-# timeout. Then, from ADDRS addresses of one /24, PER_ADDR connections
-# each: the listener holds METRICS_CONN_PER_NET of them, and cuts those
-# too once their request is not in by METRICS_REQUEST_NS, trickle or not.
+# timeout. Then, from ADDRS addresses of one /24, and of one IPv6 /64,
+# PER_ADDR connections each: the listener holds METRICS_CONN_PER_NET of
+# them, and cuts those too once their request is not in by
+# METRICS_REQUEST_NS, trickle or not.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_topology
@@ -42,10 +43,11 @@ import socket, sys, time
 port, secs, reconnect, per = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
 addrs = sys.argv[5:]
 def connect(src):
-    s = socket.socket()
+    v6 = ":" in src
+    s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET)
     s.setblocking(False)
     s.bind((src, 0))
-    s.connect_ex(("127.0.0.1", port))
+    s.connect_ex(("::1" if v6 else "127.0.0.1", port))
     return s
 first = [(a, connect(a)) for a in addrs for _ in range(per)]
 conns = list(first)
@@ -107,15 +109,26 @@ e2e_within "probes made during ${ATTACK_S} s" "$probes" 4 $((ATTACK_S * 2))
 e2e_equal "probes that answered 200 within ${PROBE_TIMEOUT_S} s during the slowloris" \
 	"$ok" "$probes"
 
-mapfile -t one_net < <(for ((a = 1; a <= ADDRS; a++)); do echo "127.0.200.$a"; done)
-ns_spawn "$NS_RX" python3 "$WORK/slowloris.py" "$PORT" "$CUT_BY_S" 0 "$PER_ADDR" \
-	"${one_net[@]}" >"$WORK/net.out"
-wait "$SPAWNED_PID" || e2e_fail "the one-network client failed"
-cat "$WORK/net.out"
-read -r _ open1 < <(head -n 1 "$WORK/net.out")
-read -r _ open2 < <(tail -n 1 "$WORK/net.out")
-e2e_equal "connections held from $ADDRS addresses of one /24" "$open1" "$PER_NET"
-e2e_equal "trickling connections left after ${CUT_BY_S} s (deadline ${REQUEST_S} s)" \
-	"$open2" 0
+# one_net NET ADDR...: PER_ADDR connections from each ADDR of one network.
+one_net() {
+	local net=$1 open1 open2
+	shift
+	ns_spawn "$NS_RX" python3 "$WORK/slowloris.py" "$PORT" "$CUT_BY_S" 0 "$PER_ADDR" \
+		"$@" >"$WORK/net.out"
+	wait "$SPAWNED_PID" || e2e_fail "the one-network client failed"
+	cat "$WORK/net.out"
+	read -r _ open1 < <(head -n 1 "$WORK/net.out")
+	read -r _ open2 < <(tail -n 1 "$WORK/net.out")
+	e2e_equal "connections held from $# addresses of one $net" "$open1" "$PER_NET"
+	e2e_equal "$net: trickling connections left after ${CUT_BY_S} s (deadline ${REQUEST_S} s)" \
+		"$open2" 0
+}
+mapfile -t addrs < <(for ((a = 1; a <= ADDRS; a++)); do echo "127.0.200.$a"; done)
+one_net /24 "${addrs[@]}"
+mapfile -t addrs < <(for ((a = 1; a <= ADDRS; a++)); do echo "fd00:27::$a"; done)
+for a in "${addrs[@]}"; do
+	in_ns "$NS_RX" ip addr add "$a/64" dev lo nodad
+done
+one_net /64 "${addrs[@]}"
 e2e_stop_agent
 echo "test_metrics_slowloris: all checks passed"

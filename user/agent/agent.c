@@ -395,11 +395,14 @@ static int serve_metrics(struct agent *a)
 		pr_warn("cannot serve metrics on '%s': TLS does not start with the cert_file and "
 			"key_file of '%s'; are they a certificate and its private key, in PEM?",
 			a->opts.metrics_listen, a->opts.web_config);
+	else if (a->opts.metrics_listen && a->opts.probes_listen)
+		pr_warn("cannot serve metrics on '%s' and probes on '%s': %s",
+			a->opts.metrics_listen, a->opts.probes_listen, strerror(errno));
 	else
-		pr_warn("cannot serve metrics on '%s'%s%s: %s",
-			a->opts.metrics_listen ? a->opts.metrics_listen : "",
-			a->opts.probes_listen ? " and probes on " : "",
-			a->opts.probes_listen ? a->opts.probes_listen : "", strerror(errno));
+		pr_warn("cannot serve %s on '%s': %s",
+			a->opts.metrics_listen ? "metrics" : "probes",
+			a->opts.metrics_listen ? a->opts.metrics_listen : a->opts.probes_listen,
+			strerror(errno));
 	return -EADDRNOTAVAIL;
 }
 
