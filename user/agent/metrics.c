@@ -757,9 +757,8 @@ static void track_conn(void *cls, struct MHD_Connection *conn, void **ctx,
 
 	pthread_mutex_lock(&l->m->conn_lock);
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (c)
-			c->fd = -1; /* before MHD closes the socket: the sweeper never sees it
-				       reused */
+		if (c) /* MHD closes the socket after this: sweep() never sees it reused */
+			c->fd = -1;
 		*ctx = NULL;
 		goto out;
 	}
