@@ -11,7 +11,7 @@
 #   3. the DaemonSet says what docs/kubernetes.md says it does: exactly the
 #      capabilities BPF, NET_ADMIN, PERFMON, not privileged, AppArmor
 #      unconfined both ways, bpffs with HostToContainer, --iface auto,
-#      metrics on the node's internal address, probes on the named port,
+#      metrics on the node's internal address, probes on loopback apart (127.0.0.1:9191),
 #      every node, one node at a time; the Service and ServiceMonitor
 #      select it; the ConfigMap's policy passes `sluice check`;
 #   4. the DaemonSet keeps the conventions of Cilium's agent DaemonSet
@@ -83,12 +83,13 @@ equal "interfaces" "$(ds "$C.args | map(select(startswith(\"--iface\")))")" '["-
 equal "config watched" "$(ds "$C.args | map(select(startswith(\"--watch-config\")))")" '["--watch-config"]'
 # shellcheck disable=SC2016 # $(HOST_IP) is Kubernetes' expansion, not the shell's
 equal "metrics address" "$(ds "$C.args | map(select(startswith(\"--metrics\")))")" '["--metrics=$(HOST_IP):9190"]'
+equal "probes address" "$(ds "$C.args | map(select(startswith(\"--probes\")))")" '["--probes=127.0.0.1:9191"]'
 equal "HOST_IP" "$(ds "$C.env[] | select(.name == \"HOST_IP\") | .valueFrom.fieldRef.fieldPath")" '"status.hostIP"'
 equal "metrics port" "$(ds "$C.ports[] | select(.name == \"metrics\") | .containerPort")" 9190
 equal "prometheus.io/port" "$(ds "$P.metadata.annotations[\"prometheus.io/port\"]")" '"9190"'
-equal "readiness probe" "$(ds "$C.readinessProbe.httpGet | [.path, .port]")" '["/readyz","metrics"]'
-equal "liveness probe" "$(ds "$C.livenessProbe.httpGet | [.path, .port]")" '["/healthz","metrics"]'
-equal "startup probe" "$(ds "$C.startupProbe.httpGet | [.path, .port]")" '["/readyz","metrics"]'
+equal "readiness probe" "$(ds "$C.readinessProbe.httpGet | [.host, .path, .port]")" '["127.0.0.1","/readyz",9191]'
+equal "liveness probe" "$(ds "$C.livenessProbe.httpGet | [.host, .path, .port]")" '["127.0.0.1","/healthz",9191]'
+equal "startup probe" "$(ds "$C.startupProbe.httpGet | [.host, .path, .port]")" '["127.0.0.1","/readyz",9191]'
 equal "host network" "$(ds "$P.spec.hostNetwork")" true
 equal "tolerations" "$(ds "$P.spec.tolerations")" '[{"operator":"Exists"}]'
 equal "update strategy" "$(ds "$D | .spec.updateStrategy")" '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}'

@@ -13,7 +13,7 @@
 # (event=cluster_redirect_refused), however many redirects; back in
 # "pass", the store is ok again and the scripts reach Redis. First, the
 # agent refuses the password on cluster:// (no TLS) without
-# cleartext_auth: true, in one line, exit status 1.
+# cleartext_auth: true, in one line, exit status 78.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 for bin in redis-server redis-cli python3; do
@@ -96,7 +96,7 @@ write_policy "$WORK/refused.yaml"
 rc=0
 out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" run --config "$WORK/refused.yaml" --iface "$VETH_RX" \
 	--pin-root "$PIN_ROOT" --mode native --max-keys 65536 2>&1) || rc=$?
-e2e_equal "a password on cluster:// without cleartext_auth: exit status" "$rc" 1
+e2e_equal "a password on cluster:// without cleartext_auth: exit status" "$rc" 78
 want="refusing the store password for 'cluster://$LO:$FAKE_PORT': cluster:// has no TLS"
 grep -qF -- "$want" <<<"$out" || e2e_fail "expected '$want' in: $out"
 echo "ok: $(grep -F -- "$want" <<<"$out")"

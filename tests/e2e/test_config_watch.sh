@@ -18,7 +18,9 @@
 #   - /healthz: a FIFO renamed over policy.yaml makes the reload block in
 #     open(2), so the main loop stalls; /healthz answers 503 no sooner than
 #     agent.timeout (STALL_MS) after the rename, and 200 again once a
-#     writer lets the reload through.
+#     writer lets the reload through;
+#   - a stream of swaps closer together than the debounce reloads within
+#     WATCH_BOUND_MS all the same.
 source "$(dirname "$0")/lib.sh"
 e2e_require
 e2e_realtime
@@ -30,6 +32,7 @@ QUIET_S=1	    # how long nothing must happen after an unrelated change (5 deboun
 STALL_MS=1000	    # agent.timeout below: /healthz's limit
 STALL_SLACK_MS=2000 # and at most this later: debounce, tick, reload, poll
 SENT=20
+STREAM_S=4 # swaps every 50 ms, for longer than WATCH_BOUND_MS
 CM=$WORK/configmap
 mkdir "$CM"
 
@@ -176,5 +179,29 @@ SWAP_US=${EPOCHREALTIME/./}
 wait_reloads ok 6
 e2e_equal "/healthz after the stall" "$(http_code /healthz)" 200
 check "the plain file after the FIFO: burst 7 enforced" 7
+
+# A stream of swaps, each sooner than the debounce after the one before:
+# the first reload comes within WATCH_BOUND_MS of the stream's start
+# (WATCH_MAX_DELAY_NS, 1 s), while the stream still runs.
+SWAP_US=${EPOCHREALTIME/./}
+ln -sfn ..data/policy.yaml "$CM/policy.yaml" # the ConfigMap's layout again
+wait_reloads ok 7
+(
+
+	_ts=100
+	end=$((SECONDS + STREAM_S))
+	while ((SECONDS < end)); do
+		kubelet_swap 9
+		sleep 0.05
+	done
+) &
+stream=$!
+_pids+=("$stream")
+SWAP_US=${EPOCHREALTIME/./}
+wait_reloads ok 8
+kill -0 "$stream" 2>/dev/null || e2e_fail "the stream ended before the reload"
+wait "$stream"
+sleep "$QUIET_S" # the last swap applied
+check "burst 9 enforced after the stream" 9
 e2e_stop_agent
 echo "test_config_watch: all checks passed"

@@ -119,6 +119,16 @@ wait_metric "sluice_policy_fail_mode{$L,mode=\"normal\"}" 1
 e2e_equal "fail-mode transitions: open, then normal" \
 	"$(metric sluice_fail_mode_transitions_total)" 2
 
+# A reload keeps the same store's counters: none of them goes back.
+P="sluice_store_probes_total{$S"
+before=$(metric "$P,result=\"failed\"}") syncs=$(metric "sluice_store_syncs_total{$S}")
+"$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" >/dev/null ||
+	e2e_fail "a reload of the same file failed"
+e2e_equal "failed probes after a reload" "$(metric "$P,result=\"failed\"}")" "$before"
+after=$(metric "sluice_store_syncs_total{$S}")
+((after >= syncs)) || e2e_fail "sluice_store_syncs_total went back from $syncs to $after"
+echo "ok: sluice_store_syncs_total from $syncs to $after through the reload"
+
 printf 'policies: [\n' >"$WORK/policy.yaml" # a bad file
 "$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" 2>/dev/null &&
 	e2e_fail "a bad file was accepted"

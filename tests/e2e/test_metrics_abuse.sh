@@ -3,7 +3,7 @@
 #
 # The metrics port under abuse (#12). From the sender's namespace, 1000
 # connections to the agent's metrics port that never send a request: the
-# listener keeps at most METRICS_CONN_PER_IP of them from one address and
+# listener keeps at most METRICS_CONN_PER_NET of them from one /24 and
 # closes those idle past METRICS_IDLE_S, and a scrape from another address
 # answers while they are held. (A scrape's cost in keys is measured by
 # bench/agent.sh: it reads the agent's key counts, not the key map.)
@@ -13,7 +13,7 @@ e2e_topology
 
 PORT=9190
 IDLE=1000
-CONN_PER_IP=4 # METRICS_CONN_PER_IP (user/agent/metrics.h)
+CONN_PER_IP=4 # METRICS_CONN_PER_NET (user/agent/metrics.h)
 IDLE_S=5      # METRICS_IDLE_S
 HOLD_S=$((IDLE_S + 3))
 SCRAPE_TIMEOUT_S=5

@@ -61,7 +61,7 @@ refused() { # NAME WANT (the file is $T/NAME.yml)
 	out=$(in_ns "$NS_RX" "$SLUICE" run --config "$WORK/policy.yaml" --iface "$VETH_RX" \
 		--pin-root "$PIN_ROOT" --metrics "127.0.0.1:$PORT" --web-config "$T/$1.yml" 2>&1) ||
 		rc=$?
-	e2e_equal "$1: exit status" "$rc" 1
+	e2e_equal "$1: exit status" "$rc" 78 # a file to fix (docs/errors.md)
 	e2e_equal "$1: message" "$out" "sluice: $2"
 	[ ! -e "$PIN_ROOT/$VETH_RX" ] || e2e_fail "$1: the refused agent left pins"
 }

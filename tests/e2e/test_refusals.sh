@@ -66,6 +66,32 @@ case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
 case_policy_missing() { try "$SLUICE" check "$WORK/absent.yaml"; }
 case_policy_unreadable() { as_nobody check "$WORK/pub/private.yaml"; }
 case_policy_invalid() { try "$SLUICE" check "$WORK/bad.yaml"; }
+case_policy_symlink_out() {
+	mkdir -p "$WORK/conf"
+	ln -sf ../pub/policy.yaml "$WORK/conf/policy.yaml"
+	try "$SLUICE" check "$WORK/conf/policy.yaml"
+}
+# A store on a port nobody listens on: the refusals come before any connection.
+store_policy() { # URL MODE: a cluster-scope policy of that store, its password file of MODE
+	install -m "$2" /dev/null "$WORK/pw"
+	echo secret >"$WORK/pw"
+	cat >"$WORK/store.yaml" <<YAML
+store: { redis: "$1", password_file: "$WORK/pw" }
+policies:
+  - name: shared
+    scope: cluster
+    match: { proto: udp, dst_port: 5353 }
+    rate: 100/s
+    burst: 100
+YAML
+	rx "$SLUICE" run --config "$WORK/store.yaml" --iface "$VETH_RX" --pin-root "$PIN_ROOT/store"
+}
+case_password_file_mode() { store_policy redis://127.0.0.1:1 644; }
+case_cluster_cleartext() { store_policy cluster://127.0.0.1:1 600; }
+case_web_config_invalid() {
+	printf 'basic_auth_users:\n  prometheus: not-a-hash\n' >"$WORK/web.yml"
+	run_rx --pin-root "$PIN_ROOT/web" --metrics "127.0.0.1:$METRICS_PORT" --web-config "$WORK/web.yml"
+}
 case_no_iface_to_attach() { try "$SLUICE" run --config "$POLICY" --pin-root "$PIN_ROOT"; }
 case_auto_not_alone() { try "$SLUICE" run --config "$POLICY" --iface auto --iface lo; }
 case_iface_auto_no_route() { rx "$SLUICE" run --config "$POLICY" --iface auto --pin-root "$PIN_ROOT"; }
@@ -161,7 +187,8 @@ check() {
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
 	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-prefix \
-	bad-duration policy-missing policy-unreadable policy-invalid no-iface-to-attach \
+	bad-duration policy-missing policy-unreadable policy-invalid policy-symlink-out \
+	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
 	not-bpffs pin-root-absent nothing-attached not-attached pin-dir-not-owned \
 	metrics-port-busy; do

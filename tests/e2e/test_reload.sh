@@ -122,4 +122,14 @@ before=$(e2e_count steady)
 e2e_flood --proto udp --dport 7000 --src "$SRC" --dst "$RX4" --count 20 --pps 1000 >/dev/null
 e2e_equal "steady: still enforced after the rejected reload" $(($(e2e_count steady) - before)) 0
 e2e_stop_agent
+
+# A new agent on the same pins says the generation the maps say, not its own count.
+cp "$WORK/a.yaml" "$WORK/live.yaml"
+e2e_start_agent "$WORK/live.yaml"
+reload >/dev/null || e2e_fail "a reload after the restart failed"
+status=$("$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json)
+e2e_equal "the restarted agent's logged generation is status's" \
+	"$(sed -n 's/.*event=reload.*generation=\([0-9]*\).*/\1/p' "$AGENT_LOG" | tail -n 1)" \
+	"$(num generation)"
+e2e_stop_agent
 echo "test_reload: all checks passed"

@@ -34,14 +34,18 @@ policies:
 YAML
 }
 
-# run_refused LABEL WANT POLICY: `sluice run` exits 1 and says WANT.
+# run_refused LABEL WANT POLICY: `sluice run` exits 78, a setting to fix
+# (docs/errors.md), and says WANT.
 run_refused() {
 	local out rc=0
-	out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" run --config "$3" --iface "$VETH_RX" \
+	out=$(in_ns "$NS_RX" timeout 20 "$SLUICE" -v run --config "$3" --iface "$VETH_RX" \
 		--pin-root "$PIN_ROOT" --mode native --max-keys 65536 2>&1) || rc=$?
-	e2e_equal "$1: exit status" "$rc" 1
+	e2e_equal "$1: exit status" "$rc" 78
 	grep -qF -- "$2" <<<"$out" || e2e_fail "$1: expected '$2' in: $out"
 	echo "ok: $1: $(grep -F -- "$2" <<<"$out")"
+	# Refused before the attach: no program loaded or applied (-v logs both).
+	e2e_equal "$1: attach and apply events before the refusal" \
+		"$(grep -c 'event=start\|event=apply' <<<"$out")" 0
 }
 
 printf '%s\n' "$PASSWORD" >"$WORK/pw"
@@ -65,6 +69,17 @@ until [ "$(redis-cli -s "$REDIS_SOCK" --user "$USER_NAME" --pass "$PASSWORD" --n
 	sleep 0.1
 done
 echo "ok: AUTH $USER_NAME <password>: the agent joined $FLEET"
+# A reload while the file is readable by others is rejected; the policy stays.
+gen() { # status exits 1 while a policy is in a fail mode: the number still counts
+	{ "$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json || true; } | jq .generation
+}
+gen_before=$(gen)
+chmod 0644 "$WORK/pw"
+if "$SLUICE" reload --pin-root "$PIN_ROOT" --iface "$VETH_RX" 2>/dev/null; then
+	e2e_fail "a reload to a password file others can read was accepted"
+fi
+chmod 0600 "$WORK/pw"
+e2e_equal "generation after the refused reload" "$(gen)" "$gen_before"
 e2e_stop_agent
 
 printf 'wrong-%s\n' "$PASSWORD" >"$WORK/wrong"

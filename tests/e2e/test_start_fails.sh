@@ -54,7 +54,7 @@ ns_spawn "$NS_RX" socat -u "TCP-LISTEN:$METRICS_PORT,bind=127.0.0.1" /dev/null
 holder=$SPAWNED_PID
 wait_listening "$METRICS_PORT"
 start_fails "the metrics port taken (after the attach)" \
-	"sluice: cannot serve metrics on '127.0.0.1:$METRICS_PORT': Address already in use; choose another --metrics port, or stop what listens there" \
+	"sluice: cannot serve metrics on '127.0.0.1:$METRICS_PORT': Address already in use; choose another port, or stop what listens there" \
 	--pin-root "$PIN_ROOT/port" --max-keys 65536 --metrics "127.0.0.1:$METRICS_PORT" \
 	--detach-on-exit
 kill -TERM "$holder"
@@ -72,4 +72,21 @@ start_fails "another program attached" \
 	--pin-root "$PIN_ROOT/other" --max-keys 65536
 kill -0 "$first" 2>/dev/null || e2e_fail "the first agent died"
 e2e_stop_agent
+
+# The lock held by another process after an agent was killed (its pid is
+# still in the pins): the refusal names the holder, not the dead agent.
+e2e_start_agent "$WORK/policy.yaml"
+kill -KILL "$AGENT_PID"
+wait "$AGENT_PID" || true
+ns_spawn "$NS_RX" flock "$PIN_ROOT/$VETH_RX" sleep 60
+holder=$SPAWNED_PID
+for ((i = 0; i < 200; i++)); do # 10 s
+	grep -q " FLOCK .* $holder " /proc/locks && break
+	sleep 0.05
+done
+start_fails "the interface locked after its agent exited" \
+	"sluice: '$VETH_RX' is served by another agent (pid $holder; pins in '$PIN_ROOT/$VETH_RX'): one agent per interface; stop it first, or change its policy with 'sluice reload'" \
+	--pin-root "$PIN_ROOT" --max-keys 65536
+kill -TERM "$holder"
+wait "$holder" || true
 echo "test_start_fails: all checks passed"

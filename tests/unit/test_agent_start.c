@@ -182,8 +182,8 @@ static void test_start(void **state)
 	memset(&fake, 0, sizeof(fake));
 	fake.fail_read_ctl = row->fail_read_ctl;
 	assert_int_equal(agent__start(a, &o), 0);
-	/* and the first heartbeat reads it once more */
-	assert_int_equal(fake.read_ctl_calls, READ_CTL_OF_REPORT + 1);
+	/* and the generation in force, then the first heartbeat, read it again */
+	assert_int_equal(fake.read_ctl_calls, READ_CTL_OF_REPORT + 2);
 	assert_int_equal(fake.writes, 1);
 	assert_int_equal(fake.ctl.agent_pid, (__u32)getpid());
 	assert_true(fake.ctl.heartbeat_ns != 0);

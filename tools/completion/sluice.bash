@@ -52,7 +52,7 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
-	-n | --count | --max-keys | --xdp-priority | --metrics | --for | --reason)
+	-n | --count | --max-keys | --xdp-priority | --metrics | --probes | --for | --reason)
 		return # a number, an address, a duration or a text: nothing to offer
 		;;
 	esac

@@ -394,28 +394,51 @@ static int serve_metrics(struct agent *a)
 
 	a->snap.progress_ns = mono_ns();
 	set_probes(a, 0, 0);
-	if (!a->opts.metrics_listen)
+	if (!a->opts.metrics_listen && !a->opts.probes_listen)
 		return 0;
 	if (a->opts.web_config) {
 		err = web_config__load(&a->web, a->opts.web_config, why, sizeof(why));
 		if (err) {
 			pr_warn("%s", why);
-			return err;
+			return -EBADMSG; /* a file to fix, as a policy's (cmd.h's EXIT_CONFIG) */
 		}
 	}
-	a->metrics = metrics__start(a->opts.metrics_listen, a->opts.web_config ? &a->web : NULL,
-				    a->att, &a->snap);
+	a->metrics = metrics__start(a->opts.metrics_listen, a->opts.probes_listen,
+				    a->opts.web_config ? &a->web : NULL, a->att, &a->snap);
 	if (a->metrics)
 		return 0;
-	if (errno == EKEYREJECTED)
+	if (errno == EKEYREJECTED) {
 		pr_warn("cannot serve metrics on '%s': TLS does not start with the cert_file and "
 			"key_file of '%s'; are they a certificate and its private key, in PEM?",
 			a->opts.metrics_listen, a->opts.web_config);
+		return -EBADMSG;
+	}
+	if (a->opts.metrics_listen && a->opts.probes_listen)
+		pr_warn("cannot serve metrics on '%s' and probes on '%s': %s; choose other ports, "
+			"or stop what listens there",
+			a->opts.metrics_listen, a->opts.probes_listen, strerror(errno));
 	else
-		pr_warn("cannot serve metrics on '%s': %s; choose another --metrics port, or stop "
-			"what listens there",
-			a->opts.metrics_listen, strerror(errno));
+		pr_warn("cannot serve %s on '%s': %s; choose another port, or stop what listens "
+			"there",
+			a->opts.metrics_listen ? "metrics" : "probes",
+			a->opts.metrics_listen ? a->opts.metrics_listen : a->opts.probes_listen,
+			strerror(errno));
 	return -EADDRNOTAVAIL;
+}
+
+/*
+ * The generation in force, as `sluice status` and sluice_policy_generation
+ * say it: the first interface's count of policy loads since its maps were
+ * created, which outlives this agent. Without an interface, one more load.
+ */
+static void read_generation(struct agent *a)
+{
+	struct sluice_ctl ctl;
+
+	if (a->n_att && !maps__read_ctl(&a->att[0].maps, &ctl))
+		a->generation = ctl.generation;
+	else
+		a->generation++;
 }
 
 int agent__start(struct agent *a, const struct agent_opts *opts)
@@ -433,10 +456,13 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 	a->ps = load_policy(opts->config_path);
 	if (!a->ps)
 		return -EBADMSG;
+	err = agent_stores__check_secrets(a->ps);
+	if (err)
+		return err;
 	err = pick_ifaces(a);
 	for (i = 0; !err && i < a->opts.n_ifaces; i++)
 		err = attach_one(a, a->opts.ifaces[i]);
-	a->generation = 1;
+	read_generation(a);
 	if (!err)
 		err = open_stores(a);
 	count_keys(a, mono_ns());
@@ -555,13 +581,16 @@ int agent__reload(struct agent *a)
 	ps = load_policy(a->opts.config_path);
 	if (!ps)
 		return reject_reload(a, ps, -EINVAL);
+	err = agent_stores__check_secrets(ps);
+	if (err)
+		return reject_reload(a, ps, err);
 	for (i = 0; !err && i < a->n_att; i++)
 		err = agent_apply_policy(&a->att[i], ps, a->opts.config_path, a->ids[i]);
 	if (err)
 		return reject_reload(a, ps, err);
 	policy_set__free(a->ps);
 	a->ps = ps;
-	a->generation++;
+	read_generation(a);
 	/* Ids and file indexes changed: write every runtime state again, on fresh stores. */
 	agent_stores__close(&a->stores);
 	/* No default route now (a route being replaced?): keep the interfaces we have. */

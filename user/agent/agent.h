@@ -31,6 +31,7 @@ struct agent_opts {
 	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
 	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
+	const char *probes_listen;  /* "ADDR:PORT" for /readyz and /healthz alone; NULL: none */
 	const char *web_config;	    /* --web-config: TLS and users for it; NULL: none */
 	int detach_on_exit;	    /* default: leave enforcement in place */
 	int watch_config;	    /* reload when the file changes (agent/watch.h) */
@@ -42,7 +43,7 @@ struct agent {
 	struct attachment att[POLICY_MAX_IFACES];
 	size_t n_att;	    /* changed under snap.att_lock: the metrics thread reads att[] */
 	int is_auto;	    /* the interfaces follow the default routes (AGENT_IFACE_AUTO) */
-	__u64 generation;   /* policy loads by this agent */
+	__u64 generation;   /* in force: the first interface's sluice_ctl.generation */
 	__u64 last_beat_ns; /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 	__u32 ids[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES]; /* by attachment and file index */
 	struct agent_stores stores;			   /* the store endpoints */

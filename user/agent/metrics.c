@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,39 @@
 /* Room for any name sluice labels with: the longest is a store URL. */
 #define LABEL_LEN ESCAPE_PROM_LEN(sizeof(((struct metrics_store *)NULL)->url))
 
+/* A connection a listener holds, for the limit per network and the deadline. */
+struct metrics_conn {
+	int fd;					    /* MHD's socket; -1: a free slot */
+	unsigned char net[sizeof(struct in6_addr)]; /* its /24 or /64, the rest zero */
+	__u64 since_ns;				    /* CLOCK_MONOTONIC the pending request began */
+	int answered; /* its request is in: no deadline until the next */
+};
+
+enum metrics_listener {
+	LISTEN_PAGE = 0, /* /metrics and the probes (--metrics) */
+	LISTEN_PROBES,	 /* the probes alone (--probes) */
+	LISTEN_MAX,
+};
+
+struct metrics;
+
+struct listener {
+	struct MHD_Daemon *daemon; /* NULL: not serving */
+	struct metrics *m;
+	int probes_only;
+	struct metrics_conn conns[METRICS_CONN_MAX]; /* under m->conn_lock */
+};
+
 struct metrics {
-	struct MHD_Daemon *daemon;
+	struct listener listeners[LISTEN_MAX];
 	const struct attachment *att; /* the first snap->n_att, under snap->att_lock */
 	struct metrics_snapshot *snap;
 	const struct web_config *web; /* TLS and users; NULL: plain HTTP, open */
+	/* The sweeper thread cuts requests past METRICS_REQUEST_NS. */
+	pthread_mutex_t conn_lock;
+	pthread_cond_t stop_cond;
+	pthread_t sweeper;
+	int sweeping, stopping;
 };
 
 /* @s as a label value (escape.h) in @buf of LABEL_LEN. */
@@ -470,10 +499,11 @@ int metrics_probe(const struct metrics_snapshot *s, int probe, __u64 now_ns, cha
 }
 
 /* The response to @url: a page, a probe's answer or not found, with its @code. */
-static struct MHD_Response *respond(struct metrics *m, const char *url, int *code)
+static struct MHD_Response *respond(struct metrics *m, int probes_only, const char *url, int *code)
 {
 	static const char not_found[] =
 		"not found; try " METRICS_PATH ", " READY_PATH " or " HEALTH_PATH "\n";
+	static const char not_probe[] = "not found; try " READY_PATH " or " HEALTH_PATH "\n";
 	int probe = !strcmp(url, READY_PATH)	? METRICS_PROBE_READY
 		    : !strcmp(url, HEALTH_PATH) ? METRICS_PROBE_HEALTH
 						: METRICS_PROBE_MAX;
@@ -492,6 +522,11 @@ static struct MHD_Response *respond(struct metrics *m, const char *url, int *cod
 			MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 						PROBE_CONTENT_TYPE);
 		return r;
+	}
+	if (probes_only) {
+		*code = HTTP_NOT_FOUND;
+		return MHD_create_response_from_buffer(sizeof(not_probe) - 1, (void *)not_probe,
+						       MHD_RESPMEM_PERSISTENT);
 	}
 	if (strcmp(url, METRICS_PATH) != 0) {
 		*code = HTTP_NOT_FOUND;
@@ -540,24 +575,48 @@ static enum MHD_Result deny(struct MHD_Connection *conn)
 	return ret;
 }
 
+/* @conn's slot (NOTIFY_CONNECTION gave it), or NULL when there was none free. */
+static struct metrics_conn *conn_slot(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* The deadline of @conn's request: off while it is answered (@answered), on again after. */
+static void request_mark(struct listener *l, struct MHD_Connection *conn, int answered)
+{
+	struct metrics_conn *c = conn_slot(conn);
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&l->m->conn_lock);
+	c->answered = answered;
+	c->since_ns = mono_ns();
+	pthread_mutex_unlock(&l->m->conn_lock);
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **con_cls)
 {
 	static const char not_get[] = "only GET\n";
+	struct listener *l = cls;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	int code;
 
 	(void)version, (void)upload, (void)upload_len, (void)con_cls;
-	if (!authorized(cls, conn, url))
+	request_mark(l, conn, 1);
+	if (!authorized(l->m, conn, url))
 		return deny(conn);
 	if (strcmp(method, "GET") != 0) {
 		code = HTTP_BAD_METHOD;
 		r = MHD_create_response_from_buffer(sizeof(not_get) - 1, (void *)not_get,
 						    MHD_RESPMEM_PERSISTENT);
 	} else {
-		r = respond(cls, url, &code);
+		r = respond(l->m, l->probes_only, url, &code);
 	}
 	if (!r)
 		return MHD_NO;
@@ -672,13 +731,123 @@ static int listen_on(const struct sockaddr_storage *ss, int dual_stack)
 	return fd;
 }
 
-/* The daemon on @fd, which it closes when it stops; NULL with errno set. */
-static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
+/* The response is sent: the next request on the connection has its deadline. */
+static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
 {
-	const char *cert = m->web ? m->web->cert : NULL;
+	(void)con_cls, (void)toe;
+	request_mark(cls, conn, 0);
+}
+
+/* @addr's network, /24 or /64 (an IPv4-mapped IPv6 address as IPv4), into @net. */
+static void addr_net(const struct sockaddr *addr, unsigned char *net)
+{
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+	const struct in_addr *a4 = &((const struct sockaddr_in *)addr)->sin_addr;
+
+	memset(net, 0, sizeof(struct in6_addr));
+	if (addr->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(a6))
+		a4 = (const struct in_addr *)&a6->s6_addr[12];
+	else if (addr->sa_family == AF_INET6) {
+		memcpy(net, a6, METRICS_NET6_BYTES);
+		return;
+	}
+	net[0] = AF_INET; /* apart from an IPv6 /64 of the same first bytes */
+	memcpy(net + 1, a4, METRICS_NET4_BYTES);
+}
+
+/* Accept @addr while its network holds fewer than METRICS_CONN_PER_NET. */
+static enum MHD_Result accept_net(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct listener *l = cls;
+	unsigned char net[sizeof(struct in6_addr)];
+	int held = 0;
+	size_t i;
+
+	(void)len;
+	addr_net(addr, net);
+	pthread_mutex_lock(&l->m->conn_lock);
+	for (i = 0; i < ARRAY_SIZE(l->conns); i++)
+		held += l->conns[i].fd >= 0 && !memcmp(l->conns[i].net, net, sizeof(net));
+	pthread_mutex_unlock(&l->m->conn_lock);
+	return held < METRICS_CONN_PER_NET ? MHD_YES : MHD_NO;
+}
+
+/* A connection starts (a slot: its network and its deadline) or closes (free it). */
+static void track_conn(void *cls, struct MHD_Connection *conn, void **ctx,
+		       enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *addr, *fd;
+	struct listener *l = cls;
+	struct metrics_conn *c = *ctx;
+	size_t i;
+
+	pthread_mutex_lock(&l->m->conn_lock);
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (c) /* MHD closes the socket after this: sweep() never sees it reused */
+			c->fd = -1;
+		*ctx = NULL;
+		goto out;
+	}
+	addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	for (i = 0; addr && fd && i < ARRAY_SIZE(l->conns); i++) {
+		c = &l->conns[i];
+		if (c->fd >= 0)
+			continue;
+		addr_net(addr->client_addr, c->net);
+		c->fd = fd->connect_fd;
+		c->since_ns = mono_ns();
+		c->answered = 0;
+		*ctx = c;
+		break;
+	}
+out:
+	pthread_mutex_unlock(&l->m->conn_lock);
+}
+
+/*
+ * Cut every request still unanswered METRICS_REQUEST_NS after it began: its
+ * socket shut down, MHD reads the end and closes it as a peer's hangup.
+ */
+static void *sweep(void *arg)
+{
+	struct metrics *m = arg;
+	struct metrics_conn *c;
+	struct timespec ts;
+	size_t i, j;
+	__u64 now;
+
+	pthread_mutex_lock(&m->conn_lock);
+	while (!m->stopping) {
+		now = mono_ns();
+		for (i = 0; i < LISTEN_MAX; i++)
+			for (j = 0; j < METRICS_CONN_MAX; j++) {
+				c = &m->listeners[i].conns[j];
+				if (c->fd >= 0 && !c->answered &&
+				    now - c->since_ns > METRICS_REQUEST_NS) {
+					shutdown(c->fd, SHUT_RDWR);
+					c->answered = 1; /* once */
+				}
+			}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += METRICS_SWEEP_NS;
+		ts.tv_sec += ts.tv_nsec / SLUICE_NSEC_PER_SEC;
+		ts.tv_nsec %= SLUICE_NSEC_PER_SEC;
+		pthread_cond_timedwait(&m->stop_cond, &m->conn_lock, &ts);
+	}
+	pthread_mutex_unlock(&m->conn_lock);
+	return NULL;
+}
+
+/* The daemon of @l on @fd, which it closes when it stops; NULL with errno set. */
+static struct MHD_Daemon *start_daemon(struct listener *l, int fd)
+{
+	const struct web_config *web = l->probes_only ? NULL : l->m->web;
+	const char *cert = web ? web->cert : NULL;
 	struct MHD_OptionItem tls[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert },
-		{ MHD_OPTION_HTTPS_MEM_KEY, 0, m->web ? m->web->key : NULL },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, web ? web->key : NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
@@ -693,11 +862,11 @@ static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
 		errno = EPROTONOSUPPORT;
 		return NULL;
 	}
-	d = MHD_start_daemon(flags | (cert ? MHD_USE_TLS : 0), 0, NULL, NULL, answer, m,
+	d = MHD_start_daemon(flags | (cert ? MHD_USE_TLS : 0), 0, accept_net, l, answer, l,
 			     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-			     (unsigned int)METRICS_CONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-			     (unsigned int)METRICS_CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_ARRAY,
+			     (unsigned int)METRICS_CONN_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+			     (unsigned int)METRICS_IDLE_S, MHD_OPTION_NOTIFY_CONNECTION, track_conn,
+			     l, MHD_OPTION_NOTIFY_COMPLETED, request_done, l, MHD_OPTION_ARRAY,
 			     cert ? tls : &tls[ARRAY_SIZE(tls) - 1], MHD_OPTION_END);
 	if (!d) {
 		close(fd);
@@ -706,41 +875,83 @@ static struct MHD_Daemon *start_daemon(struct metrics *m, int fd)
 	return d;
 }
 
-struct metrics *metrics__start(const char *listen, const struct web_config *web,
+/* Serve @l at @listen (metrics_parse_listen()); 0 or -1 with errno set. */
+static int serve(struct listener *l, const char *listen)
+{
+	struct sockaddr_storage ss, any4 = { .ss_family = AF_INET };
+	int any = metrics_parse_listen(listen, &ss);
+
+	if (any < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	l->daemon = start_daemon(l, listen_on(&ss, any));
+	if (!l->daemon && any && errno == EAFNOSUPPORT) {
+		/* IPv4 alone on a host without IPv6. */
+		((struct sockaddr_in *)&any4)->sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port;
+		l->daemon = start_daemon(l, listen_on(&any4, 0));
+	}
+	return l->daemon ? 0 : -1;
+}
+
+struct metrics *metrics__start(const char *listen, const char *probes, const struct web_config *web,
 			       const struct attachment *att, struct metrics_snapshot *snap)
 {
+	const char *at[LISTEN_MAX] = { [LISTEN_PAGE] = listen, [LISTEN_PROBES] = probes };
 	struct metrics *m = calloc(1, sizeof(*m));
-	struct sockaddr_storage ss, any4 = { .ss_family = AF_INET };
-	int any, err;
+	pthread_condattr_t ca;
+	struct listener *l;
+	size_t i, j;
+	int err;
 
 	if (!m)
 		return NULL;
-	any = metrics_parse_listen(listen, &ss);
-	if (any < 0) {
-		free(m);
-		errno = EINVAL;
-		return NULL;
-	}
 	*m = (struct metrics){ .att = att, .snap = snap, .web = web };
-	m->daemon = start_daemon(m, listen_on(&ss, any));
-	if (!m->daemon && any && errno == EAFNOSUPPORT) {
-		/* IPv4 alone on a host without IPv6. */
-		((struct sockaddr_in *)&any4)->sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port;
-		m->daemon = start_daemon(m, listen_on(&any4, 0));
+	pthread_mutex_init(&m->conn_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* sweep()'s clock */
+	pthread_cond_init(&m->stop_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	for (i = 0; i < LISTEN_MAX; i++) {
+		l = &m->listeners[i];
+		*l = (struct listener){ .m = m, .probes_only = i == LISTEN_PROBES };
+		for (j = 0; j < ARRAY_SIZE(l->conns); j++)
+			l->conns[j].fd = -1;
 	}
-	if (!m->daemon) {
-		err = errno;
-		free(m);
+	for (i = 0; i < LISTEN_MAX; i++)
+		if (at[i] && serve(&m->listeners[i], at[i]))
+			goto fail;
+	err = pthread_create(&m->sweeper, NULL, sweep, m);
+	if (err) {
 		errno = err;
-		return NULL;
+		goto fail;
 	}
+	m->sweeping = 1;
 	return m;
+fail:
+	err = errno;
+	metrics__stop(m);
+	errno = err;
+	return NULL;
 }
 
 void metrics__stop(struct metrics *m)
 {
+	size_t i;
+
 	if (!m)
 		return;
-	MHD_stop_daemon(m->daemon);
+	if (m->sweeping) {
+		pthread_mutex_lock(&m->conn_lock);
+		m->stopping = 1;
+		pthread_cond_signal(&m->stop_cond);
+		pthread_mutex_unlock(&m->conn_lock);
+		pthread_join(m->sweeper, NULL);
+	}
+	for (i = 0; i < LISTEN_MAX; i++)
+		if (m->listeners[i].daemon)
+			MHD_stop_daemon(m->listeners[i].daemon);
+	pthread_cond_destroy(&m->stop_cond);
+	pthread_mutex_destroy(&m->conn_lock);
 	free(m);
 }

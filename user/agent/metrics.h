@@ -42,7 +42,7 @@ struct metrics_snapshot {
 	/* What /readyz and /healthz answer from (metrics_probe()). */
 	int started;	     /* attached everywhere and the policy applied */
 	int reload_rejected; /* the last reload was rejected: the old policy still holds */
-	__u64 generation;    /* policy loads by this agent */
+	__u64 generation;    /* in force, as `sluice status` says it */
 	__u64 progress_ns;   /* CLOCK_MONOTONIC of the main loop's last complete tick */
 	__u64 stall_ns;	     /* no progress for longer: /healthz fails (agent.timeout) */
 	/* The attachments a scrape reads: the agent holds @att_lock (before
@@ -56,10 +56,17 @@ struct metrics_snapshot {
 	size_t n_keys;
 };
 
-#define METRICS_KEYS_NS	    (10 * SLUICE_NSEC_PER_SEC) /* how old a scrape's key counts may be */
-#define METRICS_CONN_MAX    64			       /* connections at once, from everyone */
-#define METRICS_CONN_PER_IP 4 /* from one address: idle ones cannot crowd out a scraper */
-#define METRICS_IDLE_S	    5 /* a connection that sends nothing this long is closed */
+#define METRICS_KEYS_NS	 (10 * SLUICE_NSEC_PER_SEC) /* how old a scrape's key counts may be */
+#define METRICS_CONN_MAX 64 /* connections at once to one listener, from everyone */
+/* From one /24 (IPv4) or /64 (IPv6): one network cannot crowd out a scraper. */
+#define METRICS_CONN_PER_NET 4
+#define METRICS_NET4_BYTES   3 /* a /24 */
+#define METRICS_NET6_BYTES   8 /* a /64 */
+#define METRICS_IDLE_S	     5 /* a connection that sends nothing this long is closed */
+/* A request not in whole this long after its connection (or the previous
+ * response) is cut, however slowly it trickles in. */
+#define METRICS_REQUEST_NS (3 * SLUICE_NSEC_PER_SEC)
+#define METRICS_SWEEP_NS   (SLUICE_NSEC_PER_SEC / 4) /* how often the deadline is checked */
 
 /* One interface's counters for rendering. */
 struct metrics_iface {
@@ -114,10 +121,12 @@ int metrics_parse_listen(const char *s, struct sockaddr_storage *ss);
  * and IPv4 alike, or 0.0.0.0 on a host without IPv6) from the maps of the
  * first snap->n_att of @att and @snap. With @web (webconfig.h; kept, not
  * copied), https:// with its certificate, and basic authentication of its
- * users for all but the probes. NULL with errno set on failure:
+ * users for all but the probes. With @probes, /readyz and /healthz alone
+ * on a listener of their own there, plain HTTP, which a crowd on @listen
+ * does not reach. Either may be NULL. NULL with errno set on failure:
  * EKEYREJECTED when TLS would not start with the certificate and key.
  */
-struct metrics *metrics__start(const char *listen, const struct web_config *web,
+struct metrics *metrics__start(const char *listen, const char *probes, const struct web_config *web,
 			       const struct attachment *att, struct metrics_snapshot *snap);
 
 /* Stop serving and free. Accepts NULL. */

@@ -45,14 +45,14 @@ static int check_secret(const char *path, int fd)
 		"be owned by uid %u and readable by no one else (chmod 600)",
 		path, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777),
 		(unsigned int)geteuid());
-	return -EPERM;
+	return -EBADMSG; /* a setting to fix, not a privilege: cmd.h's EXIT_CONFIG */
 }
 
 /*
  * The password: the first line of password_file, else $SLUICE_STORE_PASSWORD.
  * One that does not fit @len is refused, never cut.
  */
-static int read_password(const struct policy_store *e, char *out, size_t len)
+static int read_secret(const struct policy_store *e, char *out, size_t len)
 {
 	const char *env = getenv(PASSWORD_ENV), *from = e->password_file;
 	FILE *f;
@@ -91,7 +91,26 @@ static int read_password(const struct policy_store *e, char *out, size_t len)
 too_long:
 	memset(out, 0, len);
 	pr_warn("refusing the store password from %s: longer than %zu bytes", from, len - 1);
-	return -ENAMETOOLONG;
+	return -EBADMSG;
+}
+
+/*
+ * read_secret(), and a password for cluster:// only where the operator said
+ * the network encrypts: it has no TLS, and AUTH goes to every node.
+ */
+static int read_password(const struct policy_store *e, char *out, size_t len)
+{
+	int err = read_secret(e, out, len);
+
+	if (err || !out[0] || strncmp(e->url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) ||
+	    e->cleartext_auth)
+		return err;
+	memset(out, 0, len);
+	pr_warn("refusing the store password for '%s': cluster:// has no TLS, so AUTH would cross "
+		"the network in cleartext to every node; on a network that encrypts (WireGuard, "
+		"IPsec) set cleartext_auth: true beside it",
+		e->url);
+	return -EBADMSG; /* a setting to fix: cmd.h's EXIT_CONFIG */
 }
 
 /* The endpoint the file gives a policy, or -1 when it depends on none. */
@@ -183,8 +202,23 @@ oom:
 	return NULL;
 }
 
+int agent_stores__check_secrets(const struct policy_set *ps)
+{
+	const struct policy_store *ends[] = { &ps->store, &ps->abuse_store };
+	char password[sizeof(((struct store_config *)NULL)->password)];
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < ARRAY_SIZE(ends); i++)
+		if (ends[i]->url[0])
+			err = read_password(ends[i], password, sizeof(password));
+	memset(password, 0, sizeof(password));
+	return err;
+}
+
 static int open_endpoint(struct agent_stores *s, enum agent_store k, const struct policy_store *e)
 {
+	struct metrics_store *m;
 	struct store_config cfg = {
 		.timeout_ns = e->timeout_ns,
 		.interval_ns = s->v.ps->sync_interval_ns,
@@ -198,20 +232,12 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	err = read_password(e, cfg.password, sizeof(cfg.password));
 	if (err)
 		return err;
-	if (cfg.password[0] && !strncmp(e->url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) &&
-	    !e->cleartext_auth) {
-		memset(cfg.password, 0, sizeof(cfg.password));
-		pr_warn("refusing the store password for '%s': cluster:// has no TLS, so AUTH "
-			"would cross the network in cleartext to every node; on a network that "
-			"encrypts (WireGuard, IPsec) set cleartext_auth: true beside it",
-			e->url);
-		return -EPERM;
-	}
 	cfg.plan = plan_of(s, k);
 	if (!cfg.plan)
 		return -errno;
 	s->store[k] = store__open(&cfg); /* takes the plan, also when it fails */
 	s->rounds_seen[k] = s->leases_seen[k] = s->map_errors_seen[k] = s->shards_seen[k] = 0;
+	s->transitions_seen[k] = 0;
 	memset(cfg.password, 0, sizeof(cfg.password));
 	if (!s->store[k]) {
 		pr_warn("cannot start the store client for '%s': %s", e->url, strerror(errno));
@@ -219,9 +245,12 @@ static int open_endpoint(struct agent_stores *s, enum agent_store k, const struc
 	}
 	store_health__init(&s->health[k], s->v.ps->hold_down_ns, mono_ns());
 	pthread_mutex_lock(&s->v.snap->lock);
-	memset(&s->v.snap->stores[k], 0, sizeof(s->v.snap->stores[k]));
-	snprintf(s->v.snap->stores[k].url, sizeof(s->v.snap->stores[k].url), "%s", e->url);
-	s->v.snap->stores[k].up = 1;
+	m = &s->v.snap->stores[k];
+	if (strcmp(m->url, e->url) != 0) { /* the same store after a reload keeps its counters */
+		memset(m, 0, sizeof(*m));
+		snprintf(m->url, sizeof(m->url), "%s", e->url);
+	}
+	m->up = 1;
 	pthread_mutex_unlock(&s->v.snap->lock);
 	log_event(LOG_INFO, "store_open", "store=%s class=%s", e->url,
 		  k == AGENT_STORE_ABUSE ? "abuse" : "all");
@@ -346,7 +375,8 @@ static void observe(struct agent_stores *s, enum agent_store k, __u64 now)
 		note_shards(&s->v.snap->stores[k], &r);
 	if (r.n_shards)
 		s->shards_seen[k] = r.n_shards;
-	s->v.snap->stores[k].transitions = h->transitions;
+	s->v.snap->stores[k].transitions += h->transitions - s->transitions_seen[k];
+	s->transitions_seen[k] = h->transitions;
 	pthread_mutex_unlock(&s->v.snap->lock);
 	if (h->state != was)
 		log_event(LOG_WARN, "store_state", "store=%s from=%s to=%s err=\"%s\"",

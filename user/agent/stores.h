@@ -42,12 +42,20 @@ struct agent_stores {
 	__u64 rounds_seen[AGENT_STORE_MAX]; /* the store thread's totals last added to snap */
 	__u64 leases_seen[AGENT_STORE_MAX];
 	__u64 map_errors_seen[AGENT_STORE_MAX];
-	__u64 shards_seen[AGENT_STORE_MAX];   /* a cluster store's primaries at its last sync */
-	__u32 max_share[SLUICE_MAX_POLICIES]; /* by file index: compile_share_max() */
+	__u64 shards_seen[AGENT_STORE_MAX];	 /* a cluster store's primaries at its last sync */
+	__u64 transitions_seen[AGENT_STORE_MAX]; /* the health machine's, last added to snap */
+	__u32 max_share[SLUICE_MAX_POLICIES];	 /* by file index: compile_share_max() */
 	/* By attachment and file index: what was last written to the kernel. */
 	__u8 fail_written[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
 	__u32 share_written[POLICY_MAX_IFACES][SLUICE_MAX_POLICIES];
 };
+
+/*
+ * Read the password of each endpoint @ps names, and forget it: 0 when each
+ * would be sent, else -errno, reported. Before attaching, so that a refused
+ * file changes nothing.
+ */
+int agent_stores__check_secrets(const struct policy_set *ps);
 
 /*
  * Open the endpoints @v's policy file names, with a lease plan for each.

@@ -73,6 +73,16 @@ static int is_change(struct watch *w, const struct inotify_event *e)
 	return e->len && (!strcmp(e->name, w->base) || !strcmp(e->name, WATCH_K8S_DATA));
 }
 
+/* A change at @now_ns: reload once quiet, but no later than WATCH_MAX_DELAY_NS after the first. */
+static void changed(struct watch *w, __u64 now_ns)
+{
+	if (!w->due_ns)
+		w->first_ns = now_ns;
+	w->due_ns = now_ns + WATCH_DEBOUNCE_NS;
+	if (w->due_ns > w->first_ns + WATCH_MAX_DELAY_NS)
+		w->due_ns = w->first_ns + WATCH_MAX_DELAY_NS;
+}
+
 int watch__poll(struct watch *w, __u64 now_ns)
 {
 	char buf[WATCH_BUF_LEN] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -86,12 +96,12 @@ int watch__poll(struct watch *w, __u64 now_ns)
 		for (p = buf; p < buf + len; p += sizeof(*e) + e->len) {
 			e = (const struct inotify_event *)p;
 			if (is_change(w, e))
-				w->due_ns = now_ns + WATCH_DEBOUNCE_NS;
+				changed(w, now_ns);
 		}
 	if (w->wd < 0 && !add_watch(w)) {
 		/* back after a removal: what it holds now may be new */
 		log_event(LOG_INFO, "watch", "dir=%s file=%s again=1", w->dir, w->base);
-		w->due_ns = now_ns + WATCH_DEBOUNCE_NS;
+		changed(w, now_ns);
 	}
 	if (!w->due_ns || now_ns < w->due_ns)
 		return 0;

@@ -19,6 +19,8 @@
  * the reload should read the file they leave, once.
  */
 #define WATCH_DEBOUNCE_NS (200 * SLUICE_NSEC_PER_MSEC)
+/* The longest a change waits for quiet: a stream of changes still reloads. */
+#define WATCH_MAX_DELAY_NS (5 * WATCH_DEBOUNCE_NS)
 
 /* Where Kubernetes keeps a ConfigMap volume's current files: "..data" -> "..<timestamp>". */
 #define WATCH_K8S_DATA "..data"
@@ -29,6 +31,7 @@ struct watch {
 	char dir[PATH_MAX];	 /* the directory of the file, as the path names it */
 	char base[NAME_MAX + 1]; /* the file's name in it */
 	__u64 due_ns;		 /* CLOCK_MONOTONIC to reload at; 0: no change pending */
+	__u64 first_ns;		 /* the first change pending since the last reload */
 };
 
 /*
@@ -42,8 +45,8 @@ int watch__open(struct watch *w, const char *path);
 
 /*
  * Read what happened up to @now_ns (CLOCK_MONOTONIC) without blocking.
- * 1 when the file changed and has been quiet for WATCH_DEBOUNCE_NS since:
- * reload now; 0 otherwise.
+ * 1 when the file changed and has been quiet for WATCH_DEBOUNCE_NS since,
+ * or changes have kept coming for WATCH_MAX_DELAY_NS: reload now; 0 otherwise.
  */
 int watch__poll(struct watch *w, __u64 now_ns);
 

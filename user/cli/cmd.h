@@ -21,7 +21,7 @@ enum {
 	EXIT_USAGE = 2,	  /* an unknown command or option, a bad or missing value */
 	EXIT_NOPIN = 3,	  /* status only: nothing pinned, or the maps cannot be read */
 	EXIT_NOPERM = 77, /* needs root (CAP_BPF, CAP_NET_ADMIN; CAP_SYS_ADMIN to share) */
-	EXIT_CONFIG = 78, /* the policy file cannot be read or is rejected */
+	EXIT_CONFIG = 78, /* the policy file, or a file it names, is unreadable or rejected */
 };
 
 /*

@@ -40,6 +40,7 @@ static const char usage_text[] =
 	"                  [--max-keys <n>] [--max-datagrams <n>]\n"
 	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
 	"                  [--metrics <addr>:<port> [--web-config <file>]]\n"
+	"                  [--probes <addr>:<port>]\n"
 	"\n"
 	"  -c, --config <file>     the policy file\n"
 	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
@@ -66,6 +67,10 @@ static const char usage_text[] =
 	"                          and /healthz; default: off\n"
 	"      --web-config <file> TLS and basic authentication for --metrics, in the\n"
 	"                          Prometheus exporter-toolkit's format (docs/metrics.md)\n"
+	"      --probes <addr>:<port>\n"
+	"                          also serve /readyz and /healthz alone, plain HTTP, on a\n"
+	"                          listener of their own that crowds on --metrics do not\n"
+	"                          reach (127.0.0.1:9191 for the kubelet with hostNetwork)\n"
 	"  -h, --help              show this help\n";
 /* clang-format on */
 /* clang-format on */
@@ -166,6 +171,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		OPT_PIN_ROOT,
 		OPT_METRICS,
 		OPT_WEB_CONFIG,
+		OPT_PROBES,
 		OPT_WATCH,
 	};
 	static const struct option opts[] = {
@@ -181,6 +187,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "web-config", required_argument, NULL, OPT_WEB_CONFIG },
+		{ "probes", required_argument, NULL, OPT_PROBES },
 		{ "watch-config", no_argument, NULL, OPT_WATCH },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -222,6 +229,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			o->metrics_listen = optarg;
 			break;
 		case OPT_WEB_CONFIG: o->web_config = optarg; break;
+		case OPT_PROBES: o->probes_listen = optarg; break;
 		case OPT_WATCH: o->watch_config = 1; break;
 		case 'h': return -1;
 		default: return cmd_bad_option(argv, "c:i:h");

@@ -26,8 +26,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -130,17 +132,47 @@ static int check_owned(const char *dir)
 }
 
 /*
+ * The pid that holds a flock() on @fd's file, as /proc/locks names it in
+ * this pid namespace; 0 when it names none.
+ */
+static int lock_holder(int fd)
+{
+	unsigned int maj, min;
+	unsigned long ino;
+	char line[256], type[16];
+	struct stat st;
+	int pid = 0, p;
+	FILE *f;
+
+	if (fstat(fd, &st))
+		return 0;
+	f = fopen("/proc/locks", "re");
+	if (!f)
+		return 0;
+	/* "1: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF"; a waiter's is "1: -> FLOCK ..." */
+	while (!pid && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", type, &p, &maj, &min, &ino) ==
+			    5 &&
+		    !strcmp(type, "FLOCK") && ino == st.st_ino && maj == major(st.st_dev) &&
+		    min == minor(st.st_dev))
+			pid = p > 0 ? p : 0;
+	fclose(f);
+	return pid;
+}
+
+/*
  * One agent per interface: an exclusive flock() on the interface's pin
  * directory, which every release has locked, held until the attachment
- * closes (or the process ends). A second agent is told the pid the first
- * wrote into the sluice_ctl of the set in @set_dir, and changes nothing.
+ * closes (or the process ends). A second agent is told the pid that holds
+ * it (/proc/locks), else the pid the first wrote into the sluice_ctl of
+ * the set in @set_dir if that one is alive, and changes nothing.
  */
 static int lock_pin_dir(struct attachment *a, const char *set_dir)
 {
 	char path[PATH_MAX];
 	struct sluice_ctl ctl = { 0 };
 	__u32 zero = 0;
-	int fd;
+	int fd, pid;
 
 	a->lock_fd = open(a->iface_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (a->lock_fd < 0)
@@ -156,9 +188,17 @@ static int lock_pin_dir(struct attachment *a, const char *set_dir)
 		ctl.agent_pid = 0;
 	if (fd >= 0)
 		close(fd);
-	pr_warn("'%s' is served by another agent (pid %u; pins in '%s'): one agent per interface; "
-		"stop it first, or change its policy with 'sluice reload'",
-		a->iface, ctl.agent_pid, a->iface_dir);
+	pid = lock_holder(a->lock_fd);
+	if (!pid && ctl.agent_pid && (!kill((pid_t)ctl.agent_pid, 0) || errno == EPERM))
+		pid = (int)ctl.agent_pid;
+	if (pid)
+		pr_warn("'%s' is served by another agent (pid %d; pins in '%s'): one agent per "
+			"interface; stop it first, or change its policy with 'sluice reload'",
+			a->iface, pid, a->iface_dir);
+	else
+		pr_warn("'%s' is locked by a process not visible here (pins in '%s'): one agent "
+			"per interface; find it with 'fuser -v %s'",
+			a->iface, a->iface_dir, a->iface_dir);
 	return -EBUSY;
 }
 
