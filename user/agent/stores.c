@@ -102,7 +102,8 @@ static int read_password(const struct policy_store *e, char *out, size_t len)
 {
 	int err = read_secret(e, out, len);
 
-	if (err || !out[0] || strncmp(e->url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) ||
+	if (err || !out[0] ||
+	    strncmp(e->url, CLUSTER_URL_SCHEME, strlen(CLUSTER_URL_SCHEME)) != 0 ||
 	    e->cleartext_auth)
 		return err;
 	memset(out, 0, len);
