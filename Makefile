@@ -356,26 +356,38 @@ fuzz:
 	done
 
 # install: the binary, the man page, the systemd unit (its paths rewritten
-# for SBINDIR) and, once tools/completion/sluice.bash exists, the bash
+# for SBINDIR), the deploy files (alerts, dashboard, fail2ban action) in
+# DATADIR, the default policy as SYSCONFDIR/sluice/policy.yaml unless one is
+# there already, and, once tools/completion/sluice.bash exists, the bash
 # completion. DESTDIR and PREFIX as usual; debian/rules sets
-# UNITDIR=/lib/systemd/system (Debian 12's). uninstall removes the same.
+# UNITDIR=/lib/systemd/system (Debian 12's). uninstall removes the same but
+# the policy, which is the admin's (docs/packaging.md).
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+DATADIR ?= $(PREFIX)/share/sluice
+SYSCONFDIR ?= /etc
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 COMPLETION := $(wildcard tools/completion/sluice.bash)
+SHARED := prometheus/alerts.yaml grafana/sluice.json fail2ban/action.d/sluice.conf
+POLICY := $(DESTDIR)$(SYSCONFDIR)/sluice/policy.yaml
 INSTALLED := $(SBINDIR)/sluice $(MANDIR)/man8/sluice.8 $(UNITDIR)/sluice.service \
-	$(if $(COMPLETION),$(COMPLETIONDIR)/sluice)
+	$(SHARED:%=$(DATADIR)/%) $(if $(COMPLETION),$(COMPLETIONDIR)/sluice)
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/sluice
 	install -D -m 0644 user/cli/sluice.8 $(DESTDIR)$(MANDIR)/man8/sluice.8
 	sed 's|/usr/local/sbin/sluice|$(SBINDIR)/sluice|g' deploy/sluice.service > $(O)/sluice.service
 	install -D -m 0644 $(O)/sluice.service $(DESTDIR)$(UNITDIR)/sluice.service
+	$(foreach f,$(SHARED),install -D -m 0644 deploy/$(f) $(DESTDIR)$(DATADIR)/$(f) &&) true
+	[ -e $(POLICY) ] || install -D -m 0644 deploy/policy.yaml $(POLICY)
 	$(if $(COMPLETION),install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/sluice)
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	for d in /fail2ban/action.d /fail2ban /grafana /prometheus ""; do \
+		[ ! -d $(DESTDIR)$(DATADIR)$$d ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DATADIR)$$d; \
+	done
 
 clean:
 	rm -rf $(O)

@@ -190,6 +190,27 @@ done
 ((n_good >= 1)) || e2e_fail "no good fixtures found in $FIXTURES/good"
 echo "ok: check: $n_good good fixtures, status 0, last line ends in ok"
 
+# -q: a file that passes prints check's last line alone (the package's
+# policy and the examples too); one that fails, its errors alone, with
+# check's own status.
+for yaml in "$FIXTURES"/good/*.yaml deploy/policy.yaml examples/*.yaml; do
+	"$SLUICE" check "$yaml" | tail -n 1 >"$WORK/last"
+	capture "$SLUICE" -q check "$yaml"
+	expect_rc "sluice -q check $yaml" 0
+	expect_empty "sluice -q check $yaml: stderr" "$WORK/err"
+	cmp -s "$WORK/out" "$WORK/last" ||
+		e2e_fail "sluice -q check $yaml printed '$(cat "$WORK/out")', not '$(cat "$WORK/last")'"
+done
+for yaml in "$FIXTURES"/bad/*.yaml; do
+	rc=0
+	"$SLUICE" check "$yaml" >/dev/null 2>&1 || rc=$?
+	capture "$SLUICE" -q check "$yaml"
+	expect_rc "sluice -q check $yaml" "$rc"
+	cmp -s "$WORK/err" "${yaml%.yaml}.err" || e2e_fail "sluice -q check $yaml: stderr differs"
+	expect_empty "sluice -q check $yaml: stdout" "$WORK/out"
+done
+echo "ok: check -q: one line for each good file, only the errors for each bad one"
+
 capture "$SLUICE" check "$WORK/no-such-file.yaml"
 expect_rc "sluice check of a missing file" 1
 expect_grep "sluice check of a missing file" "$WORK/err" "no-such-file.yaml': No such file"
@@ -197,7 +218,21 @@ echo "ok: check: a missing file fails with its cause"
 
 # ---- version -------------------------------------------------------------
 
-for args in version --version -V "-v -V"; do
+# `sluice version`: that line, then the ABI, the git revision (when built
+# in a checkout) and libbpf's version, as a bug report needs them.
+capture "$SLUICE" version
+expect_rc "sluice version" 0
+abi=$(sed -n 's/^#define SLUICE_ABI_VERSION \([0-9]*\)$/\1/p' include/sluice/abi.h)
+want="$(head -n 1 "$WORK/out")"$'\n'"abi: $abi"
+if [ -e .git ]; then
+	want+=$'\n'"git: $(git describe --always --dirty)"
+fi
+e2e_equal "sluice version, but libbpf's line" "$(sed '$d' "$WORK/out")" "$want"
+grep -qE '^libbpf: v[0-9]+\.[0-9]+$' <(tail -n 1 "$WORK/out") ||
+	e2e_fail "sluice version: last line '$(tail -n 1 "$WORK/out")', expected 'libbpf: vX.Y'"
+expect_empty "sluice version: stderr" "$WORK/err"
+echo "ok: sluice version: $(paste -sd ' ' "$WORK/out")"
+for args in --version -V "-v -V"; do
 	read -ra words <<<"$args"
 	capture "$SLUICE" "${words[@]}"
 	expect_rc "sluice $args" 0

@@ -76,7 +76,7 @@ done
 
 # The build: the binary's version, the ABI of abi.h and the tree's git describe
 # (the binary must be built from this tree as it is now: rebuild after an edit).
-version=$("$SLUICE" version)
+version=$("$SLUICE" -V)
 abi=$(sed -n 's/^#define SLUICE_ABI_VERSION \([0-9]*\)$/\1/p' "$ROOT/include/sluice/abi.h")
 revision=
 if [ -e "$ROOT/.git" ]; then

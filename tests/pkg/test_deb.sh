@@ -6,10 +6,12 @@
 #      writes the .deb into the parent directory: a temporary one);
 #   2. lintian: no error and no warning (none is accepted today; one that
 #      must be goes into debian/sluice.lintian-overrides with its reason);
-#   3. dpkg -i: the files in place, the binary runs, the unit enabled; with
-#      systemd as PID 1 it is started (and skipped for want of a policy),
+#   3. dpkg -i: the files in place (/usr/share/sluice's deploy files too),
+#      the default policy a conffile that `sluice -q check` passes in one
+#      line, a broken copy of it refused with only its error; the binary
+#      runs, the unit enabled; with systemd as PID 1 it is active,
 #      otherwise `systemd-analyze verify` checks the installed unit;
-#   4. dpkg --purge: every file and the enablement gone again.
+#   4. dpkg --purge: every file, the policy and the enablement gone again.
 # Needs root and tools/deps.sh pkg. Refuses to run where a sluice package
 # is already installed, since purging it would not restore that machine.
 # CI: tools/deps.sh pkg && tests/pkg/test_deb.sh
@@ -61,8 +63,11 @@ sed 's/^/  /' "$TMP/lintian.log"
 # 3. Install.
 installed=1
 dpkg -i "$deb" >"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "dpkg -i failed"; }
+policy=/etc/sluice/policy.yaml
 files=(/usr/sbin/sluice /usr/share/man/man8/sluice.8.gz /lib/systemd/system/sluice.service
-	/usr/share/doc/sluice/copyright /usr/share/doc/sluice/examples/host.yaml)
+	/usr/share/doc/sluice/copyright /usr/share/doc/sluice/examples/host.yaml "$policy"
+	/usr/share/sluice/prometheus/alerts.yaml /usr/share/sluice/grafana/sluice.json
+	/usr/share/sluice/fail2ban/action.d/sluice.conf)
 if [ -f "$ROOT/tools/completion/sluice.bash" ]; then
 	files+=(/usr/share/bash-completion/completions/sluice)
 fi
@@ -71,18 +76,60 @@ for f in "${files[@]}"; do
 	[ -f "$f" ] || fail "$f is missing"
 done
 ok "installed: ${files[*]}"
+conffiles=$(dpkg-query -W -f='${Conffiles}' sluice | awk 'NF { print $1 }')
+[ "$conffiles" = "$policy" ] || fail "conffiles: '$conffiles', expected $policy alone"
+ok "conffile: $policy"
+
+# The shipped policy passes `sluice -q check` in one line, and nothing else.
+rc=0
+/usr/sbin/sluice -q check "$policy" >"$TMP/check.out" 2>"$TMP/check.err" || rc=$?
+[ "$rc" = 0 ] || fail "sluice -q check $policy: exit $rc: $(cat "$TMP/check.err")"
+[ ! -s "$TMP/check.err" ] || fail "sluice -q check $policy wrote to stderr: $(cat "$TMP/check.err")"
+{ [ "$(wc -l <"$TMP/check.out")" = 1 ] &&
+	grep -Eqx '[0-9]+ policies, [0-9]+ classifier entries: ok' "$TMP/check.out"; } ||
+	fail "sluice -q check $policy printed: $(cat "$TMP/check.out")"
+ok "sluice -q check $policy: exit 0, one line: $(cat "$TMP/check.out")"
+
+# A copy with its first rate broken: its one error alone, on stderr, with
+# the exit code of a bad policy file (EXIT_CONFIG in user/cli/cmd.h when it
+# defines one, else EXIT_FAIL).
+want_rc=$(sed -n 's/^[[:space:]]*EXIT_CONFIG = \([0-9]*\),.*/\1/p' "$ROOT/user/cli/cmd.h")
+want_rc=${want_rc:-1}
+line=$(grep -n -m1 '^    rate: ' "$policy" | cut -d: -f1)
+sed "${line}s|rate: \([0-9]*\)/s|rate: \1/fortnight|" "$policy" >"$TMP/broken.yaml"
+rc=0
+/usr/sbin/sluice -q check "$TMP/broken.yaml" >"$TMP/broken.out" 2>"$TMP/broken.err" || rc=$?
+[ "$rc" = "$want_rc" ] || fail "sluice -q check of a broken copy: exit $rc, expected $want_rc"
+[ ! -s "$TMP/broken.out" ] || fail "a broken copy printed on stdout: $(cat "$TMP/broken.out")"
+{ [ "$(wc -l <"$TMP/broken.err")" = 1 ] &&
+	grep -q "^$TMP/broken.yaml:$line:[0-9]*: policies\[0\]\.rate: '[0-9]*/fortnight' is not a rate" \
+		"$TMP/broken.err"; } || fail "a broken copy printed: $(cat "$TMP/broken.err")"
+ok "sluice -q check of a broken copy: exit $rc, only: $(cat "$TMP/broken.err")"
+unit=/lib/systemd/system/sluice.service
 grep -qx 'ExecStart=/usr/sbin/sluice -v run --config /etc/sluice/policy.yaml --metrics 127.0.0.1:9190' \
-	/lib/systemd/system/sluice.service || fail "the unit does not run /usr/sbin/sluice"
-ok "$(/usr/sbin/sluice version)"
+	"$unit" || fail "the unit does not run /usr/sbin/sluice"
+for line in RestartPreventExitStatus=2\ 77\ 78 StartLimitIntervalSec=10min StartLimitBurst=30; do
+	grep -qx "$line" "$unit" || fail "the unit has no $line"
+done
+! grep -q '^Condition' "$unit" || fail "the unit has a condition: $(grep '^Condition' "$unit")"
+ok "the unit starts unconditionally, retries transient failures, not a bad file"
+# Enforcement outlives the agent: on remove, prerm stops the unit
+# (debhelper's part), then detaches every interface.
+dpkg-deb -e "$deb" "$TMP/control"
+awk '/deb-systemd-invoke stop/ && !stop { stop = NR } /sluice detach/ { detach = NR }
+	END { exit !(stop && detach > stop) }' "$TMP/control/prerm" ||
+	fail "prerm does not stop the unit, then detach: $(cat "$TMP/control/prerm")"
+ok "prerm stops the unit, then detaches"
+ok "$(/usr/sbin/sluice version | paste -sd " ")"
 wants=/etc/systemd/system/multi-user.target.wants/sluice.service
 [ "$(readlink "$wants")" = /lib/systemd/system/sluice.service ] || fail "the unit is not enabled ($wants)"
 ok "the unit is enabled: $wants"
 
 if [ "$(ps -p 1 -o comm=)" = systemd ]; then
-	# The package started it; with no policy, its condition skipped the start.
-	[ "$(systemctl show --value -p ConditionResult sluice)" = no ] ||
-		fail "the unit ran without a policy: $(systemctl show -p ActiveState -p Result sluice)"
-	ok "systemd: the unit was started and skipped for want of /etc/sluice/policy.yaml"
+	# The package started it, with the shipped policy.
+	[ "$(systemctl is-active sluice)" = active ] ||
+		fail "the unit is not active: $(systemctl status --no-pager sluice)"
+	ok "systemd: the package started the unit: active"
 else
 	out=$(systemd-analyze verify /lib/systemd/system/sluice.service 2>&1) ||
 		fail "systemd-analyze verify: $out"
@@ -98,9 +145,9 @@ ok "systemd-analyze security: exposure $exposure (at most 3.0)"
 # 4. Purge: nothing of the package stays.
 dpkg --purge sluice >"$TMP/purge.log" 2>&1 || { cat "$TMP/purge.log" >&2; fail "dpkg --purge failed"; }
 installed=0
-for f in "${files[@]}" "$wants"; do
+for f in "${files[@]}" "$wants" /etc/sluice /usr/share/sluice; do
 	{ [ -e "$f" ] || [ -L "$f" ]; } && fail "$f is still there after purge"
 done
 dpkg-query -W sluice >/dev/null 2>&1 && fail "dpkg still knows sluice after purge"
-ok "purged: no file and no enablement left"
+ok "purged: no file, no policy and no enablement left"
 echo "test_deb: all checks passed"

@@ -5,8 +5,9 @@
  * its mode, its limit in the file's units and per second, its burst math,
  * and what it does when the agent dies or the store fails, in words. Then
  * the allowlist and the agent's clock, and the summary line that ends in
- * "ok". The words come from the parsed and compiled policy, never from the
- * file's text, so what is printed is what would be enforced.
+ * "ok" (with `sluice -q check`, that line alone). The words come from the
+ * parsed and compiled policy, never from the file's text, so what is
+ * printed is what would be enforced.
  *
  * Output lines are wrapped at 80 columns, continuation rows indented.
  * Nothing here parses YAML or computes GCRA parameters; policy/ and
@@ -358,6 +359,8 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 {
 	struct line l = { .len = 0 };
 
+	if (cmd_quiet) /* -q: the summary line alone */
+		return;
 	print_header(&l, p, sp);
 	print_match(&l, &p->match);
 	print_key(&l, p);
@@ -427,6 +430,8 @@ static void print_file(const struct policy_set *ps)
 	char beat[UNITS_TEXT_LEN], timeout[UNITS_TEXT_LEN];
 	struct line l = { .len = 0 };
 
+	if (cmd_quiet)
+		return;
 	print_store("store", &ps->store);
 	print_store("abuse store", &ps->abuse_store);
 

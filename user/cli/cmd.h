@@ -55,4 +55,7 @@ int cmd_first_iface(const char *pin_root, char *buf, size_t len);
  */
 void ban_status(const struct sluice_maps *m, int json);
 
+/* -q given before the command: `check` then prints only its summary line. */
+extern int cmd_quiet;
+
 #endif /* SLUICE_CMD_H */

@@ -10,10 +10,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <bpf/libbpf.h>
+
 #include "cli/cmd.h"
 #include "kernel/loader.h"
 #include "base/log.h"
 #include "base/version.h"
+#include "sluice/abi.h"
+
+int cmd_quiet;
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
@@ -29,7 +34,7 @@ static const struct cmd commands[] = {
 	{ "bans", cmd_bans, "list the bans, their expiry and the packets each dropped" },
 	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },
 	{ "help", cmd_help, "show this help" },
-	{ "version", cmd_version, "print the version" },
+	{ "version", cmd_version, "print the version, ABI, git revision and libbpf" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -40,7 +45,8 @@ static void usage(FILE *out)
 
 	fprintf(out, "usage: sluice [-v | -q] <command> [<options>] [<args>]\n\n"
 		     "  -v, --verbose   more output (-vv: libbpf debug)\n"
-		     "  -q, --quiet     failures and warnings only (the default)\n"
+		     "  -q, --quiet     failures and warnings only (the default); check: its\n"
+		     "                  last line alone\n"
 		     "  -V, --version   print the version\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
@@ -55,11 +61,22 @@ static int cmd_help(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * `sluice version`: the release, then what a bug report needs: the map
+ * layout (ABI) it pins, the git revision it was built from (none outside a
+ * checkout), and the libbpf it runs with. -V and --version (@argc 0): the
+ * first line alone, which scripts parse.
+ */
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
 	(void)argv;
 	printf("sluice %s\n", SLUICE_VERSION);
+	if (!argc)
+		return EXIT_OK;
+	printf("abi: %d\n", SLUICE_ABI_VERSION);
+	if (sluice_git_describe[0])
+		printf("git: %s\n", sluice_git_describe);
+	printf("libbpf: %s\n", libbpf_version_string());
 	return EXIT_OK;
 }
 
@@ -126,7 +143,10 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v': level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG; break;
-		case 'q': level = LOG_WARN; break;
+		case 'q':
+			level = LOG_WARN;
+			cmd_quiet = 1;
+			break;
 		case 'h': return cmd_help(0, NULL);
 		case 'V': return cmd_version(0, NULL);
 		default: usage(stderr); return EXIT_USAGE;
