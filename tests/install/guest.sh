@@ -22,7 +22,11 @@ NS=tx
 ADDR=10.200.0.2
 PEER_ADDR=10.200.0.1
 SECONDS_SENT=2
-LAG_MS=8 # the coarse clock's lag: two ticks of Debian's HZ=250 (tests/e2e/lib.sh, E2E_LAG_MS)
+# The coarse clock's lag: tests/e2e/lib.sh allows two ticks of Debian's
+# HZ=250 (E2E_LAG_MS). Under TCG on a busy host the guest's timer
+# interrupts come late, and its coarse clock with them: one run admitted 29
+# past that bound at 1000/s (29 ms). Ten ticks.
+LAG_MS=40
 LOW_PCT=75 # as tests/e2e/lib.sh's E2E_LOW_PCT: only shows sluice does not over-drop
 START_S=120 # a wait: the agent's start under TCG
 
@@ -45,11 +49,11 @@ finish() {
 	exit $((failed > 0))
 }
 
-# totals: "PASSED DROPPED", the interface's matched-traffic counters.
-totals() {
-	local t
-	t=$(sluice status --json --iface "$IF" 2>/dev/null | grep -o '"totals":{[^}]*}')
-	echo "$(echo "$t" | grep -o '"passed_pkts":[0-9]*' | cut -d: -f2) $(echo "$t" | grep -o '"dropped_pkts":[0-9]*' | cut -d: -f2)"
+# counters: "PASSED DROPPED", the counters of $POLICY, the policy flooded.
+counters() {
+	local c
+	c=$(sluice status --json --iface "$IF" 2>/dev/null | grep -o "{\"name\":\"$POLICY\"[^}]*}")
+	echo "$(echo "$c" | grep -o '"passed_pkts":[0-9]*' | cut -d: -f2) $(echo "$c" | grep -o '"dropped_pkts":[0-9]*' | cut -d: -f2)"
 }
 # ip_in: IP datagrams the stack has received (Ip: InReceives).
 ip_in() {
@@ -66,15 +70,15 @@ flood() {
 # enforce LABEL SRC: a flood from SRC is held to burst + rate·(t + lag).
 enforce() {
 	local before after p d hi lo
-	read -r -a before < <(totals)
+	read -r -a before < <(counters)
 	flood "$2"
-	read -r -a after < <(totals)
+	read -r -a after < <(counters)
 	p=$((${after[0]:-0} - ${before[0]:-0}))
 	d=$((${after[1]:-0} - ${before[1]:-0}))
 	hi=$((BURST + (RATE * (MS + LAG_MS) + RATE_PERIOD_S * 1000 - 1) / (RATE_PERIOD_S * 1000)))
 	lo=$((hi * LOW_PCT / 100))
 	if ((${#after[@]} != 2)); then
-		fail "$1: no counters from sluice status --iface $IF"
+		fail "$1: no counters of $POLICY in sluice status --iface $IF"
 	elif ((p + d != SENT || p < lo || p > hi)); then
 		fail "$1: $POLICY ($RATE per ${RATE_PERIOD_S}s, burst $BURST) passed $p and dropped $d of $SENT in $MS ms; expected $lo..$hi passed and the rest dropped"
 	else
@@ -143,7 +147,7 @@ if systemctl reload sluice >reload.log 2>&1; then
 elif [ "$state" != active ]; then
 	fail "systemctl reload with a bad policy.yaml: the unit was $state ($(tail -n 1 reload.log))"
 else
-	pass "systemctl reload with a bad policy.yaml: refused ($(tail -n 1 reload.log))"
+	pass "systemctl reload with a bad policy.yaml: refused ($(head -n 1 reload.log))"
 fi
 sleep 2
 state=$(systemctl is-active sluice)
