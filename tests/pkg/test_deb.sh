@@ -11,23 +11,35 @@
 #      line, a broken copy of it refused with only its error; the binary
 #      runs, the unit enabled; with systemd as PID 1 it is active,
 #      otherwise `systemd-analyze verify` checks the installed unit;
-#   4. dpkg --purge: every file, the policy and the enablement gone again.
+#      The installed agent attaches to a veth of a namespace of the test's
+#      own, and exits, leaving the program attached (as a stopped unit does);
+#   4. dpkg --purge: every file, the policy and the enablement gone again,
+#      and the program detached, its pins under /sys/fs/bpf/sluice gone.
 # Needs root and tools/deps.sh pkg. Refuses to run where a sluice package
-# is already installed, since purging it would not restore that machine.
+# is already installed, since purging it would not restore that machine,
+# or where /sys/fs/bpf/sluice exists: the purge would detach that agent.
 # CI: tools/deps.sh pkg && tests/pkg/test_deb.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SKIP=77
 TMP=$(mktemp -d /tmp/sluice-deb.XXXXXX)
-installed=0
+PINS=/sys/fs/bpf/sluice
+NS=sluice-deb-$$
+VETH=sdeb$$a
+installed=0 agent='' netns=0
 # shellcheck source=tests/pkg/lib.sh
 source "$ROOT/tests/pkg/lib.sh"
 
 cleanup() {
 	local rc=$?
 	set +e
+	[ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent"
 	((installed)) && dpkg --purge sluice >/dev/null
+	# Only what this test made: its interface's pins, then the empty root.
+	[ -d "$PINS/$VETH" ] && rm -rf "${PINS:?}/${VETH:?}"
+	[ -d "$PINS" ] && rmdir "$PINS"
+	((netns)) && ip netns del "$NS"
 	rm -rf "$TMP"
 	exit "$rc"
 }
@@ -46,6 +58,7 @@ done
 if dpkg-query -W -f='${Status}' sluice 2>/dev/null | grep -q installed; then
 	fail "a sluice package is already installed; purging it afterwards would not restore it"
 fi
+[ ! -e "$PINS" ] || fail "$PINS exists: the package's purge would detach that agent"
 
 # 1. Build from the committed tree, as CI's clone has it.
 deb_build "$TMP" || fail "the package did not build"
@@ -142,7 +155,30 @@ awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.0) }' ||
 	fail "systemd-analyze security: exposure '$exposure', more than 3.0"
 ok "systemd-analyze security: exposure $exposure (at most 3.0)"
 
-# 4. Purge: nothing of the package stays.
+# The installed agent, with the default pin root, on a veth of our own
+# namespace (nsenter, not `ip netns exec`, whose /sys hides bpffs). SIGTERM
+# leaves the program attached: the purge must detach it.
+ip netns add "$NS"
+netns=1
+ip -n "$NS" link add "$VETH" type veth peer name "${VETH%a}b"
+ip -n "$NS" link set "$VETH" up
+ip -n "$NS" link set "${VETH%a}b" up
+nsenter --net="/run/netns/$NS" /usr/sbin/sluice run --config "$policy" --iface "$VETH" --mode native \
+	2>"$TMP/agent.err" &
+agent=$!
+for _ in $(seq 100); do
+	compgen -G "$PINS/$VETH/abi*/link" >/dev/null && break
+	kill -0 "$agent" 2>/dev/null || fail "the agent exited: $(cat "$TMP/agent.err")"
+	sleep 0.1
+done
+compgen -G "$PINS/$VETH/abi*/link" >/dev/null || fail "no link pinned in 10 s: $(cat "$TMP/agent.err")"
+kill -TERM "$agent"
+wait "$agent" || fail "the agent exited $? on SIGTERM: $(cat "$TMP/agent.err")"
+agent=''
+ip -n "$NS" link show "$VETH" | grep -q ' xdp' || fail "no XDP program on $VETH after the agent exited"
+ok "the installed agent attached to $VETH with $policy, and left it attached on exit"
+
+# 4. Purge: nothing of the package stays, enforcement included.
 dpkg --purge sluice >"$TMP/purge.log" 2>&1 || { cat "$TMP/purge.log" >&2; fail "dpkg --purge failed"; }
 installed=0
 for f in "${files[@]}" "$wants" /etc/sluice /usr/share/sluice; do
@@ -150,4 +186,7 @@ for f in "${files[@]}" "$wants" /etc/sluice /usr/share/sluice; do
 done
 dpkg-query -W sluice >/dev/null 2>&1 && fail "dpkg still knows sluice after purge"
 ok "purged: no file, no policy and no enablement left"
+[ ! -e "$PINS" ] || fail "pins left after the purge: $(find "$PINS")"
+! ip -n "$NS" link show "$VETH" | grep -q ' xdp' || fail "XDP still on $VETH after the purge"
+ok "purged: $VETH detached, nothing left under $PINS"
 echo "test_deb: all checks passed"
