@@ -66,7 +66,7 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: graph fuzz fuzz-smoke
-.PHONY: all deps test test-unit test-bpf test-e2e test-deploy test-kernels image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
+.PHONY: all deps test test-unit test-bpf test-e2e test-deploy test-kernels test-install image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
 all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
@@ -221,6 +221,13 @@ test-image: image $(BIN) $(FLOOD)
 test-kernels: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN) $(O)/bench/pass.bpf.o # test_libxdp's foreign program
 	$(Q)tools/deps.sh kernels
 	$(Q)O=$(O) tests/kernel/matrix.sh
+
+# test-install: the .deb on a fresh Debian 12 booted under QEMU with systemd:
+# installed with no other step, it enforces; a bad reload is refused; a purge
+# leaves nothing (tests/install/test_install.sh, docs/packaging.md). Root.
+test-install: $(FLOOD)
+	$(Q)tools/deps.sh install
+	$(Q)O=$(O) tests/install/test_install.sh
 
 # soak: the shared-budget harness longer and wider than the test suite runs
 # it (30 s per shape, 2, 4 and 6 nodes; about 12 minutes). Root.

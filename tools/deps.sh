@@ -11,7 +11,9 @@
 # what building and checking the Debian package needs (tests/pkg/test_deb.sh);
 # `tools/deps.sh fuzz` clang's libFuzzer runtime, for `make fuzz`;
 # `tools/deps.sh image` podman and mmdebstrap, for `make image` and
-# `make test-image` (deploy/image.sh, tests/deploy/test_image.sh).
+# `make test-image` (deploy/image.sh, tests/deploy/test_image.sh);
+# `tools/deps.sh install` QEMU, mmdebstrap and the package's build tools, for
+# `make test-install` (tests/install/test_install.sh).
 set -euo pipefail
 
 PACKAGES=(
@@ -40,6 +42,9 @@ if [ "${1:-}" = pkg ]; then
 fi
 if [ "${1:-}" = image ]; then
 	PACKAGES+=(podman mmdebstrap)
+fi
+if [ "${1:-}" = install ]; then # all of kernels' and pkg's, and mmdebstrap
+	PACKAGES+=(qemu-system-x86 cpio xz-utils zstd dpkg-dev debhelper mmdebstrap python3-yaml)
 fi
 if [ "${1:-}" = fuzz ]; then
 	PACKAGES+=(libclang-rt-14-dev) # libFuzzer, for `make fuzz`

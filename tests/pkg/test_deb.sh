@@ -28,6 +28,8 @@ PINS=/sys/fs/bpf/sluice
 NS=sluice-deb-$$
 VETH=sdeb$$a
 installed=0 agent='' netns=0
+# shellcheck source=tests/pkg/lib.sh
+source "$ROOT/tests/pkg/lib.sh"
 
 cleanup() {
 	local rc=$?
@@ -59,18 +61,12 @@ fi
 [ ! -e "$PINS" ] || fail "$PINS exists: the package's purge would detach that agent"
 
 # 1. Build from the committed tree, as CI's clone has it.
-mkdir "$TMP/src"
-git -C "$ROOT" archive HEAD | tar -x -C "$TMP/src"
-version=$(cd "$TMP/src" && dpkg-parsechangelog -S Version)
-arch=$(dpkg --print-architecture)
-(cd "$TMP/src" && dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 ||
-	{ tail -n 40 "$TMP/build.log" >&2; fail "dpkg-buildpackage failed (above)"; }
-deb=$TMP/sluice_${version}_$arch.deb
-[ -f "$deb" ] || fail "no $deb after the build"
+deb_build "$TMP" || fail "the package did not build"
+deb=$DEB
 ok "built $(basename "$deb")"
 
 # 2. lintian, as Debian's archive runs it, plus info tags for the record.
-lintian --display-info --fail-on error,warning "$TMP/sluice_${version}_$arch.changes" \
+lintian --display-info --fail-on error,warning "$CHANGES" \
 	>"$TMP/lintian.log" 2>&1 || { cat "$TMP/lintian.log" >&2; fail "lintian reported errors or warnings (above)"; }
 tags=$(grep -c '^[EW]: ' "$TMP/lintian.log" || [ $? = 1 ])
 [ "$tags" = 0 ] || fail "lintian: $tags errors or warnings"
