@@ -17,6 +17,7 @@
 #include "sluice/compiler.h"
 #include "base/clock.h"
 #include "budget/cluster.h"
+#include "budget/conn.h"
 #include "budget/wire.h"
 
 #define CRC16_POLY	 0x1021
