@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Subcommands: each cmd_<name>.c parses its own options with getopt_long,
- * validates values while parsing, and calls into the layers below. Exit
- * codes: 0 success, 1 failure, 2 usage error.
+ * Subcommands: each user/cli/<name>.c (run.c, check.c, ...; main.c holds
+ * the table) parses its own options with getopt_long, validates values
+ * while parsing, and calls into the layers below; cmd.c holds the helpers
+ * they share. Exit codes: 0 success, 1 failure, 2 usage error.
  */
 #ifndef SLUICE_CMD_H
 #define SLUICE_CMD_H
