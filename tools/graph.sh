@@ -17,8 +17,35 @@
 #   tools/graph.sh [--objs DIR]           module edges, then "loops: none" or the loop
 #   tools/graph.sh --files [--objs DIR]   the same at file level
 #   -q                                    only the last line
-# It exits 1 on a loop.
+#   tools/graph.sh --list                 every file of each module, as
+#                                         docs/architecture.md lists them
+#   tools/graph.sh --check-doc FILE       whether FILE's list is that one
+# It exits 1 on a loop, or on a list that differs.
 set -euo pipefail
+
+LIST_BEGIN='<!-- files: tools/graph.sh --list -->'
+LIST_END='<!-- end of files -->'
+
+# Each folder of code and its files, wrapped as the doc shows them.
+list() {
+	local d
+	for d in include/sluice bpf user/base user/policy user/kernel user/budget user/agent \
+		user/cli lib; do
+		find "$d" -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort |
+			fmt -w 64 | awk -v d="$d/" '{ printf "    %-16s%s\n", NR == 1 ? d : "", $0 }'
+	done
+}
+
+check_doc() {
+	local want
+	want=$(sed -n "\|^$LIST_BEGIN\$|,\|^$LIST_END\$|p" "$1" | sed '1,2d; $d' | sed '$d')
+	if [[ $want != "$(list)" ]]; then
+		echo "$1 lists other files than the tree holds; put tools/graph.sh --list" \
+			"between its '$LIST_BEGIN' lines" >&2
+		diff <(echo "$want") <(list) >&2 || true
+		return 1
+	fi
+}
 
 level='module'
 objs=''
@@ -28,7 +55,9 @@ while (($#)); do
 	--files) level='file' ;;
 	--objs) objs=$2; shift ;;
 	-q) quiet=1 ;;
-	*) echo "usage: $0 [--files] [--objs DIR] [-q]" >&2; exit 2 ;;
+	--list) list; exit 0 ;;
+	--check-doc) check_doc "$2"; exit ;;
+	*) echo "usage: $0 [--files] [--objs DIR] [-q] | --list | --check-doc FILE" >&2; exit 2 ;;
 	esac
 	shift
 done
