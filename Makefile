@@ -56,6 +56,7 @@ SINK := $(O)/sluice-sink
 FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
+UNIT_SH := $(sort $(wildcard tests/unit/test_*.sh))
 BPFT_SRC := $(wildcard tests/bpf/test_*.c)
 BPFT_BIN := $(BPFT_SRC:%.c=$(O)/%)
 STORE_T_SRC := $(wildcard tests/store/test_*.c)
@@ -66,10 +67,22 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: graph fuzz
-.PHONY: all deps test test-unit test-bpf test-e2e test-deploy test-kernels image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
+.PHONY: all hooks deps test test-unit test-bpf test-e2e test-deploy test-kernels image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-graph check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
+# The one-line hint: a clone without the commit-msg hook (not in CI, nor
+# outside a git checkout) is told how to get it.
+HOOK_PATH = $(shell git rev-parse --git-path hooks/commit-msg 2>/dev/null)
 all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
+	$(Q)[ -n "$$CI" ] || [ -z "$(HOOK_PATH)" ] || [ -e "$(HOOK_PATH)" ] || \
+		echo "hint: 'make hooks' installs the commit-msg hook (CONTRIBUTING.md)"
+
+# hooks: tools/commit-msg as this clone's commit-msg hook (CONTRIBUTING.md).
+hooks:
+	$(Q)[ -n "$(HOOK_PATH)" ] || { echo "hooks: not a git checkout" >&2; exit 1; }
+	$(Q)mkdir -p "$(dir $(HOOK_PATH))"
+	$(Q)install -m 755 tools/commit-msg "$(HOOK_PATH)"
+	$(Q)echo "hooks: installed $(HOOK_PATH)"
 
 deps:
 	$(Q)tools/deps.sh
@@ -190,7 +203,7 @@ test:
 		$(TEST_LOGS)/summary; exit $$rc
 
 test-unit: $(UNIT_BIN) $(BPF_OBJ)
-	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier unit $(UNIT_BIN)
+	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier unit $(UNIT_BIN) $(UNIT_SH)
 
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
@@ -261,6 +274,7 @@ vmlinux:
 graph: $(LIB_OBJ) $(CMD_OBJ) $(PKT_OBJ) $(HARNESS_OBJ)
 	$(Q)tools/graph.sh --objs $(O)
 	$(Q)out=$$(tools/graph.sh --files --objs $(O) -q); rc=$$?; echo "files: $$out"; exit $$rc
+	$(Q)tools/graph.sh --check-doc docs/architecture.md
 
 FORMAT_SRC = $(wildcard user/*/*.[ch] lib/*.[ch] include/sluice/*.h bpf/*.[ch] tests/*/*.[ch] tools/*.c bench/*.c)
 format:
