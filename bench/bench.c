@@ -1733,7 +1733,7 @@ static double row_over(const struct bench_result *all, const int *keep, enum ben
  * this run: a pass costs at least what a packet no policy matches costs
  * (parse, classify, the deny cache, the totals) plus one key step, and 8
  * layers that all admit that plus 8 key steps (docs/performance.md,
- * "Session 11"). Printed when every row they need was measured.
+ * "Issue #16's targets"). Printed when every row they need was measured.
  */
 static void print_floors(const struct bench_result *all, const int *keep)
 {

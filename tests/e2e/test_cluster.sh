@@ -508,7 +508,7 @@ run_fault() {
 	# Through the fault a round may also wait out a call to the failing
 	# primary, a store timeout of rate more: with both CPUs busy
 	# (stress-ng --cpu 2) the other shards' windows strayed up to 26 from L,
-	# beyond steady_slack's 16..19 of those runs (session 8, 8f1541d and after).
+	# beyond steady_slack's 16..19 of those runs (8f1541d and after).
 	fault_slack=$((slack + (RATE * E2E_STORE_TIMEOUT_MS + 999) / 1000))
 	for i in "${!KEYS[@]}"; do
 		if [ "${KEY_PORT[i]}" = "$victim" ]; then
