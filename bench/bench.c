@@ -14,7 +14,7 @@
  *
  * sluice is loaded through the test harness (loader.c into a private pin
  * root, policy through policy.c, compile.c and maps.c), so the benchmark
- * runs the agent's path. Not here: any assertion on time (STYLE.md, Tests).
+ * runs the agent's path. Not here: any assertion on time (CONTRIBUTING.md, Tests).
  */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
