@@ -56,6 +56,7 @@ SINK := $(O)/sluice-sink
 FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:%.c=$(O)/%)
+UNIT_SH := $(sort $(wildcard tests/unit/test_*.sh))
 BPFT_SRC := $(wildcard tests/bpf/test_*.c)
 BPFT_BIN := $(BPFT_SRC:%.c=$(O)/%)
 STORE_T_SRC := $(wildcard tests/store/test_*.c)
@@ -66,10 +67,22 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: graph fuzz fuzz-smoke
-.PHONY: all deps test test-unit test-bpf test-e2e test-deploy test-kernels test-install image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
-.PHONY: check check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
+.PHONY: all hooks deps test test-unit test-bpf test-e2e test-deploy test-kernels test-install image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
+.PHONY: check check-graph check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
+# The one-line hint: a clone without the commit-msg hook (not in CI, nor
+# outside a git checkout) is told how to get it.
+HOOK_PATH = $(shell git rev-parse --git-path hooks/commit-msg 2>/dev/null)
 all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
+	$(Q)[ -n "$$CI" ] || [ -z "$(HOOK_PATH)" ] || [ -e "$(HOOK_PATH)" ] || \
+		echo "hint: 'make hooks' installs the commit-msg hook (CONTRIBUTING.md)"
+
+# hooks: tools/commit-msg as this clone's commit-msg hook (CONTRIBUTING.md).
+hooks:
+	$(Q)[ -n "$(HOOK_PATH)" ] || { echo "hooks: not a git checkout" >&2; exit 1; }
+	$(Q)mkdir -p "$(dir $(HOOK_PATH))"
+	$(Q)install -m 755 tools/commit-msg "$(HOOK_PATH)"
+	$(Q)echo "hooks: installed $(HOOK_PATH)"
 
 deps:
 	$(Q)tools/deps.sh
@@ -190,7 +203,7 @@ test:
 		$(TEST_LOGS)/summary; exit $$rc
 
 test-unit: $(UNIT_BIN) $(BPF_OBJ)
-	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier unit $(UNIT_BIN)
+	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier unit $(UNIT_BIN) $(UNIT_SH)
 
 test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
@@ -261,12 +274,14 @@ vmlinux:
 	$(Q)mkdir -p $(O)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(O)/vmlinux.h
 
-# graph: the include graph between user space's modules, and whether any
-# two include each other around a loop (docs/architecture.md). --files for
-# the same at file level.
-graph:
-	$(Q)tools/graph.sh
-	$(Q)tools/graph.sh --files | tail -n 1
+# graph: which of user space's modules uses which (an include, or a name
+# another file defines, read from the objects), and whether any two use
+# each other around a loop, between modules or between files; it fails on
+# a loop (docs/architecture.md, CONTRIBUTING.md). Part of check.
+graph: $(LIB_OBJ) $(CMD_OBJ) $(PKT_OBJ) $(HARNESS_OBJ)
+	$(Q)tools/graph.sh --objs $(O)
+	$(Q)out=$$(tools/graph.sh --files --objs $(O) -q); rc=$$?; echo "files: $$out"; exit $$rc
+	$(Q)tools/graph.sh --check-doc docs/architecture.md
 
 FORMAT_SRC = $(wildcard user/*/*.[ch] lib/*.[ch] include/sluice/*.h bpf/*.[ch] tests/*/*.[ch] tools/*.c bench/*.c)
 format:
@@ -274,14 +289,14 @@ format:
 
 check-format:
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC) || \
-		{ echo "check-format: run 'make format' (STYLE.md: .clang-format is the law)" >&2; exit 1; }
+		{ echo "check-format: run 'make format' (CONTRIBUTING.md: .clang-format is the law)" >&2; exit 1; }
 
 # check: static analysis, and the unit and BPF tiers under sanitizers and
 # valgrind (issue #15); CI runs it. Each part ends with a "check-PART: passed"
 # or "check-PART: FAILED" line, and check fails if any part failed. The BPF
 # tier needs root, as in test-bpf. bpf/ is BPF target code: clang's -Werror
 # build and the verifier check it, not these tools.
-CHECK_PARTS := tidy cppcheck shellcheck asan valgrind
+CHECK_PARTS := graph tidy cppcheck shellcheck asan valgrind
 CHECK_C_SRC = $(wildcard user/*/*.c lib/*.c tools/*.c tests/*/*.c)
 CHECK_SH_SRC = $(sort $(wildcard tests/*/*.sh tools/*.sh tools/completion/*.bash bench/*.sh \
 	tests/kernel/*) tests/run-tier .ci/run deploy/image.sh \
@@ -299,6 +314,8 @@ check:
 # clang-tidy (.clang-tidy) sees what gcc sees, plus tools/lint/models.h: the
 # library facts its analyzer cannot read (cmocka's fail() does not return).
 TIDY_CFLAGS = $(filter-out -MMD -MP,$(USER_CFLAGS)) -include tools/lint/models.h
+check-graph: graph
+
 check-tidy: $(SKEL)
 	$(call msg,TIDY,$(words $(CHECK_C_SRC)) files)
 	$(Q)printf '%s\n' $(CHECK_C_SRC) | xargs -P $(CHECK_JOBS) -I{} sh -c \

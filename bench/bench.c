@@ -14,7 +14,7 @@
  *
  * sluice is loaded through the test harness (loader.c into a private pin
  * root, policy through policy.c, compile.c and maps.c), so the benchmark
- * runs the agent's path. Not here: any assertion on time (STYLE.md, Tests).
+ * runs the agent's path. Not here: any assertion on time (CONTRIBUTING.md, Tests).
  */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
@@ -1733,7 +1733,7 @@ static double row_over(const struct bench_result *all, const int *keep, enum ben
  * this run: a pass costs at least what a packet no policy matches costs
  * (parse, classify, the deny cache, the totals) plus one key step, and 8
  * layers that all admit that plus 8 key steps (docs/performance.md,
- * "Session 11"). Printed when every row they need was measured.
+ * "Issue #16's targets"). Printed when every row they need was measured.
  */
 static void print_floors(const struct bench_result *all, const int *keep)
 {

@@ -28,7 +28,7 @@
  * vocabulary from a key's map entry up to the entry, where verdict_xdp()
  * alone turns it into an XDP verdict. The answers that drop the packet are
  * the odd ones, so that is_drop(), asked on every packet's path, is one
- * test (three compares before: docs/performance.md, Session 6).
+ * test (three compares before, issue #16).
  */
 enum limit_result {
 	LIMIT_ADMIT = 0,	  /* admitted and charged */

@@ -9,12 +9,58 @@
 # re-layout) each file stem is its own node, so `make graph` on an old
 # checkout prints that tree's graph to compare. tsort(1) finds the loops.
 #
-#   tools/graph.sh           module edges, then "loops: none" or the loop
-#   tools/graph.sh --files   the same at file level
+# An arrow is an include, or, given the objects (--objs DIR, the build
+# directory), a call or any other use of a name that another file defines
+# (nm(1)): a helper defined in one file and used by a file it uses is a loop
+# as much as two headers that include each other.
+#
+#   tools/graph.sh [--objs DIR]           module edges, then "loops: none" or the loop
+#   tools/graph.sh --files [--objs DIR]   the same at file level
+#   -q                                    only the last line
+#   tools/graph.sh --list                 every file of each module, as
+#                                         docs/architecture.md lists them
+#   tools/graph.sh --check-doc FILE       whether FILE's list is that one
+# It exits 1 on a loop, or on a list that differs.
 set -euo pipefail
 
+LIST_BEGIN='<!-- files: tools/graph.sh --list -->'
+LIST_END='<!-- end of files -->'
+
+# Each folder of code and its files, wrapped as the doc shows them.
+list() {
+	local d
+	for d in include/sluice bpf user/base user/policy user/kernel user/budget user/agent \
+		user/cli lib; do
+		find "$d" -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort |
+			fmt -w 64 | awk -v d="$d/" '{ printf "    %-16s%s\n", NR == 1 ? d : "", $0 }'
+	done
+}
+
+check_doc() {
+	local want
+	want=$(sed -n "\|^$LIST_BEGIN\$|,\|^$LIST_END\$|p" "$1" | sed '1,2d; $d' | sed '$d')
+	if [[ $want != "$(list)" ]]; then
+		echo "$1 lists other files than the tree holds; put tools/graph.sh --list" \
+			"between its '$LIST_BEGIN' lines" >&2
+		diff <(echo "$want") <(list) >&2 || true
+		return 1
+	fi
+}
+
 level='module'
-[[ ${1:-} == --files ]] && level='file'
+objs=''
+quiet=''
+while (($#)); do
+	case $1 in
+	--files) level='file' ;;
+	--objs) objs=$2; shift ;;
+	-q) quiet=1 ;;
+	--list) list; exit 0 ;;
+	--check-doc) check_doc "$2"; exit ;;
+	*) echo "usage: $0 [--files] [--objs DIR] [-q] | --list | --check-doc FILE" >&2; exit 2 ;;
+	esac
+	shift
+done
 roots=()
 for r in user lib include; do [[ -d $r ]] && roots+=("$r"); done
 
@@ -50,7 +96,7 @@ node() {
 	esac
 }
 
-edges=$(
+includes() {
 	find "${roots[@]}" -name '*.[ch]' | sort | while read -r f; do
 		from=$(node "$f")
 		grep -o '^#include "[^"]*"' "$f" | sed 's/^#include "//; s/"$//' | while read -r inc; do
@@ -59,9 +105,35 @@ edges=$(
 			to=$(node "$to")
 			[[ $from == "$to" ]] || echo "$from $to"
 		done
-	done | sort -u
-)
-echo "$edges" | awk '{ printf "%-14s -> %s\n", $1, $2 }'
+	done
+}
+
+# "user/budget/redis.c store_reply_error" for each name an object uses
+# (U) or defines (anything else), by the source it was built from.
+symbols() {
+	local o src
+	find "$objs/user" "$objs/lib" -name '*.o' 2>/dev/null | sort | while read -r o; do
+		src=${o#"$objs"/}
+		src=${src%.o}.c
+		[[ -e $src ]] || continue
+		nm -g "$o" | awk -v f="$src" -v want="$1" \
+			'(want == "U") == ($1 == "U") { print f, $NF }'
+	done
+}
+
+# An arrow from each user of a name to the file that defines it.
+uses() {
+	[[ -n $objs ]] || return 0
+	join -1 2 -2 2 -o 1.1,2.1 <(symbols U | sort -k2,2) <(symbols D | sort -k2,2) |
+		while read -r from to; do
+			from=$(node "$from")
+			to=$(node "$to")
+			[[ $from == "$to" ]] || echo "$from $to"
+		done
+}
+
+edges=$({ includes; uses; } | sort -u)
+[[ -n $quiet ]] || echo "$edges" | awk '{ printf "%-14s -> %s\n", $1, $2 }'
 if loop=$(echo "$edges" | tsort 2>&1 >/dev/null) && [[ -z $loop ]]; then
 	echo "loops: none"
 else

@@ -114,7 +114,7 @@ SLUICE_INLINE __u64 sluice_gcra_mul_sat(__u64 n, __u64 x)
  * product, never less; a cost of at most one unit gets exactly
  * sluice_gcra_incr(), by one branch: every packet XDP sees, and every
  * frame that is not a GRO aggregate, takes it (the split cost 16
- * instructions per layer: docs/performance.md, Session 6).
+ * instructions per layer, issue #16).
  * Saturates at SLUICE_GCRA_INCR_SAT.
  */
 SLUICE_INLINE __u64 sluice_gcra_incr_cost(__u64 cost, __u64 interval_mant, __u32 interval_shift,

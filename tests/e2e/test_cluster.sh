@@ -23,7 +23,9 @@
 #     other shards' keys keep their steady windows through the fault (the
 #     slack plus a store timeout's worth of packets: run_fault); after
 #     the promotion every key of the dead shard passes again, and its last
-#     second is a steady one.
+#     2 s are no lower than a steady window and no higher than L + B: the
+#     promoted replica may have lost the last writes (replication is
+#     asynchronous), so its bucket may spend a fresh burst.
 # Prints the figures as "figure:" lines: the fault and resume times, and
 # Redis commands per second per node and per shard (INFO commandstats).
 source "$(dirname "$0")/lib.sh"
@@ -456,8 +458,12 @@ check_dead_key() {
 	if [ -n "$last" ] && (((last - t_kill) / 1000000 > worst_last)); then worst_last=$(((last - t_kill) / 1000000)); fi
 	if (((resume - t_promoted) / 1000000 > worst_resume)); then worst_resume=$(((resume - t_promoted) / 1000000)); fi
 	analyze "${KEYS[i]}" $((FAULT_MS - 2000)) $FAULT_MS 0
-	check "$label: its last 2 s after the promotion: windows $A_steady_min..$A_steady_max within L±$slack" \
-		$((A_steady_min >= RATE - slack && A_steady_max <= RATE + slack))
+	# Redis replicates asynchronously: the promoted replica may have lost the
+	# last lease writes, so its bucket may start full again. The contract's
+	# bound after a failover is then one fresh burst over the limit (L + B),
+	# not the steady slack; below L the steady slack holds.
+	check "$label: its last 2 s after the promotion: windows $A_steady_min..$A_steady_max within L-$slack..L+B=$((RATE + BURST))" \
+		$((A_steady_min >= RATE - slack && A_steady_max <= RATE + BURST))
 }
 
 # run_fault: the commands per shard, then the primary of the membership
@@ -508,7 +514,7 @@ run_fault() {
 	# Through the fault a round may also wait out a call to the failing
 	# primary, a store timeout of rate more: with both CPUs busy
 	# (stress-ng --cpu 2) the other shards' windows strayed up to 26 from L,
-	# beyond steady_slack's 16..19 of those runs (session 8, 8f1541d and after).
+	# beyond steady_slack's 16..19 of those runs (8f1541d and after).
 	fault_slack=$((slack + (RATE * E2E_STORE_TIMEOUT_MS + 999) / 1000))
 	for i in "${!KEYS[@]}"; do
 		if [ "${KEY_PORT[i]}" = "$victim" ]; then

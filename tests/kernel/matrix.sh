@@ -29,8 +29,8 @@
 # through that kernel's verifier, and the smoke test. A booted kernel must
 # pass test_libxdp.sh's sharing checks (libxdp's dispatcher); the running
 # one may refuse the dispatcher (Firecracker's 6.18 does), where the test
-# checks the lone program libxdp falls back to. Under TCG the whole tier takes about 8 minutes on 6.1, the
-# quick one about 1.
+# checks the lone program libxdp falls back to. Under TCG the whole tier takes about 11 minutes on 6.1, the
+# quick one about 1 (docs/kernels.md, Tested).
 # SLUICE_KERNEL_TESTS="tests/bpf/test_limit ..." runs only those BPF tests,
 # on every kernel.
 # Prints per-kernel results and a table; exits non-zero if any kernel fails.

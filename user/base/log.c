@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The log level is one of the few pieces of file-scope state user space
- * allows (STYLE.md): it is set once from the command line, and with it
+ * allows (CONTRIBUTING.md): it is set once from the command line, and with it
  * whether stderr is the journal (then each line starts with its syslog
  * priority, so `journalctl -p warning` finds the warnings).
  */

@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "budget/cluster.h"
+#include "budget/conn.h"
 #include "budget/wire.h"
 
 #define CRC16_POLY	 0x1021

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#include "budget/redis.h"
+#include "budget/conn.h"
 
 #define CLUSTER_URL_SCHEME   "cluster://" /* a store URL's scheme */
 #define CLUSTER_SLOTS	     16384	  /* the Redis Cluster spec's hash slots */

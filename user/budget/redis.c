@@ -383,83 +383,6 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *const *key
 	return 0;
 }
 
-/* Commands formatted for one write, so a pipeline reaches Redis in one read. */
-struct out_buf {
-	char *buf;
-	size_t len;
-};
-
-/* Append one command of @argc words to @o; 0 or -ENOMEM with @err. */
-static int out_add(struct out_buf *o, int argc, const char **argv, char *err, size_t len)
-{
-	char *cmd = NULL, *buf;
-	int n = redisFormatCommandArgv(&cmd, argc, argv, NULL);
-
-	buf = n < 0 ? NULL : realloc(o->buf, o->len + n);
-	if (!buf) {
-		redisFreeCommand(cmd);
-		snprintf(err, len, "store call: %s", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	memcpy(buf + o->len, cmd, n);
-	o->buf = buf;
-	o->len += n;
-	redisFreeCommand(cmd);
-	return 0;
-}
-
-/* Send one command of @argc words on @w. */
-static int send_argv(struct wire *w, int argc, const char **argv, char *err, size_t len)
-{
-	struct out_buf o = { 0 };
-	int ret = out_add(&o, argc, argv, err, len);
-
-	if (!ret)
-		ret = wire_send(w, o.buf, o.len, err, len);
-	free(o.buf);
-	return ret;
-}
-
-/* A round trip that read every reply it waited for must have read no more. */
-static int no_more(const struct wire *w, char *err, size_t len)
-{
-	if (w->reader->len == w->reader->pos)
-		return 0;
-	snprintf(err, len, "store reply: more replies than calls");
-	return -EPROTO;
-}
-
-int store_command(struct store_conn *conn, int argc, const char **argv, redisReply **out, char *err,
-		  size_t len)
-{
-	const struct wire_budget b = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS };
-
-	return store_command_within(conn, argc, argv, &b, out, err, len);
-}
-
-int store_command_within(struct store_conn *conn, int argc, const char **argv,
-			 const struct wire_budget *b, redisReply **out, char *err, size_t len)
-{
-	struct wire w;
-	int ret = wire_begin(&w, conn->c->fd, conn->cancel_fd, conn->timeout_ns, b);
-
-	*out = NULL;
-	if (ret)
-		snprintf(err, len, "store call: %s", strerror(-ret));
-	if (!ret)
-		ret = send_argv(&w, argc, argv, err, len);
-	if (!ret)
-		ret = wire_read(&w, out, err, len);
-	if (!ret)
-		ret = no_more(&w, err, len);
-	wire_end(&w);
-	if (ret && *out) {
-		freeReplyObject(*out);
-		*out = NULL;
-	}
-	return ret;
-}
-
 /* Load @src into Redis' script cache if @sha is "", keeping its SHA-1. */
 static int script_load(struct store_conn *conn, const char *src, char *sha, char *err, size_t len)
 {
@@ -489,20 +412,20 @@ static int is_noscript(const redisReply *r)
 }
 
 /* Queue call @k by SHA-1, or by source when @by_source. */
-static int queue_call(struct out_buf *o, struct lease_scripts *sc, struct call *k, int by_source,
+static int queue_call(struct wire_out *o, struct lease_scripts *sc, struct call *k, int by_source,
 		      char *err, size_t len)
 {
 	k->argv[CALL_VERB] = by_source ? "EVAL" : "EVALSHA";
 	k->argv[CALL_SCRIPT] = by_source ? (char *)script_src[k->script] : sc->sha[k->script];
-	return out_add(o, (int)k->argc, (const char **)k->argv, err, len);
+	return wire_out_add(o, (int)k->argc, (const char **)k->argv, err, len);
 }
 
 /* The ASKING that precedes a call redirected by ASK, and its answer. */
-static int asking_send(struct out_buf *o, char *err, size_t len)
+static int asking_send(struct wire_out *o, char *err, size_t len)
 {
 	const char *argv[] = { "ASKING" };
 
-	return out_add(o, ARRAY_SIZE(argv), argv, err, len);
+	return wire_out_add(o, ARRAY_SIZE(argv), argv, err, len);
 }
 
 static int asking_read(struct wire *w, char *err, size_t len)
@@ -527,7 +450,7 @@ static int asking_read(struct wire *w, char *err, size_t len)
 static int round_trip(struct store_conn *conn, struct pipe *p, const unsigned char *again,
 		      unsigned char *noscript, char *err, size_t len)
 {
-	struct out_buf o = { 0 };
+	struct wire_out o = { 0 };
 	struct wire w;
 	int ret = wire_begin(&w, conn->c->fd, conn->cancel_fd, conn->timeout_ns, &p->budget);
 	int n_again = 0;
@@ -557,7 +480,7 @@ static int round_trip(struct store_conn *conn, struct pipe *p, const unsigned ch
 		}
 	}
 	if (!ret)
-		ret = no_more(&w, err, len);
+		ret = wire_no_more(&w, err, len);
 	wire_end(&w);
 	return ret ? ret : n_again;
 }

@@ -10,10 +10,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-struct redisContext;
-struct redisReply;
-struct wire_budget;
-struct cluster;
+#include "budget/conn.h"
 
 /*
  * The shared budget's Redis side (#5): conserving token leases, membership and the fleet's hot sets
@@ -35,7 +32,6 @@ struct cluster;
  * The hash's own field 'live' is the Redis TIME until which its TTL keeps it.
  */
 #define STORE_NAME_LEN	    160 /* a fleet, node or policy name (< 128) and a suffix */
-#define LEASE_SHA_LEN	    41	/* a SHA-1 in hex, NUL-terminated */
 #define LEASE_KEY_LEN	    320 /* a Redis key, NUL-terminated */
 #define LEASE_FIELD_LEN	    64	/* a bucket's field: lower-case hex digits, NUL-terminated */
 #define LEASE_SCALED_MAX    (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
@@ -64,46 +60,6 @@ struct cluster;
 #define LEASE_REAP_PER_KEY 2
 /* A bucket hash's TTL is set with this much to spare (µs), so not at every call. */
 #define LEASE_LIVE_SLACK_US 1000000
-
-enum store_script {
-	STORE_SCRIPT_LEASE = 0,
-	STORE_SCRIPT_BEAT,
-	STORE_SCRIPT_HOT,
-	STORE_SCRIPT_MAX,
-};
-
-/* The scripts' SHA-1s, "" until loaded; owned by the caller, one per connection. */
-struct lease_scripts {
-	char sha[STORE_SCRIPT_MAX][LEASE_SHA_LEN];
-};
-
-/*
- * A connection as the store's thread holds it. Every round trip on it is
- * bounded in time and size (budget/wire.h): a stalled or lying Redis costs
- * at most @timeout_ns per round trip and a bounded amount of memory.
- */
-struct store_conn {
-	struct redisContext *c;	 /* connected; its owner frees it */
-	struct lease_scripts sc; /* loaded on this connection */
-	__u64 timeout_ns;	 /* each round trip, whole: first byte sent to last byte read */
-	int cancel_fd;		 /* readable: give up any wait at once; -1: never */
-	struct cluster *cluster; /* set: a Redis Cluster (budget/cluster.h); @c is unused and
-				  * script calls go to each key's primary */
-};
-
-/*
- * One command (@argc words of @argv) and its reply, in one bounded round
- * trip; the caller frees *@out. 0; -ENOMEM; -ETIMEDOUT, -ECANCELED, -EIO or
- * -EPROTO (malformed or oversize reply) with the cause in @err: then drop
- * the connection.
- */
-int store_command(struct store_conn *conn, int argc, const char **argv, struct redisReply **out,
-		  char *err, size_t len);
-
-/* store_command() with reply budget @b (a reply larger than an ordinary one, CLUSTER SLOTS). */
-int store_command_within(struct store_conn *conn, int argc, const char **argv,
-			 const struct wire_budget *b, struct redisReply **out, char *err,
-			 size_t len);
 
 /*
  * Whether the shard that holds Redis key @key answered the last round
@@ -145,13 +101,6 @@ struct lease_grant {
 	__u64 now_us;	  /* Redis TIME when the grant was made */
 	int err;	  /* 0, or -EPROTO: an error or a reply out of range (see @err text) */
 };
-
-/*
- * Why @r is not the reply a command wanted, for an error message: Redis's
- * error, "unexpected reply", or @conn_err (the connection's) when there is
- * no reply at all.
- */
-const char *store_reply_error(const char *conn_err, const struct redisReply *r);
 
 /*
  * For each of @n requests, in one pipelined round trip (one call for up to

@@ -110,13 +110,6 @@ static redisContext *ready(redisContext *c, const char *what, char *err, size_t 
 	return c;
 }
 
-const char *store_reply_error(const char *conn_err, const redisReply *r)
-{
-	if (!r)
-		return conn_err;
-	return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
-}
-
 /*
  * One command of @argc words on @c (@what in errors), whose reply must be
  * the status or string @want; 0 or -1 with @err.

@@ -303,3 +303,30 @@ int wire_read(struct wire *w, struct redisReply **out, char *err, size_t len)
 			return ret;
 	}
 }
+
+/* Append one command of @argc words to @o; 0 or -ENOMEM with @err. */
+int wire_out_add(struct wire_out *o, int argc, const char **argv, char *err, size_t len)
+{
+	char *cmd = NULL, *buf;
+	int n = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+
+	buf = n < 0 ? NULL : realloc(o->buf, o->len + n);
+	if (!buf) {
+		redisFreeCommand(cmd);
+		snprintf(err, len, "store call: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	memcpy(buf + o->len, cmd, n);
+	o->buf = buf;
+	o->len += n;
+	redisFreeCommand(cmd);
+	return 0;
+}
+
+int wire_no_more(const struct wire *w, char *err, size_t len)
+{
+	if (w->reader->len == w->reader->pos)
+		return 0;
+	snprintf(err, len, "store reply: more replies than calls");
+	return -EPROTO;
+}

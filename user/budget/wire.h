@@ -69,4 +69,19 @@ int wire_read(struct wire *w, struct redisReply **out, char *err, size_t err_len
 /* End the round trip: free the reader and make @fd blocking again. Accepts a zeroed @w. */
 void wire_end(struct wire *w);
 
+/* Commands formatted for one write, so a pipeline reaches Redis in one read. */
+struct wire_out {
+	char *buf;
+	size_t len;
+};
+
+/* Append one command of @argc words to @o; 0 or -ENOMEM with @err. The caller frees o->buf. */
+int wire_out_add(struct wire_out *o, int argc, const char **argv, char *err, size_t len);
+
+/*
+ * A round trip that read every reply it waited for must have read no more:
+ * 0, or -EPROTO with the cause in @err.
+ */
+int wire_no_more(const struct wire *w, char *err, size_t len);
+
 #endif /* SLUICE_WIRE_H */

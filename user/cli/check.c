@@ -23,7 +23,7 @@
 
 #include "base/addr.h"
 #include "base/names.h"
-#include "cli/check.h"
+#include "cli/check_json.h"
 #include "cli/cmd.h"
 #include "policy/compile.h"
 #include "budget/planner.h"

@@ -16,7 +16,7 @@
 #include "base/escape.h"
 #include "base/names.h"
 #include "budget/planner.h"
-#include "cli/check.h"
+#include "cli/check_json.h"
 #include "cli/cmd.h"
 #include "policy/compile.h"
 #include "policy/policy.h"

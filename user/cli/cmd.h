@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Subcommands: each cmd_<name>.c parses its own options with getopt_long,
- * validates values while parsing, and calls into the layers below.
+ * Subcommands: each user/cli/<name>.c (run.c, check.c, ...; main.c holds
+ * the table) parses its own options with getopt_long, validates values
+ * while parsing, and calls into the layers below; cmd.c holds the helpers
+ * they share.
  *
  * Every refusal is one line on stderr, "sluice: <what is wrong>; <what to
  * do>", and one exit code of the table below, the same for every command

@@ -1,26 +1,18 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * sluice [-v | -q] <command> [<options>] [<args>]: global options, the
- * command table and dispatch, and the helpers every command shares (usage,
- * interface names, opening an interface's pins).
+ * command table and dispatch. The helpers every command shares are cmd.c's.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <getopt.h>
-#include <net/if.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <bpf/libbpf.h>
 
 #include "cli/cmd.h"
-#include "kernel/loader.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "sluice/abi.h"
-
-int cmd_quiet;
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
@@ -80,119 +72,6 @@ static int cmd_version(int argc, char **argv)
 		printf("git: %s\n", sluice_git_describe);
 	printf("libbpf: %s\n", libbpf_version_string());
 	return EXIT_OK;
-}
-
-void cmd_need_root(const char *what, int err)
-{
-	fprintf(stderr,
-		"sluice: cannot use '%s': %s; sluice needs root (CAP_BPF and CAP_NET_ADMIN): "
-		"run it with sudo\n",
-		what, strerror(-err));
-}
-
-int cmd_cannot_list(const char *pin_root, int err)
-{
-	if (err == -EACCES || err == -EPERM) {
-		cmd_need_root(pin_root, err);
-		return EXIT_NOPERM;
-	}
-	fprintf(stderr,
-		"sluice: cannot list '%s': %s; no interface has sluice attached there: start it "
-		"with 'sluice run', or give the --pin-root it runs with\n",
-		pin_root, strerror(-err));
-	return EXIT_FAIL;
-}
-
-int cmd_usage(FILE *out, const char *text, int code)
-{
-	fputs(text, out);
-	return code;
-}
-
-int cmd_refuse(char **argv, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "sluice: %s: ", argv[0]);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "; 'sluice %s --help' lists its options\n", argv[0]);
-	return EXIT_USAGE;
-}
-
-int cmd_bad_option(char **argv, const char *optstring)
-{
-	/* opterr is 0: getopt_long printed nothing, and optopt is 0 for an unknown long one */
-	int known = optopt >= OPT_LONG_ONLY || (optopt && strchr(optstring, optopt));
-	char name[] = { '-', (char)optopt, '\0' };
-	const char *arg = argv[optind - 1];
-
-	if (strncmp(arg, "--", 2) != 0 && optopt && optopt < OPT_LONG_ONLY)
-		arg = name; /* one of a group of short options: -xc */
-
-	return known ? cmd_refuse(argv, "option '%s' needs a value", arg)
-		     : cmd_refuse(argv, "unknown option '%s'", arg);
-}
-
-int cmd_extra_arg(char **argv, int argc, int want)
-{
-	return argc - optind < want
-		       ? cmd_refuse(argv, "missing argument")
-		       : cmd_refuse(argv, "unexpected argument '%s'", argv[optind + want]);
-}
-
-int cmd_exit_code(int err)
-{
-	return err == -EPERM || err == -EACCES ? EXIT_NOPERM : EXIT_FAIL;
-}
-
-int cmd_check_iface(const char *name)
-{
-	if (strlen(name) >= IF_NAMESIZE || !if_nametoindex(name)) {
-		fprintf(stderr, "sluice: no such interface '%s'; 'ip link' lists the interfaces\n",
-			name);
-		return -1;
-	}
-	return 0;
-}
-
-int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m, char *dir)
-{
-	int err = loader_set_dir(dir, pin_root, iface) ?: maps__open_pinned(m, dir);
-
-	if (err == -EPERM || err == -EACCES)
-		cmd_need_root(pin_root, err);
-	else if (err)
-		fprintf(stderr,
-			"sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
-			"to '%s'? ('sluice status' lists the interfaces it is attached to)\n",
-			pin_root, iface, strerror(-err), iface);
-	return err;
-}
-
-int cmd_first_iface(const char *pin_root, char *buf, size_t len)
-{
-	struct dirent *e;
-	DIR *d = opendir(pin_root);
-
-	if (!d && (errno == EACCES || errno == EPERM))
-		return cmd_need_root(pin_root, -errno), -EACCES;
-	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
-	/* cppcheck-suppress readdirCalled */
-	while (d && (e = readdir(d))) {
-		if (e->d_type == DT_DIR && e->d_name[0] != '.' && strlen(e->d_name) < len) {
-			snprintf(buf, len, "%s", e->d_name);
-			closedir(d);
-			return 0;
-		}
-	}
-	fprintf(stderr,
-		"sluice: no interface has sluice attached under '%s'; start it with 'sluice run'\n",
-		pin_root);
-	if (d)
-		closedir(d);
-	return -ENOENT;
 }
 
 int main(int argc, char **argv)

@@ -172,20 +172,14 @@ static int write_classes(int fd, __u32 gen, const __u32 *classes)
 /* The classifier into generation c->gen's half of sluice_match and sluice_class. */
 static int write_match(const struct sluice_maps *m, const struct compiled *c)
 {
-	__u32 *classes = calloc(SLUICE_SVCS, sizeof(*classes));
-	struct sluice_match *slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*slots));
 	__u32 gen = c->gen % SLUICE_POLICY_GENS;
-	size_t n_slots = 0;
-	int err = classes && slots ? compile_classes(c, classes, slots, &n_slots) : -ENOMEM;
+	int err;
 
-	if (!err)
-		err = write_array(m->fd[SLUICE_MAP_MATCH], gen * SLUICE_MATCH_SLOTS, slots,
-				  (__u32)n_slots);
-	if (!err)
-		err = write_classes(m->fd[SLUICE_MAP_CLASS], gen, classes);
-	free(classes);
-	free(slots);
-	return err;
+	if (!c->classes || !c->slots)
+		return -EINVAL; /* not through compile_assign_ids() */
+	err = write_array(m->fd[SLUICE_MAP_MATCH], gen * SLUICE_MATCH_SLOTS, c->slots,
+			  (__u32)c->n_slots);
+	return err ? err : write_classes(m->fd[SLUICE_MAP_CLASS], gen, c->classes);
 }
 
 static int write_addrs(int fd, __u32 gen, const struct addr_entry *e, size_t n)

@@ -22,6 +22,7 @@
 #include "sluice/svc.h"
 #include "sluice/gcra.h"
 #include "policy/compile.h"
+#include "policy/compile_addrs.h"
 
 #define PORT_SPACE (1U << SLUICE_PORT_BITS)
 #define ERR_LEN	   160
@@ -607,6 +608,8 @@ void compiled__free(struct compiled *c)
 	free(c->match);
 	free(c->src);
 	free(c->dst);
+	free(c->classes);
+	free(c->slots);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -664,6 +667,19 @@ static int new_id(const struct compiled *c, size_t i, __u32 *ids, const struct s
 	return -ENOSPC;
 }
 
+/* The classifier arrays of @c, once its ids are final. */
+static int build_classes(struct compiled *c)
+{
+	free(c->classes);
+	free(c->slots);
+	c->classes = calloc(SLUICE_SVCS, sizeof(*c->classes));
+	c->slots = calloc(SLUICE_MATCH_SLOTS, sizeof(*c->slots));
+	c->n_slots = 0;
+	if (!c->classes || !c->slots)
+		return -ENOMEM;
+	return compile_classes(c, c->classes, c->slots, &c->n_slots);
+}
+
 int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size_t n_old,
 		       __u32 *next_id)
 {
@@ -680,7 +696,7 @@ int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size
 		for (j = 0; j < c->match[i].val.count; j++)
 			c->match[i].val.ids[j] = ids[c->match[i].val.ids[j]];
 	free(ids);
-	return err;
+	return err ? err : build_classes(c);
 }
 
 __u32 compile_share_max(const struct policy *p)

@@ -12,62 +12,8 @@
 
 #include "sluice/abi.h"
 #include "base/diag.h"
+#include "policy/compiled.h"
 #include "policy/policy.h"
-
-/*
- * A classifier entry: a prefix of (generation 8 bits, IP protocol 8, port
- * 16, network order) and every policy it selects. A policy for any
- * protocol is an 8-bit prefix, one for a protocol a 16-bit prefix, one for
- * a port or a port range one or more longer prefixes; the longest prefix
- * that matches a packet decides. With `unparsed: charge`, one more entry
- * (prefixlen SLUICE_MATCH_BITS_UNPARSED) lists every policy, for frames
- * whose protocol and port are unknown (SLUICE_SVC_UNPARSED). compile_classes() turns them into the
- * arrays the XDP program reads.
- */
-struct sluice_match_key {
-	__u32 prefixlen; /* bits of the fields below that must match */
-	__u8 gen;
-	__u8 proto; /* IPPROTO_* */
-	__be16 dst_port;
-};
-
-#define SLUICE_MATCH_BITS_UNPARSED 0 /* not a prefix: the list of unparsed: charge */
-#define SLUICE_MATCH_BITS_GEN	   8
-#define SLUICE_MATCH_BITS_PROTO	   16
-#define SLUICE_MATCH_BITS_PORT	   32
-
-struct match_entry {
-	struct sluice_match_key key;
-	struct sluice_match val;
-};
-
-struct addr_entry {
-	struct sluice_addr_key key;
-	struct sluice_addr_val val;
-};
-
-/*
- * A policy_set compiled for one interface and one generation. policies[i]
- * is the file's policy i; one whose name is empty does not apply to the
- * interface and is written as an empty slot. Until compile_assign_ids(),
- * a policy's id is its index.
- */
-struct compiled {
-	struct sluice_policy *policies;
-	size_t n_policies;
-	struct match_entry *match; /* classifier entries of generation @gen */
-	size_t n_match;
-	struct addr_entry *src; /* sluice_src entries: allowlist and source sets */
-	size_t n_src;
-	struct addr_entry *dst; /* sluice_dst entries: destination sets */
-	size_t n_dst;
-	__u32 gen_flags; /* enum sluice_gen_flag */
-	__u32 gen;
-};
-
-/* Entries of one generation; the maps hold both. */
-#define COMPILE_MATCH_MAX 65536
-#define COMPILE_ADDR_MAX  (SLUICE_ADDR_ENTRIES / SLUICE_POLICY_GENS)
 
 /*
  * Compile @ps for policy generation @gen and interface @iface (NULL: the
@@ -86,7 +32,9 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
  * one, maps__carry_keys()), else a new id from *@next_id on, skipping
  * every id in use; *@next_id advances. Rewrites the ids in the policies
  * and the classifier lists. Returns 0, or -ENOSPC when SLUICE_MAX_POLICIES
- * ids are in use.
+ * ids are in use, or -ENOMEM. Then, as the compile's last step, builds
+ * the classifier arrays (@classes, @slots) with compile_classes(): the
+ * compiled set is complete for the map writer (kernel/maps.h).
  */
 int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size_t n_old,
 		       __u32 *next_id);
@@ -102,10 +50,6 @@ int compile_assign_ids(struct compiled *c, const struct sluice_policy *old, size
  */
 int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_match *slots,
 		    size_t *n_slots);
-
-/* Build the sluice_src/sluice_dst entries of @ps into @out (compile_addrs.c). */
-int compile_addrs(const struct policy_set *ps, const char *iface, struct compiled *out,
-		  struct diag_list *diags);
 
 void compiled__free(struct compiled *c);
 

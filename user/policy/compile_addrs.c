@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/addr.h"
-#include "policy/compile.h"
+#include "policy/compile_addrs.h"
 
 #define ROOT_BITS 0
 

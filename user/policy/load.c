@@ -25,11 +25,6 @@
 
 static const struct src_pos no_pos; /* a problem of the whole file */
 
-int report_empty(struct pctx *c)
-{
-	return REPORT_AT(c, no_pos, "", "empty policy file (expected a mapping with 'policies')");
-}
-
 /* ---- YAML in ------------------------------------------------------------- */
 
 /*

@@ -603,6 +603,15 @@ static const struct field top_fields[TOPF_MAX] = {
 			    "a policy file needs a sequence of policies under 'policies'" },
 };
 
+/* A file with no document, or a null one: a problem of the whole file. */
+int report_empty(struct pctx *c)
+{
+	const struct src_pos whole_file = { 0 };
+
+	return REPORT_AT(c, whole_file, "",
+			 "empty policy file (expected a mapping with 'policies')");
+}
+
 int parse_root(struct pctx *c, struct policy_set *ps)
 {
 	const yaml_node_t *root = yaml_document_get_root_node(c->doc);

@@ -4,8 +4,8 @@
  * check_json.c as one JSON object (--json, SCHEMA_CHECK). What both say
  * about the burst is computed once, here.
  */
-#ifndef SLUICE_CHECK_H
-#define SLUICE_CHECK_H
+#ifndef SLUICE_CHECK_JSON_H
+#define SLUICE_CHECK_JSON_H
 
 #include "base/diag.h"
 
@@ -37,4 +37,4 @@ void check_json_ok(const char *file, const struct policy_set *ps, const struct c
  */
 void check_json_errors(const char *file, const struct diag_list *diags, int read_err);
 
-#endif /* SLUICE_CHECK_H */
+#endif /* SLUICE_CHECK_JSON_H */
