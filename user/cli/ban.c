@@ -322,6 +322,27 @@ static void report_full(const struct ban_cmd *c, const char *iface, const struct
 		c->prefix, iface, entries, SLUICE_BAN_ENTRIES);
 }
 
+/*
+ * The program passes an allowlisted source before any ban: say so when the
+ * ban @c just recorded is inside the allowlist. A note, not a refusal: the
+ * allowlist may change at the next reload, and the ban then holds. An
+ * unreadable allowlist leaves the ban as it is, without a note.
+ */
+static void note_allowed(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+{
+	struct sluice_addr_key by;
+	char allow[ADDR_TEXT_LEN];
+
+	if (bans__allowed_by(m, &c->key, &by) != 1 ||
+	    addr_text(allow, sizeof(allow), by.addr, (int)bans__key_bits(&by)))
+		return;
+	fprintf(stderr,
+		"sluice: note: '%s' is inside '%s' of the allowlist on '%s', which passes it "
+		"before any ban; the ban is kept, and takes effect once '%s' leaves the "
+		"allowlist\n",
+		c->prefix, allow, iface, allow);
+}
+
 /* sluice ban or unban on one interface's maps, under its lock; 0 or -errno after why. */
 static int change(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
 {
@@ -353,11 +374,12 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 	else if (err)
 		fprintf(stderr, "sluice: cannot %s '%s' on '%s': %s\n", c->name, c->prefix, iface,
 			strerror(-err));
-	else if (is_ban)
+	else if (is_ban) {
 		printf("banned %s on %s %s%s\n", c->prefix, iface,
 		       c->for_ns ? "for " : "until unbanned",
 		       c->for_ns ? units_duration_text(left, (double)c->for_ns) : "");
-	else
+		note_allowed(c, iface, m);
+	} else
 		printf("unbanned %s on %s\n", c->prefix, iface);
 	return err;
 }
