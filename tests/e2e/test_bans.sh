@@ -13,6 +13,11 @@
 #     a new agent reuses the pins and keeps them;
 #   - an allowlisted source passes a ban of its prefix; the rest does not;
 #   - unban restores the flow;
+#   - a ban wider than an IPv4 /8 or an IPv6 /32 is refused without
+#     --force, and changes nothing; with it, 0.0.0.0/0 drops every source
+#     but the allowlist's;
+#   - a ban inside the allowlist is kept, with a note naming the
+#     allowlist prefix, and has no effect;
 #   - a ban --for 2s ends on time: the flow is back within EXPIRE_TOL_MS of
 #     its expiry, never before it; bans shows it expired, ban prunes it;
 #   - deploy/fail2ban's action bans and unbans (its own command lines, with
@@ -34,10 +39,12 @@ FOR_S=2            # the expiring ban
 # with both CPUs busy (docs/bans.md).
 EXPIRE_TOL_MS=50
 ALLOWED=10.200.0.99
+ALLOWED_NET=10.200.9.0/24
+SHADOWED=10.200.9.128/25 # inside $ALLOWED_NET
 MAX_BANS=65536 # SLUICE_BAN_ENTRIES
 
 cat >"$WORK/policy.yaml" <<YAML
-allow: [$ALLOWED]
+allow: [$ALLOWED, $ALLOWED_NET]
 policies:
   - name: other
     match: { proto: udp, dst_port: 9999 }
@@ -166,6 +173,49 @@ unban 10.200.0.0/16 2>"$WORK/unban.err" || rc=$?
 e2e_equal "exit status of unbanning what is not banned" "$rc" 1
 grep -q "cannot unban '10.200.0.0/16' on '$VETH_RX': it is not banned" "$WORK/unban.err" ||
 	e2e_fail "unban: $(cat "$WORK/unban.err")"
+
+# ---- a wide ban needs --force -------------------------------------------------
+# wide PREFIX: `sluice ban PREFIX` is refused, exactly, and changes nothing.
+wide() {
+	local have rc=0 out
+	have=$(entries)
+	out=$(ban "$1" 2>&1) || rc=$?
+	e2e_equal "exit status of sluice ban $1" "$rc" 2
+	e2e_equal "sluice ban $1" "$out" "sluice: ban: '$1' covers more than an IPv4 /8 or an IPv6 /32; add --force to ban so wide a prefix; 'sluice ban --help' lists its options"
+	e2e_equal "bans after the refused $1" "$(entries)" "$have"
+}
+wide 0.0.0.0/0
+wide ::/0
+wide ::/80 # holds ::ffff:0:0/96, all of IPv4
+wide 8.0.0.0/7
+ban 10.0.0.0/8 >/dev/null || e2e_fail "sluice ban 10.0.0.0/8 (an IPv4 /8) was refused"
+unban 10.0.0.0/8 >/dev/null
+ban 0.0.0.0/0 --force >"$WORK/force.out" 2>"$WORK/force.err" || e2e_fail "ban 0.0.0.0/0 --force: $(cat "$WORK/force.err")"
+e2e_equal "sluice ban 0.0.0.0/0 --force" "$(cat "$WORK/force.out" "$WORK/force.err")" \
+	"banned 0.0.0.0/0 on $VETH_RX until unbanned"
+e2e_equal "$B under a forced 0.0.0.0/0 ban" "$(delivered "$B" 100)" 0
+e2e_equal "allowlisted $ALLOWED under a forced 0.0.0.0/0 ban" "$(delivered "$ALLOWED" 100)" 100
+unban 0.0.0.0/0 >/dev/null # it drops every source on the veth: lift it at once
+e2e_equal "$B after 0.0.0.0/0 is unbanned" "$(delivered "$B" 100)" 100
+
+# ---- a ban inside the allowlist: kept, with a note ---------------------------
+# shadowed PREFIX ALLOW: the ban succeeds (exit 0) and notes ALLOW.
+shadowed() {
+	local rc=0
+	ban "$1" --reason e2e-shadowed >"$WORK/shadow.out" 2>"$WORK/shadow.err" || rc=$?
+	e2e_equal "exit status of sluice ban $1 (in the allowlist)" "$rc" 0
+	e2e_equal "sluice ban $1: stdout" "$(cat "$WORK/shadow.out")" "banned $1 on $VETH_RX until unbanned"
+	e2e_equal "sluice ban $1: the note" "$(cat "$WORK/shadow.err")" \
+		"sluice: note: '$1' is inside '$2' of the allowlist on '$VETH_RX', which passes it before any ban; the ban is kept, and takes effect once '$2' leaves the allowlist"
+	"$SLUICE" bans --pin-root "$PIN_ROOT" | awk -v p="$1" '$1 == p && $NF == "e2e-shadowed" { f = 1 } END { exit !f }' ||
+		e2e_fail "bans does not list $1"
+}
+shadowed "$SHADOWED" "$ALLOWED_NET"
+shadowed "$ALLOWED/32" "$ALLOWED/32"
+e2e_equal "10.200.9.130 under the ban of $SHADOWED, inside the allowlist" "$(delivered 10.200.9.130 100)" 100
+unban "$SHADOWED" >/dev/null
+unban "$ALLOWED/32" >/dev/null
+echo "ok: wide bans need --force; bans inside the allowlist are kept with a note"
 
 # ---- a ban expires on time ---------------------------------------------------
 C=10.200.3.1

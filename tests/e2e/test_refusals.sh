@@ -63,6 +63,7 @@ case_bad_metrics() { try "$SLUICE" run --config "$POLICY" --metrics localhost:ht
 case_bad_top_count() { try "$SLUICE" top -n 0; }
 case_bad_prefix() { try "$SLUICE" ban 192.0.2.300; }
 case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
+case_wide_ban() { try "$SLUICE" ban 0.0.0.0/0; }
 case_policy_missing() { try "$SLUICE" check "$WORK/absent.yaml"; }
 case_policy_unreadable() { as_nobody check "$WORK/pub/private.yaml"; }
 case_policy_invalid() { try "$SLUICE" check "$WORK/bad.yaml"; }
@@ -187,7 +188,7 @@ check() {
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
 	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-prefix \
-	bad-duration policy-missing policy-unreadable policy-invalid policy-symlink-out \
+	bad-duration wide-ban policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
 	not-bpffs pin-root-absent nothing-attached not-attached pin-dir-not-owned \

@@ -22,12 +22,16 @@
 #include "policy/policy.h"
 
 #define BAN_STATUS_TOP 3 /* bans `sluice status` lists, by packets dropped */
+/* Shorter prefixes than these need --force: a typo away from banning everyone. */
+#define BAN_WIDE_V4_BITS 8
+#define BAN_WIDE_V6_BITS 32
 
 static const char ban_usage[] =
-	"usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>]\n"
+	"usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>] [--force]\n"
 	"                  [--iface <iface>]... [--pin-root <dir>]\n\n"
 	"      --for <duration>    lift it after this long (10m, 2h); default: never\n"
 	"      --reason <text>     shown by 'sluice bans'; printable, at most 39 chars\n"
+	"      --force             ban a prefix shorter than /8 (IPv4) or /32 (IPv6)\n"
 	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n";
@@ -45,11 +49,12 @@ static const char bans_usage[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n";
 
-enum { OPT_FOR = OPT_LONG_ONLY, OPT_REASON, OPT_JSON, OPT_PIN_ROOT };
+enum { OPT_FOR = OPT_LONG_ONLY, OPT_REASON, OPT_FORCE, OPT_JSON, OPT_PIN_ROOT };
 
 static const struct option ban_opts[] = {
 	{ "for", required_argument, NULL, OPT_FOR },
 	{ "reason", required_argument, NULL, OPT_REASON },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "iface", required_argument, NULL, 'i' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
@@ -68,6 +73,7 @@ struct ban_cmd {
 	char prefix[ADDR_TEXT_LEN]; /* the key's text, canonical */
 	__u64 for_ns;		    /* 0: never expires */
 	char reason[SLUICE_BAN_REASON_LEN];
+	int force; /* --force: a ban wider than BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS */
 	int json;
 };
 
@@ -126,6 +132,25 @@ static int parse_target(struct ban_cmd *c, const char *s)
 }
 
 /*
+ * Does @k cover more than an IPv4 /BAN_WIDE_V4_BITS or an IPv6
+ * /BAN_WIDE_V6_BITS? A prefix shorter than ::ffff:0:0/96 that holds it
+ * (::/0, ::/80) covers all of IPv4.
+ */
+static int is_wide(const struct sluice_addr_key *k)
+{
+	static const __u8 v4mapped[SLUICE_ADDR_LEN] = { [10] = 0xff, [11] = 0xff };
+	unsigned int bits = bans__key_bits(k);
+	unsigned int n = bits < SLUICE_V4MAPPED_BITS ? bits : SLUICE_V4MAPPED_BITS;
+	__u8 in[SLUICE_ADDR_LEN], v4[SLUICE_ADDR_LEN];
+
+	addr_mask(k->addr, n, in);
+	addr_mask(v4mapped, n, v4);
+	if (!memcmp(in, v4, sizeof(in)))
+		return bits < SLUICE_V4MAPPED_BITS + BAN_WIDE_V4_BITS;
+	return bits < BAN_WIDE_V6_BITS;
+}
+
+/*
  * The options of @c's command and, when @want_target, its one argument.
  * 0, or the exit status (help, or a usage or value error).
  */
@@ -160,6 +185,10 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 			else if (parse_reason(c, optarg))
 				return *exit_code = EXIT_USAGE, -1;
 			break;
+		case OPT_FORCE:
+			bad = !is_ban;
+			c->force = 1;
+			break;
 		case 'h': *exit_code = cmd_usage(stdout, c->usage, EXIT_OK); return -1;
 		default: *exit_code = cmd_bad_option(argv, "i:h"); return -1;
 		}
@@ -177,6 +206,13 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 	}
 	if (want_target && parse_target(c, argv[optind])) {
 		*exit_code = EXIT_USAGE;
+		return -1;
+	}
+	if (!strcmp(c->name, "ban") && !c->force && is_wide(&c->key)) {
+		*exit_code = cmd_refuse(argv,
+					"'%s' covers more than an IPv4 /%d or an IPv6 /%d; add "
+					"--force to ban so wide a prefix",
+					c->prefix, BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS);
 		return -1;
 	}
 	return 0;
@@ -286,6 +322,27 @@ static void report_full(const struct ban_cmd *c, const char *iface, const struct
 		c->prefix, iface, entries, SLUICE_BAN_ENTRIES);
 }
 
+/*
+ * The program passes an allowlisted source before any ban: say so when the
+ * ban @c just recorded is inside the allowlist. A note, not a refusal: the
+ * allowlist may change at the next reload, and the ban then holds. An
+ * unreadable allowlist leaves the ban as it is, without a note.
+ */
+static void note_allowed(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+{
+	struct sluice_addr_key by;
+	char allow[ADDR_TEXT_LEN];
+
+	if (bans__allowed_by(m, &c->key, &by) != 1 ||
+	    addr_text(allow, sizeof(allow), by.addr, (int)bans__key_bits(&by)))
+		return;
+	fprintf(stderr,
+		"sluice: note: '%s' is inside '%s' of the allowlist on '%s', which passes it "
+		"before any ban; the ban is kept, and takes effect once '%s' leaves the "
+		"allowlist\n",
+		c->prefix, allow, iface, allow);
+}
+
 /* sluice ban or unban on one interface's maps, under its lock; 0 or -errno after why. */
 static int change(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
 {
@@ -317,11 +374,12 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 	else if (err)
 		fprintf(stderr, "sluice: cannot %s '%s' on '%s': %s\n", c->name, c->prefix, iface,
 			strerror(-err));
-	else if (is_ban)
+	else if (is_ban) {
 		printf("banned %s on %s %s%s\n", c->prefix, iface,
 		       c->for_ns ? "for " : "until unbanned",
 		       c->for_ns ? units_duration_text(left, (double)c->for_ns) : "");
-	else
+		note_allowed(c, iface, m);
+	} else
 		printf("unbanned %s on %s\n", c->prefix, iface);
 	return err;
 }

@@ -150,6 +150,42 @@ int bans__read(const struct sluice_maps *m, struct ban_entry **out, size_t *n)
 	return 0;
 }
 
+int bans__allowed_by(const struct sluice_maps *m, const struct sluice_addr_key *k,
+		     struct sluice_addr_key *by)
+{
+	int fd = m->fd[SLUICE_MAP_SRC], found = 0;
+	struct sluice_addr_key cur, next, masked;
+	struct sluice_addr_val v;
+	struct sluice_ctl ctl;
+	const void *prev = NULL;
+	int err = maps__read_ctl(m, &ctl);
+
+	if (err)
+		return err;
+	errno = 0;
+	/* The trie holds the allowlist's own prefixes, and those nested in them flagged too. */
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		cur = next;
+		prev = &cur;
+		if (cur.gen != ctl.active_gen || cur.prefixlen > k->prefixlen ||
+		    (found && cur.prefixlen >= by->prefixlen))
+			continue;
+		addr_mask(k->addr, bans__key_bits(&cur), masked.addr);
+		if (memcmp(masked.addr, cur.addr, sizeof(cur.addr)))
+			continue;
+		if (bpf_map_lookup_elem(fd, &cur, &v)) {
+			if (errno == ENOENT)
+				continue; /* deleted by a reload while we walk */
+			return -errno;
+		}
+		if (v.flags & SLUICE_ADDR_F_ALLOW) {
+			*by = cur;
+			found = 1;
+		}
+	}
+	return errno && errno != ENOENT ? -errno : found;
+}
+
 int ban_is_expired(const struct sluice_ban *b, __u64 now_ns)
 {
 	return b->expires_ns && b->expires_ns <= now_ns;

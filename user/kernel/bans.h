@@ -60,6 +60,15 @@ int bans__sync_gate(const struct sluice_maps *m);
 /* The entries sluice_ban_gate counts, in both maps, into *@entries. 0 or -errno. */
 int bans__read_gate(const struct sluice_maps *m, __u32 *entries);
 
+/*
+ * The shortest allowlist prefix of the live policy that holds all of ban
+ * key @k, into *@by (a sluice_src key: its gen is the generation's). 1 when
+ * there is one, 0 when none, or -errno. The program passes an allowlisted
+ * source before it looks at the bans, so such a ban has no effect.
+ */
+int bans__allowed_by(const struct sluice_maps *m, const struct sluice_addr_key *k,
+		     struct sluice_addr_key *by);
+
 /* Has @b expired at @now_ns? */
 int ban_is_expired(const struct sluice_ban *b, __u64 now_ns);
 
