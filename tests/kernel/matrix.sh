@@ -101,7 +101,7 @@ fetch() {
 	esac
 	[ -n "$KPKG" ] || { rm -f "$d/pkg"; echo "matrix: $suite: no cloud kernel" >&2; return 1; }
 	KDIR=$d/$KPKG
-	if [ ! -f "$KDIR/mod/order" ]; then
+	if [ ! -f "$KDIR/mod/order" ] || [ "$(cat "$KDIR/mod/modules" 2>/dev/null)" != "${MODULES[*]}" ]; then
 		rm -rf "$KDIR" "$d/deb"
 		mkdir -p "$d/deb" "$KDIR/x"
 		(cd "$d/deb" && apt-get "${apt[@]}" download "$KPKG" >>"$d/apt.log" 2>&1) ||
@@ -112,14 +112,15 @@ fetch() {
 		cp "$KDIR"/x/boot/vmlinuz-* "$KDIR/vmlinuz"
 		rm -rf "$KDIR/x" "$d/deb"
 		mv "$KDIR/mod/order.tmp" "$KDIR/mod/order"
+		echo "${MODULES[*]}" >"$KDIR/mod/modules" # a cache made for fewer is made again
 	fi
 }
 
 # The modules the tests load that Debian's cloud kernels build as modules:
 # veth for the namespaces' link; nf_tables and nft_objref for the named
 # nftables counters test_libxdp.sh counts arrivals with (lib.sh,
-# e2e_count_setup).
-MODULES=(veth nf_tables nft_objref)
+# e2e_count_setup); 8021q for smoke.sh's VLAN devices.
+MODULES=(veth nf_tables nft_objref 8021q)
 # Those a later kernel merged into another module (nf_tables, from 6.2 on).
 MODULES_MERGED=(nft_objref)
 
@@ -155,12 +156,13 @@ module() {
 }
 
 # The initramfs: busybox, the tools the tests call that busybox lacks or
-# does differently (bash, iproute2's ip, util-linux, coreutils' date), and
+# does differently (bash, iproute2's ip, util-linux, coreutils' date,
+# ethtool for smoke.sh's VLAN tags), and
 # test_libxdp.sh's (xdp-tools' xdp-filter and xdp-loader, bpftool, nft,
 # util-linux's chrt), the project's binaries and scripts under /sluice, and
 # every library they load.
 INITRD=$CACHE/initramfs.cpio.gz
-TOOLS=(bash ip nsenter mountpoint date xdp-filter xdp-loader bpftool nft chrt)
+TOOLS=(bash ip nsenter mountpoint date xdp-filter xdp-loader bpftool nft chrt ethtool)
 XDP_OBJECT_DIR=/usr/lib/$(gcc -print-multiarch)/bpf # libxdp1's (dpkg -L libxdp1)
 initramfs() {
 	local r=$CACHE/root bin f lib
@@ -226,10 +228,10 @@ report_refusal() {
 	local name=$1 log=$2 why
 	why=$(grep -m 1 -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" || true)
 	if [ -n "$why" ] && ! grep -q '^@@ refusal-rc 0$' "$log" && ! grep -q 'PROG LOAD LOG' "$log"; then
-		REPORT+=("| $name | - | refused: $why | - | - | pass | $((SECONDS - START))s |")
+		REPORT+=("| $name | - | refused: $why | - | - | - | pass | $((SECONDS - START))s |")
 	else
 		failed+=("$name")
-		REPORT+=("| $name | - | not refused as expected | - | - | FAIL | $((SECONDS - START))s |")
+		REPORT+=("| $name | - | not refused as expected | - | - | - | FAIL | $((SECONDS - START))s |")
 	fi
 }
 
@@ -237,13 +239,17 @@ report_refusal() {
 # prints them. LIBXDP: "-" (test_libxdp.sh not run), "shared" (its sharing
 # checks must have run and passed) or "any" (its lone-program ones will do).
 report() {
-	local name=$1 log=$2 want=$3 tier bpf attach=no admitted libxdp=- ok=1
+	local name=$1 log=$2 want=$3 tier bpf attach=no admitted vlan libxdp=- ok=1
 	tier=$(grep -E '^bpf: [0-9]+ passed' "$log" | tail -n 1 || true)
 	bpf=$(echo "$tier" | awk '{ printf "%d/%d", $2, $2 + $4 + $6 }')
 	[ -n "$tier" ] || bpf="none ran"
 	grep -q '^smoke: .* admitted' "$log" && attach=yes
 	admitted=$(sed -n 's/^smoke: \([^ ]*\) admitted \([0-9]*\) of \([0-9]*\) in \([0-9]*\) ms, bound \([0-9]*\)/\1 \2 ≤ \5 (of \3, \4 ms)/p' "$log" |
 		paste -sd ';' - | sed 's/;/; /g')
+	# smoke.sh's VLAN lines: "1 tag 5/50; 2 tags 5/50 (burst 5)", or why not.
+	vlan=$(sed -n 's/^smoke: vlan \([12]\) tag(s) delivered \([0-9]*\) of \([0-9]*\), burst \([0-9]*\)/\1 tag(s) \2\/\3 (burst \4)/p' "$log" |
+		paste -sd ';' - | sed 's/;/; /g')
+	[ -n "$vlan" ] || vlan=$(sed -n 's/^smoke: vlan \(skipped\): .*/\1/p' "$log" | sed -n 1p)
 	grep -q '^@@ bpf-rc 0$' "$log" || ok=0
 	grep -q '^@@ smoke-rc 0$' "$log" || ok=0
 	if [ "$want" != - ]; then
@@ -256,7 +262,7 @@ report() {
 		[ "$libxdp" != FAIL ] || ok=0
 	fi
 	((ok)) || failed+=("$name")
-	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $libxdp | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
+	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | ${vlan:-none} | $libxdp | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
 }
 
 mkdir -p "$CACHE"
@@ -285,7 +291,7 @@ for spec in "${KERNELS[@]}"; do
 	else
 		if ! fetch "$k"; then
 			failed+=("$k")
-			REPORT+=("| $k | not fetched | - | - | - | FAIL | - |")
+			REPORT+=("| $k | not fetched | - | - | - | - | FAIL | - |")
 			continue
 		fi
 		((built)) || { initramfs; built=1; }
@@ -310,8 +316,8 @@ for spec in "${KERNELS[@]}"; do
 done
 
 echo
-echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | libxdp | result | time |"
-echo "|---|---|---|---|---|---|---|"
+echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | VLAN: delivered/sent | libxdp | result | time |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${REPORT[@]}"
 if ((${#failed[@]})); then
 	echo "kernels: ${#failed[@]} failed: ${failed[*]} (logs in $CACHE/*.log)" >&2
