@@ -62,12 +62,13 @@ fi
 source "$ROOT/tests/kernel/lib.sh"
 
 # The initramfs: busybox, the tools the tests call that busybox lacks or
-# does differently (bash, iproute2's ip, util-linux, coreutils' date), and
+# does differently (bash, iproute2's ip, util-linux, coreutils' date,
+# ethtool for smoke.sh's VLAN tags), and
 # test_libxdp.sh's (xdp-tools' xdp-filter and xdp-loader, bpftool, nft,
 # util-linux's chrt), the project's binaries and scripts under /sluice, and
 # every library they load.
 INITRD=$CACHE/initramfs.cpio.gz
-TOOLS=(bash ip nsenter mountpoint date xdp-filter xdp-loader bpftool nft chrt)
+TOOLS=(bash ip nsenter mountpoint date xdp-filter xdp-loader bpftool nft chrt ethtool)
 XDP_OBJECT_DIR=/usr/lib/$(gcc -print-multiarch)/bpf # libxdp1's (dpkg -L libxdp1)
 initramfs() {
 	local r=$CACHE/root bin f lib
@@ -133,10 +134,10 @@ report_refusal() {
 	local name=$1 log=$2 why
 	why=$(grep -m 1 -o "lacks '[^']*', which sluice needs (Linux [0-9.]*+)" "$log" || true)
 	if [ -n "$why" ] && ! grep -q '^@@ refusal-rc 0$' "$log" && ! grep -q 'PROG LOAD LOG' "$log"; then
-		REPORT+=("| $name | - | refused: $why | - | - | pass | $((SECONDS - START))s |")
+		REPORT+=("| $name | - | refused: $why | - | - | - | pass | $((SECONDS - START))s |")
 	else
 		failed+=("$name")
-		REPORT+=("| $name | - | not refused as expected | - | - | FAIL | $((SECONDS - START))s |")
+		REPORT+=("| $name | - | not refused as expected | - | - | - | FAIL | $((SECONDS - START))s |")
 	fi
 }
 
@@ -144,13 +145,17 @@ report_refusal() {
 # prints them. LIBXDP: "-" (test_libxdp.sh not run), "shared" (its sharing
 # checks must have run and passed) or "any" (its lone-program ones will do).
 report() {
-	local name=$1 log=$2 want=$3 tier bpf attach=no admitted libxdp=- ok=1
+	local name=$1 log=$2 want=$3 tier bpf attach=no admitted vlan libxdp=- ok=1
 	tier=$(grep -E '^bpf: [0-9]+ passed' "$log" | tail -n 1 || true)
 	bpf=$(echo "$tier" | awk '{ printf "%d/%d", $2, $2 + $4 + $6 }')
 	[ -n "$tier" ] || bpf="none ran"
 	grep -q '^smoke: .* admitted' "$log" && attach=yes
 	admitted=$(sed -n 's/^smoke: \([^ ]*\) admitted \([0-9]*\) of \([0-9]*\) in \([0-9]*\) ms, bound \([0-9]*\)/\1 \2 ≤ \5 (of \3, \4 ms)/p' "$log" |
 		paste -sd ';' - | sed 's/;/; /g')
+	# smoke.sh's VLAN lines: "1 tag 5/50; 2 tags 5/50 (burst 5)", or why not.
+	vlan=$(sed -n 's/^smoke: vlan \([12]\) tag(s) delivered \([0-9]*\) of \([0-9]*\), burst \([0-9]*\)/\1 tag(s) \2\/\3 (burst \4)/p' "$log" |
+		paste -sd ';' - | sed 's/;/; /g')
+	[ -n "$vlan" ] || vlan=$(sed -n 's/^smoke: vlan \(skipped\): .*/\1/p' "$log" | sed -n 1p)
 	grep -q '^@@ bpf-rc 0$' "$log" || ok=0
 	grep -q '^@@ smoke-rc 0$' "$log" || ok=0
 	if [ "$want" != - ]; then
@@ -163,7 +168,7 @@ report() {
 		[ "$libxdp" != FAIL ] || ok=0
 	fi
 	((ok)) || failed+=("$name")
-	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | $libxdp | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
+	REPORT+=("| $name | $bpf | $attach | ${admitted:-none} | ${vlan:-none} | $libxdp | $( ((ok)) && echo pass || echo FAIL) | $((SECONDS - START))s |")
 }
 
 mkdir -p "$CACHE"
@@ -192,7 +197,7 @@ for spec in "${KERNELS[@]}"; do
 	else
 		if ! fetch "$k"; then
 			failed+=("$k")
-			REPORT+=("| $k | not fetched | - | - | - | FAIL | - |")
+			REPORT+=("| $k | not fetched | - | - | - | - | FAIL | - |")
 			continue
 		fi
 		((built)) || { initramfs; built=1; }
@@ -217,8 +222,8 @@ for spec in "${KERNELS[@]}"; do
 done
 
 echo
-echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | libxdp | result | time |"
-echo "|---|---|---|---|---|---|---|"
+echo "| kernel | BPF tests passed/run | attach | smoke: admitted ≤ bound | VLAN: delivered/sent | libxdp | result | time |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${REPORT[@]}"
 if ((${#failed[@]})); then
 	echo "kernels: ${#failed[@]} failed: ${failed[*]} (logs in $CACHE/*.log)" >&2
