@@ -89,16 +89,20 @@ void diag__print(const struct diag_list *d, FILE *out)
 	const char *file = d->file ? d->file : DIAG_NO_FILE;
 	size_t i;
 
+	/* errors, at warning priority where stderr is the journal */
+	const char *pri = out == stderr ? log_line_prefix(LOG_WARN) : "";
+
 	for (i = 0; i < d->n; i++) {
 		const struct diag *e = &d->v[i];
 
 		if (e->pos.line == 0)
-			fprintf(out, "%s: %s\n", file, e->msg);
+			fprintf(out, "%s%s: %s\n", pri, file, e->msg);
 		else if (e->field[0])
-			fprintf(out, "%s:%d:%d: %s: %s\n", file, e->pos.line, e->pos.col, e->field,
-				e->msg);
+			fprintf(out, "%s%s:%d:%d: %s: %s\n", pri, file, e->pos.line, e->pos.col,
+				e->field, e->msg);
 		else
-			fprintf(out, "%s:%d:%d: %s\n", file, e->pos.line, e->pos.col, e->msg);
+			fprintf(out, "%s%s:%d:%d: %s\n", pri, file, e->pos.line, e->pos.col,
+				e->msg);
 	}
 }
 

@@ -66,8 +66,7 @@ void log_set_level(enum log_level level)
 	log_to_journal = stderr_is_journal();
 }
 
-/* What starts a line at @level: its priority for the journal, or nothing. */
-static const char *line_prefix(enum log_level level)
+const char *log_line_prefix(enum log_level level)
 {
 	return log_to_journal ? journal_prefixes[level] : "";
 }
@@ -121,7 +120,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (log_logfmt) {
 		log_vmessage(level, "message", "", fmt, ap);
 	} else {
-		fprintf(stderr, "%ssluice: ", line_prefix(level));
+		fprintf(stderr, "%ssluice: ", log_line_prefix(level));
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 	}
@@ -140,7 +139,7 @@ void log_event(enum log_level level, const char *event, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "%sts=%s.%03ldZ level=%s event=%s", line_prefix(level), when,
+	fprintf(stderr, "%sts=%s.%03ldZ level=%s event=%s", log_line_prefix(level), when,
 		ts.tv_nsec / 1000000, level_names[level], event);
 	if (fmt && *fmt) {
 		fputc(' ', stderr);
@@ -168,7 +167,7 @@ int log_vlibrary(const char *lib, int is_warn, const char *fmt, va_list ap)
 		return 0;
 	}
 	/* A multi-line message (a verifier log) has the prefix on its first line only. */
-	fprintf(stderr, "%s%s%s", line_prefix(ours), lib ? lib : "", lib ? ": " : "");
+	fprintf(stderr, "%s%s%s", log_line_prefix(ours), lib ? lib : "", lib ? ": " : "");
 	return vfprintf(stderr, fmt, ap);
 }
 

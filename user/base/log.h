@@ -56,6 +56,13 @@ __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const c
 __attribute__((format(printf, 3, 4))) void log_event(enum log_level level, const char *event,
 						     const char *fmt, ...);
 
+/*
+ * What starts a line at @level written to stderr: its priority ("<4>") when
+ * stderr is the journal's stream, else nothing; so a line a command prints
+ * under systemd is filed at its level (journalctl -p warning finds it).
+ */
+const char *log_line_prefix(enum log_level level);
+
 #define pr_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
 #define pr_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)

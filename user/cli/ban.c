@@ -83,12 +83,12 @@ static int parse_for(struct ban_cmd *c, const char *s)
 	char err[DIAG_MSG_LEN], max[UNITS_TEXT_LEN];
 
 	if (policy_parse_duration(s, &c->for_ns, err, sizeof(err))) {
-		fprintf(stderr, "sluice: %s: --for: %s\n", c->name, err);
+		cmd_warnf("sluice: %s: --for: %s\n", c->name, err);
 		return -1;
 	}
 	if (c->for_ns > SLUICE_BAN_FOR_MAX_NS) {
-		fprintf(stderr, "sluice: %s: --for: '%s' is too long (at most %s)\n", c->name, s,
-			units_duration_text(max, (double)SLUICE_BAN_FOR_MAX_NS));
+		cmd_warnf("sluice: %s: --for: '%s' is too long (at most %s)\n", c->name, s,
+			  units_duration_text(max, (double)SLUICE_BAN_FOR_MAX_NS));
 		return -1;
 	}
 	return 0;
@@ -100,16 +100,15 @@ static int parse_reason(struct ban_cmd *c, const char *s)
 	size_t i, len = strlen(s);
 
 	if (len >= sizeof(c->reason)) {
-		fprintf(stderr, "sluice: %s: --reason: %zu characters is too long (at most %zu)\n",
-			c->name, len, sizeof(c->reason) - 1);
+		cmd_warnf("sluice: %s: --reason: %zu characters is too long (at most %zu)\n",
+			  c->name, len, sizeof(c->reason) - 1);
 		return -1;
 	}
 	for (i = 0; i < len; i++) {
 		if (s[i] < ' ' || s[i] > '~') {
-			fprintf(stderr,
-				"sluice: %s: --reason: character %zu is not printable ASCII "
-				"(expected letters, digits, punctuation or spaces)\n",
-				c->name, i + 1);
+			cmd_warnf("sluice: %s: --reason: character %zu is not printable ASCII "
+				  "(expected letters, digits, punctuation or spaces)\n",
+				  c->name, i + 1);
 			return -1;
 		}
 	}
@@ -124,7 +123,7 @@ static int parse_target(struct ban_cmd *c, const char *s)
 	char err[DIAG_MSG_LEN];
 
 	if (policy_parse_prefix(s, &p, err, sizeof(err))) {
-		fprintf(stderr, "sluice: %s: <addr>|<prefix>: %s\n", c->name, err);
+		cmd_warnf("sluice: %s: <addr>|<prefix>: %s\n", c->name, err);
 		return -1;
 	}
 	bans__key(&c->key, p.addr, p.bits);
@@ -285,8 +284,7 @@ static int list(const struct ban_cmd *c, const char *iface, const struct sluice_
 	int err = read_sorted(m, &e, &n);
 
 	if (err) {
-		fprintf(stderr, "sluice: cannot read the ban list of '%s': %s\n", iface,
-			strerror(-err));
+		cmd_warnf("sluice: cannot read the ban list of '%s': %s\n", iface, strerror(-err));
 		return err;
 	}
 	if (c->json) {
@@ -316,10 +314,9 @@ static void report_full(const struct ban_cmd *c, const char *iface, const struct
 
 	if (bans__read_gate(m, &entries))
 		entries = SLUICE_BAN_ENTRIES;
-	fprintf(stderr,
-		"sluice: cannot ban '%s' on '%s': ban list full: %u of %u entries; unban some "
-		"first (docs/bans.md)\n",
-		c->prefix, iface, entries, SLUICE_BAN_ENTRIES);
+	cmd_warnf("sluice: cannot ban '%s' on '%s': ban list full: %u of %u entries; unban some "
+		  "first (docs/bans.md)\n",
+		  c->prefix, iface, entries, SLUICE_BAN_ENTRIES);
 }
 
 /*
@@ -336,11 +333,10 @@ static void note_allowed(const struct ban_cmd *c, const char *iface, const struc
 	if (bans__allowed_by(m, &c->key, &by) != 1 ||
 	    addr_text(allow, sizeof(allow), by.addr, (int)bans__key_bits(&by)))
 		return;
-	fprintf(stderr,
-		"sluice: note: '%s' is inside '%s' of the allowlist on '%s', which passes it "
-		"before any ban; the ban is kept, and takes effect once '%s' leaves the "
-		"allowlist\n",
-		c->prefix, allow, iface, allow);
+	cmd_warnf("sluice: note: '%s' is inside '%s' of the allowlist on '%s', which passes it "
+		  "before any ban; the ban is kept, and takes effect once '%s' leaves the "
+		  "allowlist\n",
+		  c->prefix, allow, iface, allow);
 }
 
 /* sluice ban or unban on one interface's maps, under its lock; 0 or -errno after why. */
@@ -367,13 +363,12 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 	if (err == -ENOSPC && is_ban)
 		report_full(c, iface, m);
 	else if (err == -ENOENT && !is_ban)
-		fprintf(stderr,
-			"sluice: cannot unban '%s' on '%s': it is not banned; 'sluice bans' "
-			"lists the bans\n",
-			c->prefix, iface);
+		cmd_warnf("sluice: cannot unban '%s' on '%s': it is not banned; 'sluice bans' "
+			  "lists the bans\n",
+			  c->prefix, iface);
 	else if (err)
-		fprintf(stderr, "sluice: cannot %s '%s' on '%s': %s\n", c->name, c->prefix, iface,
-			strerror(-err));
+		cmd_warnf("sluice: cannot %s '%s' on '%s': %s\n", c->name, c->prefix, iface,
+			  strerror(-err));
 	else if (is_ban) {
 		printf("banned %s on %s %s%s\n", c->prefix, iface,
 		       c->for_ns ? "for " : "until unbanned",
@@ -395,10 +390,9 @@ static int on_iface(const struct ban_cmd *c, const char *iface)
 	if (err)
 		return err;
 	if (m.fd[SLUICE_MAP_BAN] < 0) {
-		fprintf(stderr,
-			"sluice: the pins in '%s' are of a release before ban lists (ABI %d); "
-			"start this sluice's agent on '%s' to upgrade them\n",
-			dir, SLUICE_ABI_BANS, iface);
+		cmd_warnf("sluice: the pins in '%s' are of a release before ban lists (ABI %d); "
+			  "start this sluice's agent on '%s' to upgrade them\n",
+			  dir, SLUICE_ABI_BANS, iface);
 		maps__close(&m);
 		return -EPROTO;
 	}
@@ -412,8 +406,7 @@ static int on_iface(const struct ban_cmd *c, const char *iface)
 		if (lock == -EACCES || lock == -EPERM)
 			cmd_need_root(c->pin_root, lock);
 		else
-			fprintf(stderr, "sluice: cannot lock '%s': %s\n", c->pin_root,
-				strerror(-lock));
+			cmd_warnf("sluice: cannot lock '%s': %s\n", c->pin_root, strerror(-lock));
 		maps__close(&m);
 		return lock;
 	}
@@ -449,10 +442,9 @@ static int each_iface(const struct ban_cmd *c)
 	}
 	closedir(d);
 	if (!n)
-		fprintf(stderr,
-			"sluice: no interface has sluice attached under '%s'; start it with "
-			"'sluice run'\n",
-			c->pin_root);
+		cmd_warnf("sluice: no interface has sluice attached under '%s'; start it with "
+			  "'sluice run'\n",
+			  c->pin_root);
 	return failed ?: !n ? EXIT_FAIL : EXIT_OK;
 }
 

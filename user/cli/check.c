@@ -471,7 +471,7 @@ static void report_errors(const char *file, const struct diag_list *diags, int r
 	else if (diags->n)
 		diag__print(diags, stderr);
 	else
-		fprintf(stderr, "sluice: cannot read policy '%s': %s\n", file, strerror(read_err));
+		cmd_warnf("sluice: cannot read policy '%s': %s\n", file, strerror(read_err));
 }
 
 /* A file that passes: the policy in words, or as JSON. */

@@ -12,16 +12,26 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "base/log.h"
 #include "kernel/loader.h"
 
 int cmd_quiet;
 
+void cmd_warnf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(log_line_prefix(LOG_WARN), stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
 void cmd_need_root(const char *what, int err)
 {
-	fprintf(stderr,
-		"sluice: cannot use '%s': %s; sluice needs root (CAP_BPF and CAP_NET_ADMIN): "
-		"run it with sudo\n",
-		what, strerror(-err));
+	cmd_warnf("sluice: cannot use '%s': %s; sluice needs root (CAP_BPF and CAP_NET_ADMIN): "
+		  "run it with sudo\n",
+		  what, strerror(-err));
 }
 
 int cmd_cannot_list(const char *pin_root, int err)
@@ -30,10 +40,9 @@ int cmd_cannot_list(const char *pin_root, int err)
 		cmd_need_root(pin_root, err);
 		return EXIT_NOPERM;
 	}
-	fprintf(stderr,
-		"sluice: cannot list '%s': %s; no interface has sluice attached there: start it "
-		"with 'sluice run', or give the --pin-root it runs with\n",
-		pin_root, strerror(-err));
+	cmd_warnf("sluice: cannot list '%s': %s; no interface has sluice attached there: start it "
+		  "with 'sluice run', or give the --pin-root it runs with\n",
+		  pin_root, strerror(-err));
 	return EXIT_FAIL;
 }
 
@@ -47,7 +56,7 @@ int cmd_refuse(char **argv, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "sluice: %s: ", argv[0]);
+	cmd_warnf("sluice: %s: ", argv[0]);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -84,8 +93,7 @@ int cmd_exit_code(int err)
 int cmd_check_iface(const char *name)
 {
 	if (strlen(name) >= IF_NAMESIZE || !if_nametoindex(name)) {
-		fprintf(stderr, "sluice: no such interface '%s'; 'ip link' lists the interfaces\n",
-			name);
+		cmd_warnf("sluice: no such interface '%s'; 'ip link' lists the interfaces\n", name);
 		return -1;
 	}
 	return 0;
@@ -98,10 +106,9 @@ int cmd_open_pins(const char *pin_root, const char *iface, struct sluice_maps *m
 	if (err == -EPERM || err == -EACCES)
 		cmd_need_root(pin_root, err);
 	else if (err)
-		fprintf(stderr,
-			"sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
-			"to '%s'? ('sluice status' lists the interfaces it is attached to)\n",
-			pin_root, iface, strerror(-err), iface);
+		cmd_warnf("sluice: cannot open pinned maps in '%s/%s': %s; is sluice attached "
+			  "to '%s'? ('sluice status' lists the interfaces it is attached to)\n",
+			  pin_root, iface, strerror(-err), iface);
 	return err;
 }
 
@@ -121,7 +128,7 @@ int cmd_first_iface(const char *pin_root, char *buf, size_t len)
 			return 0;
 		}
 	}
-	fprintf(stderr,
+	cmd_warnf(
 		"sluice: no interface has sluice attached under '%s'; start it with 'sluice run'\n",
 		pin_root);
 	if (d)

@@ -62,6 +62,13 @@ int cmd_usage(FILE *out, const char *text, int code);
  * A usage error of the command argv[0], in one line: "sluice: <cmd>:
  * <fmt...>; 'sluice <cmd> --help' lists its options". Returns EXIT_USAGE.
  */
+/*
+ * A refusal or warning line to stderr, at warning priority where stderr is
+ * the journal (log_line_prefix()): `systemctl reload` and a failed start
+ * show in `journalctl -p warning`.
+ */
+__attribute__((format(printf, 1, 2))) void cmd_warnf(const char *fmt, ...);
+
 __attribute__((format(printf, 2, 3))) int cmd_refuse(char **argv, const char *fmt, ...);
 
 /* getopt_long()'s '?' (opterr is 0): an unknown option, or one without its value. */

@@ -98,16 +98,15 @@ int main(int argc, char **argv)
 		case 'h': return cmd_help(0, NULL);
 		case 'V': return cmd_version(0, NULL);
 		default:
-			fprintf(stderr,
-				"sluice: unknown option '%s'; 'sluice help' lists the options\n",
-				argv[optind - 1]);
+			cmd_warnf("sluice: unknown option '%s'; 'sluice help' lists the options\n",
+				  argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}
 	log_set_level(level);
 	log_hook_libbpf();
 	if (optind >= argc) {
-		fprintf(stderr, "sluice: no command given; 'sluice help' lists the commands\n");
+		cmd_warnf("sluice: no command given; 'sluice help' lists the commands\n");
 		return EXIT_USAGE;
 	}
 	for (i = 0; i < N_COMMANDS; i++) {
@@ -118,7 +117,6 @@ int main(int argc, char **argv)
 			return commands[i].run(argc, argv);
 		}
 	}
-	fprintf(stderr, "sluice: unknown command '%s'; 'sluice help' lists the commands\n",
-		argv[optind]);
+	cmd_warnf("sluice: unknown command '%s'; 'sluice help' lists the commands\n", argv[optind]);
 	return EXIT_USAGE;
 }

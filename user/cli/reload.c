@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "cli/cmd.h"
+#include "base/log.h"
 #include "kernel/maps.h"
 #include "policy/policy.h"
 
@@ -55,7 +56,7 @@ static int precheck(const char *path)
 	if (diags.n)
 		diag__print(&diags, stderr);
 	else if (!ps)
-		fprintf(stderr, "sluice: cannot read policy '%s': %s\n", path, strerror(errno));
+		pr_warn("cannot read policy '%s': %s", path, strerror(errno));
 	diag__free(&diags);
 	policy_set__free(ps);
 	return ps ? 0 : -EINVAL;
@@ -87,14 +88,12 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 		return cmd_exit_code(err);
 	err = maps__read_ctl(&m, &ctl);
 	if (!err && (!ctl.agent_pid || !is_sluice(ctl.agent_pid))) {
-		fprintf(stderr, "sluice: no agent is running for '%s'; start one with sluice run\n",
-			iface);
+		pr_warn("no agent is running for '%s'; start one with sluice run", iface);
 		err = -ESRCH;
 	}
 	if (!err && config && precheck(config)) {
-		fprintf(stderr,
-			"sluice: reload rejected; still enforcing generation %llu; fix the file "
-			"and reload again\n",
+		pr_warn("reload rejected; still enforcing generation %llu; fix the file and reload "
+			"again",
 			(unsigned long long)ctl.generation);
 		err = -EINVAL;
 	}
@@ -103,15 +102,12 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 	if (!err)
 		err = wait_answer(&m, ctl.reload_seq, &ctl);
 	if (err == -ETIMEDOUT)
-		fprintf(stderr,
-			"sluice: agent %u did not answer within %llu s; its log says why "
-			"(journalctl -u sluice)\n",
+		pr_warn("agent %u did not answer within %llu s; its log says why (journalctl -u "
+			"sluice)",
 			ctl.agent_pid, RELOAD_WAIT_NS / SLUICE_NSEC_PER_SEC);
 	else if (!err && ctl.reload_err)
-		fprintf(stderr,
-			"sluice: reload rejected by agent %u: %s; still enforcing generation "
-			"%llu; its log has the errors (journalctl -u sluice): fix the file and "
-			"reload again\n",
+		pr_warn("reload rejected by agent %u: %s; still enforcing generation %llu; its log "
+			"has the errors (journalctl -u sluice): fix the file and reload again",
 			ctl.agent_pid, strerror(-ctl.reload_err),
 			(unsigned long long)ctl.generation);
 	else if (!err)

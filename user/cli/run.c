@@ -113,14 +113,13 @@ static int parse_mode(const char *s, int *mode)
 		return 0;
 	}
 	if (!strcmp(s, "generic")) {
-		fprintf(stderr,
-			"sluice: --mode generic is refused: generic XDP runs after GRO and "
-			"sees an aggregate of many packets as one, so packet limits would not "
-			"hold; use --mode tc, which counts each aggregate's segments\n");
+		cmd_warnf("sluice: --mode generic is refused: generic XDP runs after GRO and "
+			  "sees an aggregate of many packets as one, so packet limits would not "
+			  "hold; use --mode tc, which counts each aggregate's segments\n");
 		return -1;
 	}
 	if (m < 0) {
-		fprintf(stderr, "sluice: --mode '%s' is not a mode; give native, tc or auto\n", s);
+		cmd_warnf("sluice: --mode '%s' is not a mode; give native, tc or auto\n", s);
 		return -1;
 	}
 	*mode = m;
@@ -136,8 +135,8 @@ static int parse_count(const char *opt, const char *s, __u32 *out)
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || *end || !v || v > UINT32_MAX || *s == '-') {
-		fprintf(stderr, "sluice: --%s '%s' is not a count; give a whole number above 0\n",
-			opt, s);
+		cmd_warnf("sluice: --%s '%s' is not a count; give a whole number above 0\n", opt,
+			  s);
 		return -1;
 	}
 	*out = v;
@@ -151,10 +150,9 @@ static int check_metrics(const char *s)
 
 	if (metrics_parse_listen(s, &ss) >= 0)
 		return 0;
-	fprintf(stderr,
-		"sluice: --metrics '%s' is not an address and port; give HOST:PORT, "
-		"[ADDR6]:PORT, :PORT (every address) or PORT (127.0.0.1)\n",
-		s);
+	cmd_warnf("sluice: --metrics '%s' is not an address and port; give HOST:PORT, "
+		  "[ADDR6]:PORT, :PORT (every address) or PORT (127.0.0.1)\n",
+		  s);
 	return -1;
 }
 
@@ -243,8 +241,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		return cmd_refuse(argv, "--web-config protects the metrics page: add --metrics "
 					"<addr>:<port>");
 	if (o->xdp_priority && !o->xdp_share) {
-		fprintf(stderr, "sluice: --xdp-priority orders libxdp's dispatcher: add "
-				"--xdp-share\n");
+		cmd_warnf("sluice: --xdp-priority orders libxdp's dispatcher: add "
+			  "--xdp-share\n");
 		return EXIT_USAGE;
 	}
 	return 0;

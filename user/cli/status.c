@@ -227,7 +227,7 @@ static int show(const char *pin_root, const char *iface, int json)
 	err = maps__read_status(&m, &st, NULL);
 	if (err) {
 		maps__close(&m);
-		fprintf(stderr, "sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
+		cmd_warnf("sluice: cannot read maps in '%s': %s\n", dir, strerror(-err));
 		return STATUS_UNREADABLE;
 	}
 	v.now_ns = mono_ns();
@@ -268,10 +268,9 @@ static int show_all(const char *pin_root, int json)
 	}
 	closedir(d);
 	if (!n) {
-		fprintf(stderr,
-			"sluice: no interface has sluice attached under '%s'; start it with "
-			"'sluice run'\n",
-			pin_root);
+		cmd_warnf("sluice: no interface has sluice attached under '%s'; start it with "
+			  "'sluice run'\n",
+			  pin_root);
 		return STATUS_UNREADABLE;
 	}
 	return ret;

@@ -151,7 +151,7 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 		err = maps__walk_keys(&m, collect, &t);
 	maps__close(&m);
 	if (err)
-		fprintf(stderr, "sluice: cannot read keys in '%s': %s\n", dir, strerror(-err));
+		cmd_warnf("sluice: cannot read keys in '%s': %s\n", dir, strerror(-err));
 	else {
 		qsort(t.v, t.n, sizeof(*t.v), by_fill);
 		print_top(&t, iface, count, json);
