@@ -164,7 +164,28 @@ if echo "$warnings" | grep -qi 'reject\|policy.yaml'; then
 else
 	fail "journalctl -u sluice -p warning shows no rejection; at any priority: $(journalctl -u sluice --since "$since" --no-pager -o cat | tail -n 3 | tr '\n' ' ')"
 fi
+
+# A start with the bad file: it fails at once (exit 78, which the unit does
+# not retry), stays failed past RestartSec, and the last line sluice wrote
+# in `systemctl status` is the reason; systemd's own lines (status=78/CONFIG,
+# "Failed to start") follow it.
+systemctl restart sluice >/dev/null 2>&1
+sleep 12 # past RestartSec=10s: a retry would show as activating or active
+state=$(systemctl is-active sluice)
+systemctl status sluice --no-pager -l -n 20 >status.log 2>&1
+last=$(grep -v ' systemd\[1\]: ' status.log | tail -n 1)
+if [ "$state" = failed ] && [[ $last == *policy.yaml:*rate* ]] &&
+	grep -q 'status=78/CONFIG' status.log; then
+	pass "a start with the bad file stays $state (status=78/CONFIG); sluice's last line: ${last#*]: }"
+else
+	fail "a start with the bad file: the unit is $state; systemctl status: $(tail -n 5 status.log | tr '\n' ' ')"
+fi
 cp good.yaml /etc/sluice/policy.yaml 2>/dev/null
+systemctl restart sluice >/dev/null 2>&1
+state=$(systemctl is-active sluice)
+[ "$state" = active ]
+verdict $? "with the file mended, systemctl restart: the unit is $state" \
+	"with the file mended, systemctl restart: the unit is $state"
 
 # Purge: no enforcement, no pin, no unit.
 if dpkg --purge sluice >purge.log 2>&1; then
