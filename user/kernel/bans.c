@@ -171,7 +171,7 @@ int bans__allowed_by(const struct sluice_maps *m, const struct sluice_addr_key *
 		    (found && cur.prefixlen >= by->prefixlen))
 			continue;
 		addr_mask(k->addr, bans__key_bits(&cur), masked.addr);
-		if (memcmp(masked.addr, cur.addr, sizeof(cur.addr)))
+		if (memcmp(masked.addr, cur.addr, sizeof(cur.addr)) != 0)
 			continue;
 		if (bpf_map_lookup_elem(fd, &cur, &v)) {
 			if (errno == ENOENT)
