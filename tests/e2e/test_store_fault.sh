@@ -63,6 +63,9 @@ transitions() { # policy to -> how many times the agent logged it
 }
 
 e2e_start_agent "$WORK/policy.yaml"
+# A first probe slowed past its timeout (both CPUs busy) fails lenient open
+# until the store answers: the healthy checks start once it is normal.
+e2e_wait_state lenient normal
 e2e_send lenient 8103; e2e_admitted "store healthy: lenient enforces" 5 10
 e2e_send shed 8101; e2e_admitted "store healthy: shed enforces its limit" 50 200
 
