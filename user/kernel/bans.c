@@ -14,6 +14,8 @@
 #include "base/addr.h"
 #include "kernel/bans.h"
 
+#define KERNEL_ENOTSUPP 524 /* what a map without batch operations answers (maps.c) */
+
 void bans__key(struct sluice_addr_key *k, const __u8 *addr, unsigned int bits)
 {
 	memset(k, 0, sizeof(*k));
@@ -34,12 +36,53 @@ static int ban_fd(const struct sluice_maps *m, const struct sluice_addr_key *k)
 									    : SLUICE_MAP_BAN];
 }
 
+#define BAN_BATCH 4096 /* entries per lookup batch of the hash */
+
+/*
+ * The entries of hash @fd, in batches: appended to @e (NULL: only
+ * counted) while *@i < @max. 0, -EOPNOTSUPP when the kernel has no batch
+ * lookup for it, or -errno.
+ */
+static int read_hash(int fd, struct ban_entry *e, size_t *i, size_t max)
+{
+	struct sluice_addr_key *keys = calloc(BAN_BATCH, sizeof(*keys));
+	struct sluice_ban *vals = calloc(BAN_BATCH, sizeof(*vals));
+	__u32 batch, count, j;
+	int err = keys && vals ? 0 : -ENOMEM, done = 0;
+	void *in = NULL;
+
+	while (!err && !done && *i < max) {
+		count = BAN_BATCH;
+		if (bpf_map_lookup_batch(fd, in, &batch, keys, vals, &count, NULL)) {
+			if (errno != ENOENT)
+				err = -errno;
+			done = 1; /* ENOENT: this was the last batch */
+		}
+		for (j = 0; !err && j < count && *i < max; j++, (*i)++) {
+			if (e) {
+				e[*i].key = keys[j];
+				e[*i].ban = vals[j];
+			}
+		}
+		in = &batch;
+	}
+	free(keys);
+	free(vals);
+	return err == -KERNEL_ENOTSUPP ? -EOPNOTSUPP : err;
+}
+
 /* The keys in map @fd into *@n. 0 or -errno. */
 static int count_keys(int fd, __u32 *n)
 {
 	struct sluice_addr_key k[2];
 	int cur = 0;
 
+	size_t i = 0;
+	int err = read_hash(fd, NULL, &i, SIZE_MAX);
+
+	*n = (__u32)i;
+	if (err != -EOPNOTSUPP && err != -EINVAL)
+		return err;
 	*n = 0;
 	errno = 0;
 	while (!bpf_map_get_next_key(fd, *n ? &k[!cur] : NULL, &k[cur])) {
@@ -54,6 +97,17 @@ static int count_bans(const struct sluice_maps *m, struct sluice_ban_gate *gate)
 {
 	return count_keys(m->fd[SLUICE_MAP_BAN_HOST], &gate->hosts)
 		       ?: count_keys(m->fd[SLUICE_MAP_BAN], &gate->prefixes);
+}
+
+int bans__capacity(const struct sluice_maps *m, __u32 *capacity)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(m->fd[SLUICE_MAP_BAN_HOST], &info, &len))
+		return -errno;
+	*capacity = info.max_entries;
+	return 0;
 }
 
 int bans__lock(const char *dir)
@@ -82,9 +136,12 @@ int bans__put(const struct sluice_maps *m, const struct sluice_addr_key *k,
 	struct sluice_ban_gate gate = { 0 };
 	struct sluice_ban old, v = *b;
 	int fd = ban_fd(m, k), err, is_full = 0;
-	__u32 zero = 0;
+	__u32 zero = 0, capacity = 0;
 
 	v.drops_pkts = 0;
+	err = bans__capacity(m, &capacity);
+	if (err)
+		return err;
 	/*
 	 * The bound is on both maps together. The gate counts them: every
 	 * writer recounts it after a change, holding bans__lock() (the
@@ -94,7 +151,7 @@ int bans__put(const struct sluice_maps *m, const struct sluice_addr_key *k,
 		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
 		if (err)
 			return err;
-		is_full = gate.hosts + gate.prefixes >= SLUICE_BAN_ENTRIES;
+		is_full = gate.hosts + gate.prefixes >= capacity;
 	}
 	if (!is_full) {
 		err = bpf_map_update_elem(fd, k, &v, BPF_NOEXIST) ? -errno : 0;
@@ -116,15 +173,15 @@ int bans__del(const struct sluice_maps *m, const struct sluice_addr_key *k)
 	return bpf_map_delete_elem(ban_fd(m, k), k) ? -errno : 0;
 }
 
-/* Append map @fd's entries to @e, which holds *@i of SLUICE_BAN_ENTRIES. 0 or -errno. */
-static int read_map(int fd, struct ban_entry *e, size_t *i)
+/* Append map @fd's entries to @e, which holds *@i of @max. 0 or -errno. */
+static int read_map(int fd, struct ban_entry *e, size_t *i, size_t max)
 {
 	struct sluice_addr_key k;
 	const void *prev = NULL;
 
 	errno = 0;
 	/* An entry deleted while we walk ends the walk early: the list is a snapshot. */
-	while (*i < SLUICE_BAN_ENTRIES && !bpf_map_get_next_key(fd, prev, &k)) {
+	while (*i < max && !bpf_map_get_next_key(fd, prev, &k)) {
 		e[*i].key = k;
 		if (bpf_map_lookup_elem(fd, &k, &e[*i].ban))
 			return -errno;
@@ -135,12 +192,19 @@ static int read_map(int fd, struct ban_entry *e, size_t *i)
 
 int bans__read(const struct sluice_maps *m, struct ban_entry **out, size_t *n)
 {
-	struct ban_entry *e = calloc(SLUICE_BAN_ENTRIES, sizeof(*e));
-	size_t i = 0;
-	int err = e ? read_map(m->fd[SLUICE_MAP_BAN_HOST], e, &i) : -ENOMEM;
+	struct ban_entry *e = NULL;
+	__u32 capacity = 0;
+	size_t i = 0, max;
+	int err = bans__capacity(m, &capacity);
 
+	/* Both maps are sized alike: a full trie beside a full hash is twice that. */
+	max = 2 * (size_t)capacity;
+	if (!err && !(e = calloc(max ?: 1, sizeof(*e))))
+		err = -ENOMEM;
 	if (!err)
-		err = read_map(m->fd[SLUICE_MAP_BAN], e, &i);
+		err = read_hash(m->fd[SLUICE_MAP_BAN_HOST], e, &i, max);
+	if (!err)
+		err = read_map(m->fd[SLUICE_MAP_BAN], e, &i, max);
 	if (err) {
 		free(e);
 		return err;

@@ -27,6 +27,9 @@ void bans__key(struct sluice_addr_key *k, const __u8 *addr, unsigned int bits);
 /* The prefix length of @k in the mapped address space (0..128). */
 unsigned int bans__key_bits(const struct sluice_addr_key *k);
 
+/* The bound on entries of both maps together (their size) into *@capacity. 0 or -errno. */
+int bans__capacity(const struct sluice_maps *m, __u32 *capacity);
+
 /* An exclusive flock() on directory @dir (the pin root), until bans__unlock(). fd or -errno. */
 int bans__lock(const char *dir);
 void bans__unlock(int fd);
@@ -35,7 +38,7 @@ void bans__unlock(int fd);
  * Write @b under @k, in the map its length picks, keeping the packets an
  * existing entry dropped (a packet dropped between the read and the write
  * is not counted: racy by design, a counter for people). 0, -ENOSPC when
- * the gate counts SLUICE_BAN_ENTRIES in both maps together, or -errno.
+ * the gate counts bans__capacity() in both maps together, or -errno.
  * Hold bans__lock(), have the gate counted (bans__sync_gate()) before, and
  * call bans__sync_gate() after.
  */
