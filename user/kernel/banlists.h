@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Named ban lists (docs/bans.md, "Lists"): which list holds which prefix,
+ * until when, kept in a state file per interface that is the source of
+ * truth; the ban maps (kernel/bans.c) hold their union, one entry per
+ * prefix whatever the number of lists that hold it, so the program's
+ * lookup is the one of a single ban. A replacement writes only the
+ * difference, in batches; the state is written atomically (temp file,
+ * fsync, rename) and read back at the agent's start. Expiries here are on
+ * CLOCK_REALTIME, which survives a reboot; the maps' are CLOCK_MONOTONIC.
+ * Hold bans__lock() around every call that takes a struct sluice_maps.
+ */
+#ifndef SLUICE_BANLISTS_H
+#define SLUICE_BANLISTS_H
+
+#include <stdio.h>
+
+#include "kernel/bans.h"
+
+#define BANLIST_NAME_LEN  32		    /* a list's name, NUL included: [A-Za-z0-9_.-] */
+#define BANLIST_MANUAL	  "manual"	    /* the list of single bans (sluice ban <addr>) */
+#define BANLIST_STATE_DIR "/var/lib/sluice" /* default --state-dir */
+
+struct banlist_entry {
+	struct sluice_addr_key key;
+	__u64 expires_real_ns; /* CLOCK_REALTIME; 0: never */
+	char list[BANLIST_NAME_LEN];
+	char reason[SLUICE_BAN_REASON_LEN]; /* what the map entry shows */
+};
+
+/* Every entry of every list of one interface, in no order. */
+struct banlist_state {
+	struct banlist_entry *e;
+	size_t n;
+};
+
+/* What a replacement did, for its one event. */
+struct banlist_change {
+	size_t added, removed, kept; /* entries of the list */
+	size_t written, deleted;     /* map entries */
+	size_t needed;		     /* map entries the result needs */
+};
+
+/* Is @s a list name? */
+int banlist_name_ok(const char *s);
+
+/* "<dir>/bans/<iface>" into @buf of PATH_MAX bytes; 0 or -ENAMETOOLONG. */
+int banlist_state_path(char *buf, const char *dir, const char *iface);
+
+/*
+ * Read the state file @path (none: an empty state). 0, -errno, or -EINVAL
+ * with "<path>:<line>: <field>: what" in @err.
+ */
+int banlist_state__load(struct banlist_state *s, const char *path, char *err, size_t errlen);
+
+/* Write @s to @path atomically, making its directory (0750). 0 or -errno. */
+int banlist_state__save(const struct banlist_state *s, const char *path);
+
+void banlist_state__free(struct banlist_state *s);
+
+/* Drop the entries expired at @now_real; how many. */
+size_t banlist_state__prune(struct banlist_state *s, __u64 now_real);
+
+/* Entries of list @list. */
+size_t banlist_state__count(const struct banlist_state *s, const char *list);
+
+/*
+ * Read a list file: one address or prefix a line, the rest of the line
+ * after it ignored when it starts with whitespace, '#' or ';' (Spamhaus
+ * DROP's "prefix ; SBLnnn"), blank and comment lines skipped. The keys,
+ * sorted and without duplicates, into *@keys (the caller frees). 0,
+ * -ENOMEM, -errno, or -EINVAL with "<name>:<line>: prefix: what" in @err.
+ */
+int banlist__read_file(FILE *f, const char *name, struct sluice_addr_key **keys, size_t *n,
+		       char *err, size_t errlen);
+
+/*
+ * Make list @list of @s hold exactly @keys (sorted, unique; from
+ * banlist__read_file()), each expiring at @expires_real (0: never), and
+ * write the difference to the maps of @m, which hold @capacity entries:
+ * deletes, then writes; an entry kept with the same expiry is not written.
+ * -ENOSPC, before anything is written, when the result would not fit;
+ * else 0 or -errno. @s changes only on success.
+ */
+int banlist__replace(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+		     const char *list, const struct sluice_addr_key *keys, size_t n,
+		     __u64 expires_real, struct banlist_change *c);
+
+/*
+ * Put @k in list @list of @s (replacing its expiry and reason), or with
+ * @list NULL take @k out of every list. 0 or -ENOMEM.
+ */
+int banlist_state__set(struct banlist_state *s, const char *list, const struct sluice_addr_key *k,
+		       __u64 expires_real, const char *reason);
+
+/*
+ * The map value of @k, merged over the lists of @s that hold it (the
+ * latest expiry, never over all; the reason of the first), into @b. 1, or
+ * 0 when no list holds it.
+ */
+int banlist_state__value(const struct banlist_state *s, const struct sluice_addr_key *k,
+			 struct sluice_ban *b);
+
+/*
+ * Write every entry of @s into the maps of @m (after a reboot, or new
+ * pins), keeping a live entry's count. The map entries written into *@n.
+ * 0, -ENOSPC or -errno.
+ */
+int banlist__restore(const struct sluice_maps *m, __u32 capacity, const struct banlist_state *s,
+		     size_t *n);
+
+/*
+ * The agent's start on @iface: under bans__lock(@pin_root), write the state
+ * kept in @state_dir into @m, drop what expired meanwhile, and log one
+ * event (bans_restore, or bans_restore_failed with why). 0 or -errno.
+ */
+int banlist__restore_iface(const struct sluice_maps *m, const char *pin_root, const char *state_dir,
+			   const char *iface);
+
+#endif /* SLUICE_BANLISTS_H */
