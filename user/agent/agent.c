@@ -17,6 +17,7 @@
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 #include "agent/agent.h"
+#include "kernel/banlists.h"
 #include "policy/compile.h"
 #include "base/log.h"
 #include "base/names.h"
@@ -352,12 +353,15 @@ static int attach_one(struct agent *a, const char *iface)
 	struct attachment *att = &a->att[a->n_att];
 	int err = attachment__load(att, a->opts.pin_root, iface,
 				   &(struct load_opts){ .max_keys = a->opts.max_keys,
-							.max_datagrams = a->opts.max_datagrams });
+							.max_datagrams = a->opts.max_datagrams,
+							.max_bans = a->opts.max_bans });
 
 	if (err) {
 		attachment__close(att); /* not loaded: nothing to beat or detach */
 		return err;
 	}
+	/* A state that cannot be restored is logged; the policy is enforced all the same. */
+	banlist__restore_iface(&att->maps, a->opts.pin_root, a->opts.state_dir, iface);
 	att->xdp_priority = a->opts.xdp_priority;
 	att->xdp_share = a->opts.xdp_share;
 	pthread_mutex_lock(&a->snap.att_lock);

@@ -28,6 +28,8 @@ struct agent_opts {
 	int mode;		    /* enum sluice_attach asked for; SLUICE_ATTACH_NONE: auto */
 	__u32 max_keys;		    /* 0: default, or the pinned size */
 	__u32 max_datagrams;	    /* 0: SLUICE_FRAG_ENTRIES_DEFAULT */
+	__u32 max_bans;		    /* each ban map's size; 0: SLUICE_BAN_ENTRIES, or the pinned */
+	const char *state_dir;	    /* bans kept across restarts (kernel/banlists.h) */
 	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
 	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */

@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/metrics.h"
 #include "agent/watch.h"
+#include "kernel/banlists.h"
 #include "kernel/dispatch.h"
 #include "cli/cmd.h"
 #include "base/clock.h"
@@ -37,7 +38,8 @@ static volatile sig_atomic_t reload_requested;
 static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
 	"                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
-	"                  [--max-keys <n>] [--max-datagrams <n>]\n"
+	"                  [--max-keys <n>] [--max-datagrams <n>] [--max-bans <n>]\n"
+	"                  [--state-dir <dir>]\n"
 	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
 	"                  [--metrics <addr>:<port> [--web-config <file>]]\n"
 	"                  [--probes <addr>:<port>]\n"
@@ -55,6 +57,9 @@ static const char usage_text[] =
 	"                          programs, lower first; default " XSTR(DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)\n"
 	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
 	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
+	"      --max-bans <n>      size of the ban table; default 65536, or the pinned size\n"
+	"      --state-dir <dir>   bans kept across restarts, restored at start; default\n"
+	"                          " BANLIST_STATE_DIR "\n"
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
 	"                          enforcement stays until 'sluice detach'\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
@@ -165,6 +170,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		OPT_PRIORITY,
 		OPT_KEYS,
 		OPT_DATAGRAMS,
+		OPT_BANS,
+		OPT_STATE_DIR,
 		OPT_DETACH,
 		OPT_PIN_ROOT,
 		OPT_METRICS,
@@ -181,6 +188,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "xdp-priority", required_argument, NULL, OPT_PRIORITY },
 		{ "max-keys", required_argument, NULL, OPT_KEYS },
 		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
+		{ "max-bans", required_argument, NULL, OPT_BANS },
+		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
@@ -219,6 +228,11 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			if (parse_count("max-datagrams", optarg, &o->max_datagrams))
 				return EXIT_USAGE;
 			break;
+		case OPT_BANS:
+			if (parse_count("max-bans", optarg, &o->max_bans))
+				return EXIT_USAGE;
+			break;
+		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_DETACH: o->detach_on_exit = 1; break;
 		case OPT_PIN_ROOT: o->pin_root = optarg; break;
 		case OPT_METRICS:
@@ -283,7 +297,9 @@ static void run_loop(struct agent *a, struct notify *n, struct watch *w)
 
 int cmd_run(int argc, char **argv)
 {
-	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT, .mode = SLUICE_ATTACH_NONE };
+	struct agent_opts o = { .pin_root = SLUICE_PIN_ROOT,
+				.state_dir = BANLIST_STATE_DIR,
+				.mode = SLUICE_ATTACH_NONE };
 	struct watch w = { .fd = -1 };
 	struct agent *a;
 	struct notify n;

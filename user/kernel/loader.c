@@ -292,6 +292,20 @@ static int unpin_set(const char *dir, int keep_dir)
 	return err;
 }
 
+/* The size of map @i pinned in @dir; 0 when there is none. */
+static __u32 pinned_size(const char *dir, int i)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), size;
+	char path[PATH_MAX];
+	int fd = pin_path(path, dir, sluice_map_names[i]) ? -1 : bpf_obj_get(path);
+
+	size = fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.max_entries : 0;
+	if (fd >= 0)
+		close(fd);
+	return size;
+}
+
 /* The ABI version and sluice_state size of the set in @dir; 0 or -errno. */
 static int read_set(const char *dir, __u32 *abi, __u32 *keys)
 {
@@ -315,12 +329,7 @@ static int read_set(const char *dir, __u32 *abi, __u32 *keys)
 	free(val);
 	if (fd >= 0)
 		close(fd);
-	fd = err || pin_path(path, dir, sluice_map_names[SLUICE_MAP_STATE]) ? -1
-									    : bpf_obj_get(path);
-	memset(&info, 0, sizeof(info));
-	*keys = fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.max_entries : 0;
-	if (fd >= 0)
-		close(fd);
+	*keys = err ? 0 : pinned_size(dir, SLUICE_MAP_STATE);
 	if (err)
 		pr_warn("cannot read the pinned maps in '%s': %s", dir, strerror(-err));
 	return err;
@@ -331,9 +340,9 @@ static int read_set(const char *dir, __u32 *abi, __u32 *keys)
  * a staging directory, replacing the set found (a->old_dir) on commit. A
  * staging directory a crashed start left is removed first (we hold the lock).
  */
-static int choose_set(struct attachment *a, __u32 *max_keys)
+static int choose_set(struct attachment *a, __u32 *max_keys, __u32 *max_bans)
 {
-	__u32 keys = 0;
+	__u32 keys = 0, bans;
 	int err;
 
 	if (a->old_dir[0] && (err = read_set(a->old_dir, &a->old_abi, &keys)))
@@ -345,6 +354,16 @@ static int choose_set(struct attachment *a, __u32 *max_keys)
 		a->reused = 1;
 		if (!*max_keys)
 			*max_keys = keys;
+		bans = pinned_size(a->pin_dir, SLUICE_MAP_BAN_HOST);
+		if (*max_bans && bans && *max_bans != bans) {
+			pr_warn("cannot resize pinned ban table '%s/%s' from %u to %u entries; "
+				"run without --max-bans, or detach first (sluice detach --iface "
+				"%s; the bans in the state dir are restored at the next start)",
+				a->pin_dir, sluice_map_names[SLUICE_MAP_BAN_HOST], bans, *max_bans,
+				a->iface);
+			return -EINVAL;
+		}
+		*max_bans = bans ?: *max_bans;
 		if (*max_keys == keys)
 			return 0;
 		pr_warn("cannot resize pinned map '%s/%s' from %u to %u keys: key state would be "
@@ -560,7 +579,8 @@ static int open_iface_dir(struct attachment *a, const char *pin_root)
 }
 
 /* Open the object with its maps pinned in a->pin_dir, size them, and load it. */
-static int load_object(struct attachment *a, __u32 max_keys, const struct load_opts *o)
+static int load_object(struct attachment *a, __u32 max_keys, __u32 max_bans,
+		       const struct load_opts *o)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = a->pin_dir);
 	__u64 ttl_ns = o->deny_ttl_ns ? o->deny_ttl_ns : SLUICE_DENY_TTL_NS;
@@ -579,6 +599,12 @@ static int load_object(struct attachment *a, __u32 max_keys, const struct load_o
 					       o->max_datagrams ? o->max_datagrams
 								: SLUICE_FRAG_ENTRIES_DEFAULT);
 	if (!err)
+		err = bpf_map__set_max_entries(a->skel->maps.sluice_ban_host,
+					       max_bans ?: SLUICE_BAN_ENTRIES);
+	if (!err)
+		err = bpf_map__set_max_entries(a->skel->maps.sluice_ban,
+					       max_bans ?: SLUICE_BAN_ENTRIES);
+	if (!err)
 		err = sluice_bpf__load(a->skel);
 	if (err) {
 		report_rejection(a->iface, err);
@@ -595,7 +621,7 @@ static int load_object(struct attachment *a, __u32 max_keys, const struct load_o
 int attachment__load(struct attachment *a, const char *pin_root, const char *iface,
 		     const struct load_opts *o)
 {
-	__u32 max_keys = o->max_keys;
+	__u32 max_keys = o->max_keys, max_bans = o->max_bans;
 	int err;
 
 	memset(a, 0, sizeof(*a));
@@ -609,9 +635,9 @@ int attachment__load(struct attachment *a, const char *pin_root, const char *ifa
 	if (!err)
 		err = open_iface_dir(a, pin_root);
 	if (!err)
-		err = choose_set(a, &max_keys);
+		err = choose_set(a, &max_keys, &max_bans);
 	if (!err)
-		err = load_object(a, max_keys, o);
+		err = load_object(a, max_keys, max_bans, o);
 	if (!err)
 		err = take_over(a);
 	if (a->carried)

@@ -61,6 +61,7 @@ struct load_opts {
 	__u32 max_keys;	     /* sluice_state's size: the default, or the pinned size */
 	__u64 deny_ttl_ns;   /* the longest a cached drop stands: SLUICE_DENY_TTL_NS */
 	__u32 max_datagrams; /* sluice_frags' size: SLUICE_FRAG_ENTRIES_DEFAULT (not pinned) */
+	__u32 max_bans;	     /* each ban map's size: SLUICE_BAN_ENTRIES, or the pinned size */
 };
 
 /*

@@ -379,7 +379,8 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 			return err;
 		if (fi[i].type == ti.type && fi[i].key_size == ti.key_size &&
 		    fi[i].value_size == ti.value_size &&
-		    (i == SLUICE_MAP_STATE || fi[i].max_entries == ti.max_entries))
+		    (i == SLUICE_MAP_STATE || i == SLUICE_MAP_BAN || i == SLUICE_MAP_BAN_HOST ||
+		     fi[i].max_entries == ti.max_entries))
 			continue;
 		/* The interface-wide totals gain a counter now and then: they restart. */
 		if (i != SLUICE_MAP_TOTALS)
