@@ -53,8 +53,8 @@ policies:
 YAML
 
 now_ns() { "$SINK" now; }
-ban() { "$SLUICE" ban --pin-root "$PIN_ROOT" "$@"; }
-unban() { "$SLUICE" unban --pin-root "$PIN_ROOT" "$@"; }
+ban() { "$SLUICE" ban --pin-root "$PIN_ROOT" --state-dir "$WORK/state" "$@"; }
+unban() { "$SLUICE" unban --pin-root "$PIN_ROOT" --state-dir "$WORK/state" "$@"; }
 entries() { "$SLUICE" bans --pin-root "$PIN_ROOT" --json | sed -n 's/.*"entries":\([0-9]*\).*/\1/p'; }
 
 # sink_start NAME: record what reaches $PORT into $WORK/NAME.rec.
@@ -108,7 +108,7 @@ metric() {
 bad() { # EXPECTED-TEXT ARGS...: exit 2, the message names the argument
 	local want=$1 out rc=0
 	shift
-	out=$("$SLUICE" "$@" --pin-root "$PIN_ROOT" 2>&1) || rc=$?
+	out=$("$SLUICE" "$@" --pin-root "$PIN_ROOT" --state-dir "$WORK/state" 2>&1) || rc=$?
 	e2e_equal "exit status of sluice $*" "$rc" 2
 	grep -qF -- "$want" <<<"$out" || e2e_fail "sluice $*: no '$want' in: $out"
 }

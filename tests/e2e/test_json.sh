@@ -52,7 +52,7 @@ json() {
 field() { jq -r "$2" "$WORK/$1.json"; }
 
 e2e_start_agent "$WORK/policy.yaml"
-"$SLUICE" ban "$BANNED" --reason "$REASON" --pin-root "$PIN_ROOT" >/dev/null
+"$SLUICE" ban "$BANNED" --reason "$REASON" --pin-root "$PIN_ROOT" --state-dir "$WORK/state" >/dev/null
 e2e_flood --proto udp --dport 7000 --src "$SRC" --dst "$RX4" --count "$SENT" --pps 1000 >/dev/null
 e2e_flood --proto udp --dport 7000 --src "$BANNED" --dst "$RX4" --count "$BANNED_SENT" \
 	--pps 1000 >/dev/null

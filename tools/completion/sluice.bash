@@ -38,12 +38,12 @@ _sluice() {
 			echo " auto")" -- "$cur")
 		return
 		;;
-	-c | --config | --web-config)
+	-c | --config | --web-config | --file)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;
-	--pin-root)
+	--pin-root | --state-dir)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return
@@ -52,7 +52,7 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
-	-n | --count | --max-keys | --xdp-priority | --metrics | --probes | --for | --reason)
+	-n | --count | --max-keys | --max-bans | --xdp-priority | --metrics | --probes | --for | --reason | --list)
 		return # a number, an address, a duration or a text: nothing to offer
 		;;
 	esac

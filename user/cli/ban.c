@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "kernel/banlists.h"
 #include "kernel/bans.h"
 #include "policy/policy.h"
 
@@ -28,18 +29,29 @@
 
 static const char ban_usage[] =
 	"usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>] [--force]\n"
-	"                  [--iface <iface>]... [--pin-root <dir>]\n\n"
+	"                  [--iface <iface>]... [--pin-root <dir>] [--state-dir <dir>]\n"
+	"       sluice ban --list <name> --file <file>|- [--for <duration>] [--force]\n"
+	"                  [--iface <iface>]... [--pin-root <dir>] [--state-dir <dir>]\n\n"
 	"      --for <duration>    lift it after this long (10m, 2h); default: never\n"
 	"      --reason <text>     shown by 'sluice bans'; printable, at most 39 chars\n"
 	"      --force             ban a prefix shorter than /8 (IPv4) or /32 (IPv6)\n"
+	"      --list <name>       make this list hold exactly the prefixes of --file\n"
+	"      --file <file>|-     one address or prefix a line; '#' and ';' comments\n"
 	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"      --state-dir <dir>   where bans are kept across restarts; default " BANLIST_STATE_DIR
+	"\n"
 	"  -h, --help              show this help\n";
 
 static const char unban_usage[] =
-	"usage: sluice unban <addr>|<prefix> [--iface <iface>]... [--pin-root <dir>]\n\n"
+	"usage: sluice unban <addr>|<prefix>|--list <name> [--iface <iface>]... [--pin-root "
+	"<dir>]\n"
+	"                    [--state-dir <dir>]\n\n"
+	"      --list <name>       empty this list\n"
 	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
+	"      --state-dir <dir>   where bans are kept across restarts; default " BANLIST_STATE_DIR
+	"\n"
 	"  -h, --help              show this help\n";
 
 static const char bans_usage[] =
@@ -49,7 +61,16 @@ static const char bans_usage[] =
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
 	"  -h, --help              show this help\n";
 
-enum { OPT_FOR = OPT_LONG_ONLY, OPT_REASON, OPT_FORCE, OPT_JSON, OPT_PIN_ROOT };
+enum {
+	OPT_FOR = OPT_LONG_ONLY,
+	OPT_REASON,
+	OPT_FORCE,
+	OPT_JSON,
+	OPT_PIN_ROOT,
+	OPT_LIST,
+	OPT_FILE,
+	OPT_STATE_DIR,
+};
 
 static const struct option ban_opts[] = {
 	{ "for", required_argument, NULL, OPT_FOR },
@@ -58,6 +79,9 @@ static const struct option ban_opts[] = {
 	{ "iface", required_argument, NULL, 'i' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
+	{ "list", required_argument, NULL, OPT_LIST },
+	{ "file", required_argument, NULL, OPT_FILE },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -75,6 +99,11 @@ struct ban_cmd {
 	char reason[SLUICE_BAN_REASON_LEN];
 	int force; /* --force: a ban wider than BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS */
 	int json;
+	const char *state_dir;
+	const char *list;	      /* --list: its name; NULL for a single ban */
+	const char *file;	      /* --file: "-" is standard input */
+	struct sluice_addr_key *keys; /* --file's, sorted and unique */
+	size_t n_keys;
 };
 
 /* "--for": a positive duration no longer than SLUICE_BAN_FOR_MAX_NS. 0 or -1 after why. */
@@ -149,6 +178,65 @@ static int is_wide(const struct sluice_addr_key *k)
 	return bits < BAN_WIDE_V6_BITS;
 }
 
+/* --list and --file go together on ban, --list alone on unban. 0 or the exit status. */
+static int check_list_args(const struct ban_cmd *c, char **argv)
+{
+	int is_ban = !strcmp(c->name, "ban");
+
+	if (c->list && !banlist_name_ok(c->list))
+		return cmd_refuse(argv,
+				  "--list: '%s' is not a list name (expected 1 to %d letters, "
+				  "digits, '_', '.' or '-')",
+				  c->list, BANLIST_NAME_LEN - 1);
+	if (is_ban && (!c->list || !c->file))
+		return cmd_refuse(argv, "--list and --file go together");
+	if (c->reason[0])
+		return cmd_refuse(argv, "--reason does not go with --list (its entries show "
+					"the list's name)");
+	return 0;
+}
+
+/*
+ * Read --file into @c, and check its prefixes as one ban's: no wide one
+ * without --force. 0 or the exit status after why.
+ */
+static int read_list_file(struct ban_cmd *c, char **argv)
+{
+	int is_stdin = !strcmp(c->file, "-");
+	const char *name = is_stdin ? "<stdin>" : c->file;
+	FILE *f = is_stdin ? stdin : fopen(c->file, "re");
+	char err[DIAG_MSG_LEN + PATH_MAX], prefix[ADDR_TEXT_LEN];
+	size_t i;
+	int rc;
+
+	if (!f) {
+		cmd_warnf("sluice: ban: --file: cannot open '%s': %s\n", c->file, strerror(errno));
+		return EXIT_CONFIG;
+	}
+	rc = banlist__read_file(f, name, &c->keys, &c->n_keys, err, sizeof(err));
+	if (!is_stdin)
+		fclose(f);
+	if (rc == -EINVAL) {
+		cmd_warnf("sluice: ban: %s; fix that line, nothing was changed\n", err);
+		return EXIT_CONFIG;
+	}
+	if (rc) {
+		cmd_warnf("sluice: ban: --file: cannot read '%s': %s\n", name, strerror(-rc));
+		return EXIT_CONFIG;
+	}
+	for (i = 0; i < c->n_keys && !c->force; i++) {
+		if (!is_wide(&c->keys[i]))
+			continue;
+		addr_text(prefix, sizeof(prefix), c->keys[i].addr,
+			  (int)bans__key_bits(&c->keys[i]));
+		return cmd_refuse(argv,
+				  "'%s' of %s covers more than an IPv4 /%d or an IPv6 /%d; add "
+				  "--force to ban so wide a prefix",
+				  prefix, name, BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS);
+	}
+	return 0;
+}
+
 /*
  * The options of @c's command and, when @want_target, its one argument.
  * 0, or the exit status (help, or a usage or value error).
@@ -158,6 +246,7 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 	int opt, li = 0;
 
 	c->pin_root = SLUICE_PIN_ROOT;
+	c->state_dir = BANLIST_STATE_DIR;
 	while ((opt = getopt_long(argc, argv, "i:h", ban_opts, &li)) != -1) {
 		int is_ban = !strcmp(c->name, "ban"), bad = 0;
 
@@ -188,6 +277,15 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 			bad = !is_ban;
 			c->force = 1;
 			break;
+		case OPT_STATE_DIR: c->state_dir = optarg; break;
+		case OPT_LIST:
+			bad = !want_target;
+			c->list = optarg;
+			break;
+		case OPT_FILE:
+			bad = !is_ban;
+			c->file = optarg;
+			break;
 		case 'h': *exit_code = cmd_usage(stdout, c->usage, EXIT_OK); return -1;
 		default: *exit_code = cmd_bad_option(argv, "i:h"); return -1;
 		}
@@ -199,6 +297,13 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 			return -1;
 		}
 	}
+	if (c->list || c->file) {
+		int code = check_list_args(c, argv);
+
+		if (code)
+			return *exit_code = code, -1;
+		want_target = 0;
+	}
 	if (argc - optind != want_target) {
 		*exit_code = cmd_extra_arg(argv, argc, want_target);
 		return -1;
@@ -207,7 +312,7 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 		*exit_code = EXIT_USAGE;
 		return -1;
 	}
-	if (!strcmp(c->name, "ban") && !c->force && is_wide(&c->key)) {
+	if (!strcmp(c->name, "ban") && !c->list && !c->force && is_wide(&c->key)) {
 		*exit_code = cmd_refuse(argv,
 					"'%s' covers more than an IPv4 /%d or an IPv6 /%d; add "
 					"--force to ban so wide a prefix",
@@ -339,8 +444,46 @@ static void note_allowed(const struct ban_cmd *c, const char *iface, const struc
 		  c->prefix, allow, iface, allow);
 }
 
-/* sluice ban or unban on one interface's maps, under its lock; 0 or -errno after why. */
-static int change(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+/* @iface's ban state into @s, its expired entries dropped; 0 or -errno after why. */
+static int load_state(const struct ban_cmd *c, const char *iface, char *path,
+		      struct banlist_state *s)
+{
+	char err[DIAG_MSG_LEN + PATH_MAX];
+	int rc = banlist_state_path(path, c->state_dir, iface);
+
+	if (!rc)
+		rc = banlist_state__load(s, path, err, sizeof(err));
+	if (rc == -ENAMETOOLONG)
+		cmd_warnf("sluice: --state-dir: '%s' is too long a path\n", c->state_dir);
+	else if (rc)
+		cmd_warnf("sluice: cannot read the ban state: %s; fix or remove it (the bans in "
+			  "the kernel stay)\n",
+			  err);
+	else
+		banlist_state__prune(s, clock_ns(CLOCK_REALTIME));
+	return rc;
+}
+
+static int save_state(const struct banlist_state *s, const char *path)
+{
+	int err = banlist_state__save(s, path);
+
+	if (err)
+		cmd_warnf("sluice: cannot write the ban state '%s': %s; the bans in the kernel "
+			  "changed, but a restart would lose the change\n",
+			  path, strerror(-err));
+	return err;
+}
+
+/* Realtime expiry of --for from now; 0: never. */
+static __u64 expires_real(const struct ban_cmd *c)
+{
+	return c->for_ns ? clock_ns(CLOCK_REALTIME) + c->for_ns : 0;
+}
+
+/* sluice ban or unban of one prefix on one interface's maps, under its lock. */
+static int change(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m,
+		  struct banlist_state *s)
 {
 	struct sluice_ban b = { .since_ns = mono_ns() };
 	char left[UNITS_TEXT_LEN];
@@ -348,15 +491,17 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 
 	/* unban first: lifting a ban that has just expired is not an error. */
 	err = is_ban ? 0 : bans__del(m, &c->key);
+	if (err == -ENOENT && banlist_state__value(s, &c->key, &b))
+		err = 0; /* held by a list, not in the maps: pins made without the state */
 	if (!err)
 		err = bans__prune(m, b.since_ns);
 	if (!err)
 		err = bans__sync_gate(m); /* what bans__put() checks the bound against */
-	if (!err && is_ban) {
-		b.expires_ns = c->for_ns ? b.since_ns + c->for_ns : 0;
-		memcpy(b.reason, c->reason, sizeof(b.reason));
-		err = bans__put(m, &c->key, &b);
-	}
+	if (!err)
+		err = banlist_state__set(s, is_ban ? BANLIST_MANUAL : NULL, &c->key,
+					 expires_real(c), c->reason);
+	if (!err && is_ban && banlist_state__value(s, &c->key, &b))
+		err = bans__put(m, &c->key, &b); /* the latest expiry of the lists holding it */
 	/* Even after a failed change: the prune may have deleted entries. */
 	if (bans__sync_gate(m) && !err)
 		err = -EIO;
@@ -376,6 +521,49 @@ static int change(const struct ban_cmd *c, const char *iface, const struct sluic
 		note_allowed(c, iface, m);
 	} else
 		printf("unbanned %s on %s\n", c->prefix, iface);
+	return err;
+}
+
+/* sluice ban --list (or unban --list: no keys) on one interface's maps, under its lock. */
+static int replace_list(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m,
+			struct banlist_state *s)
+{
+	struct banlist_change ch = { 0 };
+	__u64 t0 = mono_ns();
+	__u32 capacity = 0;
+	int err = bans__prune(m, t0) ?: bans__capacity(m, &capacity);
+
+	if (!err)
+		err = banlist__replace(m, capacity, s, c->list, c->keys, c->n_keys, expires_real(c),
+				       &ch);
+	if (err == -ENOSPC)
+		cmd_warnf("sluice: cannot make list '%s' on '%s' hold %zu entries: the ban table "
+			  "would need %zu of its %u; nothing was changed; unban some, or start "
+			  "the agent with a larger --max-bans (docs/bans.md)\n",
+			  c->list, iface, c->n_keys, ch.needed, capacity);
+	else if (err)
+		cmd_warnf("sluice: cannot replace list '%s' on '%s': %s\n", c->list, iface,
+			  strerror(-err));
+	else
+		printf("list %s on %s: %zu entries (%zu added, %zu removed, %zu kept) in %llu ms\n",
+		       c->list, iface, c->n_keys, ch.added, ch.removed, ch.kept,
+		       (unsigned long long)((mono_ns() - t0) / SLUICE_NSEC_PER_MSEC));
+	return err;
+}
+
+/* ban or unban on @iface's maps, under the lock, with its state; 0 or -errno after why. */
+static int change_kept(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
+{
+	struct banlist_state s;
+	char path[PATH_MAX];
+	int err = load_state(c, iface, path, &s);
+
+	if (err)
+		return err;
+	err = c->list ? replace_list(c, iface, m, &s) : change(c, iface, m, &s);
+	if (!err)
+		err = save_state(&s, path);
+	banlist_state__free(&s);
 	return err;
 }
 
@@ -410,7 +598,7 @@ static int on_iface(const struct ban_cmd *c, const char *iface)
 		maps__close(&m);
 		return lock;
 	}
-	err = change(c, iface, &m);
+	err = change_kept(c, iface, &m);
 	bans__unlock(lock);
 	maps__close(&m);
 	return err;
@@ -454,10 +642,14 @@ static int run(struct ban_cmd *c, int argc, char **argv, int want_target)
 
 	if (parse_args(c, argc, argv, want_target, &code))
 		return code;
+	if (c->file && (code = read_list_file(c, argv)))
+		return code;
 	for (i = 0; i < c->n_ifaces; i++)
 		if (cmd_check_iface(c->ifaces[i]))
 			return EXIT_USAGE;
-	return each_iface(c);
+	code = each_iface(c);
+	free(c->keys);
+	return code;
 }
 
 int cmd_ban(int argc, char **argv)

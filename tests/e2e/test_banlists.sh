@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# Named ban lists on a veth, with real traffic (docs/bans.md, "Lists"):
+#   - a bad line in a list file is refused naming file, line and field,
+#     and changes nothing;
+#   - Spamhaus DROP's layout ("prefix ; SBLnnn", ';' comments) loads as is,
+#     IPv4 and IPv6; the list then holds exactly the file's prefixes;
+#   - a replacement by LIST_N entries applies only the difference: a
+#     source in both the old and the new list sends all along and not one
+#     of its packets passes; a source only in the old list passes after;
+#     its time is printed;
+#   - a list that would overfill the table (--max-bans) is refused with
+#     the figures and changes nothing;
+#   - a single ban is a list of its own, and a prefix held by two lists
+#     stays banned until both let it go;
+#   - the state survives a restart of the agent, and a "reboot" (kill -9,
+#     the pins deleted, a new start from the state file): the lists come
+#     back, a ban that expired while sluice was down does not.
+source "$(dirname "$0")/lib.sh"
+e2e_require
+e2e_realtime
+e2e_topology
+
+SINK=${SINK:-$ROOT/build/sluice-sink}
+PORT=9000
+PPS=1000
+LIST_N=100000 # the issue's bulk replace
+# The table: LIST_N and the small lists, but not LIST_N + OVERFILL more.
+MAX_BANS=$((LIST_N + 100))
+STATE=$WORK/state
+STAY=10.202.0.1 # in every version of list "drop"
+OLD=10.203.0.1  # only in its first version
+NEW=10.204.0.1  # only in its second
+SINGLE=10.205.0.1
+
+cat >"$WORK/policy.yaml" <<YAML
+policies:
+  - name: other
+    match: { proto: udp, dst_port: 9999 }
+    rate: 100/s
+    burst: 100
+YAML
+
+opts=(--pin-root "$PIN_ROOT" --state-dir "$STATE")
+ban() { "$SLUICE" ban "${opts[@]}" "$@"; }
+unban() { "$SLUICE" unban "${opts[@]}" "$@"; }
+# The prefixes in the maps, sorted.
+prefixes() { "$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r '.bans[].prefix' | sort; }
+entries() { "$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r .entries; }
+
+sink_start() {
+	REC=$WORK/$1.rec
+	ns_spawn "$NS_RX" "$SINK" record --port "$PORT" --out "$REC" --duration-ms 60000 \
+		>"$WORK/$1.sink"
+	SINK_PID=$SPAWNED_PID
+	local deadline=$((SECONDS + 10))
+	until grep -q '^ready' "$WORK/$1.sink"; do
+		kill -0 "$SINK_PID" 2>/dev/null || e2e_fail "$1: the sink exited"
+		((SECONDS < deadline)) || e2e_fail "$1: the sink not ready within 10 s"
+		sleep 0.02
+	done
+}
+sink_stop() {
+	kill -TERM "$SINK_PID"
+	wait "$SINK_PID" || e2e_fail "the sink exited with status $?"
+}
+# flood_bg SRC COUNT: COUNT datagrams from SRC at $PPS, in the background.
+flood_bg() {
+	ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --dport "$PORT" \
+		--src "$1" --dst "$RX4" --pps "$PPS" --count "$2" --duration-ms 60000 >/dev/null
+	FLOOD_PID=$SPAWNED_PID
+}
+flood_wait() { wait "$FLOOD_PID" || e2e_fail "the flood exited with status $?"; }
+got() { awk -v s="$1" '$2 == s { n++ } END { print n + 0 }' "$REC"; }
+# delivered SRC COUNT: send COUNT from SRC and print how many got through.
+delivered() {
+	sink_start "d$1"
+	flood_bg "$1" "$2"
+	flood_wait
+	sink_stop
+	got "$1"
+}
+
+e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS"
+
+# ---- a bad line changes nothing ----------------------------------------------
+printf '10.201.0.0/24\n# a comment\n10.201.1.300 ; SBL2\n' >"$WORK/bad.txt"
+rc=0
+out=$(ban --list drop --file "$WORK/bad.txt" 2>&1) || rc=$?
+e2e_equal "exit status of a bad list file" "$rc" 78
+e2e_equal "a bad list file" "$out" \
+	"sluice: ban: $WORK/bad.txt:3: prefix: '10.201.1.300' is not a prefix: it is not an IPv4 address (expected an address such as 192.0.2.1); fix that line, nothing was changed"
+e2e_equal "entries after a bad list file" "$(entries)" 0
+[ ! -e "$STATE/bans/$VETH_RX" ] || e2e_fail "a bad list file wrote the state"
+
+# ---- Spamhaus DROP's layout, IPv4 and IPv6 -------------------------------------
+cat >"$WORK/drop1.txt" <<EOF
+; Spamhaus DROP List 2026/12/05 - (c) 2026 The Spamhaus Project
+; Last-Modified: Sat, 05 Dec 2026 08:00:00 GMT
+10.201.0.0/24 ; SBL1
+$STAY ; SBL2
+10.203.0.0/16;SBL4
+fd00:201::/48 ; SBL3
+	# an indented comment
+
+$STAY/32 ; a duplicate
+EOF
+out=$(ban --list drop --file "$WORK/drop1.txt")
+[[ $out == "list drop on $VETH_RX: 4 entries (4 added, 0 removed, 0 kept) in "*" ms" ]] ||
+	e2e_fail "ban --list drop: $out"
+e2e_equal "the maps after drop1" "$(prefixes | tr '\n' ' ')" \
+	"10.201.0.0/24 10.202.0.1/32 10.203.0.0/16 fd00:201::/48 "
+e2e_equal "$OLD in list drop" "$(delivered "$OLD" 100)" 0
+e2e_equal "$STAY in list drop" "$(delivered "$STAY" 100)" 0
+echo "ok: DROP's layout loads, IPv4 and IPv6"
+
+# ---- 10^5 replace, a staying source never passes --------------------------------
+# LIST_N - 2 /32s of 10.64.0.0/10, $STAY, and $NEW's /24.
+awk -v n=$((LIST_N - 2)) 'BEGIN { for (i = 0; i < n; i++)
+	printf "10.%d.%d.%d ; bulk\n", 64 + int(i / 65536), int(i / 256) % 256, i % 256 }' >"$WORK/big.txt"
+printf '%s\n%s/24\n' "$STAY" "${NEW%.*}.0" >>"$WORK/big.txt"
+sink_start replace
+flood_bg "$STAY" $((4 * PPS))
+sleep 1
+t0=$("$SINK" now)
+out=$(ban --list drop --file "$WORK/big.txt")
+t1=$("$SINK" now)
+flood_wait
+sink_stop
+echo "measured: $out; the command ran $(((t1 - t0) / 1000000)) ms"
+[[ $out == "list drop on $VETH_RX: $LIST_N entries ($((LIST_N - 1)) added, 3 removed, 1 kept) in "*" ms" ]] ||
+	e2e_fail "ban --list drop (big): $out"
+e2e_equal "packets from $STAY (in both lists) during the replace" "$(got "$STAY")" 0
+e2e_equal "entries after the replace" "$(entries)" "$LIST_N"
+{ sed 's/ ;.*//; /\//!s|$|/32|' "$WORK/big.txt"; } | sort >"$WORK/big.want"
+prefixes >"$WORK/big.have"
+cmp -s "$WORK/big.want" "$WORK/big.have" ||
+	e2e_fail "the maps differ from big.txt: $(diff "$WORK/big.want" "$WORK/big.have" | head -5)"
+e2e_equal "$OLD, out of the list" "$(delivered "$OLD" 100)" 100
+e2e_equal "$NEW, into the list" "$(delivered "$NEW" 100)" 0
+e2e_equal "10.64.1.2, in the bulk" "$(delivered 10.64.1.2 100)" 0
+echo "ok: $LIST_N entries replaced, exactly, $STAY never passed"
+
+# ---- a full table changes nothing ----------------------------------------------
+awk -v n=$((MAX_BANS - LIST_N + 1)) 'BEGIN { for (i = 0; i < n; i++)
+	printf "fd00:300::%x\n", i }' >"$WORK/over.txt"
+rc=0
+out=$(ban --list over --file "$WORK/over.txt" 2>&1) || rc=$?
+e2e_equal "exit status of an overfull list" "$rc" 1
+e2e_equal "an overfull list" "$out" \
+	"sluice: cannot make list 'over' on '$VETH_RX' hold $((MAX_BANS - LIST_N + 1)) entries: the ban table would need $((MAX_BANS + 1)) of its $MAX_BANS; nothing was changed; unban some, or start the agent with a larger --max-bans (docs/bans.md)"
+prefixes >"$WORK/after-over.have"
+cmp -s "$WORK/big.want" "$WORK/after-over.have" || e2e_fail "an overfull list changed the maps"
+grep -q "^over " "$STATE/bans/$VETH_RX" && e2e_fail "an overfull list is in the state"
+echo "ok: an overfull list is refused and changes nothing"
+
+# ---- back to a small list; a single ban; a prefix in two lists -------------------
+printf '%s\n' "$STAY" >"$WORK/small.txt"
+out=$(ban --list drop --file - <"$WORK/small.txt")
+echo "measured: $out"
+[[ $out == "list drop on $VETH_RX: 1 entries (0 added, $((LIST_N - 1)) removed, 1 kept) in "*" ms" ]] ||
+	e2e_fail "ban --list drop (small): $out"
+ban "$SINGLE" --for 10m --reason e2e-single >/dev/null
+printf '%s\n' "$STAY" >"$WORK/other.txt"
+ban --list other --file "$WORK/other.txt" >/dev/null
+printf '' >"$WORK/empty.txt"
+ban --list drop --file "$WORK/empty.txt" >/dev/null
+e2e_equal "the maps: $STAY held by list other, $SINGLE" "$(prefixes | tr '\n' ' ')" \
+	"$STAY/32 $SINGLE/32 "
+e2e_equal "$STAY, still in list other" "$(delivered "$STAY" 100)" 0
+e2e_equal "$SINGLE, a single ban" "$(delivered "$SINGLE" 100)" 0
+"$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$SINGLE/32 .* e2e-single$" || e2e_fail "bans lost $SINGLE's reason"
+
+# ---- restart, and reboot --------------------------------------------------------
+EXPIRING_S=5
+ban 10.206.0.1 --for "${EXPIRING_S}s" >/dev/null # expires while sluice is down
+t_expiring=$SECONDS
+e2e_stop_agent
+e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS"
+grep -q "event=bans_restore iface=$VETH_RX entries=3 expired=0 written=3" "$AGENT_LOG" ||
+	e2e_fail "restart: no bans_restore event: $(grep bans_ "$AGENT_LOG")"
+e2e_equal "$STAY after a restart" "$(delivered "$STAY" 100)" 0
+kill -KILL "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null || true # killed: its status is 137 by design
+e2e_detach "$VETH_RX"                  # the program and every pin: what a reboot leaves
+[ ! -e "$(e2e_set_dir "$VETH_RX")" ] || e2e_fail "the pins outlived sluice detach"
+while ((SECONDS - t_expiring <= EXPIRING_S)); do sleep 0.2; done # SECONDS counts whole seconds
+e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS"
+grep -q "event=bans_restore iface=$VETH_RX entries=2 expired=1 written=2" "$AGENT_LOG" ||
+	e2e_fail "reboot: no bans_restore event: $(grep bans_ "$AGENT_LOG")"
+e2e_equal "the maps after a reboot" "$(prefixes | tr '\n' ' ')" "$STAY/32 $SINGLE/32 "
+e2e_equal "$STAY after a reboot" "$(delivered "$STAY" 100)" 0
+e2e_equal "$SINGLE after a reboot" "$(delivered "$SINGLE" 100)" 0
+grep -q "10.206.0.1" "$STATE/bans/$VETH_RX" && e2e_fail "the expired ban is still in the state"
+"$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$SINGLE/32 .* e2e-single$" ||
+	e2e_fail "a reboot lost $SINGLE's reason"
+unban --list other >/dev/null
+e2e_equal "$STAY once list other is empty" "$(delivered "$STAY" 100)" 100
+echo "ok: bans survive a restart and a reboot; what expired meanwhile is dropped"
+echo "PASS"
