@@ -219,7 +219,7 @@ int banlist__read_file(FILE *f, const char *name, struct sluice_addr_key **keys,
 /* One line of the state file: "<list> <prefix> <expires_real_ns> [<reason>]". */
 static int parse_state_line(char *line, struct banlist_entry *e, char *why, size_t len)
 {
-	char list[LINE_MAX_LEN], prefix[LINE_MAX_LEN];
+	char list[LINE_MAX_LEN], prefix[LINE_MAX_LEN], text[DIAG_MSG_LEN / 2];
 	unsigned long long exp;
 	int at = 0;
 
@@ -233,8 +233,10 @@ static int parse_state_line(char *line, struct banlist_entry *e, char *why, size
 		snprintf(why, len, "list: '%s' is not a list name", list);
 		return -EINVAL;
 	}
-	if (parse_line(prefix, &e->key, why, len))
+	if (parse_line(prefix, &e->key, text, sizeof(text))) {
+		snprintf(why, len, "prefix: %s", text);
 		return -EINVAL;
+	}
 	memcpy(e->list, list, strlen(list) + 1);
 	e->expires_real_ns = exp;
 	snprintf(e->reason, sizeof(e->reason), "%s", at ? line + at : "");
