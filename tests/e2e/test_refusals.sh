@@ -64,6 +64,12 @@ case_bad_top_count() { try "$SLUICE" top -n 0; }
 case_bad_prefix() { try "$SLUICE" ban 192.0.2.300; }
 case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
 case_wide_ban() { try "$SLUICE" ban 0.0.0.0/0; }
+case_ban_list_name() { try "$SLUICE" ban --list 'a b' --file /dev/null; }
+case_ban_list_file() { try "$SLUICE" ban --list drop; }
+case_ban_list_line() {
+	printf '192.0.2.0/24 ; SBL1\n192.0.2.300\n' >"$WORK/list.txt"
+	try "$SLUICE" ban --list drop --file "$WORK/list.txt"
+}
 case_policy_missing() { try "$SLUICE" check "$WORK/absent.yaml"; }
 case_policy_unreadable() { as_nobody check "$WORK/pub/private.yaml"; }
 case_policy_invalid() { try "$SLUICE" check "$WORK/bad.yaml"; }
@@ -140,8 +146,15 @@ case_reload_rejected() {
 # With its pins left by a stopped agent (native mode, 65536 keys).
 case_mode_mismatch() { run_rx --mode tc; }
 case_resize_refused() { run_rx --mode native --max-keys 1024; }
+case_ban_resize_refused() { run_rx --mode native --max-bans 1024; }
 case_no_agent() { try "$SLUICE" reload --iface "$VETH_RX" --pin-root "$PIN_ROOT"; }
 case_not_banned() { try in_ns "$NS_RX" "$SLUICE" unban 192.0.2.1 --iface "$VETH_RX" --pin-root "$PIN_ROOT"; }
+case_ban_state_invalid() {
+	mkdir -p "$WORK/badstate/bans"
+	printf '# sluice bans 1\ndrop 192.0.2.0/24 0\ndrop 192.0.2.1/8 0\n' >"$WORK/badstate/bans/$VETH_RX"
+	try in_ns "$NS_RX" "$SLUICE" ban 192.0.2.9 --iface "$VETH_RX" --pin-root "$PIN_ROOT" \
+		--state-dir "$WORK/badstate"
+}
 
 # The table's rows: "id<TAB>exit<TAB>glob of the message".
 rows() {
@@ -188,7 +201,7 @@ check() {
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
 	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-prefix \
-	bad-duration wide-ban policy-missing policy-unreadable policy-invalid policy-symlink-out \
+	bad-duration wide-ban ban-list-name ban-list-file ban-list-line policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
 	not-bpffs pin-root-absent nothing-attached not-attached pin-dir-not-owned \
@@ -213,7 +226,9 @@ e2e_stop_agent
 check no-agent
 check mode-mismatch
 check resize-refused
+check ban-resize-refused
 check not-banned
+check ban-state-invalid
 
 e2e_equal "rows checked" "${#checked[@]}" "${#WANT_RC[@]}"
 echo "test_refusals: all ${#checked[@]} refusals of docs/errors.md checked"
