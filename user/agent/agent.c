@@ -257,6 +257,8 @@ int agent__tick(struct agent *a)
 	agent_stores__tick(&a->stores, now);
 	if (now - a->keys_counted_ns >= METRICS_KEYS_NS)
 		count_keys(a, now);
+	banwatch__tick(&a->bans, a->att, a->n_att, a->opts.state_dir, a->metrics ? &a->snap : NULL,
+		       now);
 	if (now - a->last_beat_ns >= a->ps->heartbeat_ns)
 		err = beat(a, getpid());
 	if (err)
@@ -628,6 +630,10 @@ void agent__stop(struct agent *a)
 	free(a->snap.keys);
 	a->snap.keys = NULL;
 	a->snap.n_keys = 0;
+	free(a->snap.ban_lists);
+	a->snap.ban_lists = NULL;
+	a->snap.n_ban_lists = 0;
+	banwatch__free(&a->bans);
 	agent_stores__close(&a->stores);
 	if (a->ps && a->n_att)
 		beat(a, 0); /* no agent: the XDP program takes over after the timeout */

@@ -7,6 +7,7 @@
 #ifndef SLUICE_AGENT_H
 #define SLUICE_AGENT_H
 
+#include "agent/banwatch.h"
 #include "agent/metrics.h"
 #include "agent/webconfig.h"
 #include "agent/stores.h"
@@ -53,6 +54,7 @@ struct agent {
 	struct metrics *metrics;			   /* NULL: not serving */
 	struct web_config web;				   /* read at start (webconfig.h) */
 	__u64 keys_counted_ns;				   /* for the metrics: see count_keys() */
+	struct banwatch bans;				   /* the ban lists' events and metrics */
 };
 
 /*

@@ -263,6 +263,27 @@ static void render_shards(FILE *out, const struct metrics_snapshot *s)
 		}
 }
 
+/* Per list, whose names the operator chose and are few (docs/bans.md). */
+static void render_ban_lists(FILE *out, const struct metrics_snapshot *snap)
+{
+	char ifl[LABEL_LEN], ll[LABEL_LEN];
+	size_t i;
+
+	header(out, "sluice_ban_list_entries", "gauge",
+	       "Live entries of each ban list; a prefix in two lists counts in both.");
+	for (i = 0; i < snap->n_ban_lists; i++)
+		fprintf(out, "sluice_ban_list_entries{iface=\"%s\",list=\"%s\"} %llu\n",
+			label(ifl, snap->ban_lists[i].iface), label(ll, snap->ban_lists[i].list),
+			(unsigned long long)snap->ban_lists[i].entries);
+	header(out, "sluice_ban_list_drops", "gauge",
+	       "Packets dropped by the entries each ban list holds now; goes down when they "
+	       "leave.");
+	for (i = 0; i < snap->n_ban_lists; i++)
+		fprintf(out, "sluice_ban_list_drops{iface=\"%s\",list=\"%s\"} %llu\n",
+			label(ifl, snap->ban_lists[i].iface), label(ll, snap->ban_lists[i].list),
+			(unsigned long long)snap->ban_lists[i].drops);
+}
+
 static void render_agent(FILE *out, const struct metrics_snapshot *s)
 {
 	char sl[LABEL_LEN];
@@ -325,6 +346,7 @@ void metrics_render(FILE *out, const struct metrics_iface *ifaces, size_t n,
 	render_policies(out, ifaces, n);
 	render_modes(out, ifaces, n);
 	render_ifaces(out, ifaces, n);
+	render_ban_lists(out, snap);
 	render_agent(out, snap);
 }
 

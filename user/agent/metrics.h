@@ -13,9 +13,18 @@
 #include <stdio.h>
 
 #include "budget/cluster.h"
+#include "kernel/banlists.h"
 #include "kernel/maps.h"
 
 #define METRICS_STORES 2
+
+/* One ban list of one interface, as agent/banwatch.c last counted it. */
+struct metrics_ban_list {
+	char iface[16]; /* IFNAMSIZ */
+	char list[BANLIST_NAME_LEN];
+	__u64 entries; /* live ones */
+	__u64 drops;   /* packets its entries dropped, as long as they are in the maps */
+};
 
 /* What the agent publishes for the metrics thread; guarded by @lock. */
 struct metrics_snapshot {
@@ -54,6 +63,8 @@ struct metrics_snapshot {
 	 * that a scrape costs O(policies), not O(keys). NULL until counted. */
 	struct key_counts *keys;
 	size_t n_keys;
+	struct metrics_ban_list *ban_lists; /* NULL until counted */
+	size_t n_ban_lists;
 };
 
 #define METRICS_KEYS_NS	 (10 * SLUICE_NSEC_PER_SEC) /* how old a scrape's key counts may be */

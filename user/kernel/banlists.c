@@ -49,8 +49,7 @@ static int cmp_key(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct sluice_addr_key));
 }
 
-/* By key, then by list: the order of a state's lookups and of its file. */
-static int cmp_entry(const void *a, const void *b)
+int banlist_entry_cmp(const void *a, const void *b)
 {
 	const struct banlist_entry *x = a, *y = b;
 
@@ -60,7 +59,7 @@ static int cmp_entry(const void *a, const void *b)
 static void sort_state(struct banlist_state *s)
 {
 	if (s->n)
-		qsort(s->e, s->n, sizeof(*s->e), cmp_entry);
+		qsort(s->e, s->n, sizeof(*s->e), banlist_entry_cmp);
 }
 
 /* The first entry of @s (sorted) whose key is not below @k. */

@@ -41,6 +41,9 @@ struct banlist_change {
 	size_t needed;		     /* map entries the result needs */
 };
 
+/* By key, then by list: the order of a loaded state and of its file (qsort). */
+int banlist_entry_cmp(const void *a, const void *b);
+
 /* Is @s a list name? */
 int banlist_name_ok(const char *s);
 
