@@ -58,12 +58,16 @@ policies:
     rate: 10/s
     burst: 5
 YAML
+# A ban list in the state the agent restores at start (docs/bans.md), so
+# that the per-list families have a series.
+mkdir -p "$WORK/state/bans"
+printf '# sluice bans 1\nmanual 192.0.2.1/32 0 deploy-test\n' >"$WORK/state/bans/$VETH_RX"
 e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$PORT"
 scrape() { # the page, without the headers
 	deploy_get "$PORT" | sed '1,/^\r$/d'
 }
 deadline=$((SECONDS + 10))
-until scrape | grep -q '^sluice_store_up{'; do # the store's families, after its first probe
+until scrape | grep -q '^sluice_store_up{' && scrape | grep -q '^sluice_ban_list_entries{'; do # the store's families, after its first probe; the lists' after the agent's first count
 	((SECONDS < deadline)) || e2e_fail "no sluice_store_up within 10 s"
 	sleep 0.1
 done
