@@ -82,7 +82,23 @@ delivered() {
 	got "$1"
 }
 
-e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS"
+METRICS_PORT=9192
+e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS" --metrics "127.0.0.1:$METRICS_PORT"
+# metric NAME LIST: its value for list LIST on /metrics ("" when absent).
+metric() {
+	in_ns "$NS_RX" curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics" |
+		K="$1{iface=\"$VETH_RX\",list=\"$2\"}" awk '$1 == ENVIRON["K"] { print $2 }'
+}
+# wait_event TEXT: the agent logs a line holding TEXT within EVENT_S.
+EVENT_S=5 # the agent looks every 250 ms (BANWATCH_NS)
+wait_event() {
+	local deadline=$((SECONDS + EVENT_S))
+	until grep -qF -- "$1" "$AGENT_LOG"; do
+		((SECONDS < deadline)) || e2e_fail "no '$1' in the agent's log: $(grep 'event=ban' "$AGENT_LOG")"
+		sleep 0.1
+	done
+	echo "ok: logged: $1"
+}
 
 # ---- a bad line changes nothing ----------------------------------------------
 printf '10.201.0.0/24\n# a comment\n10.201.1.300 ; SBL2\n' >"$WORK/bad.txt"
@@ -111,6 +127,7 @@ out=$(ban --list drop --file "$WORK/drop1.txt")
 	e2e_fail "ban --list drop: $out"
 e2e_equal "the maps after drop1" "$(prefixes | tr '\n' ' ')" \
 	"10.201.0.0/24 10.202.0.1/32 10.203.0.0/16 fd00:201::/48 "
+wait_event "event=ban_list iface=$VETH_RX list=drop entries=4 added=4 removed=0"
 e2e_equal "$OLD in list drop" "$(delivered "$OLD" 100)" 0
 e2e_equal "$STAY in list drop" "$(delivered "$STAY" 100)" 0
 echo "ok: DROP's layout loads, IPv4 and IPv6"
@@ -132,6 +149,7 @@ echo "measured: $out; the command ran $(((t1 - t0) / 1000000)) ms"
 [[ $out == "list drop on $VETH_RX: $LIST_N entries ($((LIST_N - 1)) added, 3 removed, 1 kept) in "*" ms" ]] ||
 	e2e_fail "ban --list drop (big): $out"
 e2e_equal "packets from $STAY (in both lists) during the replace" "$(got "$STAY")" 0
+wait_event "event=ban_list iface=$VETH_RX list=drop entries=$LIST_N added=$((LIST_N - 1)) removed=3"
 e2e_equal "entries after the replace" "$(entries)" "$LIST_N"
 { sed 's/ ;.*//; /\//!s|$|/32|' "$WORK/big.txt"; } | sort >"$WORK/big.want"
 prefixes >"$WORK/big.have"
@@ -171,6 +189,28 @@ e2e_equal "the maps: $STAY held by list other, $SINGLE" "$(prefixes | tr '\n' ' 
 e2e_equal "$STAY, still in list other" "$(delivered "$STAY" 100)" 0
 e2e_equal "$SINGLE, a single ban" "$(delivered "$SINGLE" 100)" 0
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$SINGLE/32 .* e2e-single$" || e2e_fail "bans lost $SINGLE's reason"
+wait_event "event=ban iface=$VETH_RX list=manual prefix=$SINGLE/32"
+wait_event "event=ban_list iface=$VETH_RX list=drop entries=0 added=0 removed=1"
+
+# ---- events of a single ban: expiry, unban; metrics per list ---------------------
+ban 10.207.0.1 --for 1s >/dev/null
+wait_event "event=ban_expired iface=$VETH_RX list=manual prefix=10.207.0.1/32"
+ban 10.207.0.2 >/dev/null
+wait_event "event=ban iface=$VETH_RX list=manual prefix=10.207.0.2/32"
+unban 10.207.0.2 >/dev/null
+wait_event "event=unban iface=$VETH_RX list=manual prefix=10.207.0.2/32"
+# The agent counts per list every 10 s (METRICS_KEYS_NS): wait for a count with drops.
+stay_drops=$("$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r --arg p "$STAY/32" '.bans[] | select(.prefix == $p) | .drops_pkts')
+deadline=$((SECONDS + 15))
+until [ "$(metric sluice_ban_list_drops other)" = "$stay_drops" ]; do
+	((SECONDS < deadline)) || e2e_fail "sluice_ban_list_drops of list other: $(metric sluice_ban_list_drops other), not $stay_drops"
+	sleep 0.5
+done
+e2e_equal "metrics: entries of list other" "$(metric sluice_ban_list_entries other)" 1
+e2e_equal "metrics: entries of list manual" "$(metric sluice_ban_list_entries manual)" 1
+e2e_equal "metrics: drops of list other ($STAY's)" "$(metric sluice_ban_list_drops other)" "$stay_drops"
+e2e_equal "metrics: list drop, now empty" "$(metric sluice_ban_list_entries drop)" ""
+echo "ok: events for each change and expiry; entries and drops per list"
 
 # ---- restart, and reboot --------------------------------------------------------
 EXPIRING_S=5
