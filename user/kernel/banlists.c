@@ -23,6 +23,7 @@
 #define STATE_MAGIC    "# sluice bans 1" /* the state file's first line */
 #define STATE_DIR_MODE 0750
 #define LINE_MAX_LEN   512 /* a list file's or the state's longest line */
+#define GROW_FIRST     16  /* elements of an array's first allocation; then doubled */
 #define BATCH_ENOTSUPP 524 /* the kernel's ENOTSUPP: a map without batch operations */
 
 int banlist_name_ok(const char *s)
@@ -152,11 +153,11 @@ static int grow(void **a, size_t *cap, size_t n, size_t size)
 
 	if (n < *cap)
 		return 0;
-	p = reallocarray(*a, *cap ? *cap * 2 : 1024, size);
+	p = reallocarray(*a, *cap ? *cap * 2 : GROW_FIRST, size);
 	if (!p)
 		return -ENOMEM;
 	*a = p;
-	*cap = *cap ? *cap * 2 : 1024;
+	*cap = *cap ? *cap * 2 : GROW_FIRST;
 	return 0;
 }
 
@@ -379,26 +380,31 @@ size_t banlist_state__count(const struct banlist_state *s, const char *list)
 int banlist_state__set(struct banlist_state *s, const char *list, const struct sluice_addr_key *k,
 		       __u64 expires_real, const char *reason)
 {
-	size_t i, out = 0;
-	struct banlist_entry *p;
+	struct banlist_entry e = { .key = *k, .expires_real_ns = expires_real }, *p;
+	size_t lo, hi, at;
 
-	for (i = 0; i < s->n; i++)
-		if (cmp_key(&s->e[i].key, k) || (list && strcmp(s->e[i].list, list) != 0))
-			s->e[out++] = s->e[i];
-	s->n = out;
-	if (!list)
+	/* s->e is sorted (banlist_entry_cmp()): edit in place, O(log n) and one move. */
+	run_of(s, k, &lo, &hi);
+	if (!list) {
+		memmove(&s->e[lo], &s->e[hi], (s->n - hi) * sizeof(*s->e));
+		s->n -= hi - lo;
 		return 0;
+	}
+	snprintf(e.list, sizeof(e.list), "%s", list);
+	snprintf(e.reason, sizeof(e.reason), "%s", reason);
+	for (at = lo; at < hi && strcmp(s->e[at].list, list) < 0; at++)
+		;
+	if (at < hi && !strcmp(s->e[at].list, list)) {
+		s->e[at] = e;
+		return 0;
+	}
 	p = reallocarray(s->e, s->n + 1, sizeof(*s->e));
 	if (!p)
 		return -ENOMEM;
 	s->e = p;
-	memset(&p[s->n], 0, sizeof(*p));
-	p[s->n].key = *k;
-	p[s->n].expires_real_ns = expires_real;
-	snprintf(p[s->n].list, sizeof(p->list), "%s", list);
-	snprintf(p[s->n].reason, sizeof(p->reason), "%s", reason);
+	memmove(&p[at + 1], &p[at], (s->n - at) * sizeof(*p));
+	p[at] = e;
 	s->n++;
-	sort_state(s);
 	return 0;
 }
 
@@ -705,5 +711,40 @@ int banlist__restore_iface(const struct sluice_maps *m, const char *pin_root, co
 		log_event(LOG_INFO, "bans_restore", "iface=%s entries=%zu expired=%zu written=%zu",
 			  iface, s.n, expired, written);
 	banlist_state__free(&s);
+	return err;
+}
+
+int banlist__set_one(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+		     const char *list, const struct sluice_addr_key *k, __u64 expires_real,
+		     const char *reason)
+{
+	struct sluice_ban_gate gate;
+	struct sluice_ban b;
+	struct plan p = { 0 };
+	__u32 zero = 0;
+	int i, err = 0;
+
+	/* The gate counts both maps: every writer holds the lock, so it is exact. */
+	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate))
+		return -errno;
+	/* A prefix new to the maps on a full table: refused before anything changes. */
+	if (list && gate.hosts + gate.prefixes >= capacity && !banlist_state__value(s, k, &b))
+		err = held(m, &p, k, &b) ?: -ENOSPC;
+	if (err == 1)
+		err = 0;
+	if (!err)
+		err = banlist_state__set(s, list, k, expires_real, reason);
+	if (!err)
+		err = plan_key(m, &p, s, k);
+	for (i = 0; !err && i < 2; i++)
+		err = apply_ops(m->fd[i ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN], &p.del[i])
+			      ?: apply_ops(m->fd[i ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN],
+					   &p.put[i]);
+	if (!err && p.grows) {
+		*(is_host(k) ? &gate.hosts : &gate.prefixes) += (__u32)p.grows;
+		if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY))
+			err = -errno;
+	}
+	plan_free(&p);
 	return err;
 }

@@ -113,6 +113,17 @@ int banlist__restore(const struct sluice_maps *m, __u32 capacity, const struct b
 		     size_t *n);
 
 /*
+ * One change of one prefix, without reading every entry: put @k in list
+ * @list of @s (NULL: out of every list) and write its merged value, or
+ * delete it, in the maps of @m, counting the gate up or down. For many
+ * changes in a row (the local API). 0, -ENOSPC before anything changed
+ * when @k is new on a full table, or -errno.
+ */
+int banlist__set_one(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+		     const char *list, const struct sluice_addr_key *k, __u64 expires_real,
+		     const char *reason);
+
+/*
  * The agent's start on @iface: under bans__lock(@pin_root), write the state
  * kept in @state_dir into @m, drop what expired meanwhile, and log one
  * event (bans_restore, or bans_restore_failed with why). 0 or -errno.
