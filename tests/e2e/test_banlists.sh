@@ -199,11 +199,11 @@ ban 10.207.0.2 >/dev/null
 wait_event "event=ban iface=$VETH_RX list=manual prefix=10.207.0.2/32"
 unban 10.207.0.2 >/dev/null
 wait_event "event=unban iface=$VETH_RX list=manual prefix=10.207.0.2/32"
-# The agent counts per list every 10 s (METRICS_KEYS_NS): wait for a count with drops.
+# The agent counts per list every 10 s (METRICS_KEYS_NS): wait for a count after the unban.
 stay_drops=$("$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r --arg p "$STAY/32" '.bans[] | select(.prefix == $p) | .drops_pkts')
 deadline=$((SECONDS + 15))
-until [ "$(metric sluice_ban_list_drops other)" = "$stay_drops" ]; do
-	((SECONDS < deadline)) || e2e_fail "sluice_ban_list_drops of list other: $(metric sluice_ban_list_drops other), not $stay_drops"
+until [ "$(metric sluice_ban_list_drops other) $(metric sluice_ban_list_entries manual)" = "$stay_drops 1" ]; do
+	((SECONDS < deadline)) || e2e_fail "list other's drops, list manual's entries: $(metric sluice_ban_list_drops other) $(metric sluice_ban_list_entries manual), not $stay_drops 1"
 	sleep 0.5
 done
 e2e_equal "metrics: entries of list other" "$(metric sluice_ban_list_entries other)" 1
@@ -226,7 +226,14 @@ wait "$AGENT_PID" 2>/dev/null || true # killed: its status is 137 by design
 e2e_detach "$VETH_RX"                  # the program and every pin: what a reboot leaves
 [ ! -e "$(e2e_set_dir "$VETH_RX")" ] || e2e_fail "the pins outlived sluice detach"
 while ((SECONDS - t_expiring <= EXPIRING_S)); do sleep 0.2; done # SECONDS counts whole seconds
-e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS"
+# This start also serves the local API (below), to a group no user has but ours.
+chmod 711 "$WORK"
+mkdir -m 755 "$WORK/pub"
+SOCK=$WORK/pub/ban.sock
+API_GID=45678
+getent group "$API_GID" >/dev/null && e2e_skip "group $API_GID exists here; the test needs it unused"
+e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS" --ban-socket "$SOCK" \
+	--ban-socket-group "$API_GID"
 grep -q "event=bans_restore iface=$VETH_RX entries=2 expired=1 written=2" "$AGENT_LOG" ||
 	e2e_fail "reboot: no bans_restore event: $(grep bans_ "$AGENT_LOG")"
 e2e_equal "the maps after a reboot" "$(prefixes | tr '\n' ' ')" "$STAY/32 $SINGLE/32 "
@@ -238,4 +245,59 @@ grep -q "10.206.0.1" "$STATE/bans/$VETH_RX" && e2e_fail "the expired ban is stil
 unban --list other >/dev/null
 e2e_equal "$STAY once list other is empty" "$(delivered "$STAY" 100)" 100
 echo "ok: bans survive a restart and a reboot; what expired meanwhile is dropped"
+
+# ---- the local API ---------------------------------------------------------------
+e2e_equal "the socket's owner, group and mode" "$(stat -c '%U %g %a' "$SOCK")" "root $API_GID 660"
+# api [METHOD] PATH?QUERY: the answer's body and status, on one line.
+api() {
+	local method=POST
+	[ $# = 2 ] && method=$1 && shift
+	curl -sS --unix-socket "$SOCK" -X "$method" -w ' %{http_code}' "http://sluice$1" | tr '\n' ' '
+}
+e2e_equal "API: ban" "$(api '/v1/ban?prefix=10.210.0.1&list=nginx&for=10m')" "banned 10.210.0.1/32 in nginx  200"
+e2e_equal "10.210.0.1, banned through the API" "$(delivered 10.210.0.1 100)" 0
+e2e_equal "API: a bad prefix" "$(api '/v1/ban?prefix=10.210.0.300')" \
+	"prefix: '10.210.0.300' is not a prefix: it is not an IPv4 address (expected an address such as 192.0.2.1)  400"
+e2e_equal "API: no prefix" "$(api '/v1/ban?list=nginx')" "prefix: missing (e.g. prefix=192.0.2.1)  400"
+e2e_equal "API: a bad list" "$(api '/v1/ban?prefix=10.210.0.2&list=a%20b')" \
+	"list: 'a b' is not a list name (expected 1 to 31 letters, digits, '_', '.' or '-')  400"
+e2e_equal "API: a bad duration" "$(api '/v1/ban?prefix=10.210.0.2&for=10x')" \
+	"for: '10x' is not a duration: unknown unit 'x' (expected ms, s, m, min or h)  400"
+e2e_equal "API: unban with a duration" "$(api '/v1/unban?prefix=10.210.0.2&for=1m')" "for: unban takes no duration  400"
+e2e_equal "API: GET" "$(api GET '/v1/ban?prefix=10.210.0.2')" "only POST  405"
+e2e_equal "API: no such path" "$(api '/v1/bam?prefix=10.210.0.2')" "no such path '/v1/bam'; use /v1/ban or /v1/unban  404"
+e2e_equal "API: unban" "$(api '/v1/unban?prefix=10.210.0.1')" "unbanned 10.210.0.1/32  200"
+e2e_equal "10.210.0.1, unbanned through the API" "$(delivered 10.210.0.1 100)" 100
+# A user in the group may connect; one outside it may not.
+rc=0
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --unix-socket "$SOCK" -X POST \
+	'http://sluice/v1/ban?prefix=10.210.0.3' 2>&1) || rc=$?
+e2e_equal "API: curl's status for a user outside the group" "$rc" 7 # could not connect
+"$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q '^10.210.0.3/' && e2e_fail "a user outside the group banned"
+out=$(setpriv --reuid=65534 --regid=65534 --groups="$API_GID" curl -sS --unix-socket "$SOCK" -X POST \
+	'http://sluice/v1/ban?prefix=10.210.0.3&list=nginx')
+e2e_equal "API: a user in the group" "$out" "banned 10.210.0.3/32 in nginx"
+# Operations per second: API_N bans of distinct addresses over one kept-alive
+# connection (one curl, one URL per operation), each answered 200.
+API_N=20000
+awk -v n="$API_N" 'BEGIN { for (i = 0; i < n; i++)
+	printf "url = \"http://sluice/v1/ban?prefix=10.%d.%d.%d&list=bench&for=1h\"\n", 212 + int(i / 65536), int(i / 256) % 256, i % 256 }' >"$WORK/api.curl"
+t0=$("$SINK" now)
+curl -sS --unix-socket "$SOCK" -X POST -K "$WORK/api.curl" -o /dev/null -w '%{http_code}\n' >"$WORK/api.codes"
+t1=$("$SINK" now)
+e2e_equal "API: answers 200 of $API_N" "$(grep -c '^200$' "$WORK/api.codes")" "$API_N"
+echo "measured: $API_N API bans in $(((t1 - t0) / 1000000)) ms: $((API_N * 1000000000 / (t1 - t0))) operations/s"
+e2e_equal "10.212.1.2, banned by the bench" "$(delivered 10.212.1.2 100)" 0
+# The agent writes the API's changes to the state file at its next tick.
+deadline=$((SECONDS + 5))
+until [ "$(grep -c '^bench ' "$STATE/bans/$VETH_RX")" = "$API_N" ]; do
+	((SECONDS < deadline)) || e2e_fail "the state has $(grep -c '^bench ' "$STATE/bans/$VETH_RX") of list bench, not $API_N"
+	sleep 0.1
+done
+echo "ok: the state holds the API's $API_N bans"
+out=$(unban --list bench)
+[[ $out == "list bench on $VETH_RX: 0 entries (0 added, $API_N removed, 0 kept) in "*" ms" ]] ||
+	e2e_fail "unban --list bench: $out"
+e2e_equal "10.212.1.2 once list bench is empty" "$(delivered 10.212.1.2 100)" 100
+echo "ok: the local API bans and unbans, refuses bad requests, and only its group connects"
 echo "PASS"

@@ -257,6 +257,7 @@ int agent__tick(struct agent *a)
 	agent_stores__tick(&a->stores, now);
 	if (now - a->keys_counted_ns >= METRICS_KEYS_NS)
 		count_keys(a, now);
+	banapi__flush(a->ban_api, now); /* before the look: it sees the API's writes */
 	banwatch__tick(&a->bans, a->att, a->n_att, a->opts.state_dir, a->metrics ? &a->snap : NULL,
 		       now);
 	if (now - a->last_beat_ns >= a->ps->heartbeat_ns)
@@ -447,6 +448,32 @@ static void read_generation(struct agent *a)
 		a->generation++;
 }
 
+/* The local ban API, once attached everywhere (--ban-socket). 0 or -errno, reported. */
+static int serve_ban_api(struct agent *a)
+{
+	struct banapi_opts o = {
+		.path = a->opts.ban_socket,
+		.gid = a->opts.ban_socket_gid,
+		.pin_root = a->opts.pin_root,
+		.state_dir = a->opts.state_dir,
+		.att = a->att,
+		.snap = &a->snap,
+	};
+
+	if (!o.path)
+		return 0;
+	a->ban_api = banapi__start(&o);
+	if (a->ban_api) {
+		log_event(LOG_INFO, "ban_api", "socket=%s gid=%u mode=0660", o.path,
+			  (unsigned int)o.gid);
+		return 0;
+	}
+	pr_warn("cannot serve the ban API on '%s': %s; is its directory there, and is another "
+		"agent serving it?",
+		o.path, strerror(errno));
+	return -errno;
+}
+
 int agent__start(struct agent *a, const struct agent_opts *opts)
 {
 	size_t i;
@@ -477,6 +504,8 @@ int agent__start(struct agent *a, const struct agent_opts *opts)
 		err = attachment__commit(&a->att[i]);
 	if (!err)
 		err = beat(a, getpid());
+	if (!err)
+		err = serve_ban_api(a);
 	set_probes(a, !err, 0);
 	return err;
 }
@@ -624,6 +653,8 @@ void agent__stop(struct agent *a)
 
 	if (!a)
 		return;
+	banapi__stop(a->ban_api);
+	a->ban_api = NULL;
 	metrics__stop(a->metrics);
 	a->metrics = NULL;
 	web_config__free(&a->web);

@@ -7,6 +7,7 @@
 #ifndef SLUICE_AGENT_H
 #define SLUICE_AGENT_H
 
+#include "agent/banapi.h"
 #include "agent/banwatch.h"
 #include "agent/metrics.h"
 #include "agent/webconfig.h"
@@ -31,6 +32,8 @@ struct agent_opts {
 	__u32 max_datagrams;	    /* 0: SLUICE_FRAG_ENTRIES_DEFAULT */
 	__u32 max_bans;		    /* each ban map's size; 0: SLUICE_BAN_ENTRIES, or the pinned */
 	const char *state_dir;	    /* bans kept across restarts (kernel/banlists.h) */
+	const char *ban_socket;	    /* the local ban API's socket (agent/banapi.h); NULL: none */
+	gid_t ban_socket_gid;	    /* its group */
 	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
 	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
@@ -55,6 +58,7 @@ struct agent {
 	struct web_config web;				   /* read at start (webconfig.h) */
 	__u64 keys_counted_ns;				   /* for the metrics: see count_keys() */
 	struct banwatch bans;				   /* the ban lists' events and metrics */
+	struct banapi *ban_api;				   /* NULL: not serving it */
 };
 
 /*

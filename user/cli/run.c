@@ -39,7 +39,7 @@ static const char usage_text[] =
 	"usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
 	"                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
 	"                  [--max-keys <n>] [--max-datagrams <n>] [--max-bans <n>]\n"
-	"                  [--state-dir <dir>]\n"
+	"                  [--state-dir <dir>] [--ban-socket <path> --ban-socket-group <group>]\n"
 	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
 	"                  [--metrics <addr>:<port> [--web-config <file>]]\n"
 	"                  [--probes <addr>:<port>]\n"
@@ -60,6 +60,9 @@ static const char usage_text[] =
 	"      --max-bans <n>      size of the ban table; default 65536, or the pinned size\n"
 	"      --state-dir <dir>   bans kept across restarts, restored at start; default\n"
 	"                          " BANLIST_STATE_DIR "\n"
+	"      --ban-socket <path> serve the local ban API (HTTP) on this Unix socket\n"
+	"      --ban-socket-group <group>\n"
+	"                          the group that may use it (mode 0660; a name or a number)\n"
 	"      --detach-on-exit    remove the program when the agent exits; by default\n"
 	"                          enforcement stays until 'sluice detach'\n"
 	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
@@ -172,6 +175,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		OPT_DATAGRAMS,
 		OPT_BANS,
 		OPT_STATE_DIR,
+		OPT_BAN_SOCKET,
+		OPT_BAN_GROUP,
 		OPT_DETACH,
 		OPT_PIN_ROOT,
 		OPT_METRICS,
@@ -190,6 +195,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
 		{ "max-bans", required_argument, NULL, OPT_BANS },
 		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+		{ "ban-socket", required_argument, NULL, OPT_BAN_SOCKET },
+		{ "ban-socket-group", required_argument, NULL, OPT_BAN_GROUP },
 		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
 		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
@@ -199,7 +206,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	int c;
+	int c, has_group = 0;
 
 	while ((c = getopt_long(argc, argv, "c:i:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -233,6 +240,15 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 				return EXIT_USAGE;
 			break;
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
+		case OPT_BAN_SOCKET: o->ban_socket = optarg; break;
+		case OPT_BAN_GROUP:
+			if (banapi_parse_group(optarg, &o->ban_socket_gid))
+				return cmd_refuse(argv,
+						  "--ban-socket-group: no group '%s'; give a "
+						  "group name or number",
+						  optarg);
+			has_group = 1;
+			break;
 		case OPT_DETACH: o->detach_on_exit = 1; break;
 		case OPT_PIN_ROOT: o->pin_root = optarg; break;
 		case OPT_METRICS:
@@ -251,6 +267,9 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		return cmd_refuse(argv, "which policy? give --config <file>");
 	if (optind != argc)
 		return cmd_extra_arg(argv, argc, 0);
+	if (!o->ban_socket != !has_group)
+		return cmd_refuse(argv, "--ban-socket and --ban-socket-group go together: the "
+					"group says who may ban through it");
 	if (o->web_config && !o->metrics_listen)
 		return cmd_refuse(argv, "--web-config protects the metrics page: add --metrics "
 					"<addr>:<port>");
