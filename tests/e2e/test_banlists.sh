@@ -295,6 +295,12 @@ until [ "$(grep -c '^bench ' "$STATE/bans/$VETH_RX")" = "$API_N" ]; do
 	sleep 0.1
 done
 echo "ok: the state holds the API's $API_N bans"
+# examples/nginx-limit-req.sh: two denials of one client are one ban in list nginx.
+NGINX_LOG='2026/12/05 08:00:00 [error] 7#7: *9 limiting requests, excess: 10.500 by zone "api", client: 10.210.0.9, server: _, request: "GET / HTTP/1.1"'
+printf '%s\n%s\n' "$NGINX_LOG" "$NGINX_LOG" |
+	SLUICE_SOCKET=$SOCK PENALTY=10m "$ROOT/examples/nginx-limit-req.sh" 2>"$WORK/nginx.out"
+e2e_equal "examples/nginx-limit-req.sh's answers" "$(cat "$WORK/nginx.out")" "banned 10.210.0.9/32 in nginx"
+e2e_equal "10.210.0.9, banned by the nginx example" "$(delivered 10.210.0.9 100)" 0
 out=$(unban --list bench)
 [[ $out == "list bench on $VETH_RX: 0 entries (0 added, $API_N removed, 0 kept) in "*" ms" ]] ||
 	e2e_fail "unban --list bench: $out"

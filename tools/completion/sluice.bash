@@ -38,7 +38,7 @@ _sluice() {
 			echo " auto")" -- "$cur")
 		return
 		;;
-	-c | --config | --web-config | --file)
+	-c | --config | --web-config | --file | --ban-socket)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
@@ -52,7 +52,7 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
-	-n | --count | --max-keys | --max-bans | --xdp-priority | --metrics | --probes | --for | --reason | --list)
+	-n | --count | --max-keys | --max-bans | --xdp-priority | --metrics | --probes | --for | --reason | --list | --ban-socket-group)
 		return # a number, an address, a duration or a text: nothing to offer
 		;;
 	esac
