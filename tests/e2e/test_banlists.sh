@@ -151,6 +151,8 @@ echo "measured: $out; the command ran $(((t1 - t0) / 1000000)) ms"
 e2e_equal "packets from $STAY (in both lists) during the replace" "$(got "$STAY")" 0
 wait_event "event=ban_list iface=$VETH_RX list=drop entries=$LIST_N added=$((LIST_N - 1)) removed=3"
 e2e_equal "entries after the replace" "$(entries)" "$LIST_N"
+e2e_equal "bans --json: the table's size (--max-bans)" \
+	"$("$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r .max)" "$MAX_BANS"
 { sed 's/ ;.*//; /\//!s|$|/32|' "$WORK/big.txt"; } | sort >"$WORK/big.want"
 prefixes >"$WORK/big.have"
 cmp -s "$WORK/big.want" "$WORK/big.have" ||

@@ -322,6 +322,14 @@ static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target,
 	return 0;
 }
 
+/* The table's size (run --max-bans); SLUICE_BAN_ENTRIES if it cannot be read. */
+static __u32 capacity_of(const struct sluice_maps *m)
+{
+	__u32 capacity;
+
+	return bans__capacity(m, &capacity) ? SLUICE_BAN_ENTRIES : capacity;
+}
+
 /* Most packets dropped first, then by prefix, for a stable order. */
 static int cmp_entry(const void *a, const void *b)
 {
@@ -395,14 +403,14 @@ static int list(const struct ban_cmd *c, const char *iface, const struct sluice_
 	if (c->json) {
 		printf("{\"schema\":\"" SCHEMA_BANS "\",\"iface\":\"%s\",\"entries\":%zu,"
 		       "\"max\":%u,\"bans\":[",
-		       escape_json_text(name, sizeof(name), iface), n, SLUICE_BAN_ENTRIES);
+		       escape_json_text(name, sizeof(name), iface), n, capacity_of(m));
 		for (i = 0; i < n; i++) {
 			printf("%s", i ? "," : "");
 			print_json_entry(&e[i], now_ns);
 		}
 		printf("]}\n");
 	} else {
-		printf("%s: %zu of %u bans\n", iface, n, SLUICE_BAN_ENTRIES);
+		printf("%s: %zu of %u bans\n", iface, n, capacity_of(m));
 		if (n)
 			printf("%-43s %-8s %10s %s\n", "PREFIX", "EXPIRES", "DROPPED", "REASON");
 		for (i = 0; i < n; i++)
@@ -415,13 +423,13 @@ static int list(const struct ban_cmd *c, const char *iface, const struct sluice_
 /* "ban list full" with the figures, for @iface. */
 static void report_full(const struct ban_cmd *c, const char *iface, const struct sluice_maps *m)
 {
-	__u32 entries = SLUICE_BAN_ENTRIES;
+	__u32 capacity = capacity_of(m), entries = capacity;
 
 	if (bans__read_gate(m, &entries))
-		entries = SLUICE_BAN_ENTRIES;
+		entries = capacity;
 	cmd_warnf("sluice: cannot ban '%s' on '%s': ban list full: %u of %u entries; unban some "
 		  "first (docs/bans.md)\n",
-		  c->prefix, iface, entries, SLUICE_BAN_ENTRIES);
+		  c->prefix, iface, entries, capacity);
 }
 
 /*
@@ -691,8 +699,8 @@ void ban_status(const struct sluice_maps *m, int json)
 		printf(",\"bans\":{\"entries\":%zu,\"expired\":%zu,\"drops_pkts\":%llu,\"top\":[",
 		       n, expired, (unsigned long long)drops);
 	else
-		printf("  bans: %zu of %u (%zu expired), %llu packets dropped\n", n,
-		       SLUICE_BAN_ENTRIES, expired, (unsigned long long)drops);
+		printf("  bans: %zu of %u (%zu expired), %llu packets dropped\n", n, capacity_of(m),
+		       expired, (unsigned long long)drops);
 	for (i = 0; i < n && i < BAN_STATUS_TOP && e[i].ban.drops_pkts; i++) {
 		if (json) {
 			printf("%s", i ? "," : "");
