@@ -147,6 +147,8 @@ case_reload_rejected() {
 case_mode_mismatch() { run_rx --mode tc; }
 case_resize_refused() { run_rx --mode native --max-keys 1024; }
 case_ban_resize_refused() { run_rx --mode native --max-bans 1024; }
+case_ban_socket_alone() { try "$SLUICE" run --config "$POLICY" --ban-socket "$WORK/ban.sock"; }
+case_ban_socket_no_group() { try "$SLUICE" run --config "$POLICY" --ban-socket-group no-such-group-sluice; }
 case_no_agent() { try "$SLUICE" reload --iface "$VETH_RX" --pin-root "$PIN_ROOT"; }
 case_not_banned() { try in_ns "$NS_RX" "$SLUICE" unban 192.0.2.1 --iface "$VETH_RX" --pin-root "$PIN_ROOT"; }
 case_ban_state_invalid() {
@@ -201,7 +203,8 @@ check() {
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
 	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-prefix \
-	bad-duration wide-ban ban-list-name ban-list-file ban-list-line policy-missing policy-unreadable policy-invalid policy-symlink-out \
+	bad-duration wide-ban ban-list-name ban-list-file ban-list-line ban-socket-alone \
+	ban-socket-no-group policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
 	not-bpffs pin-root-absent nothing-attached not-attached pin-dir-not-owned \
