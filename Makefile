@@ -179,6 +179,10 @@ $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
 # The packet builder's own unit test links the builder; the ABI test reads the object.
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
 $(O)/tests/unit/test_abi: | $(BPF_OBJ)
+# The option parser's test links the parser and the refusals it prints (cmd.c).
+$(O)/tests/unit/test_opts: $(O)/tests/unit/test_opts.o $(O)/user/cli/opts.o $(O)/user/cli/cmd.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 $(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(HARNESS_OBJ) $(O)/tests/bpf/expect.o \
 		$(PKT_OBJ) $(LIB) | $(BPF_OBJ)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The helpers every command shares (cmd.h): refusals and exit codes, usage,
+ * The helpers every command shares (cmd.h): refusals and exit codes,
  * interface names, opening an interface's pins.
  */
 #include <dirent.h>
@@ -46,22 +46,34 @@ int cmd_cannot_list(const char *pin_root, int err)
 	return EXIT_FAIL;
 }
 
-int cmd_usage(FILE *out, const char *text, int code)
+int cmd_vrefuse(const char *cmd, const char *fmt, va_list ap)
 {
-	fputs(text, out);
-	return code;
+	if (cmd)
+		cmd_warnf("sluice: %s: ", cmd);
+	else
+		cmd_warnf("sluice: ");
+	vfprintf(stderr, fmt, ap);
+	if (cmd)
+		fprintf(stderr, "; 'sluice %s --help' lists its options\n", cmd);
+	else
+		fprintf(stderr, "; 'sluice help' lists the options\n");
+	return EXIT_USAGE;
 }
 
 int cmd_refuse(char **argv, const char *fmt, ...)
 {
 	va_list ap;
 
-	cmd_warnf("sluice: %s: ", argv[0]);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cmd_vrefuse(argv[0], fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "; 'sluice %s --help' lists its options\n", argv[0]);
 	return EXIT_USAGE;
+}
+
+int cmd_usage(FILE *out, const char *text, int code)
+{
+	fputs(text, out);
+	return code;
 }
 
 int cmd_bad_option(char **argv, const char *optstring)
