@@ -17,6 +17,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "cli/opts.h"
+
 enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,	  /* a runtime failure: load, attach, a map, the agent */
@@ -51,6 +53,15 @@ int cmd_top(int argc, char **argv);
 int cmd_ban(int argc, char **argv);
 int cmd_unban(int argc, char **argv);
 int cmd_bans(int argc, char **argv);
+
+/* A constant's digits in a help string: "default " XSTR(TOP_DEFAULT). */
+#define STR(x)	#x
+#define XSTR(x) STR(x)
+
+/* --pin-root, the same row in every command that reads or writes pins. */
+#define OPTION_PIN_ROOT(type, field)                                                               \
+	OPTION("pin-root", 0, OPT_STR, type, field, "<dir>",                                       \
+	       "bpffs directory for pins; default " SLUICE_PIN_ROOT)
 
 /* getopt_long()'s value of a long option without a short one: above every character. */
 #define OPT_LONG_ONLY 256

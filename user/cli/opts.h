@@ -55,10 +55,10 @@ struct opts_cmd {
 	}
 
 /* A repeatable row: @field is an array of const char *, @count_field its int count. */
-#define OPTION_LIST(name_, letter_, type_, field_, count_field_, arg_, help_)                      \
+#define OPTION_LIST(name_, letter_, type_, field_, count_field_, arg_, help_, ...)                 \
 	OPTION(name_, letter_, OPT_LIST, type_, field_, arg_, help_,                               \
 	       .max = sizeof(((type_ *)0)->field_) / sizeof(((type_ *)0)->field_[0]),              \
-	       .count_off = offsetof(type_, count_field_))
+	       .count_off = offsetof(type_, count_field_), __VA_ARGS__)
 
 /* A row whose value @fn takes (opt_parse_fn); without @arg, @fn gets NULL. */
 #define OPTION_CALL(name_, letter_, fn_, arg_, help_)                                              \

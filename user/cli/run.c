@@ -29,9 +29,6 @@
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
-#define STR(x)	#x
-#define XSTR(x) STR(x)
-
 /* The help, a line of output per line of source. */
 /* clang-format off */
 static const char usage_text[] =
