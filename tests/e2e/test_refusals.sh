@@ -60,7 +60,6 @@ case_generic_mode() { try "$SLUICE" run --config "$POLICY" --mode generic; }
 case_bad_count() { try "$SLUICE" run --config "$POLICY" --max-keys 0; }
 case_priority_without_share() { try "$SLUICE" run --config "$POLICY" --xdp-priority 5; }
 case_bad_metrics() { try "$SLUICE" run --config "$POLICY" --metrics localhost:http; }
-case_bad_top_count() { try "$SLUICE" top -n 0; }
 case_bad_prefix() { try "$SLUICE" ban 192.0.2.300; }
 case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
 case_wide_ban() { try "$SLUICE" ban 0.0.0.0/0; }
@@ -187,7 +186,7 @@ check() {
 
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
-	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-prefix \
+	generic-mode bad-count priority-without-share bad-metrics bad-prefix \
 	bad-duration wide-ban policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
