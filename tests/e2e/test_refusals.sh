@@ -49,7 +49,6 @@ case_unknown_command() { try "$SLUICE" frobnicate; }
 case_unknown_global_option() { try "$SLUICE" --bogus status; }
 case_unknown_option() { try "$SLUICE" status --bogus; }
 case_missing_value() { try "$SLUICE" run --config; }
-case_not_its_option() { try "$SLUICE" bans --for 1s; }
 case_extra_argument() { try "$SLUICE" status extra; }
 case_missing_argument() { try "$SLUICE" check; }
 case_no_config() { try "$SLUICE" run --iface lo; }
@@ -185,7 +184,7 @@ check() {
 }
 
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
-	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
+	extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
 	generic-mode bad-count priority-without-share bad-metrics bad-prefix \
 	bad-duration wide-ban policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
