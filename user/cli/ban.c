@@ -413,7 +413,7 @@ static int run(const struct opts_cmd *oc, struct ban_cmd *c, int argc, char **ar
 		return EXIT_USAGE;
 	if (oc == &ban_cmd && !c->force && is_wide(&c->key))
 		return cmd_refuse(
-			argv,
+			oc->name,
 			"'%s' covers more than an IPv4 /%d or an IPv6 /%d; add --force to "
 			"ban so wide a prefix",
 			c->prefix, BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS);

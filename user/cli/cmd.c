@@ -60,12 +60,12 @@ int cmd_vrefuse(const char *cmd, const char *fmt, va_list ap)
 	return EXIT_USAGE;
 }
 
-int cmd_refuse(char **argv, const char *fmt, ...)
+int cmd_refuse(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	cmd_vrefuse(argv[0], fmt, ap);
+	cmd_vrefuse(cmd, fmt, ap);
 	va_end(ap);
 	return EXIT_USAGE;
 }
@@ -86,15 +86,15 @@ int cmd_bad_option(char **argv, const char *optstring)
 	if (strncmp(arg, "--", 2) != 0 && optopt && optopt < OPT_LONG_ONLY)
 		arg = name; /* one of a group of short options: -xc */
 
-	return known ? cmd_refuse(argv, "option '%s' needs a value", arg)
-		     : cmd_refuse(argv, "unknown option '%s'", arg);
+	return known ? cmd_refuse(argv[0], "option '%s' needs a value", arg)
+		     : cmd_refuse(argv[0], "unknown option '%s'", arg);
 }
 
 int cmd_extra_arg(char **argv, int argc, int want)
 {
 	return argc - optind < want
-		       ? cmd_refuse(argv, "missing argument")
-		       : cmd_refuse(argv, "unexpected argument '%s'", argv[optind + want]);
+		       ? cmd_refuse(argv[0], "missing argument")
+		       : cmd_refuse(argv[0], "unexpected argument '%s'", argv[optind + want]);
 }
 
 int cmd_exit_code(int err)

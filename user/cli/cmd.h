@@ -81,8 +81,8 @@ __attribute__((format(printf, 1, 2))) void cmd_warnf(const char *fmt, ...);
  */
 int cmd_vrefuse(const char *cmd, const char *fmt, va_list ap);
 
-/* cmd_vrefuse() of the command argv[0]. */
-__attribute__((format(printf, 2, 3))) int cmd_refuse(char **argv, const char *fmt, ...);
+/* cmd_vrefuse() with the arguments. */
+__attribute__((format(printf, 2, 3))) int cmd_refuse(const char *cmd, const char *fmt, ...);
 
 /* The usage text of a command to @out (--help); returns @code. */
 int cmd_usage(FILE *out, const char *text, int code);
