@@ -5,7 +5,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,33 +67,6 @@ int cmd_refuse(const char *cmd, const char *fmt, ...)
 	cmd_vrefuse(cmd, fmt, ap);
 	va_end(ap);
 	return EXIT_USAGE;
-}
-
-int cmd_usage(FILE *out, const char *text, int code)
-{
-	fputs(text, out);
-	return code;
-}
-
-int cmd_bad_option(char **argv, const char *optstring)
-{
-	/* opterr is 0: getopt_long printed nothing, and optopt is 0 for an unknown long one */
-	int known = optopt >= OPT_LONG_ONLY || (optopt && strchr(optstring, optopt));
-	char name[] = { '-', (char)optopt, '\0' };
-	const char *arg = argv[optind - 1];
-
-	if (strncmp(arg, "--", 2) != 0 && optopt && optopt < OPT_LONG_ONLY)
-		arg = name; /* one of a group of short options: -xc */
-
-	return known ? cmd_refuse(argv[0], "option '%s' needs a value", arg)
-		     : cmd_refuse(argv[0], "unknown option '%s'", arg);
-}
-
-int cmd_extra_arg(char **argv, int argc, int want)
-{
-	return argc - optind < want
-		       ? cmd_refuse(argv[0], "missing argument")
-		       : cmd_refuse(argv[0], "unexpected argument '%s'", argv[optind + want]);
 }
 
 int cmd_exit_code(int err)

@@ -63,9 +63,6 @@ int cmd_bans(int argc, char **argv);
 	OPTION("pin-root", 0, OPT_STR, type, field, "<dir>",                                       \
 	       "bpffs directory for pins; default " SLUICE_PIN_ROOT)
 
-/* getopt_long()'s value of a long option without a short one: above every character. */
-#define OPT_LONG_ONLY 256
-
 /*
  * A refusal or warning line to stderr, at warning priority where stderr is
  * the journal (log_line_prefix()): `systemctl reload` and a failed start
@@ -83,15 +80,6 @@ int cmd_vrefuse(const char *cmd, const char *fmt, va_list ap);
 
 /* cmd_vrefuse() with the arguments. */
 __attribute__((format(printf, 2, 3))) int cmd_refuse(const char *cmd, const char *fmt, ...);
-
-/* The usage text of a command to @out (--help); returns @code. */
-int cmd_usage(FILE *out, const char *text, int code);
-
-/* getopt_long()'s '?' (opterr is 0): an unknown option, or one without its value. */
-int cmd_bad_option(char **argv, const char *optstring);
-
-/* Not @want arguments after the options: the first missing or extra one. */
-int cmd_extra_arg(char **argv, int argc, int want);
 
 /* -EPERM and -EACCES: EXIT_NOPERM; any other -errno: EXIT_FAIL. */
 int cmd_exit_code(int err);

@@ -15,6 +15,8 @@
 #include "cli/cmd.h"
 #include "cli/opts.h"
 
+/* getopt_long()'s value of row i without a letter: OPT_LONG_ONLY + i, above every character. */
+#define OPT_LONG_ONLY 256
 /* Rows in one table; getopt_long()'s arrays are sized from it. */
 #define OPTS_MAX 32
 /* A short option in getopt's string: the letter and a ':' */
