@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "kernel/bans.h"
 #include "policy/policy.h"
 

@@ -25,6 +25,7 @@
 #include "base/names.h"
 #include "cli/check_json.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
 #include "policy/policy.h"

@@ -17,8 +17,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "cli/opts.h"
-
 enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,	  /* a runtime failure: load, attach, a map, the agent */
@@ -53,15 +51,6 @@ int cmd_top(int argc, char **argv);
 int cmd_ban(int argc, char **argv);
 int cmd_unban(int argc, char **argv);
 int cmd_bans(int argc, char **argv);
-
-/* A constant's digits in a help string: "default " XSTR(TOP_DEFAULT). */
-#define STR(x)	#x
-#define XSTR(x) STR(x)
-
-/* --pin-root, the same row in every command that reads or writes pins. */
-#define OPTION_PIN_ROOT(type, field)                                                               \
-	OPTION("pin-root", 0, OPT_STR, type, field, "<dir>",                                       \
-	       "bpffs directory for pins; default " SLUICE_PIN_ROOT)
 
 /*
  * A refusal or warning line to stderr, at warning priority where stderr is

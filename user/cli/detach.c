@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "kernel/loader.h"
 
 struct detach_opts {

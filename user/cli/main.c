@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "sluice/abi.h"

@@ -72,6 +72,15 @@ struct opts_cmd {
 		.name = NULL                                                                       \
 	}
 
+/* A constant's digits in a help string: "default " XSTR(TOP_DEFAULT). */
+#define STR(x)	#x
+#define XSTR(x) STR(x)
+
+/* --pin-root, the same row in every command that reads or writes pins (SLUICE_PIN_ROOT). */
+#define OPTION_PIN_ROOT(type, field)                                                               \
+	OPTION("pin-root", 0, OPT_STR, type, field, "<dir>",                                       \
+	       "bpffs directory for pins; default " SLUICE_PIN_ROOT)
+
 /* The column where --help's text starts; a longer left side puts it on the next line. */
 #define OPTS_HELP_COL 26
 

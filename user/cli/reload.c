@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/log.h"
 #include "kernel/maps.h"
 #include "policy/policy.h"

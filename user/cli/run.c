@@ -19,6 +19,7 @@
 #include "agent/watch.h"
 #include "kernel/dispatch.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/clock.h"
 #include "base/escape.h"
 #include "base/log.h"

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "kernel/loader.h"
 #include "base/names.h"
 

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/addr.h"
 #include "base/names.h"
 #include "kernel/maps.h"
