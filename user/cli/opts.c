@@ -22,7 +22,7 @@
 /* A short option in getopt's string: the letter and a ':' */
 #define OPTS_SHORT_LEN 2
 
-/* The row of getopt_long()'s value @val, or NULL for --help. */
+/* The row of getopt_long()'s value @val; NULL for a letter of none. */
 static const struct opt *row_of(const struct opts_cmd *c, int val)
 {
 	const struct opt *r;
@@ -108,9 +108,9 @@ static int to_getopt(const struct opts_cmd *c, struct option *lo, char *so)
 {
 	int i;
 
-	*so++ = c->name ? ':' : '+'; /* the global options end at the command */
 	if (!c->name)
-		*so++ = ':';
+		*so++ = '+'; /* the global options end at the command */
+	*so++ = ':';	     /* a missing value is ':', an unknown option '?' */
 	for (i = 0; c->opt[i].name; i++) {
 		if (i == OPTS_MAX)
 			return -1;
@@ -125,7 +125,8 @@ static int to_getopt(const struct opts_cmd *c, struct option *lo, char *so)
 	}
 	lo[i++] = (struct option){ "help", no_argument, NULL, 'h' };
 	lo[i] = (struct option){ 0 };
-	strcpy(so, "h");
+	*so++ = 'h';
+	*so = '\0';
 	return 0;
 }
 
