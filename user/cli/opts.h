@@ -31,7 +31,7 @@ struct opt {
 	char letter;	      /* -x; 0: none */
 	enum opt_kind kind;   /* how the value is parsed and stored */
 	size_t off;	      /* where, in the command's struct */
-	const char *arg;      /* the value in --help: "<file>", "native|tc|auto"; NULL: none */
+	const char *arg;      /* the value in --help, no spaces: "<file>", "native|tc|auto" */
 	const char *help;     /* one line or more, '\n' between them */
 	opt_parse_fn *parse;  /* OPT_CALL */
 	unsigned int max;     /* OPT_LIST: the capacity of the array */
@@ -81,7 +81,11 @@ struct opts_cmd {
 	OPTION("pin-root", 0, OPT_STR, type, field, "<dir>",                                       \
 	       "bpffs directory for pins; default " SLUICE_PIN_ROOT)
 
-/* The column where --help's text starts; a longer left side puts it on the next line. */
+/*
+ * The column where --help's text starts, two spaces at least after a row's
+ * names and value (test_cli.sh and the completion split the row there); a
+ * longer row puts its text on the next line.
+ */
 #define OPTS_HELP_COL 26
 
 /* opts_cmd.n_args: the arguments are the caller's to check (sluice's command and its own). */
