@@ -355,9 +355,10 @@ check-valgrind: $(UNIT_BIN) $(BPF_OBJ)
 # fuzz: the libFuzzer targets tests/fuzz/fuzz_NAME.c, each FUZZ_SECONDS
 # (default 60), on a clang build of the library with ASan and UBSan of its
 # own, from the seeds in tests/fuzz/corpus/NAME (new inputs are kept in
-# $(O)/fuzz/corpus/NAME). Each target's output goes to $(O)/fuzz/NAME.log
-# and one line per target sums it up; every target runs even when one
-# crashes, and then the run fails. A crash it finds is kept as a regression
+# $(O)/fuzz/corpus/NAME). The targets run at once (one CPU each, on CI's
+# two). Each target's output goes to $(O)/fuzz/NAME.log and one line per
+# target sums it up; every target runs even when one crashes, and then
+# the run fails. A crash it finds is kept as a regression
 # case (tests/fuzz/README). fuzz-smoke is the same for FUZZ_SMOKE_SECONDS
 # each, the bounded run CI does (.ci/run). Neither is part of `make test`.
 FUZZ_O := $(O)/fuzz
@@ -375,16 +376,18 @@ fuzz:
 			$(PKG_CFLAGS) tests/fuzz/fuzz_$$t.c $(FUZZ_O)/libsluice.a $(LDLIBS) \
 			-o $(FUZZ_O)/fuzz_$$t || exit 1; \
 	done
-	$(Q)crashed=; for t in $(FUZZ_NAMES); do \
+	$(Q)pids=; for t in $(FUZZ_NAMES); do \
 		mkdir -p $(FUZZ_O)/corpus/$$t; \
-		if $(FUZZ_O)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		$(FUZZ_O)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-artifact_prefix=$(FUZZ_O)/$$t- $(FUZZ_O)/corpus/$$t \
-			tests/fuzz/corpus/$$t >$(FUZZ_O)/$$t.log 2>&1; then \
+			tests/fuzz/corpus/$$t >$(FUZZ_O)/$$t.log 2>&1 & pids="$$pids $$!"; \
+	done; crashed=; set -- $$pids; for t in $(FUZZ_NAMES); do \
+		if wait $$1; then \
 			echo "fuzz: $$t: $$(sed -n 's/^Done //p' $(FUZZ_O)/$$t.log), no crash"; \
 		else \
 			tail -n 30 $(FUZZ_O)/$$t.log; crashed="$$crashed $$t"; \
 			echo "fuzz: $$t: CRASH, input in $(FUZZ_O)/$$t-*, log $(FUZZ_O)/$$t.log"; \
-		fi; \
+		fi; shift; \
 	done; test -z "$$crashed" || { echo "fuzz: crashed:$$crashed"; exit 1; }
 fuzz-smoke:
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
