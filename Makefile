@@ -157,10 +157,10 @@ $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 # UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
 # variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
 # override). test_planner wraps calloc to fail a chosen allocation, and
-# fakes the lease maps and the store's round trip;
+# fakes the lease maps (the store is a fake backend in the test);
 # test_store_clock, clock_gettime to step the wall clock; test_agent_start,
 # the kernel calls of agent.c, to run the agent without BPF.
-PLANNER_FAKED := calloc store_budget_sync lease_maps__read_leases lease_maps__read_spends \
+PLANNER_FAKED := calloc lease_maps__read_leases lease_maps__read_spends \
 	lease_maps__take_hot lease_maps__create
 UNIT_LDFLAGS_planner := $(PLANNER_FAKED:%=-Wl,--wrap=%)
 UNIT_LDFLAGS_store_clock := -Wl,--wrap=clock_gettime

@@ -16,7 +16,7 @@
 #include <net/if.h>
 
 #include "sluice/abi.h"
-#include "budget/redis.h"
+#include "budget/backend.h"
 #include "kernel/leases.h"
 
 #define LEASE_TTL_SYNCS		3 /* the store's lease lives this many intervals */
@@ -108,15 +108,15 @@ struct lease_stats {
 };
 
 /*
- * One round on connection @c: a full sync (@full: beat with @fleet/@node,
+ * One round on backend @be: a full sync (@full: beat with @fleet/@node,
  * hot sets, every lease), or an early top-up of the leases running low
- * (sends nothing when none is). 0, or what store_budget_sync() returns,
+ * (sends nothing when none is). 0, or what the backend's sync returns,
  * with the cause in @err; *@live gets the fleet's count after a beat. A
  * round that fails in any way, a wrong reply included, writes no answer
  * of it into the kernel.
  */
-int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
-		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
+int lease_round(struct lease_state *ls, struct budget_backend *be, const char *fleet,
+		const char *node, __u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
 
 void lease_state__stats(const struct lease_state *ls, struct lease_stats *out);
 
