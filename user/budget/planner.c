@@ -23,7 +23,6 @@
 #include "base/clock.h"
 #include "sluice/compiler.h"
 #include "sluice/gcra.h"
-#include "budget/cluster.h"
 #include "budget/planner.h"
 #include "kernel/leases.h"
 
@@ -458,33 +457,12 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
-/* The group of the key whose address is @hex (LEASE_BUCKET_FMT): the same on every node. */
-static unsigned int lease_group(const char *hex)
-{
-	return cluster_key_slot(hex, strlen(hex)) % LEASE_GROUPS;
-}
-
 void lease_policy_tags(struct lease_policy *p)
 {
-	char tag[SLUICE_NAME_LEN + sizeof("{:4294967295}")];
-	__u32 g, n, i;
-	int len;
-
-	for (g = 0; g < LEASE_GROUPS; g++) {
-		p->tag[g] = g; /* all LEASE_TAG_TRIES missed (e^-174 likely): a tag, less even */
-		for (i = 0, n = g; i < LEASE_TAG_TRIES; i++, n += LEASE_GROUPS) {
-			len = snprintf(tag, sizeof(tag), "{%s:%u}", p->name, n);
-			if ((__u32)cluster_key_slot(tag, (size_t)len) * LEASE_GROUPS /
-				    CLUSTER_SLOTS ==
-			    g) {
-				p->tag[g] = n;
-				break;
-			}
-		}
-	}
+	keys_group_tags(p->name, p->tag);
 }
 
-/* The Redis hash of @p's bucket for @k and its field there, into @lk. */
+/* The group of @p's bucket for @k and its field there, into @lk (keys.h). */
 static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
 		       const struct sluice_key *k, struct lease_key *lk)
 {
@@ -492,7 +470,7 @@ static void bucket_key(const struct lease_state *ls, const struct lease_policy *
 
 	hex_of(k->addr, lk->field);
 	snprintf(lk->key, sizeof(lk->key), LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
-		 p->tag[lease_group(lk->field)]);
+		 p->tag[keys_group(lk->field)]);
 }
 
 /* Whether the shard of @e's bucket answered (always, but on a cluster). */
