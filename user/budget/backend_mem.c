@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "budget/backend_mem.h"
+#include "budget/redis_scripts.h" /* the scripts it mirrors: LEASE_LIVE_SLACK_US */
 
 #define MEM_HASH_SLOTS 1024 /* bucket chains: a simulated fleet's hot keys, a few per chain */
 #define MEM_LIVE_SLACK_US                                                                          \
@@ -208,7 +209,7 @@ static int lease(struct mem_store *m, const char *holder, __u64 ttl_us, const st
 			b->leases[i] = b->leases[--b->n_leases];
 	need = maxexp + ceil_div(k->burst * per, units);
 	if (b->live < need)
-		b->live = need + MEM_LIVE_SLACK_US;
+		b->live = need + LEASE_LIVE_SLACK_US;
 	*g = (struct lease_grant){
 		.held = keep + grant, .granted = grant, .expires_us = now + ttl_us, .now_us = now
 	};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The Redis protocol of the shared budget: its Lua scripts and the
- * pipelined calls that run them. It knows neither the kernel nor the
- * policy file; the planner (planner.h) decides what to ask for.
+ * The Redis protocol of the shared budget: the pipelined calls that run
+ * its Lua scripts (redis_scripts.h), and the checks of every reply. It
+ * knows neither the kernel nor the policy file; the planner (planner.h)
+ * decides what to ask for, through the Redis backend (backend_redis.h).
  */
 #ifndef SLUICE_REDIS_H
 #define SLUICE_REDIS_H
@@ -12,48 +13,17 @@
 
 #include "budget/backend.h"
 #include "budget/conn.h"
+#include "budget/redis_scripts.h"
 
 /*
  * The shared budget's Redis side (#5): conserving token leases, membership and the fleet's hot sets
  * (docs/shared-budget.md). Every call is synchronous on @c, which belongs to the store's thread.
- *
- * A key's bucket is one field of a Redis hash that holds many keys' buckets
- * (one group of a policy, planner.h), so a call reads and writes all the
- * keys it carries of one hash in one HMGET and one HSET (#17). The field is
- * the key's address in hex; its value, words separated by one space:
- *   tok ts live [node units exp]...
- *   tok     tokens, scaled: units × rate_period_us (exact integers)
- *   ts      Redis TIME of the last refill, µs
- *   live    Redis TIME from which the bucket is full and holds no lease, µs:
- *           past it the field is as good as absent, and is reaped
- *   node units exp
- *           a lease: units granted to node and not yet accounted for, and
- *           the Redis TIME when it expires, µs
- * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
- * The hash's own field 'live' is the Redis TIME until which its TTL keeps it.
  */
 /*
  * Keys per lease call, at most: a call runs its keys back to back in
  * Redis, which serves nothing else meanwhile (a key costs a few µs).
  */
 #define STORE_LEASE_BATCH_MAX 64
-/*
- * A hot set's members go in ZADDs of this many (HOT_LUA): one ZADD per
- * member made a policy's hot set the busiest part of its shard (#17), and
- * unpack() of Redis's Lua 5.1 returns at most 8,000 values.
- */
-#define STORE_HOT_ZADD_MEMBERS 1000
-/*
- * Fields a lease call samples in a hash for each bucket it created there
- * (absent, or past its live), and one more for the hash's 'live', to reap
- * those past their live. Only a created bucket can later die; sampling
- * twice as many as were created keeps a hash's dead fields, on average,
- * fewer than its live ones.
- */
-#define LEASE_REAP_PER_KEY 2
-/* A bucket hash's TTL is set with this much to spare (µs), so not at every call. */
-#define LEASE_LIVE_SLACK_US 1000000
-
 /*
  * Whether the shard that holds Redis key @key answered the last round
  * trip to it: always 1 but on a cluster, where a primary that is down
