@@ -157,13 +157,17 @@ $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 # UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
 # variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
 # override). test_planner wraps calloc to fail a chosen allocation, and
-# fakes the lease maps and the store's round trip;
-# test_store_clock, clock_gettime to step the wall clock; test_agent_start,
+# fakes the lease maps (the store is a fake backend in the test);
+# test_memstore, the lease maps, to run two nodes' planners on one in-memory
+# store; test_store_clock, clock_gettime to step the wall clock; test_agent_start,
 # the kernel calls of agent.c, to run the agent without BPF.
-PLANNER_FAKED := calloc store_budget_sync lease_maps__read_leases lease_maps__read_spends \
+PLANNER_FAKED := calloc lease_maps__read_leases lease_maps__read_spends \
 	lease_maps__take_hot lease_maps__create
 UNIT_LDFLAGS_planner := $(PLANNER_FAKED:%=-Wl,--wrap=%)
 UNIT_LDFLAGS_store_clock := -Wl,--wrap=clock_gettime
+MEMSTORE_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
+	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
+UNIT_LDFLAGS_memstore := $(MEMSTORE_FAKED:%=-Wl,--wrap=%)
 AGENT_FAKED := attachment__load attachment__attach attachment__close maps__read_ctl \
 	maps__write_ctl maps__read_active maps__reset_ids maps__apply maps__carry_keys
 UNIT_LDFLAGS_agent_start := $(AGENT_FAKED:%=-Wl,--wrap=%)
