@@ -171,7 +171,7 @@ hex_of() {
 	printf '00000000000000000000ffff%02x%02x%02x%02x' "$a" "$b" "$c" "$d"
 }
 # bucket_of IPV4: its bucket's hash into BUCKET and its field into FIELD,
-# LEASE_BUCKET_FMT (user/budget/planner.h), the field the hex address:
+# LEASE_BUCKET_FMT (user/budget/keys.h), the field the hex address:
 # the group is the key's slot (CLUSTER KEYSLOT of the hex address) mod
 # LEASE_GROUPS, and a group's tag the first of group, group + LEASE_GROUPS,
 # ... whose slot is in the group's range of slots (lease_policy_tags()).
