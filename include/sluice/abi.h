@@ -489,9 +489,12 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 #endif
 
 /*
- * The program's own maps (bpf/maps.bpf.h): per-CPU caches and scratch, and
- * the datagram table (an LRU hash every CPU shares). Not pinned, so a new
- * program starts them empty, and nothing but the program reads them.
+ * The program's own maps, each beside the code that uses it (the clock in
+ * bpf/limit.bpf.h, the deny cache in deny.bpf.h, the walk's bitmap in
+ * layer.bpf.h, the datagram table in frag.bpf.h): per-CPU caches and
+ * scratch, and the datagram table (an LRU hash every CPU shares). Not
+ * pinned, so a new program starts them empty, and nothing but the program
+ * reads them.
  */
 enum sluice_cache {
 	SLUICE_CACHE_CLOCK = 0,
