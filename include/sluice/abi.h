@@ -16,6 +16,7 @@
 #define SLUICE_ABI_H
 
 #include "compiler.h"
+#include "addr.h"
 
 #define SLUICE_ABI_VERSION 9
 /*
@@ -43,12 +44,6 @@
 #define SLUICE_HOT_ENTRIES	     8192 /* cold keys asking to become hot, until the agent reads them */
 #define SLUICE_COARSE_LAG_TICKS	     2 /* the coarse clock's lag varies by this many ticks */
 #define SLUICE_LEASE_KERNEL_SYNCS    2 /* a written lease lives this many sync intervals */
-
-#define SLUICE_ADDR_LEN	     16
-#define SLUICE_ADDR_BITS     128
-#define SLUICE_V4MAPPED_BITS 96 /* bits of ::ffff:0:0/96 before the IPv4 address */
-#define SLUICE_IPV4_BITS     32
-#define SLUICE_PORT_BITS     16
 
 /*
  * Pins: <root>/<iface>/ is the interface's directory (one agent's lock);
@@ -173,19 +168,6 @@ struct sluice_policy {
 SLUICE_ASSERT_SIZE(struct sluice_policy, 112);
 SLUICE_ASSERT_OFFSET(struct sluice_policy, name, 72);
 SLUICE_ASSERT_OFFSET(struct sluice_policy, lease_max, 104);
-
-/*
- * Key of the sluice_src and sluice_dst LPM tries: generation (8 bits) then
- * the 16-byte address (IPv4 mapped). prefixlen counts both.
- */
-struct sluice_addr_key {
-	__u32 prefixlen;
-	__u8 gen;
-	__u8 addr[SLUICE_ADDR_LEN];
-} __attribute__((packed));
-SLUICE_ASSERT_SIZE(struct sluice_addr_key, 21);
-
-#define SLUICE_ADDR_KEY_BITS(addr_bits) (8 + (addr_bits))
 
 enum sluice_addr_flag {
 	SLUICE_ADDR_F_ALLOW = 1 << 0, /* sluice_src: an allowlisted source */
