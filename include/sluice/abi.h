@@ -17,6 +17,7 @@
 
 #include "compiler.h"
 #include "addr.h"
+#include "fail.h"
 
 #define SLUICE_ABI_VERSION 9
 /*
@@ -83,15 +84,6 @@ enum sluice_class {
 	SLUICE_CLASS_SHEDDING = 0, /* protects capacity: fails degraded, never closed by default */
 	SLUICE_CLASS_ABUSE = 1,	   /* makes an attack uneconomical: degraded, then closed */
 	SLUICE_CLASS_MAX,
-};
-
-/* A policy's behaviour while the limiter cannot decide normally. */
-enum sluice_fail {
-	SLUICE_FAIL_NONE = 0,	  /* normal enforcement */
-	SLUICE_FAIL_OPEN = 1,	  /* pass the policy's traffic unlimited */
-	SLUICE_FAIL_DEGRADED = 2, /* enforce the local bound */
-	SLUICE_FAIL_CLOSED = 3,	  /* drop the policy's traffic (allowlisted sources still pass) */
-	SLUICE_FAIL_MAX,
 };
 
 /*
@@ -264,23 +256,6 @@ struct sluice_ctl {
 SLUICE_ASSERT_SIZE(struct sluice_ctl, 64);
 /* Every release put abi_version first: a loader reads it from a ctl of any ABI. */
 SLUICE_ASSERT_OFFSET(struct sluice_ctl, abi_version, 0);
-
-/*
- * Value of sluice_fail, indexed by policy id: what the agent keeps per
- * cluster-scoped policy — the fail mode a store fault put it in, and the
- * fleet share. Each node enforces rate/share with burst/share, so the fleet
- * admits the limit once, not share times: the increment is multiplied by
- * share and the tolerance stays. Written only by the agent, which keeps
- * increment × share within SLUICE_GCRA_INCR_MAX.
- */
-struct sluice_fail_state {
-	__u8 mode; /* enum sluice_fail; SLUICE_FAIL_NONE when the store is healthy */
-	__u8 reserved[3];
-	__u32 share;	/* cluster scope: live nodes the limit is shared by (kept through
-			 * faults: the last known count); 0 or 1: not shared */
-	__u64 since_ns; /* bpf_ktime_get_ns() clock of the last transition */
-};
-SLUICE_ASSERT_SIZE(struct sluice_fail_state, 16);
 
 /*
  * The shared budget's kernel side (docs/shared-budget.md). A hot key of a
