@@ -18,6 +18,7 @@
 #include "compiler.h"
 #include "addr.h"
 #include "fail.h"
+#include "key.h"
 #include "policy.h"
 
 #define SLUICE_ABI_VERSION 9
@@ -31,18 +32,16 @@
 #define SLUICE_ABI_CARRY_SINCE 7
 
 /* Limits that size maps and loops. */
-#define SLUICE_MAX_LAYERS	     8	   /* policies that may apply to one packet */
-#define SLUICE_MATCH_SLOTS	     16384 /* distinct policy lists per generation; slot 0: none */
-#define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
-#define SLUICE_VLAN_MAX		     2	/* 802.1Q / 802.1ad tags parsed */
-#define SLUICE_IPV6_EXT_MAX	     16 /* IPv6 extension headers followed; more: unparsed */
-#define SLUICE_CAS_RETRIES	     8	/* compare-and-swap attempts on one key per packet */
-#define SLUICE_MAX_SETS		     64 /* distinct source (and destination) prefix sets per generation */
-#define SLUICE_ADDR_ENTRIES	     262144 /* prefixes of both generations in sluice_src, sluice_dst */
-#define SLUICE_LEASE_ENTRIES	     65536 /* hot keys of cluster-scoped policies holding a lease */
-#define SLUICE_HOT_ENTRIES	     8192 /* cold keys asking to become hot, until the agent reads them */
-#define SLUICE_COARSE_LAG_TICKS	     2 /* the coarse clock's lag varies by this many ticks */
-#define SLUICE_LEASE_KERNEL_SYNCS    2 /* a written lease lives this many sync intervals */
+#define SLUICE_MAX_LAYERS	  8	/* policies that may apply to one packet */
+#define SLUICE_MATCH_SLOTS	  16384 /* distinct policy lists per generation; slot 0: none */
+#define SLUICE_VLAN_MAX		  2	/* 802.1Q / 802.1ad tags parsed */
+#define SLUICE_IPV6_EXT_MAX	  16	/* IPv6 extension headers followed; more: unparsed */
+#define SLUICE_MAX_SETS		  64 /* distinct source (and destination) prefix sets per generation */
+#define SLUICE_ADDR_ENTRIES	  262144 /* prefixes of both generations in sluice_src, sluice_dst */
+#define SLUICE_LEASE_ENTRIES	  65536	 /* hot keys of cluster-scoped policies holding a lease */
+#define SLUICE_HOT_ENTRIES	  8192 /* cold keys asking to become hot, until the agent reads them */
+#define SLUICE_COARSE_LAG_TICKS	  2    /* the coarse clock's lag varies by this many ticks */
+#define SLUICE_LEASE_KERNEL_SYNCS 2    /* a written lease lives this many sync intervals */
 
 /*
  * Pins: <root>/<iface>/ is the interface's directory (one agent's lock);
@@ -55,24 +54,6 @@
 #define SLUICE_PIN_LINK	   "link" /* the pinned XDP bpf_link, beside the maps */
 #define SLUICE_PIN_SET	   "abi"  /* + the ABI version in decimal: a set of pins */
 #define SLUICE_PIN_STAGING "-new" /* + after a set's name: one being built (bpffs refuses dots) */
-
-/* Key of sluice_state: one GCRA cell per policy and (masked) source. */
-struct sluice_key {
-	__u32 policy_id; /* stable id: survives reloads and restarts */
-	union {
-		__u8 addr[SLUICE_ADDR_LEN]; /* source masked to the policy's prefix, network
-					     * order; all zero for one global key */
-		__u32 addr32[SLUICE_ADDR_LEN / 4];
-	};
-};
-SLUICE_ASSERT_SIZE(struct sluice_key, 20);
-SLUICE_ASSERT_OFFSET(struct sluice_key, addr, 4);
-
-/* Value of sluice_state. Written only by compare-and-swap in the XDP program. */
-struct sluice_state {
-	__u64 tat; /* GCRA theoretical arrival time, ticks (gcra.h); wraps */
-};
-SLUICE_ASSERT_SIZE(struct sluice_state, 8);
 
 enum sluice_addr_flag {
 	SLUICE_ADDR_F_ALLOW = 1 << 0, /* sluice_src: an allowlisted source */
