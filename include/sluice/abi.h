@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Everything the XDP program and user space exchange through maps: keys,
- * values, enums, limits and pin names. Maps are pinned and outlive both the
- * agent and upgrades, so the layout here is an ABI: never reorder a field;
- * append, or turn one into reserved, and bump SLUICE_ABI_VERSION. A loader
- * facing pinned maps whose sluice_ctl.abi_version differs replaces them
- * (user/kernel/loader.c), carrying their entries over only from
- * SLUICE_ABI_CARRY_SINCE on.
+ * The ABI between the XDP program and user space: everything they exchange
+ * through maps. Maps are pinned and outlive both the agent and upgrades,
+ * so their layouts are an ABI: never reorder a field; append, or turn one
+ * into reserved, and bump SLUICE_ABI_VERSION. A loader facing pinned maps
+ * whose sluice_ctl.abi_version differs replaces them (user/kernel/loader.c),
+ * carrying their entries over only from SLUICE_ABI_CARRY_SINCE on.
+ *
+ * This header holds the version, the pins and the names of the maps. Their
+ * keys, values, enums and limits are in a header per domain, each with the
+ * asserts of its layouts, and all included here: addresses (addr.h),
+ * policies (policy.h), the key state (key.h), the classifier (classify.h),
+ * the control map (ctl.h), fail modes (fail.h), leases of the shared
+ * budget (lease.h), counters (stats.h), the ban list (ban.h). Code includes
+ * the ones it needs.
  *
  * Byte order: addresses and ports are network order (as on the wire), all
- * other integers host order. Addresses are 16 bytes; IPv4 is stored
- * IPv4-mapped (::ffff:a.b.c.d), so one key path serves both families.
+ * other integers host order.
  */
 #ifndef SLUICE_ABI_H
 #define SLUICE_ABI_H
