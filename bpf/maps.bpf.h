@@ -38,7 +38,7 @@ struct {
 } sluice_policy SEC(".maps");
 
 /*
- * The classifier: a packet's service → a slot of sluice_match (abi.h).
+ * The classifier: a packet's service → a slot of sluice_match (classify.h).
  * Mapped by the agent, which writes a generation's 2^17 slots in one pass.
  * A u64 each: an array element takes 8 bytes in memory whatever its size.
  */
@@ -110,7 +110,7 @@ struct {
 } sluice_fail SEC(".maps");
 
 /*
- * The shared budget (abi.h): leases the agent writes, what the program spent
+ * The shared budget (lease.h): leases the agent writes, what the program spent
  * of them, and keys asking to become hot. Not preallocated: an entry that is
  * replaced or deleted is freed only after every program that may hold a
  * pointer to it has finished (RCU), so a reader never sees another key's
@@ -143,7 +143,7 @@ struct {
 } sluice_hot SEC(".maps");
 
 /*
- * The ban list (abi.h, bpf/ban.bpf.h): prefixes in a trie (which must not
+ * The ban list (ban.h, bpf/ban.bpf.h): prefixes in a trie (which must not
  * be preallocated), single addresses in a hash. Not preallocated either:
  * a deleted entry is freed only after every program that may hold a
  * pointer to it has finished (RCU), so a drop is never counted on a

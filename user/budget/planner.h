@@ -15,7 +15,8 @@
 
 #include <net/if.h>
 
-#include "sluice/abi.h"
+#include "sluice/lease.h"
+#include "sluice/policy.h"
 #include "budget/redis.h"
 #include "kernel/leases.h"
 
