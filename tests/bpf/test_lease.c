@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * BPF_PROG_TEST_RUN on the real object: the kernel side of the shared
- * budget (abi.h, struct sluice_lease; bpf/lease.bpf.h, and layer_cold in
+ * budget (lease.h, struct sluice_lease; bpf/lease.bpf.h, and layer_cold in
  * bpf/layer.bpf.h). A key of a cluster-scoped policy with a live lease is
  * decided by the lease alone: exactly `granted` units pass, spent counts
  * them and denied the rest, whatever the store's fail mode, and two CPUs

@@ -15,7 +15,8 @@
 
 #include <net/if.h>
 
-#include "sluice/abi.h"
+#include "sluice/lease.h"
+#include "sluice/policy.h"
 #include "budget/backend.h"
 #include "budget/keys.h"
 #include "kernel/leases.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sluice/abi.h"
+#include "sluice/addr.h"
 #include "sluice/compiler.h"
 #include "budget/cluster.h"
 #include "budget/redis.h"
