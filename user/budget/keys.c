@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sluice/abi.h"
+#include "sluice/policy.h"
 #include "budget/keys.h"
 
 #define CRC16_POLY    0x1021
