@@ -227,7 +227,7 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
 # test_libxdp's foreign program; test_harness_guard kills a BPF test.
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
 	  $(O)/tests/bpf/test_limit
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
