@@ -21,7 +21,9 @@
  * every --stats server) per node, hot key and second; the store's CPU
  * (INFO cpu deltas over wall time, per server); the full syncs a node
  * achieved per second against the plan's (where the machine, not the
- * design, becomes the limit); and the worst fleet window: admitted units of
+ * design, becomes the limit); the (node, hot key) pairs one core of the
+ * store would serve at the plan's sync rate (pairs × achieved / planned
+ * syncs, over the store's CPU); and the worst fleet window: admitted units of
  * one key across all nodes over any 1 s from the start (warm-up included:
  * the first second's burst too), against burst + rate·1 s. Exit 0
  * when every window is within its bound, 1 when one is not, 2 on error.
@@ -573,7 +575,7 @@ int main(int argc, char **argv)
 	struct worker w[THREADS_MAX];
 	pthread_t th[THREADS_MAX];
 	struct sim x = { 0 };
-	double wall, calls = 0, cmds, cpu, worst_ratio, steady;
+	double wall, calls = 0, cmds, cpu, worst_ratio, steady, syncs, per_core;
 	__u64 worst, bound, failed = 0;
 	unsigned i, per, worst_key = 0;
 	size_t from;
@@ -641,35 +643,37 @@ int main(int argc, char **argv)
 	bound = x.o.burst + x.o.rate * WINDOW_MS / MS_PER_SEC;
 	worst_ratio = (double)worst / (double)bound;
 	cmds = calls / wall;
+	syncs = (double)x.measured_full / x.o.nodes / wall;
+	for (cpu = 0, per = 0; per < x.o.n_stats; per++)
+		cpu += (s1[per].cpu - s0[per].cpu) / wall;
+	/* (node, hot key) pairs one store core serves at the plan's sync rate */
+	per_core = cpu > 0 ? x.o.nodes * x.o.keys * syncs * x.o.sync_ms / MS_PER_SEC / cpu : 0;
 	steady = (double)admitted(&x, from) / (double)x.o.keys / x.o.seconds / (double)x.o.rate;
 	if (x.o.json) {
 		printf("{\"nodes\":%u,\"keys\":%u,\"rate\":%llu,\"burst\":%llu,\"sync_ms\":%llu,"
 		       "\"demand\":%g,\"cheat\":%g,\"seconds\":%.3f,\"store_cmds_per_s\":%.1f,"
 		       "\"cmds_per_node_key_s\":%.2f,\"syncs_per_node_s\":%.2f,"
 		       "\"failed_rounds\":%llu,\"admitted_per_limit\":%.3f,\"worst_window\":%llu,"
-		       "\"bound\":%llu,\"worst_key\":%u,\"store_cpu_pct\":[",
+		       "\"bound\":%llu,\"worst_key\":%u,\"pairs_per_core\":%.0f,"
+		       "\"store_cpu_pct\":[",
 		       x.o.nodes, x.o.keys, x.o.rate, x.o.burst, x.o.sync_ms, x.o.demand, x.o.cheat,
-		       wall, cmds, cmds / x.o.nodes / x.o.keys,
-		       (double)x.measured_full / x.o.nodes / wall, failed, steady, worst, bound,
-		       worst_key);
+		       wall, cmds, cmds / x.o.nodes / x.o.keys, syncs, failed, steady, worst, bound,
+		       worst_key, per_core);
 		for (per = 0; per < x.o.n_stats; per++)
 			printf("%s%.1f", per ? "," : "", PCT * (s1[per].cpu - s0[per].cpu) / wall);
 		printf("],\"ok\":%s}\n", worst <= bound ? "true" : "false");
 	} else {
-		printf("%-6s %-6s %-12s %-14s %-12s %-10s %-14s %s\n", "nodes", "keys", "cmds/s",
-		       "cmds/node/key/s", "syncs/node/s", "admit/lim", "worst/bound",
-		       "store CPU %");
-		printf("%-6u %-6u %-12.0f %-14.2f %-12.2f %-10.3f %6llu/%-7llu ", x.o.nodes,
-		       x.o.keys, cmds, cmds / x.o.nodes / x.o.keys,
-		       (double)x.measured_full / x.o.nodes / wall, steady, worst, bound);
-		for (per = 0; per < x.o.n_stats; per++) {
-			cpu = PCT * (s1[per].cpu - s0[per].cpu) / wall;
-			printf("%s%.0f", per ? "+" : "", cpu);
-		}
+		printf("%-6s %-6s %-9s %-15s %-12s %-9s %-11s %-10s %s\n", "nodes", "keys",
+		       "cmds/s", "cmds/node/key/s", "syncs/node/s", "admit/lim", "worst/bound",
+		       "pairs/core", "store CPU %");
+		printf("%-6u %-6u %-9.0f %-15.2f %-12.2f %-9.3f %5llu/%-5llu %-10.0f ", x.o.nodes,
+		       x.o.keys, cmds, cmds / x.o.nodes / x.o.keys, syncs, steady, worst, bound,
+		       per_core);
+		for (per = 0; per < x.o.n_stats; per++)
+			printf("%s%.0f", per ? "+" : "", PCT * (s1[per].cpu - s0[per].cpu) / wall);
 		printf("%s\n", x.o.n_stats ? "" : "n/a");
-		printf("plan: %llu syncs/node/s; failed rounds %llu; worst window %.3f of its "
-		       "bound "
-		       "(key %u): %s\n",
+		printf("plan: %llu syncs/node/s; failed rounds %llu; "
+		       "worst window %.3f of its bound (key %u): %s\n",
 		       MS_PER_SEC / x.o.sync_ms, failed, worst_ratio, worst_key,
 		       worst <= bound ? "within" : "OVER");
 	}
