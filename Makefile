@@ -283,6 +283,11 @@ bench-path: $(BENCH_DEPS)
 bench-agent: $(BENCH_DEPS)
 	$(Q)bench/agent.sh $(O)
 
+# bench-fleet: the shared budget's store cost at fleet scale (bench/fleet.sh).
+.PHONY: bench-fleet
+bench-fleet: $(FLEET_SIM)
+	$(Q)bench/fleet.sh $(O)
+
 demo:
 	$(Q)tools/deps.sh
 	$(Q)$(MAKE) --no-print-directory all
