@@ -525,11 +525,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	    o->threads > THREADS_MAX || o->cheat < 1 || o->seconds * MS_PER_SEC < WINDOW_MS ||
 	    o->warmup < 0 || o->skew < 0)
 		return -1;
-	if (!strcmp(o->url, "mem"))
+	if (strcmp(o->url, "mem") == 0)
 		o->threads = 1; /* the in-memory store is not thread-safe */
-	else if (!o->n_stats && !strncmp(o->url, "unix://", strlen("unix://")))
+	else if (!o->n_stats && strncmp(o->url, "unix://", strlen("unix://")) == 0)
 		o->stats[o->n_stats++] = o->url + strlen("unix://");
-	else if (!o->n_stats && !strncmp(o->url, "redis://", strlen("redis://")))
+	else if (!o->n_stats && strncmp(o->url, "redis://", strlen("redis://")) == 0)
 		o->stats[o->n_stats++] = o->url + strlen("redis://");
 	return 0;
 }
@@ -574,7 +574,7 @@ int main(int argc, char **argv)
 	struct server_stats s0[STATS_MAX], s1[STATS_MAX];
 	struct worker w[THREADS_MAX];
 	pthread_t th[THREADS_MAX];
-	struct sim x = { 0 };
+	static struct sim x; /* static: the_sim, which the wrapped map calls use, points at it */
 	double wall, calls = 0, cmds, cpu, worst_ratio, steady, syncs, per_core;
 	__u64 worst, bound, failed = 0;
 	unsigned i, per, worst_key = 0;
@@ -591,9 +591,9 @@ int main(int argc, char **argv)
 	x.n_buckets = (size_t)((x.o.warmup + x.o.seconds) * MS_PER_SEC / BUCKET_MS) + 1;
 	x.admit = calloc((size_t)x.o.keys * x.n_buckets, sizeof(*x.admit));
 	x.node = calloc(x.o.nodes, sizeof(*x.node));
-	if (!strcmp(x.o.url, "mem"))
+	if (strcmp(x.o.url, "mem") == 0)
 		x.mem = mem_store__new(mono_ns() / SLUICE_NSEC_PER_USEC);
-	if (!x.admit || !x.node || (!strcmp(x.o.url, "mem") && !x.mem)) {
+	if (!x.admit || !x.node || (strcmp(x.o.url, "mem") == 0 && !x.mem)) {
 		fprintf(stderr, "fleet-sim: out of memory\n");
 		return ERR_EXIT;
 	}
