@@ -52,6 +52,7 @@ ADDR_OBJ := $(O)/user/base/addr.o
 HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
+FLEET_SIM := $(O)/sluice-fleet-sim
 # e2e tests' helper: keys straight into a running agent's pinned sluice_state.
 FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -73,7 +74,7 @@ BENCH_GEN := $(O)/bench/sluice-bench-gen
 # The one-line hint: a clone without the commit-msg hook (not in CI, nor
 # outside a git checkout) is told how to get it.
 HOOK_PATH = $(shell git rev-parse --git-path hooks/commit-msg 2>/dev/null)
-all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
+all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM)
 	$(Q)[ -n "$$CI" ] || [ -z "$(HOOK_PATH)" ] || [ -e "$(HOOK_PATH)" ] || \
 		echo "hint: 'make hooks' installs the commit-msg hook (CONTRIBUTING.md)"
 
@@ -150,6 +151,15 @@ $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
+# The fleet simulator runs the real planner on lease maps of its own (tools/fleet_sim.c).
+FLEET_SIM_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
+	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
+.PHONY: fleet-sim
+fleet-sim: $(FLEET_SIM)
+$(FLEET_SIM): $(O)/tools/fleet_sim.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(FLEET_SIM_FAKED:%=-Wl,--wrap=%) -o $@ $^ $(LDLIBS) -lm
+
 $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -217,7 +227,7 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
 # test_libxdp's foreign program; test_harness_guard kills a BPF test.
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
 	  $(O)/tests/bpf/test_limit
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
@@ -272,6 +282,11 @@ bench-path: $(BENCH_DEPS)
 
 bench-agent: $(BENCH_DEPS)
 	$(Q)bench/agent.sh $(O)
+
+# bench-fleet: the shared budget's store cost at fleet scale (bench/fleet.sh).
+.PHONY: bench-fleet
+bench-fleet: $(FLEET_SIM)
+	$(Q)bench/fleet.sh $(O)
 
 demo:
 	$(Q)tools/deps.sh
