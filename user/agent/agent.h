@@ -33,7 +33,8 @@ struct agent_opts {
 	__u32 max_bans;		    /* each ban map's size; 0: SLUICE_BAN_ENTRIES, or the pinned */
 	const char *state_dir;	    /* bans kept across restarts (kernel/banlists.h) */
 	const char *ban_socket;	    /* the local ban API's socket (agent/banapi.h); NULL: none */
-	gid_t ban_socket_gid;	    /* its group */
+	const char *ban_group;	    /* its group, as given */
+	gid_t ban_socket_gid;	    /* that group's id */
 	__u32 xdp_priority;	    /* run priority in libxdp's dispatcher; 0: the default */
 	int xdp_share;		    /* native mode through libxdp's dispatcher, not a link */
 	const char *metrics_listen; /* "ADDR:PORT" to serve /metrics on; NULL: none */
