@@ -55,6 +55,9 @@ void maps__close(struct sluice_maps *m);
 
 int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl);
 
+/* Sum a per-CPU value of @n_words u64 counters of map @fd at @key over every possible CPU. */
+int maps__read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words);
+
 /* Write sluice_ctl whole; only the agent does, from one thread. 0 or -errno. */
 int maps__write_ctl(const struct sluice_maps *m, const struct sluice_ctl *ctl);
 
