@@ -3,7 +3,8 @@
 # bash completion for sluice(8), sourced by bash-completion (installed as
 # /usr/share/bash-completion/completions/sluice) or by hand. It completes
 # commands, each command's options, and their values: interfaces, policy
-# files, pin directories, attach modes, run's --iface auto. Commands and options are read from the
+# files, pin directories, attach modes, run's --iface auto, the drop
+# reasons of events and dump. Commands and options are read from the
 # binary's own help (`sluice help`, `sluice <command> --help`), so they
 # cannot drift from it; tests/e2e/test_completion.sh checks the result.
 
@@ -38,7 +39,7 @@ _sluice() {
 			echo " auto")" -- "$cur")
 		return
 		;;
-	-c | --config | --web-config)
+	-c | --config | --web-config | -w | --pcap)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
@@ -52,7 +53,13 @@ _sluice() {
 		mapfile -t COMPREPLY < <(compgen -W "native tc auto" -- "$cur")
 		return
 		;;
-	-n | --count | --max-keys | --xdp-priority | --metrics | --probes | --for | --reason)
+	-r | --reason) # events' and dump's are words; ban's is a text
+		if [ "$cmd" = events ] || [ "$cmd" = dump ]; then
+			mapfile -t COMPREPLY < <(compgen -W "limit ban unparsed fragment fail" -- "$cur")
+		fi
+		return
+		;;
+	-n | --count | --max-keys | --xdp-priority | --metrics | --probes | --for | -p | --policy)
 		return # a number, an address, a duration or a text: nothing to offer
 		;;
 	esac

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "sluice/abi.h"
+#include "sluice/events.h"
 
 extern const char *const sluice_total_names[SLUICE_TOTAL_MAX];
 extern const char *const sluice_pstat_names[SLUICE_PSTAT_MAX];
@@ -22,6 +23,7 @@ extern const char *const sluice_cost_names[SLUICE_COST_MAX];
 extern const char *const sluice_unparsed_names[SLUICE_UNPARSED_MAX];
 extern const char *const sluice_orphan_names[SLUICE_ORPHAN_MAX];
 extern const char *const sluice_attach_names[SLUICE_ATTACH_MAX];
+extern const char *const sluice_event_reason_names[SLUICE_EVENT_REASON_MAX];
 
 /* @names[@v], or "?" when @v is out of range (a map written by someone else). */
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v);
