@@ -84,14 +84,14 @@ static __always_inline int event_capped(struct sluice_event_stats *s, __u64 now_
 
 /*
  * The event of a drop of @m for @reason (enum
- * sluice_event_reason), if it is due: @idx is sluice_ev_rate's index of
- * the generation and the policy that made it (SLUICE_EVENT_UNOWNED: none).
+ * sluice_event_reason), if it is due: made in generation @gen by the
+ * policy of id @slot (SLUICE_EVENT_UNOWNED: none).
  * @ctx's frame comes from hook @hook.
  */
-static __always_inline int event_send(void *ctx, int hook, const struct pkt_meta *m, __u32 idx,
-				      int reason)
+static __always_inline int event_send(void *ctx, int hook, const struct pkt_meta *m, __u32 gen,
+				      __u32 slot, int reason)
 {
-	__u32 zero = 0, len, slot = idx % SLUICE_EVENT_SLOTS;
+	__u32 zero = 0, len, idx = gen * SLUICE_EVENT_SLOTS + slot; /* no division: a drop's path */
 	struct sluice_event_stats *s;
 	struct sluice_event *e;
 	__u64 now;

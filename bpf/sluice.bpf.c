@@ -191,7 +191,7 @@ static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta
 	}
 	if (id >= SLUICE_MAX_POLICIES)
 		id = SLUICE_EVENT_UNOWNED;
-	return event_send(ctx, hook, m, env->gen * SLUICE_EVENT_SLOTS + id, reason);
+	return event_send(ctx, hook, m, env->gen, id, reason);
 }
 
 /*
