@@ -98,7 +98,7 @@ static struct sluice_event_stats stats(struct harness *h)
 {
 	struct sluice_event_stats st;
 
-	assert_int_equal(events__read_stats(&h->att.maps, &st), 0);
+	assert_int_equal(maps__read_event_stats(&h->att.maps, &st), 0);
 	return st;
 }
 

@@ -7,7 +7,8 @@
 #     reason, the source and destination with their ports; their number is
 #     the policy's drops (sluice status) over the sample's N, within one
 #     per CPU (each CPU counts down on its own); a last line counts what
-#     was sent, lost and capped, and nothing was lost;
+#     was sent, lost and capped, and nothing was lost; /metrics counts as
+#     many sent (sluice_events_sent_total) and none lost;
 #   - every line is valid against docs/schema/events.json;
 #   - a ban's drops are sampled by the top-level `events:`, with no policy;
 #     --reason keeps only those;
@@ -42,7 +43,14 @@ policies:
     events: { sample: 1/$SAMPLE }
 YAML
 
-e2e_start_agent "$WORK/policy.yaml"
+METRICS_PORT=9193
+e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$METRICS_PORT"
+# metric NAME: its value on /metrics (the agent's namespace, over loopback).
+metric() {
+	in_ns "$NS_RX" bash -c "exec 3<>/dev/tcp/127.0.0.1/$METRICS_PORT &&
+		printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3" |
+		K="$1{iface=\"$VETH_RX\"}" awk '$1 == ENVIRON["K"] { print $2 }'
+}
 events() { "$SLUICE" events --pin-root "$PIN_ROOT" --iface "$VETH_RX" "$@"; }
 dropped() {
 	"$SLUICE" status --pin-root "$PIN_ROOT" --iface "$VETH_RX" --json |
@@ -103,6 +111,8 @@ last=$(counts "$WORK/events.json")
 grep -q "\"events\":$n,\"sent\":$n,\"lost\":0,\"capped\":0}" <<<"$last" ||
 	e2e_fail "the last counts line: $last (expected $n events, $n sent, none lost)"
 python3 "$VALIDATE" "$SCHEMA" <"$WORK/events.json" || e2e_fail "events: not valid against $SCHEMA"
+e2e_equal "sluice_events_sent_total" "$(metric sluice_events_sent_total)" "$n"
+e2e_equal "sluice_events_lost_total" "$(metric sluice_events_lost_total)" 0
 
 # ---- a ban's drops: no policy, reason ban -------------------------------------
 in_ns "$NS_RX" "$SLUICE" ban --pin-root "$PIN_ROOT" --iface "$VETH_RX" "$BANNED" >/dev/null

@@ -305,7 +305,7 @@ static int watch_loop(struct watch *w, struct events_reader *r)
 {
 	struct sluice_event_stats base, now, shown;
 	__u64 start = mono_ns(), tick = start;
-	int err = events__read_stats(&w->m, &base), n;
+	int err = maps__read_event_stats(&w->m, &base), n;
 
 	shown = base;
 	while (!err && !stop_requested && !(w->count && w->seen >= w->count) &&
@@ -317,13 +317,13 @@ static int watch_loop(struct watch *w, struct events_reader *r)
 		if (err || mono_ns() - tick < SLUICE_NSEC_PER_SEC)
 			continue;
 		tick = mono_ns();
-		err = events__read_stats(&w->m, &now);
+		err = maps__read_event_stats(&w->m, &now);
 		if (!err && !w->pcap && memcmp(&now, &shown, sizeof(now)) != 0)
 			print_counts(w, &base, &now);
 		shown = now;
 	}
 	if (!err)
-		err = events__read_stats(&w->m, &now);
+		err = maps__read_event_stats(&w->m, &now);
 	if (!err)
 		print_counts(w, &base, &now);
 	return err;

@@ -8,31 +8,11 @@
 
 #include "kernel/events.h"
 
-#define STATS_WORDS (sizeof(struct sluice_event_stats) / sizeof(__u64))
-
 struct events_reader {
 	struct ring_buffer *rb;
 	events_fn fn;
 	void *arg;
 };
-
-int events__read_stats(const struct sluice_maps *m, struct sluice_event_stats *sum)
-{
-	__u64 words[STATS_WORDS];
-	int err;
-
-	if (m->fd[SLUICE_MAP_EVENT_STATS] < 0)
-		return -ENOENT; /* a set of an ABI before events */
-	err = maps__read_percpu(m->fd[SLUICE_MAP_EVENT_STATS], 0, words, STATS_WORDS);
-	if (err)
-		return err;
-	*sum = (struct sluice_event_stats){
-		.sent = words[0],
-		.lost = words[1],
-		.capped = words[2],
-	};
-	return 0;
-}
 
 /* libbpf's callback: a record shorter than an event is not one of ours. */
 static int on_record(void *ctx, void *data, size_t size)

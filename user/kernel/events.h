@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The sampled drop events (include/sluice/events.h, docs/events.md): the
- * ring buffer read through libbpf's ring_buffer, and what every CPU
- * sampled, sent, lost and capped.
+ * ring buffer read through libbpf's ring_buffer (what every CPU sent, lost
+ * and capped is maps__read_event_stats()'s).
  */
 #ifndef SLUICE_KERNEL_EVENTS_H
 #define SLUICE_KERNEL_EVENTS_H
 
 #include "sluice/events.h"
 #include "kernel/maps.h"
-
-/* What every CPU counted, summed (second and in_second are per CPU: left 0). 0 or -errno. */
-int events__read_stats(const struct sluice_maps *m, struct sluice_event_stats *sum);
 
 /* Called for each event read; a negative return stops the read and is returned. */
 typedef int (*events_fn)(void *arg, const struct sluice_event *e);

@@ -238,6 +238,23 @@ int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 nex
 	return maps__write_ctl(m, &ctl);
 }
 
+int maps__read_event_stats(const struct sluice_maps *m, struct sluice_event_stats *sum)
+{
+	__u64 words[sizeof(*sum) / sizeof(__u64)];
+	int err;
+
+	if (m->fd[SLUICE_MAP_EVENT_STATS] < 0)
+		return -ENOENT;
+	err = maps__read_percpu(m->fd[SLUICE_MAP_EVENT_STATS], 0, words,
+				sizeof(words) / sizeof(words[0]));
+	if (err)
+		return err;
+	*sum = (struct sluice_event_stats){ .sent = words[0],
+					    .lost = words[1],
+					    .capped = words[2] };
+	return 0;
+}
+
 int maps__read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -620,6 +637,8 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 	if (!err && m->fd[SLUICE_MAP_BAN_GATE] >= 0) /* a set of an ABI before bans has none */
 		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
 	st->bans = gate.hosts + gate.prefixes;
+	if (!err && m->fd[SLUICE_MAP_EVENT_STATS] >= 0) /* a set of an ABI before events has none */
+		err = maps__read_event_stats(m, &st->events);
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
 		err = read_policy_status(m, kc->per_id, &st->policies[i]);
