@@ -427,9 +427,6 @@ static int parse_watch(int argc, char **argv, struct watch *w, int dump)
 	}
 	if (optind != argc)
 		return cmd_extra_arg(argv, argc, 0);
-	if (dump && !w->pcap_path)
-		return cmd_refuse(argv,
-				  "--pcap is missing: name the file, or - for standard output");
 	return -1;
 }
 
@@ -442,6 +439,9 @@ static int watch_cmd(int argc, char **argv, int dump)
 
 	if (rc >= 0)
 		return rc;
+	if (dump && !w.pcap_path)
+		return cmd_refuse(argv,
+				  "--pcap is missing: name the file, or - for standard output");
 	err = w.iface ? 0 : cmd_first_iface(w.pin_root, first, sizeof(first));
 	if (err)
 		return cmd_exit_code(err);
