@@ -52,6 +52,7 @@ ADDR_OBJ := $(O)/user/base/addr.o
 HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
+FLEET_SIM := $(O)/sluice-fleet-sim
 # e2e tests' helper: keys straight into a running agent's pinned sluice_state.
 FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -73,7 +74,7 @@ BENCH_GEN := $(O)/bench/sluice-bench-gen
 # The one-line hint: a clone without the commit-msg hook (not in CI, nor
 # outside a git checkout) is told how to get it.
 HOOK_PATH = $(shell git rev-parse --git-path hooks/commit-msg 2>/dev/null)
-all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS)
+all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM)
 	$(Q)[ -n "$$CI" ] || [ -z "$(HOOK_PATH)" ] || [ -e "$(HOOK_PATH)" ] || \
 		echo "hint: 'make hooks' installs the commit-msg hook (CONTRIBUTING.md)"
 
@@ -150,6 +151,15 @@ $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
+# The fleet simulator runs the real planner on lease maps of its own (tools/fleet_sim.c).
+FLEET_SIM_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
+	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
+.PHONY: fleet-sim
+fleet-sim: $(FLEET_SIM)
+$(FLEET_SIM): $(O)/tools/fleet_sim.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(FLEET_SIM_FAKED:%=-Wl,--wrap=%) -o $@ $^ $(LDLIBS) -lm
+
 $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -157,13 +167,17 @@ $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 # UNIT_LDFLAGS_<name>: link flags of tests/unit/test_<name> alone (a
 # variable, not a target-specific LDFLAGS, which check-asan's LDFLAGS= would
 # override). test_planner wraps calloc to fail a chosen allocation, and
-# fakes the lease maps and the store's round trip;
-# test_store_clock, clock_gettime to step the wall clock; test_agent_start,
+# fakes the lease maps (the store is a fake backend in the test);
+# test_memstore, the lease maps, to run two nodes' planners on one in-memory
+# store; test_store_clock, clock_gettime to step the wall clock; test_agent_start,
 # the kernel calls of agent.c, to run the agent without BPF.
-PLANNER_FAKED := calloc store_budget_sync lease_maps__read_leases lease_maps__read_spends \
+PLANNER_FAKED := calloc lease_maps__read_leases lease_maps__read_spends \
 	lease_maps__take_hot lease_maps__create
 UNIT_LDFLAGS_planner := $(PLANNER_FAKED:%=-Wl,--wrap=%)
 UNIT_LDFLAGS_store_clock := -Wl,--wrap=clock_gettime
+MEMSTORE_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
+	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
+UNIT_LDFLAGS_memstore := $(MEMSTORE_FAKED:%=-Wl,--wrap=%)
 AGENT_FAKED := attachment__load attachment__attach attachment__close maps__read_ctl \
 	maps__write_ctl maps__read_active maps__reset_ids maps__apply maps__carry_keys
 UNIT_LDFLAGS_agent_start := $(AGENT_FAKED:%=-Wl,--wrap=%)
@@ -179,6 +193,10 @@ $(O)/tests/store/test_%: $(O)/tests/store/test_%.o $(LIB)
 # The packet builder's own unit test links the builder; the ABI test reads the object.
 $(O)/tests/unit/test_pkt: $(PKT_OBJ)
 $(O)/tests/unit/test_abi: | $(BPF_OBJ)
+# The option parser's test links the parser and the refusals it prints (cmd.c).
+$(O)/tests/unit/test_opts: $(O)/tests/unit/test_opts.o $(O)/user/cli/opts.o $(O)/user/cli/cmd.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 $(O)/tests/bpf/test_%: $(O)/tests/bpf/test_%.o $(HARNESS_OBJ) $(O)/tests/bpf/expect.o \
 		$(PKT_OBJ) $(LIB) | $(BPF_OBJ)
@@ -209,7 +227,7 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
 # test_libxdp's foreign program; test_harness_guard kills a BPF test.
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
 	  $(O)/tests/bpf/test_limit
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
@@ -264,6 +282,11 @@ bench-path: $(BENCH_DEPS)
 
 bench-agent: $(BENCH_DEPS)
 	$(Q)bench/agent.sh $(O)
+
+# bench-fleet: the shared budget's store cost at fleet scale (bench/fleet.sh).
+.PHONY: bench-fleet
+bench-fleet: $(FLEET_SIM)
+	$(Q)bench/fleet.sh $(O)
 
 demo:
 	$(Q)tools/deps.sh
@@ -351,9 +374,10 @@ check-valgrind: $(UNIT_BIN) $(BPF_OBJ)
 # fuzz: the libFuzzer targets tests/fuzz/fuzz_NAME.c, each FUZZ_SECONDS
 # (default 60), on a clang build of the library with ASan and UBSan of its
 # own, from the seeds in tests/fuzz/corpus/NAME (new inputs are kept in
-# $(O)/fuzz/corpus/NAME). Each target's output goes to $(O)/fuzz/NAME.log
-# and one line per target sums it up; every target runs even when one
-# crashes, and then the run fails. A crash it finds is kept as a regression
+# $(O)/fuzz/corpus/NAME). The targets run at once (one CPU each, on CI's
+# two). Each target's output goes to $(O)/fuzz/NAME.log and one line per
+# target sums it up; every target runs even when one crashes, and then
+# the run fails. A crash it finds is kept as a regression
 # case (tests/fuzz/README). fuzz-smoke is the same for FUZZ_SMOKE_SECONDS
 # each, the bounded run CI does (.ci/run). Neither is part of `make test`.
 FUZZ_O := $(O)/fuzz
@@ -371,16 +395,18 @@ fuzz:
 			$(PKG_CFLAGS) tests/fuzz/fuzz_$$t.c $(FUZZ_O)/libsluice.a $(LDLIBS) \
 			-o $(FUZZ_O)/fuzz_$$t || exit 1; \
 	done
-	$(Q)crashed=; for t in $(FUZZ_NAMES); do \
+	$(Q)pids=; for t in $(FUZZ_NAMES); do \
 		mkdir -p $(FUZZ_O)/corpus/$$t; \
-		if $(FUZZ_O)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		$(FUZZ_O)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-artifact_prefix=$(FUZZ_O)/$$t- $(FUZZ_O)/corpus/$$t \
-			tests/fuzz/corpus/$$t >$(FUZZ_O)/$$t.log 2>&1; then \
+			tests/fuzz/corpus/$$t >$(FUZZ_O)/$$t.log 2>&1 & pids="$$pids $$!"; \
+	done; crashed=; set -- $$pids; for t in $(FUZZ_NAMES); do \
+		if wait $$1; then \
 			echo "fuzz: $$t: $$(sed -n 's/^Done //p' $(FUZZ_O)/$$t.log), no crash"; \
 		else \
 			tail -n 30 $(FUZZ_O)/$$t.log; crashed="$$crashed $$t"; \
 			echo "fuzz: $$t: CRASH, input in $(FUZZ_O)/$$t-*, log $(FUZZ_O)/$$t.log"; \
-		fi; \
+		fi; shift; \
 	done; test -z "$$crashed" || { echo "fuzz: crashed:$$crashed"; exit 1; }
 fuzz-smoke:
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)

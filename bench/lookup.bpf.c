@@ -8,6 +8,7 @@
  * measured a hit, and XDP_PASS otherwise.
  */
 #include "source.bpf.h"
+#include "sluice/key.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -15,7 +15,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "sluice/abi.h"
+#include "sluice/addr.h"
 
 #define V4MAPPED_WORD	   2	  /* the ffff word of ::ffff:a.b.c.d */
 #define V4MAPPED_MARK	   0xffff /* its value, host order */

@@ -46,11 +46,28 @@
 #ifndef SLUICE_DENY_BPF_H
 #define SLUICE_DENY_BPF_H
 
+#include "bitmap.bpf.h"
 #include "limit.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
 #include "sluice/deny.h"
 #include "sluice/gcra.h"
+
+/* A cache, per CPU so that a slot has one writer; not pinned. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_DENY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_deny);
+} sluice_deny SEC(".maps");
+
+/* Which slots of this CPU's sluice_deny may hold a live drop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_deny_bits);
+} sluice_deny_bits SEC(".maps");
 
 /*
  * The longest a cached drop stands, in GCRA ticks: a constant the loader

@@ -17,29 +17,6 @@
 #include "maps.bpf.h"
 #include "parse.bpf.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, SLUICE_EVENTS_RING_BYTES);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sluice_events SEC(".maps");
-
-/* N of each 1-in-N sample, by gen × SLUICE_EVENT_SLOTS + policy id; 0: not sampled. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_EVENT_SLOTS);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sluice_ev_rate SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sluice_event_stats);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sluice_ev_stats SEC(".maps");
-
 /* Drops since this CPU's last event, by policy id: the program's own, not pinned. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

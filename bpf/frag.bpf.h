@@ -39,6 +39,26 @@
 #include "parse.bpf.h"
 #include "sluice/frag.h"
 
+/*
+ * Datagrams whose later fragments are still to come. Shared, not per-CPU:
+ * a datagram's fragments may arrive on any CPU. Not pinned: the program's
+ * own. The loader may change its size before load.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_FRAG_ENTRIES_DEFAULT);
+	__type(key, struct sluice_frag_key);
+	__type(value, struct sluice_frag);
+} sluice_frags SEC(".maps");
+
+/* A first fragment's entry while it is built: off the 512-byte stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_frag_tmp);
+} sluice_frag_tmp SEC(".maps");
+
 /* This CPU's entry under construction, with @m's datagram key in it; NULL never, in practice. */
 static __always_inline struct sluice_frag_tmp *frag_tmp(const struct pkt_meta *m)
 {

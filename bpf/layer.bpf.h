@@ -19,6 +19,7 @@
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 #include "sluice/key.h"
+#include "bitmap.bpf.h"
 #include "classify.bpf.h"
 #include "frag.bpf.h"
 #include "lease.bpf.h"
@@ -327,6 +328,14 @@ static __always_inline int walk_count(const struct pkt_meta *m, struct frag_ids 
 	}
 	return m->frag == PKT_FRAG_FIRST ? frag_note(m, a, j) : 0;
 }
+
+/* Which policy lists this CPU walks peeking first (walk_layers()); not pinned. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_walk_bits);
+} sluice_walk SEC(".maps");
 
 /* This CPU's word of sluice_walk that holds list @slot's bit, or NULL. */
 static __always_inline __u64 *walk_word(__u32 slot)

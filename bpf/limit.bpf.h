@@ -23,6 +23,22 @@
 #include "sluice/gcra.h"
 
 /*
+ * The coarse clock as this CPU last read it, and the jiffy it read it in
+ * (coarse_ns()). A cache, so not pinned: a new program starts it empty.
+ */
+struct sluice_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_clock);
+} sluice_clock SEC(".maps");
+
+/*
  * What the limit stage makes of a packet: the answer of a key (limit_key(),
  * limit_peek()), of a lease, of a policy and of all the layers: one
  * vocabulary from a key's map entry up to the entry, where verdict_xdp()

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Every map of the XDP program. Types and sizes come from
- * include/sluice/abi.h; names are pin files under the per-interface pin
- * root (LIBBPF_PIN_BY_NAME), so a restarted agent reuses them and no key
- * state is lost. sluice_state's size is the default; the loader may change
- * it before load.
+ * The pinned maps of the XDP program, the ABI, and only those: each is a
+ * row of enum sluice_map (include/sluice/abi.h), whose name is its pin
+ * file under the per-interface pin root (LIBBPF_PIN_BY_NAME), so a
+ * restarted agent reuses them and no key state is lost. Types and sizes
+ * come from the domain headers abi.h includes. sluice_state's size is the
+ * default; the loader may change it before load.
+ *
+ * The program's own maps, never pinned (enum sluice_cache), live beside
+ * the code that uses them: the clock in limit.bpf.h, the deny cache in
+ * deny.bpf.h, the walk's bitmap in layer.bpf.h, the datagram table in
+ * frag.bpf.h, the drop events' countdown in events.bpf.h.
  */
 #ifndef SLUICE_MAPS_BPF_H
 #define SLUICE_MAPS_BPF_H
@@ -13,8 +19,6 @@
 #include <bpf/bpf_helpers.h>
 
 #include "sluice/abi.h"
-#include "sluice/deny.h"
-#include "sluice/frag.h"
 
 /* Shared, not per-CPU: per-CPU limit state would admit ncpu times the limit. */
 struct {
@@ -34,7 +38,7 @@ struct {
 } sluice_policy SEC(".maps");
 
 /*
- * The classifier: a packet's service → a slot of sluice_match (abi.h).
+ * The classifier: a packet's service → a slot of sluice_match (classify.h).
  * Mapped by the agent, which writes a generation's 2^17 slots in one pass.
  * A u64 each: an array element takes 8 bytes in memory whatever its size.
  */
@@ -79,67 +83,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ctl SEC(".maps");
 
-/*
- * The coarse clock as this CPU last read it, and the jiffy it read it in
- * (limit.bpf.h, clock_read). A cache, so not pinned: a new program starts
- * it empty.
- */
-struct sluice_clock {
-	__u64 jiffies;
-	__u64 ns;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sluice_clock);
-} sluice_clock SEC(".maps");
-
-/* A cache, per CPU so that a slot has one writer; not pinned. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_DENY_SLOTS);
-	__type(key, __u32);
-	__type(value, struct sluice_deny);
-} sluice_deny SEC(".maps");
-
-/* Which slots of this CPU's sluice_deny may hold a live drop. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sluice_deny_bits);
-} sluice_deny_bits SEC(".maps");
-
-/* Which policy lists this CPU walks peeking first (layer.bpf.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sluice_walk_bits);
-} sluice_walk SEC(".maps");
-
-/*
- * Datagrams whose later fragments are still to come (frag.bpf.h). Shared,
- * not per-CPU: a datagram's fragments may arrive on any CPU. Not pinned:
- * the program's own. The loader may change its size before load.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SLUICE_FRAG_ENTRIES_DEFAULT);
-	__type(key, struct sluice_frag_key);
-	__type(value, struct sluice_frag);
-} sluice_frags SEC(".maps");
-
-/* A first fragment's entry while it is built: off the 512-byte stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sluice_frag_tmp);
-} sluice_frag_tmp SEC(".maps");
-
 /* An address trie: (generation, address) → the prefix sets it is in. */
 #define SLUICE_ADDR_TRIE(name)                                                                     \
 	struct {                                                                                   \
@@ -167,7 +110,7 @@ struct {
 } sluice_fail SEC(".maps");
 
 /*
- * The shared budget (abi.h): leases the agent writes, what the program spent
+ * The shared budget (lease.h): leases the agent writes, what the program spent
  * of them, and keys asking to become hot. Not preallocated: an entry that is
  * replaced or deleted is freed only after every program that may hold a
  * pointer to it has finished (RCU), so a reader never sees another key's
@@ -200,7 +143,7 @@ struct {
 } sluice_hot SEC(".maps");
 
 /*
- * The ban list (abi.h, bpf/ban.bpf.h): prefixes in a trie (which must not
+ * The ban list (ban.h, bpf/ban.bpf.h): prefixes in a trie (which must not
  * be preallocated), single addresses in a hash. Not preallocated either:
  * a deleted entry is freed only after every program that may hold a
  * pointer to it has finished (RCU), so a drop is never counted on a
@@ -232,19 +175,28 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ban_host SEC(".maps");
 
-/*
- * The word of this CPU's entry of @map, a per-CPU bitmap of @words __u64
- * in one entry (sluice_deny_bits, sluice_walk), that holds bit @bit; NULL
- * when there is no entry.
- */
-static __always_inline __u64 *bitmap_word(void *map, __u32 words, __u32 bit)
-{
-	__u32 zero = 0;
-	__u64 *w = bpf_map_lookup_elem(map, &zero);
+/* The sampled drops (events.bpf.h): the ring, each sample's N, what was sent and lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SLUICE_EVENTS_RING_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_events SEC(".maps");
 
-	return w ? &w[(bit / SLUICE_DENY_WORD_SLOTS) % words] : NULL;
-}
+/* N of each 1-in-N sample, by gen × SLUICE_EVENT_SLOTS + policy id; 0: not sampled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_EVENT_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ev_rate SEC(".maps");
 
-#define BITMAP_BIT(bit) (1ULL << ((bit) % SLUICE_DENY_WORD_SLOTS))
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_event_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ev_stats SEC(".maps");
 
 #endif /* SLUICE_MAPS_BPF_H */

@@ -30,7 +30,8 @@
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 
-#include "sluice/abi.h"
+#include "sluice/addr.h"
+#include "sluice/ctl.h"
 
 #define IPV4_IHL_MIN	     5 /* 32-bit words */
 #define IPV4_WORD_BYTES	     4

@@ -110,7 +110,7 @@ static __always_inline int classify_addrs(const struct pkt_meta *m, struct limit
 }
 
 /*
- * `unparsed: charge` (abi.h): every policy whose address sets match, of any
+ * `unparsed: charge` (ctl.h): every policy whose address sets match, of any
  * protocol and port, and as a SYN, so that no policy the packet may belong
  * to is left out; for an orphan fragment (`orphan: pass`), every such
  * policy of a byte cost (policy_for()). Into @v; returns the total to count.
@@ -136,7 +136,7 @@ static __always_inline int charge_unparsed(struct pkt_meta *m, struct limit_env 
  * What the program cannot decide by its policies (@parsed from
  * PARSE_FRAG_LATER on): a tiny fragment is dropped; a later fragment that
  * has no first (an orphan) and a frame the parser could not finish get
- * what the file says (abi.h, sluice_gen_flag); a later fragment with a
+ * what the file says (ctl.h, sluice_gen_flag); a later fragment with a
  * first follows it. An allowlisted source is passed, as always, but for
  * a tiny fragment. Into @v; returns the total to count.
  */

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#include "sluice/abi.h"
+#include "sluice/compiler.h"
 
 #define PKT_MAX_BYTES  9216 /* a jumbo frame, no FCS */
 #define PKT_LAYERS_MAX 32   /* headers in one frame, payload not counted */

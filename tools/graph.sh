@@ -64,71 +64,85 @@ done
 roots=()
 for r in user lib include; do [[ -d $r ]] && roots+=("$r"); done
 
-# Where "#include "x/y.h"" lands: the first root that holds it, or the
-# including file's own folder (a quoted include searches that first).
+# Where "#include "x/y.h"" lands, into TO: the first root that holds it,
+# or the including file's own folder (a quoted include searches that
+# first); empty for a system header. resolve and node set a variable
+# rather than print: a subshell per include made `make graph` take minutes.
 resolve() {
-	local from=$1 inc=$2 r
-	if [[ -e $(dirname "$from")/$inc ]]; then
-		realpath --relative-to=. "$(dirname "$from")/$inc"
+	local dir=${1%/*} inc=$2 r
+	TO=''
+	if [[ -e $dir/$inc ]]; then
+		TO=$dir/$inc
+		[[ $inc != *..* ]] || TO=$(realpath --relative-to=. "$TO")
 		return
 	fi
 	for r in "${roots[@]}" tests/bpf; do
-		[[ -e $r/$inc ]] && { echo "$r/$inc"; return; }
+		[[ -e $r/$inc ]] && { TO=$r/$inc; return; }
 	done
 	return 0
 }
 
-# user/base/log.c -> base; lib/pkt.c -> lib; include/sluice/abi.h -> sluice;
-# a flat user/agent_store.c -> agent_store.
+# File F's node, into NODE: user/base/log.c -> base; lib/pkt.c -> lib;
+# include/sluice/abi.h -> sluice; a flat user/agent_store.c -> agent_store.
 node() {
 	local f=$1
 	if [[ $level == file ]]; then
-		echo "${f%.[ch]}"
+		NODE=${f%.[ch]}
 		return
 	fi
 	case $f in
-	user/*/*) f=${f#user/}; echo "${f%%/*}" ;;
-	user/*) f=${f#user/}; echo "${f%.[ch]}" ;;
-	lib/*) echo lib ;;
-	include/sluice/*) echo sluice ;;
-	tests/bpf/*) echo tests-lib ;;
-	*) echo "$f" ;;
+	user/*/*) f=${f#user/}; NODE=${f%%/*} ;;
+	user/*) f=${f#user/}; NODE=${f%.[ch]} ;;
+	lib/*) NODE=lib ;;
+	include/sluice/*) NODE=sluice ;;
+	tests/bpf/*) NODE=tests-lib ;;
+	*) NODE=$f ;;
 	esac
 }
 
+# One grep over every file, and one nm over every object (symbols): a
+# process per file made it slow on a busy machine.
 includes() {
-	find "${roots[@]}" -name '*.[ch]' | sort | while read -r f; do
-		from=$(node "$f")
-		grep -o '^#include "[^"]*"' "$f" | sed 's/^#include "//; s/"$//' | while read -r inc; do
-			to=$(resolve "$f" "$inc")
-			[[ -n $to ]] || continue
-			to=$(node "$to")
-			[[ $from == "$to" ]] || echo "$from $to"
-		done
-	done
+	local f inc from
+	while IFS=: read -r f inc; do
+		inc=${inc#'#include "'}
+		inc=${inc%'"'}
+		node "$f"
+		from=$NODE
+		resolve "$f" "$inc"
+		[[ -n $TO ]] || continue
+		node "$TO"
+		[[ $from == "$NODE" ]] || echo "$from $NODE"
+	done < <(find "${roots[@]}" -name '*.[ch]' | sort | xargs grep -H -o '^#include "[^"]*"')
 }
 
 # "user/budget/redis.c store_reply_error" for each name an object uses
 # (U) or defines (anything else), by the source it was built from.
 symbols() {
-	local o src
-	find "$objs/user" "$objs/lib" -name '*.o' 2>/dev/null | sort | while read -r o; do
+	local o src objects=()
+	while read -r o; do
 		src=${o#"$objs"/}
-		src=${src%.o}.c
-		[[ -e $src ]] || continue
-		nm -g "$o" | awk -v f="$src" -v want="$1" \
-			'(want == "U") == ($1 == "U") { print f, $NF }'
-	done
+		[[ -e ${src%.o}.c ]] && objects+=("$o")
+	done < <(find "$objs/user" "$objs/lib" -name '*.o' 2>/dev/null | sort)
+	((${#objects[@]})) || return 0
+	# -A: "OBJECT:ADDRESS TYPE NAME", or "OBJECT: U NAME".
+	nm -g -A "${objects[@]}" | awk -v objs="$objs/" -v want="$1" '
+		(want == "U") == ($(NF - 1) == "U") {
+			f = substr($1, length(objs) + 1, index($1, ":") - length(objs) - 1)
+			sub(/\.o$/, ".c", f)
+			print f, $NF
+		}'
 }
 
 # An arrow from each user of a name to the file that defines it.
 uses() {
 	[[ -n $objs ]] || return 0
-	join -1 2 -2 2 -o 1.1,2.1 <(symbols U | sort -k2,2) <(symbols D | sort -k2,2) |
-		while read -r from to; do
-			from=$(node "$from")
-			to=$(node "$to")
-			[[ $from == "$to" ]] || echo "$from $to"
+	join -1 2 -2 2 -o 1.1,2.1 <(symbols U | sort -k2,2) <(symbols D | sort -k2,2) | sort -u |
+		while read -r user definer; do
+			node "$user"
+			from=$NODE
+			node "$definer"
+			[[ $from == "$NODE" ]] || echo "$from $NODE"
 		done
 }
 

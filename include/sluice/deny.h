@@ -8,8 +8,10 @@
 #ifndef SLUICE_DENY_H
 #define SLUICE_DENY_H
 
-#include "abi.h"
+#include "addr.h"
+#include "classify.h"
 #include "gcra.h"
+#include "policy.h"
 
 #define SLUICE_DENY_SLOT_BITS  13 /* 2^13 flows per CPU */
 #define SLUICE_DENY_SLOTS      (1U << SLUICE_DENY_SLOT_BITS)

@@ -2,9 +2,9 @@
 /*
  * Sampled drop events (docs/events.md): what the XDP program writes into
  * the ring buffer sluice_events for one dropped packet in N, and the maps
- * that say N and count what was sent and lost. ABI like abi.h: the maps
- * are pinned (enum sluice_map), so a layout change bumps
- * SLUICE_ABI_VERSION.
+ * that say N and count what was sent and lost.
+ *
+ * Part of the ABI: abi.h says how it may change (the maps are pinned).
  *
  * The drop path never waits: bpf_ringbuf_reserve() either hands a slot or
  * fails at once, and a failure is counted as lost. Per CPU, at most
@@ -16,7 +16,8 @@
 #ifndef SLUICE_EVENTS_H
 #define SLUICE_EVENTS_H
 
-#include "abi.h"
+#include "addr.h"
+#include "policy.h"
 
 /* Slots of sluice_ev_rate per generation: one per policy id, then the drops no policy made. */
 #define SLUICE_EVENT_UNOWNED SLUICE_MAX_POLICIES

@@ -10,7 +10,8 @@
 #ifndef SLUICE_FRAG_H
 #define SLUICE_FRAG_H
 
-#include "abi.h"
+#include "addr.h"
+#include "classify.h"
 #include "gcra.h"
 
 /*

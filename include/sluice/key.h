@@ -1,14 +1,41 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Key derivation shared by the XDP program and the tests: the policy id
- * plus the source address masked to the policy's prefix for its family.
- * One masking function serves every prefix of both families because IPv4
- * is stored IPv4-mapped (abi.h).
+ * The key state, sluice_state: its key and value, and the key derivation
+ * shared by the XDP program and the tests: the policy id plus the source
+ * address masked to the policy's prefix for its family. One masking
+ * function serves every prefix of both families because IPv4 is stored
+ * IPv4-mapped (addr.h).
+ *
+ * The key and the value are part of the ABI: abi.h says how they may
+ * change.
  */
 #ifndef SLUICE_KEY_H
 #define SLUICE_KEY_H
 
-#include "abi.h"
+#include "addr.h"
+#include "policy.h"
+
+/* Keys held at once in sluice_state, by default (the loader may change it). */
+#define SLUICE_STATE_ENTRIES_DEFAULT (1U << 20)
+#define SLUICE_CAS_RETRIES	     8 /* compare-and-swap attempts on one key per packet */
+
+/* Key of sluice_state: one GCRA cell per policy and (masked) source. */
+struct sluice_key {
+	__u32 policy_id; /* stable id: survives reloads and restarts */
+	union {
+		__u8 addr[SLUICE_ADDR_LEN]; /* source masked to the policy's prefix, network
+					     * order; all zero for one global key */
+		__u32 addr32[SLUICE_ADDR_LEN / 4];
+	};
+};
+SLUICE_ASSERT_SIZE(struct sluice_key, 20);
+SLUICE_ASSERT_OFFSET(struct sluice_key, addr, 4);
+
+/* Value of sluice_state. Written only by compare-and-swap in the XDP program. */
+struct sluice_state {
+	__u64 tat; /* GCRA theoretical arrival time, ticks (gcra.h); wraps */
+};
+SLUICE_ASSERT_SIZE(struct sluice_state, 8);
 
 #define SLUICE_ADDR_WORDS (SLUICE_ADDR_LEN / 4)
 #define SLUICE_WORD_BITS  32

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * A packet's service (abi.h, enum sluice_svc_base): its protocol and
+ * A packet's service (classify.h, enum sluice_svc_base): its protocol and
  * destination port, the index the XDP program looks up in the sluice_class
  * map and user/policy/compile.c fills. Shared so the two cannot disagree
  * on it. (A policy's class, abuse or shedding, is another thing:
@@ -15,7 +15,7 @@
 #include <netinet/in.h>
 #endif
 
-#include "abi.h"
+#include "classify.h"
 
 /* The service of a packet of @proto to host-order @port; @has_ports: it has them. */
 SLUICE_INLINE __u32 sluice_svc_of(__u8 proto, int has_ports, __u16 port)

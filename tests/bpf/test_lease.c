@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * BPF_PROG_TEST_RUN on the real object: the kernel side of the shared
- * budget (abi.h, struct sluice_lease; bpf/lease.bpf.h, and layer_cold in
+ * budget (lease.h, struct sluice_lease; bpf/lease.bpf.h, and layer_cold in
  * bpf/layer.bpf.h). A key of a cluster-scoped policy with a live lease is
  * decided by the lease alone: exactly `granted` units pass, spent counts
  * them and denied the rest, whatever the store's fail mode, and two CPUs
@@ -44,6 +44,7 @@
 #include "kernel/leases.h"
 #include "kernel/maps.h"
 #include "budget/planner.h"
+#include "budget/redis.h"
 #include "budget/store.h"
 
 /* Numbers that also appear in the policy text below, spelt once. */
@@ -782,12 +783,26 @@ static void test_ceiling(void **state)
  * the scripts count as loaded. No Redis: the planner's own logic only.
  */
 struct plan_fix {
+	struct budget_backend be; /* first: the Redis protocol on @conn (conn_ops) */
 	struct lease_state *ls;
 	redisContext ctx; /* only its fd is used (budget/wire.c) */
 	struct store_conn conn;
 	int sv[2];
 	char err[STORE_ERR_LEN];
 };
+
+/* The Redis protocol (budget/redis.h) on the fixture's connection, as a lease round's backend. */
+static int conn_sync(struct budget_backend *be, struct budget_sync *b, char *err, size_t len)
+{
+	return store_budget_sync(&((struct plan_fix *)be)->conn, b, err, len);
+}
+
+static int conn_is_reachable(const struct budget_backend *be, const char *key)
+{
+	return store_key_is_reachable(&((const struct plan_fix *)be)->conn, key);
+}
+
+static const struct backend_ops conn_ops = { .sync = conn_sync, .is_reachable = conn_is_reachable };
 
 static void plan_open(struct plan_fix *x, struct harness *h)
 {
@@ -814,6 +829,7 @@ static void plan_open(struct plan_fix *x, struct harness *h)
 								       SLUICE_NSEC_PER_USEC,
 						     .burst = STRICT_BURST,
 						     .strict = 1 };
+	x->be.ops = &conn_ops;
 	x->ls = lease_state__new(plan);
 	assert_non_null(x->ls);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sv), 0);
@@ -840,7 +856,7 @@ static int plan_round(struct plan_fix *x)
 {
 	__u64 live = 0;
 
-	return lease_round(x->ls, &x->conn, "t:nodes", "n", SLUICE_NSEC_PER_SEC, 1, &live, x->err,
+	return lease_round(x->ls, &x->be, "t:nodes", "n", SLUICE_NSEC_PER_SEC, 1, &live, x->err,
 			   sizeof(x->err));
 }
 

@@ -266,7 +266,7 @@ static const char sets_yaml[] =
 
 /*
  * A packet some policy's port matches but no policy's address sets do: no
- * policy applies, so it is counted no_match (abi.h: "no policy applies").
+ * policy applies, so it is counted no_match (stats.h: "no policy applies").
  */
 #define UNMATCHED T(NO_MATCH)
 

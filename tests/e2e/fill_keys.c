@@ -19,7 +19,7 @@
 
 #include <bpf/bpf.h>
 
-#include "sluice/abi.h"
+#include "sluice/key.h"
 #include "base/addr.h"
 
 #define FILL_BATCH	 65536U	    /* keys per BPF_MAP_UPDATE_BATCH */

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
 # The command line of the real binary: the man page passes mandoc -T lint,
-# names every pinned map under FILES, and has every command and long option
-# that --help prints; --help goes to stdout with status 0; a
+# names every pinned map under FILES, has every command, and lists under
+# OPTIONS exactly the option rows (names and value) of each command's
+# table, as --help prints them; --help goes to stdout with status 0; a
 # usage error prints one line naming it to stderr with status 2, and no
 # synopsis; `check` prints every bad fixture's .err exactly (status 78,
 # docs/errors.md) and passes every good one, and refuses a policy.yaml
@@ -35,11 +36,6 @@ man_text() {
 # The commands listed under "commands:" in `sluice help`.
 help_commands() {
 	"$SLUICE" help | sed -n '/^commands:$/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p'
-}
-
-# Every --long option in the text on stdin, once each.
-long_options() {
-	grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
 }
 
 expect_rc() { # label want
@@ -96,19 +92,54 @@ for cmd in $commands; do
 		e2e_fail "command '$cmd' of 'sluice help' is not under COMMANDS in $MAN"
 	echo "ok: man: command $cmd"
 done
+# The option rows of `sluice [COMMAND] --help`, which prints the command's
+# option table (user/cli/opts.c): "  -x, --long <value>" or "      --long
+# <value>", its help two spaces on or on the next lines. One "-x --long
+# <value>" a line, sorted; a command's -h, --help left out, as the man page
+# says once that every command takes it.
+help_rows() { # [COMMAND]
+	"$SLUICE" "$@" --help |
+		sed -n -E 's/^(  -[a-zA-Z], |      )(--[a-z][a-z0-9-]*( [^ ]+)?)( {2,}.*)?$/\1\2/p' |
+		sed -E 's/^ +//; s/,//' | { if [ $# = 0 ]; then cat; else grep -vx -- '-h --help'; fi; } |
+		sort
+}
+
+# The same rows from the man page: the heading line of each .TP under
+# OPTIONS' ".SS COMMAND" (".SS Global options" for none; ".SS ban, unban,
+# bans" for each of the three, less a row marked ".RB ( other )"), with
+# \fIx\fR as <x> and bold as plain text.
+man_rows() { # [COMMAND]
+	awk -v want="${1:-Global options}" '
+		/^\.SH / { sec = ""; tp = 0; next }
+		/^\.SS / { sec = substr($0, 5); tp = 0; next }
+		/^\.TP/ { tp = 1; next }
+		tp == 1 { head = $0; tp = 2; next }
+		tp == 2 {
+			tp = 0
+			only = $0 ~ /^\.RB \( [a-z]+ \)$/ ? $3 : ""
+			n = split(sec, cmds, /, /)
+			for (i = 1; i <= n; i++)
+				if (cmds[i] == want && (only == "" || only == want))
+					print head
+		}' "$MAN" |
+		sed -E 's/^\.B[RI]? //; s/\\-/-/g; s/\\fI([^\\]*)\\fR/<\1>/g; s/\\f[BRP]//g;
+			s/[",]//g; s/ +/ /g; s/ $//' | sort
+}
+
 for cmd in "" $commands; do
-	# `help` and `version` take no options; --help of the rest lists them.
+	# `help` and `version` take no options.
 	case $cmd in help | version) continue ;; esac
 	read -ra words <<<"$cmd"
 	capture "$SLUICE" "${words[@]}" --help
 	expect_rc "sluice $cmd --help" 0
-	opts=$(long_options <"$WORK/out")
-	[ -n "$opts" ] || e2e_fail "sluice $cmd --help prints no long option"
-	for opt in $opts; do
-		grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" "$man_plain" ||
-			e2e_fail "option $opt of 'sluice $cmd --help' is not in $MAN"
-	done
-	echo "ok: man: options of 'sluice${cmd:+ $cmd}': ${opts//$'\n'/ }"
+	want=$(help_rows "${words[@]}")
+	[ -n "$want" ] || e2e_fail "sluice $cmd --help prints no option row"
+	got=$(man_rows "$cmd")
+	[ "$got" = "$want" ] || {
+		diff <(echo "$want") <(echo "$got") >&2 || :
+		e2e_fail "the options of '${cmd:-Global options}' in $MAN (>) differ from 'sluice${cmd:+ $cmd} --help' (<)"
+	}
+	echo "ok: man: the options of 'sluice${cmd:+ $cmd}' are its table's: ${want//$'\n'/, }"
 done
 
 # ---- --help: stdout, status 0 --------------------------------------------

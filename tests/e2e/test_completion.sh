@@ -5,7 +5,8 @@
 # bash as bash-completion would, and asked as bash asks it: `sluice <TAB>`
 # gives exactly the commands of `sluice help`; `sluice -<TAB>` and
 # `sluice <command> -<TAB>` exactly the options each --help lists; option
-# values are interfaces, files, directories and the XDP modes --help names.
+# values are interfaces, files, directories and the XDP modes --help names,
+# and every option row's value completes as the shape --help gives it.
 # Nothing is attached; the real binary only prints its help.
 source "$(dirname "$0")/lib.sh"
 e2e_require
@@ -101,4 +102,46 @@ expect_words "sluice run -c polic<TAB>" \
 	"$(complete_words run -c "$WORK/polic")"
 expect_words "sluice status --pin-root pi<TAB>" "$WORK/pins" \
 	"$(complete_words status --pin-root "$WORK/pi")"
+
+# Every option row of every command's table, as --help prints it ("-i,
+# --iface <iface>|auto"): each of its names completes the value's shape,
+# each part between '|' being interfaces, files or directories (offered
+# from $WORK/), a word as it is, or for any other <...> nothing.
+shape_words() { # SHAPE CUR
+	local parts part
+	IFS='|' read -ra parts <<<"$1"
+	for part in "${parts[@]}"; do
+		case $part in
+		'<iface>') ls /sys/class/net ;;
+		'<file>') compgen -f -- "$2" ;;
+		'<dir>') compgen -d -- "$2" ;;
+		'<'*) ;;
+		*) echo "$part" ;;
+		esac
+	done | sort
+}
+n_rows=0
+for cmd in "" $commands; do
+	case $cmd in help | version) continue ;; esac
+	read -ra at <<<"$cmd"
+	while read -ra row; do
+		shape=${row[-1]}
+		[[ $shape != -* ]] || continue # a row without a value
+		cur=''
+		[[ $shape != *'<file>'* && $shape != *'<dir>'* ]] || cur=$WORK/
+		want=$(shape_words "$shape" "$cur")
+		for name in "${row[@]:0:${#row[@]}-1}"; do
+			got=$(complete_words "${at[@]}" "$name" "$cur")
+			[ "$got" = "$want" ] || {
+				diff <(echo "$want") <(echo "$got") >&2 || :
+				e2e_fail "sluice $cmd $name <TAB>: offered (>) differs from its shape $shape (<)"
+			}
+		done
+		n_rows=$((n_rows + 1))
+	done < <("$SLUICE" "${at[@]}" --help |
+		sed -n -E 's/^(  -[a-zA-Z], |      )(--[a-z][a-z0-9-]*( [^ ]+)?)( {2,}.*)?$/\1\2/p' |
+		sed -E 's/^ +//; s/,//')
+done
+((n_rows >= 25)) || e2e_fail "only $n_rows option rows with a value in the commands' --help"
+echo "ok: the values of all $n_rows option rows with one complete as their shape says"
 echo "test_completion: all checks passed"

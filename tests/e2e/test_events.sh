@@ -76,9 +76,9 @@ bad() { # EXPECTED-TEXT ARGS...: exit 2, the message names the argument
 	grep -qF -- "$want" <<<"$out" || e2e_fail "sluice $*: no '$want' in: $out"
 }
 bad "--reason 'rate': expected limit, ban, unparsed, fragment or fail" events --reason rate
-bad "--count '0': expected a positive number" events --count 0
+bad "--count '0' is not a count" events --count 0
 bad "--for '5x': expected a duration such as 10s" events --for 5x
-bad "--pcap is missing" dump
+bad "which file? give --pcap <file>" dump
 bad "unknown option '--pcap'" events --pcap x
 
 # ---- a flood, streamed --------------------------------------------------------

@@ -49,7 +49,6 @@ case_unknown_command() { try "$SLUICE" frobnicate; }
 case_unknown_global_option() { try "$SLUICE" --bogus status; }
 case_unknown_option() { try "$SLUICE" status --bogus; }
 case_missing_value() { try "$SLUICE" run --config; }
-case_not_its_option() { try "$SLUICE" bans --for 1s; }
 case_extra_argument() { try "$SLUICE" status extra; }
 case_missing_argument() { try "$SLUICE" check; }
 case_no_config() { try "$SLUICE" run --iface lo; }
@@ -60,7 +59,6 @@ case_generic_mode() { try "$SLUICE" run --config "$POLICY" --mode generic; }
 case_bad_count() { try "$SLUICE" run --config "$POLICY" --max-keys 0; }
 case_priority_without_share() { try "$SLUICE" run --config "$POLICY" --xdp-priority 5; }
 case_bad_metrics() { try "$SLUICE" run --config "$POLICY" --metrics localhost:http; }
-case_bad_top_count() { try "$SLUICE" top -n 0; }
 case_bad_reason() { try "$SLUICE" events --reason rate; }
 case_bad_events_for() { try "$SLUICE" dump --pcap - --for 0s; }
 case_no_pcap() { try "$SLUICE" dump --count 1; }
@@ -199,9 +197,9 @@ check() {
 }
 
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
-	not-its-option extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
-	generic-mode bad-count priority-without-share bad-metrics bad-top-count bad-reason \
-	bad-events-for no-pcap bad-prefix \
+	extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
+	generic-mode bad-count priority-without-share bad-metrics bad-reason bad-events-for \
+	no-pcap bad-prefix \
 	bad-duration wide-ban policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \

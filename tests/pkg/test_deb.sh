@@ -18,7 +18,8 @@
 # Needs root and tools/deps.sh pkg. Refuses to run where a sluice package
 # is already installed, since purging it would not restore that machine,
 # or where /sys/fs/bpf/sluice exists: the purge would detach that agent.
-# CI: tools/deps.sh pkg && tests/pkg/test_deb.sh
+# CI: tools/deps.sh pkg && tests/pkg/test_deb.sh. SLUICE_DEB_KEEP=DIR
+# copies the .deb it built there (.ci/run hands it to make test-install).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -64,6 +65,9 @@ fi
 deb_build "$TMP" || fail "the package did not build"
 deb=$DEB
 ok "built $(basename "$deb")"
+if [ -n "${SLUICE_DEB_KEEP:-}" ]; then
+	{ mkdir -p "$SLUICE_DEB_KEEP" && cp "$deb" "$SLUICE_DEB_KEEP/"; } || fail "cannot keep the .deb in $SLUICE_DEB_KEEP"
+fi
 
 # 2. lintian, as Debian's archive runs it, plus info tags for the record.
 lintian --display-info --fail-on error,warning "$CHANGES" \

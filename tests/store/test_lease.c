@@ -9,6 +9,8 @@
  * timestamps each grant returns. Round trips are counted by the server
  * (INFO stats: total_reads_processed): a pipeline small enough for one
  * socket read is one read event, so N calls sent one by one show N.
+ * The in-memory backend (budget/backend_mem.h) is held to the scripts'
+ * answers here too, on Redis's own clock (test_mem_parity).
  * Nothing here checks speed.
  */
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <cmocka.h>
 
 #include "sluice/compiler.h"
+#include "budget/backend_mem.h"
 #include "budget/redis.h"
 #include "budget/store.h"
 #include "../unit/rows.h"
@@ -1582,6 +1585,93 @@ static void test_fleet(void **state)
 	free(fk);
 }
 
+/* ---- the in-memory store answers as the scripts do ------------------------------------------ */
+
+#define PARITY_TTL_US (50 * US_PER_MS) /* short: leases expire between some steps */
+#define PARITY_RATE   1000	       /* units a second: a step's sleep refills some */
+#define PARITY_BURST  50
+#define PARITY_CAP    40
+
+struct parity_step {
+	int node;     /* 0 or 1 */
+	int key;      /* 0: starts full, 1: starts empty */
+	int used_pct; /* of what the node holds of the key, reported spent */
+	__u64 want;
+	int release;
+	__u64 sleep_ms; /* before the step */
+};
+
+static const struct parity_step parity_steps[] = {
+	{ 0, 0, 0, 30, 0, 0 },	{ 1, 0, 0, 40, 0, 0 },	 { 0, 0, 100, 30, 0, 5 },
+	{ 1, 0, 50, 10, 1, 5 }, { 0, 1, 0, 20, 0, 0 },	 { 1, 1, 0, 20, 0, 10 },
+	{ 0, 0, 0, 50, 0, 60 }, { 1, 0, 0, 50, 0, 0 },	 { 0, 1, 100, 5, 1, 0 },
+	{ 1, 1, 0, 50, 0, 20 }, { 0, 0, 100, 40, 0, 3 }, { 1, 0, 100, 40, 0, 3 },
+	{ 0, 0, 50, 0, 1, 0 },	{ 1, 0, 100, 40, 0, 1 }, { 1, 1, 100, 50, 0, 70 },
+};
+
+/*
+ * Each step on Redis (LEASE_LUA), then the same request on the memory
+ * store with its clock set to the TIME Redis answered with: held,
+ * granted, expiry and time agree exactly, through refill, caps, releases,
+ * written-off leases and a bucket that starts empty.
+ */
+static void test_mem_parity(void **state)
+{
+	static const char *const node[] = { "pa", "pb" };
+	struct fix *f = *state;
+	struct lease_key k[2];
+	__u64 held[2][2] = { { 0 } };
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	char err[STORE_ERR_LEN];
+	size_t i, j;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	for (j = 0; j < 2; j++) {
+		k[j] = (struct lease_key){ .rate_units = PARITY_RATE,
+					   .rate_period_us = US_PER_SEC,
+					   .burst = PARITY_BURST,
+					   .cap = PARITY_CAP,
+					   .start_empty = (int)j };
+		snprintf(k[j].key, sizeof(k[j].key), "parity:%zu", j);
+		snprintf(k[j].field, sizeof(k[j].field), "%zx", j + 1);
+	}
+	for (i = 0; i < ARRAY_SIZE(parity_steps); i++) {
+		const struct parity_step *st = &parity_steps[i];
+		const struct timespec nap = { .tv_nsec =
+						      (long)(st->sleep_ms * SLUICE_NSEC_PER_MSEC) };
+		__u64 *h = &held[st->node][st->key];
+		struct lease_req q = { .k = &k[st->key],
+				       .held = *h,
+				       .used = *h * (__u64)st->used_pct / 100,
+				       .want = st->want,
+				       .release = st->release };
+		struct lease_grant gr, gm;
+		struct budget_sync b = { .holder = node[st->node],
+					 .lease_ttl_us = PARITY_TTL_US,
+					 .leases = &q,
+					 .n_leases = 1,
+					 .grants = &gm };
+
+		assert_int_equal(nanosleep(&nap, NULL), 0);
+		assert_int_equal(store_lease_sync(&f->a, node[st->node], PARITY_TTL_US, &q, 1, &gr,
+						  f->err, sizeof(f->err)),
+				 0);
+		mem_store__set_now(m, gr.now_us);
+		assert_int_equal(backend__sync(be, &b, err, sizeof(err)), 0);
+		assert_int_equal(gm.err, 0);
+		assert_int_equal(gm.held, gr.held);
+		assert_int_equal(gm.granted, gr.granted);
+		assert_int_equal(gm.expires_us, gr.expires_us);
+		assert_int_equal(gm.now_us, gr.now_us);
+		*h = gr.held;
+	}
+	backend__free(be);
+	mem_store__free(m);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest fixed[] = {
@@ -1591,7 +1681,7 @@ int main(void)
 		cmocka_unit_test(test_membership),  cmocka_unit_test(test_hot_sets),
 		cmocka_unit_test(test_budget_sync), cmocka_unit_test(test_script_error),
 		cmocka_unit_test(test_key_twice),   cmocka_unit_test(test_reap),
-		cmocka_unit_test(test_fleet),
+		cmocka_unit_test(test_fleet),	    cmocka_unit_test(test_mem_parity),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

@@ -3,7 +3,7 @@
  * The built BPF object against include/sluice/abi.h: every name in
  * sluice_map_names[] is a map of the object and every map of the object is
  * in the table, each with the type, key size, value size, size and flags
- * that abi.h and the loader rely on, pinned by name. The object is opened,
+ * that the ABI's headers and the loader rely on, pinned by name. The object is opened,
  * never loaded, so no root is needed.
  *
  * Runs from the repository root: the object is build/sluice.bpf.o, or

@@ -141,7 +141,7 @@ static const struct sluice_addr_val *lpm_lookup(const struct addr_entry *e, size
 	return best ? &best->val : NULL;
 }
 
-/* As abi.h defines sluice_policy.src_set: 0 any, else 1 + the bit the address needs. */
+/* As policy.h defines sluice_policy.src_set: 0 any, else 1 + the bit the address needs. */
 static int in_set(__u64 sets, __u8 set)
 {
 	return set == 0 || (set <= SLUICE_MAX_SETS && (sets >> (set - 1) & 1));

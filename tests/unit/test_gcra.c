@@ -21,7 +21,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sluice/abi.h"
+#include "sluice/policy.h"
 #include "sluice/gcra.h"
 #include "rows.h"
 

@@ -19,7 +19,6 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "sluice/abi.h"
 #include "sluice/key.h"
 #include "base/addr.h"
 #include "rows.h"

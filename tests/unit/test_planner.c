@@ -7,8 +7,8 @@
  * dereferenced NULL). The link wraps calloc (UNIT_LDFLAGS_planner in the
  * Makefile), so each row can fail one chosen call.
  *
- * The same link fakes the lease maps (empty) and the store's round trip
- * (store_budget_sync, which records what each call was handed), so that a
+ * The same link fakes the lease maps (empty), and a fake backend
+ * (budget/backend.h) records what each sync was handed, so that a
  * sequence of syncs over two attachments can be followed without root:
  * one beat per round, and each attachment's own hot sets, read while the
  * call runs (#12, item 10: the hot list, b->hot, was left pointing at the
@@ -96,7 +96,6 @@ static int fake_read(void **dst, const void *src, size_t size, size_t n_)
 }
 
 /* NOLINTBEGIN(bugprone-reserved-identifier): the names ld's --wrap gives */
-int __wrap_store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len);
 int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
 				   struct sluice_lease **vals, size_t *n);
 int __wrap_lease_maps__read_spends(const struct lease_maps *m, struct sluice_key **keys,
@@ -107,12 +106,12 @@ int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_ke
 			      __u64 expires);
 
 /* Record @b, read every hot set it points to, and answer: each set holds HOT_MEMBER. */
-int __wrap_store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len)
+static int fake_sync(struct budget_backend *be, struct budget_sync *b, char *err, size_t len)
 {
 	struct store_call *c = &fake.call[fake.n_calls];
 	size_t i;
 
-	(void)conn;
+	(void)be;
 	(void)err;
 	(void)len;
 	assert_true(fake.n_calls < MAX_CALLS);
@@ -131,6 +130,17 @@ int __wrap_store_budget_sync(struct store_conn *conn, struct budget_sync *b, cha
 	fake.n_calls++;
 	return 0;
 }
+
+static int fake_is_reachable(const struct budget_backend *be, const char *key)
+{
+	(void)be;
+	(void)key;
+	return 1;
+}
+
+/* The fake store: only what a lease round calls. */
+static const struct backend_ops fake_ops = { .sync = fake_sync, .is_reachable = fake_is_reachable };
+static struct budget_backend fake_be = { .ops = &fake_ops };
 
 int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
 				   struct sluice_lease **vals, size_t *n)
@@ -249,7 +259,7 @@ static void test_round_nomem(void **state)
 
 	lease_state__stats(ls, &before);
 	calloc_fail_at = row->fail;
-	ret = lease_round(ls, NULL, TEST_FLEET, TEST_NODE, BEAT_TTL_US, row->full, &live, err,
+	ret = lease_round(ls, &fake_be, TEST_FLEET, TEST_NODE, BEAT_TTL_US, row->full, &live, err,
 			  sizeof(err));
 	calloc_fail_at = NO_FAILURE;
 	assert_int_equal(ret, -ENOMEM);
@@ -266,8 +276,8 @@ static void round_ok(struct lease_state *ls, int full, __u64 want_live)
 	char err[256];
 	__u64 live;
 
-	assert_int_equal(lease_round(ls, NULL, TEST_FLEET, TEST_NODE, BEAT_TTL_US, full, &live, err,
-				     sizeof(err)),
+	assert_int_equal(lease_round(ls, &fake_be, TEST_FLEET, TEST_NODE, BEAT_TTL_US, full, &live,
+				     err, sizeof(err)),
 			 0);
 	assert_string_equal(err, "");
 	assert_int_equal(live, want_live);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Addresses as sluice holds them: 16 bytes in network order, IPv4 stored
- * IPv4-mapped (::ffff:a.b.c.d), as in include/sluice/abi.h. The mapped
+ * IPv4-mapped (::ffff:a.b.c.d), as in include/sluice/addr.h. The mapped
  * test, prefix masking and the text of an address or a prefix live here
  * and nowhere else in user space, the test packet builder and the tests.
  * Prefix lengths count bits of the 16-byte address: IPv4 /24 is 96 + 24.
@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/addr.h"
 
 #define ADDR_V4MAPPED_LEN (SLUICE_V4MAPPED_BITS / 8)	      /* bytes of ::ffff:0:0/96 */
 #define ADDR_TEXT_LEN	  (INET6_ADDRSTRLEN + sizeof("/128")) /* any address/prefix and NUL */

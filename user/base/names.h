@@ -10,8 +10,11 @@
 
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/ctl.h"
 #include "sluice/events.h"
+#include "sluice/fail.h"
+#include "sluice/policy.h"
+#include "sluice/stats.h"
 
 extern const char *const sluice_total_names[SLUICE_TOTAL_MAX];
 extern const char *const sluice_pstat_names[SLUICE_PSTAT_MAX];

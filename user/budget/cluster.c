@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Redis Cluster for the shared budget; see budget/cluster.h. The slot
- * function follows the Redis Cluster specification (CRC16-CCITT, XMODEM:
- * polynomial 0x1021, initial value 0, no reflection; its check value,
- * CRC16("123456789"), is 0x31C3). Replies are read through store_command(),
+ * Redis Cluster for the shared budget; see budget/cluster.h (the slot
+ * function is budget/keys.c's). Replies are read through store_command(),
  * so CLUSTER SLOTS is as bounded as any other reply, with a budget of its
  * own sized by CLUSTER_RANGES_MAX.
  */
@@ -21,44 +19,11 @@
 #include "budget/conn.h"
 #include "budget/wire.h"
 
-#define CRC16_POLY	 0x1021
-#define CRC16_TOP_BIT	 0x8000
-#define BITS_PER_BYTE	 8
 #define PORT_MAX	 65535
 #define RANGE_NODES_FROM 2 /* a range: start, end, then the primary and its replicas */
 #define NODE_FIELDS_MIN	 2 /* a node: host, port (then id and metadata) */
 #define MOVED_WORD	 "MOVED "
 #define ASK_WORD	 "ASK "
-
-static __u16 crc16(const char *buf, size_t len)
-{
-	__u16 crc = 0;
-	size_t i;
-	int b;
-
-	for (i = 0; i < len; i++) {
-		crc ^= (__u16)((unsigned char)buf[i] << BITS_PER_BYTE);
-		for (b = 0; b < BITS_PER_BYTE; b++)
-			crc = crc & CRC16_TOP_BIT ? (__u16)(crc << 1) ^ CRC16_POLY
-						  : (__u16)(crc << 1);
-	}
-	return crc;
-}
-
-__u16 cluster_key_slot(const char *key, size_t len)
-{
-	const char *open = memchr(key, '{', len), *close;
-
-	/* The hash tag: from the first '{' to the first '}' after it, if not empty. */
-	if (open) {
-		close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
-		if (close && close > open + 1) {
-			key = open + 1;
-			len = (size_t)(close - key);
-		}
-	}
-	return crc16(key, len) % CLUSTER_SLOTS;
-}
 
 static int is_int_in(const redisReply *r, long long lo, long long hi)
 {

@@ -14,9 +14,9 @@
 #include <linux/types.h>
 
 #include "budget/conn.h"
+#include "budget/keys.h"
 
 #define CLUSTER_URL_SCHEME   "cluster://" /* a store URL's scheme */
-#define CLUSTER_SLOTS	     16384	  /* the Redis Cluster spec's hash slots */
 #define CLUSTER_NODES_MAX    16		  /* primaries, at most: each is a metrics label */
 #define CLUSTER_NODE_NONE    0xff	  /* slot_node[]: no primary serves the slot */
 #define CLUSTER_ADDR_LEN     64		  /* host:port or [v6]:port, NUL-terminated */
@@ -24,10 +24,6 @@
 #define CLUSTER_RANGE_VALUES 32		  /* reply objects per range: bounds, 4 nodes of 7 */
 #define CLUSTER_VALUE_BYTES  64		  /* wire bytes per reply object, at most on average */
 #define CLUSTER_SLOTS_DEPTH  4		  /* ranges, a range, a node, its metadata (Redis 7) */
-
-/* The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or the whole key, mod 16384.
- */
-__u16 cluster_key_slot(const char *key, size_t len);
 
 /* Which primary serves each slot, by index into addr[]. */
 struct cluster_map {

@@ -23,7 +23,6 @@
 #include "base/clock.h"
 #include "sluice/compiler.h"
 #include "sluice/gcra.h"
-#include "budget/cluster.h"
 #include "budget/planner.h"
 #include "kernel/leases.h"
 
@@ -64,7 +63,7 @@ struct round {
 	char **add;	     /* hex members this node saw hot, by policy */
 	size_t *n_add;	     /* by policy */
 	struct key_set seen; /* members the store returned */
-	const struct store_conn *conn;
+	struct budget_backend *be;
 };
 
 static int key_cmp(const void *a, const void *b)
@@ -458,33 +457,12 @@ static __u64 kernel_expiry(const struct round *r, __u64 sent_ns)
 	return sluice_gcra_ticks(sent_ns + LEASE_KERNEL_SYNCS * r->ls->plan->interval_ns);
 }
 
-/* The group of the key whose address is @hex (LEASE_BUCKET_FMT): the same on every node. */
-static unsigned int lease_group(const char *hex)
-{
-	return cluster_key_slot(hex, strlen(hex)) % LEASE_GROUPS;
-}
-
 void lease_policy_tags(struct lease_policy *p)
 {
-	char tag[SLUICE_NAME_LEN + sizeof("{:4294967295}")];
-	__u32 g, n, i;
-	int len;
-
-	for (g = 0; g < LEASE_GROUPS; g++) {
-		p->tag[g] = g; /* all LEASE_TAG_TRIES missed (e^-174 likely): a tag, less even */
-		for (i = 0, n = g; i < LEASE_TAG_TRIES; i++, n += LEASE_GROUPS) {
-			len = snprintf(tag, sizeof(tag), "{%s:%u}", p->name, n);
-			if ((__u32)cluster_key_slot(tag, (size_t)len) * LEASE_GROUPS /
-				    CLUSTER_SLOTS ==
-			    g) {
-				p->tag[g] = n;
-				break;
-			}
-		}
-	}
+	keys_group_tags(p->name, p->tag);
 }
 
-/* The Redis hash of @p's bucket for @k and its field there, into @lk. */
+/* The group of @p's bucket for @k and its field there, into @lk (keys.h). */
 static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
 		       const struct sluice_key *k, struct lease_key *lk)
 {
@@ -492,7 +470,7 @@ static void bucket_key(const struct lease_state *ls, const struct lease_policy *
 
 	hex_of(k->addr, lk->field);
 	snprintf(lk->key, sizeof(lk->key), LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
-		 p->tag[lease_group(lk->field)]);
+		 p->tag[keys_group(lk->field)]);
 }
 
 /* Whether the shard of @e's bucket answered (always, but on a cluster). */
@@ -501,7 +479,7 @@ static int is_reachable(const struct round *r, const struct entry *e)
 	struct lease_key lk;
 
 	bucket_key(r->ls, e->p, &e->key, &lk);
-	return store_key_is_reachable(r->conn, lk.key);
+	return backend__is_reachable(r->be, lk.key);
 }
 
 /*
@@ -523,7 +501,7 @@ static void write_lease(struct round *r, const struct entry *e)
 
 /*
  * Write each answer of a round the store answered in full, every reply
- * checked (redis.c). Held entries stay live only while the store answers:
+ * checked (by the backend). Held entries stay live only while the store answers:
  * after a failed round nothing is written, so they expire and their keys
  * follow the policy's fail mode.
  */
@@ -589,8 +567,7 @@ static void round_free(struct round *r)
  * gives the membership beat's fields; the sync itself lives here, so that
  * nothing outlives the arrays it points to.
  */
-static int send_round(struct round *r, struct store_conn *c, struct budget_sync *beat, int full,
-		      char *err, size_t len)
+static int send_round(struct round *r, struct budget_sync *beat, int full, char *err, size_t len)
 {
 	struct budget_sync b = *beat, *bp = &b;
 	struct lease_key *keys = calloc(r->n ? r->n : 1, sizeof(*keys));
@@ -638,7 +615,7 @@ static int send_round(struct round *r, struct store_conn *c, struct budget_sync 
 	bp->n_leases = n;
 	bp->grants = g;
 	sent_ns = mono_ns();
-	ret = store_budget_sync(c, bp, err, len);
+	ret = backend__sync(r->be, bp, err, len);
 	r->ls->stats.rounds++;
 	r->ls->stats.leases += n;
 	if (ret)
@@ -663,10 +640,10 @@ out:
 	return ret;
 }
 
-static int round_att(struct lease_state *ls, size_t ai, struct store_conn *c, struct budget_sync *b,
-		     int full, char *err, size_t len)
+static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *be,
+		     struct budget_sync *b, int full, char *err, size_t len)
 {
-	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .conn = c };
+	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .be = be };
 	int ret = -ENOMEM;
 
 	r.add = calloc(r.att->n_pol * LEASE_HOT_LIMIT + 1, sizeof(*r.add));
@@ -682,7 +659,7 @@ static int round_att(struct lease_state *ls, size_t ai, struct store_conn *c, st
 		plan_full(&r);
 	else if (!plan_early(&r))
 		goto out; /* nothing running low: no call */
-	ret = send_round(&r, c, b, full, err, len);
+	ret = send_round(&r, b, full, err, len);
 out:
 	if (ret == -ENOMEM)
 		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
@@ -690,8 +667,8 @@ out:
 	return ret;
 }
 
-int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
-		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len)
+int lease_round(struct lease_state *ls, struct budget_backend *be, const char *fleet,
+		const char *node, __u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len)
 {
 	struct budget_sync b = { .fleet = full ? fleet : NULL,
 				 .node = node,
@@ -705,9 +682,9 @@ int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet,
 	if (full)
 		ls->stats.hot_keys = 0;
 	if (!n_att && full)
-		ret = store_budget_sync(c, &b, err, len);
+		ret = backend__sync(be, &b, err, len);
 	for (i = 0; i < n_att && !ret; i++) {
-		ret = round_att(ls, i, c, &b, full, err, len);
+		ret = round_att(ls, i, be, &b, full, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
 	/* On a cluster the beat's shard may be down alone: keep the last count. */

@@ -15,41 +15,21 @@
 
 #include <net/if.h>
 
-#include "sluice/abi.h"
-#include "budget/redis.h"
+#include "sluice/lease.h"
+#include "sluice/policy.h"
+#include "budget/backend.h"
+#include "budget/keys.h"
 #include "kernel/leases.h"
 
 #define LEASE_TTL_SYNCS		3 /* the store's lease lives this many intervals */
 #define LEASE_KERNEL_SYNCS	SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
 #define LEASE_EARLY_DIV		10   /* early top-ups at most every interval / this */
 #define LEASE_STARVED_EVERY_MAX 2    /* a starved key's early rounds: at most every this many */
-#define LEASE_GROUPS		24   /* bucket keys of a policy share this many hash tags */
-#define LEASE_TAG_TRIES		4096 /* candidates tried for a group's tag (lease_policy_tags()) */
 #define LEASE_LOOKAHEAD		1    /* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS	30   /* a key without demand this long gives its entry up */
 #define LEASE_HOT_SYNCS		30   /* a key nobody saw hot this long leaves the hot set */
 #define LEASE_HOT_LIMIT		4096 /* hot keys read back per policy and sync */
 #define LEASE_HOLDER_LEN	(STORE_NAME_LEN + IF_NAMESIZE + 1)
-
-/*
- * The Redis keys (#17): the part in braces is the hash tag. A policy's
- * buckets fall in LEASE_GROUPS groups by their address (lease_group()),
- * each group on one slot: on a Redis Cluster one lease call carries the
- * keys of a group (their scripts may only touch one slot). Each group's
- * tag is chosen so that the groups' slots are spread evenly over the slot
- * space (lease_policy_tags()): a cluster whose shards hold equal ranges of
- * slots, as `redis-cli --cluster create` makes them, gives 2, 3, 4, 6, 8,
- * 12 or 24 shards the same number of groups. Each policy's hot set is on a
- * slot of its own. Fleet names with braces are refused for cluster stores
- * (they would be the tag).
- */
-/*
- * A group's buckets are the fields of one hash (redis.h), each named by
- * its key's address in hex. "b2": the second layout (the first, "b", had
- * a hash per key); agents of different layouts draw on different buckets.
- */
-#define LEASE_BUCKET_FMT "%s:b2:{%s:%u}" /* fleet, policy, group's tag */
-#define LEASE_HOT_FMT	 "%s:hot:{%s}"	 /* fleet, policy */
 
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {
@@ -92,11 +72,7 @@ void lease_state__free(struct lease_state *ls);
 
 void lease_plan__free(struct lease_plan *plan);
 
-/*
- * Choose @p's group tags from its name: group g's tag is the first of g,
- * g + LEASE_GROUPS, g + 2 LEASE_GROUPS, ... whose slot falls in the g-th
- * of LEASE_GROUPS equal ranges of slots. Every node chooses the same.
- */
+/* Choose @p's group tags from its name (keys_group_tags()). */
 void lease_policy_tags(struct lease_policy *p);
 
 /* What a round did, for the store's report and the metrics. */
@@ -108,15 +84,15 @@ struct lease_stats {
 };
 
 /*
- * One round on connection @c: a full sync (@full: beat with @fleet/@node,
+ * One round on backend @be: a full sync (@full: beat with @fleet/@node,
  * hot sets, every lease), or an early top-up of the leases running low
- * (sends nothing when none is). 0, or what store_budget_sync() returns,
+ * (sends nothing when none is). 0, or what the backend's sync returns,
  * with the cause in @err; *@live gets the fleet's count after a beat. A
  * round that fails in any way, a wrong reply included, writes no answer
  * of it into the kernel.
  */
-int lease_round(struct lease_state *ls, struct store_conn *c, const char *fleet, const char *node,
-		__u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
+int lease_round(struct lease_state *ls, struct budget_backend *be, const char *fleet,
+		const char *node, __u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len);
 
 void lease_state__stats(const struct lease_state *ls, struct lease_stats *out);
 

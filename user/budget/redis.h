@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The Redis protocol of the shared budget: its Lua scripts and the
- * pipelined calls that run them. It knows neither the kernel nor the
- * policy file; the planner (planner.h) decides what to ask for.
+ * The Redis protocol of the shared budget: the pipelined calls that run
+ * its Lua scripts (redis_scripts.h), and the checks of every reply. It
+ * knows neither the kernel nor the policy file; the planner (planner.h)
+ * decides what to ask for, through the Redis backend (backend_redis.h).
  */
 #ifndef SLUICE_REDIS_H
 #define SLUICE_REDIS_H
@@ -10,97 +11,25 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "budget/backend.h"
 #include "budget/conn.h"
+#include "budget/redis_scripts.h"
 
 /*
  * The shared budget's Redis side (#5): conserving token leases, membership and the fleet's hot sets
  * (docs/shared-budget.md). Every call is synchronous on @c, which belongs to the store's thread.
- *
- * A key's bucket is one field of a Redis hash that holds many keys' buckets
- * (one group of a policy, planner.h), so a call reads and writes all the
- * keys it carries of one hash in one HMGET and one HSET (#17). The field is
- * the key's address in hex; its value, words separated by one space:
- *   tok ts live [node units exp]...
- *   tok     tokens, scaled: units × rate_period_us (exact integers)
- *   ts      Redis TIME of the last refill, µs
- *   live    Redis TIME from which the bucket is full and holds no lease, µs:
- *           past it the field is as good as absent, and is reaped
- *   node units exp
- *           a lease: units granted to node and not yet accounted for, and
- *           the Redis TIME when it expires, µs
- * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
- * The hash's own field 'live' is the Redis TIME until which its TTL keeps it.
  */
-#define STORE_NAME_LEN	    160 /* a fleet, node or policy name (< 128) and a suffix */
-#define LEASE_KEY_LEN	    320 /* a Redis key, NUL-terminated */
-#define LEASE_FIELD_LEN	    64	/* a bucket's field: lower-case hex digits, NUL-terminated */
-#define LEASE_SCALED_MAX    (1ULL << 52) /* Lua numbers are doubles: exact below 2^53 */
-#define LEASE_TTL_US_MAX    (1ULL << 40) /* ~12.7 days */
-#define STORE_NODES_MAX	    65536	 /* a live node count above this is a lie, not a fleet */
-#define STORE_HOT_LIMIT_MAX 65536	 /* hot set members read back per call, at most */
-#define STORE_TIME_US_MAX   (1ULL << 53) /* Redis TIME in µs until 2255: above it, a lie */
 /*
  * Keys per lease call, at most: a call runs its keys back to back in
  * Redis, which serves nothing else meanwhile (a key costs a few µs).
  */
 #define STORE_LEASE_BATCH_MAX 64
 /*
- * A hot set's members go in ZADDs of this many (HOT_LUA): one ZADD per
- * member made a policy's hot set the busiest part of its shard (#17), and
- * unpack() of Redis's Lua 5.1 returns at most 8,000 values.
- */
-#define STORE_HOT_ZADD_MEMBERS 1000
-/*
- * Fields a lease call samples in a hash for each bucket it created there
- * (absent, or past its live), and one more for the hash's 'live', to reap
- * those past their live. Only a created bucket can later die; sampling
- * twice as many as were created keeps a hash's dead fields, on average,
- * fewer than its live ones.
- */
-#define LEASE_REAP_PER_KEY 2
-/* A bucket hash's TTL is set with this much to spare (µs), so not at every call. */
-#define LEASE_LIVE_SLACK_US 1000000
-
-/*
  * Whether the shard that holds Redis key @key answered the last round
  * trip to it: always 1 but on a cluster, where a primary that is down
  * fails only the keys it holds.
  */
 int store_key_is_reachable(const struct store_conn *conn, const char *key);
-
-/*
- * One key's limit: rate_units per rate_period_us, at most burst outstanding
- * plus banked, and at most cap granted to one node at a time. Ranges
- * (checked, -EINVAL): all >= 1, burst × rate_period_us <= LEASE_SCALED_MAX,
- * rate_units <= LEASE_SCALED_MAX, cap <= burst; @key not empty, @field 1 to
- * LEASE_FIELD_LEN - 1 lower-case hex digits.
- */
-struct lease_key {
-	char key[LEASE_KEY_LEN];     /* the Redis key of the hash that holds the bucket */
-	char field[LEASE_FIELD_LEN]; /* the bucket's field in it */
-	__u64 rate_units;	     /* cost units refilled per rate_period_us */
-	__u64 rate_period_us;
-	__u64 burst;	 /* cost units */
-	__u64 cap;	 /* cost units: the most one node may hold at a time */
-	int start_empty; /* a bucket that does not exist yet starts empty, not full */
-};
-
-struct lease_req {
-	const struct lease_key *k;
-	__u64 held;  /* what this node held at its last answer: the store may answer up to
-		      * max(held, cap) (a lease granted before the burst was lowered) */
-	__u64 used;  /* units this node spent since its last call; clamped to what it holds */
-	__u64 want;  /* units to hold after the call; <= LEASE_SCALED_MAX */
-	int release; /* hand back what is held beyond want: the node can no longer spend it */
-};
-
-struct lease_grant {
-	__u64 held;	  /* units the node holds now: what it kept, plus @granted */
-	__u64 granted;	  /* units added: min(want, cap) − kept, at most the whole tokens */
-	__u64 expires_us; /* Redis TIME: spend nothing of this lease from then on */
-	__u64 now_us;	  /* Redis TIME when the grant was made */
-	int err;	  /* 0, or -EPROTO: an error or a reply out of range (see @err text) */
-};
 
 /*
  * For each of @n requests, in one pipelined round trip (one call for up to
@@ -135,39 +64,6 @@ int store_lease_sync(struct store_conn *conn, const char *node, __u64 ttl_us,
  */
 int store_member_beat(struct store_conn *conn, const char *fleet, const char *node, __u64 ttl_us,
 		      __u64 *live_nodes, char *err, size_t len);
-
-/* One policy's hot set in a budget sync. */
-struct hot_req {
-	char key[LEASE_KEY_LEN]; /* the Redis sorted set */
-	const char *const *add;	 /* members this node saw hot: key addresses in hex */
-	size_t n_add;
-	__u64 ttl_us; /* members not seen hot this long leave the set */
-	__u64 limit;  /* members returned at most, the most recent first; <= STORE_HOT_LIMIT_MAX */
-};
-
-/*
- * Everything one sync sends, in one pipelined round trip: the membership
- * beat (when @fleet is set), every hot set, every lease.
- */
-struct budget_sync {
-	const char *fleet; /* the membership sorted set; NULL: no beat */
-	const char *node;
-	__u64 beat_ttl_us;
-	__u64 live_nodes; /* out: the fleet's live count */
-	const struct hot_req *hot;
-	size_t n_hot;
-	/* Each returned member; non-zero refuses it (not a key: the reply is wrong). */
-	int (*on_member)(void *arg, size_t hot, const char *member);
-	void *arg;
-	const char *holder; /* whose leases (one per node and interface) */
-	__u64 lease_ttl_us;
-	const struct lease_req *leases;
-	size_t n_leases;
-	struct lease_grant *grants; /* out: one per lease, in order */
-	size_t failed;		    /* out, on a cluster: calls whose shard failed (their grants'
-				     * err says which); the others' answers stand */
-	size_t hot_failed;	    /* out, on a cluster: hot sets not read (their shard failed) */
-};
 
 /*
  * Run @b. 0 when every reply arrived and each is what its script can

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The shared store (Redis). The only code that talks to Redis. Every call
- * runs on the store's own thread with a tight timeout, so the agent's loop
- * (and its heartbeat) never waits for Redis; the loop collects results.
+ * The shared store's thread. It drives the lease planner (planner.h)
+ * against a store backend (backend.h: the one the URL names, through
+ * backends.h), and knows no backend's protocol. Every call runs on this
+ * thread with a tight timeout, so the agent's loop (and its heartbeat)
+ * never waits for the store; the loop collects results.
  */
 #ifndef SLUICE_STORE_H
 #define SLUICE_STORE_H
@@ -11,12 +13,9 @@
 
 #include "sluice/compiler.h"
 
-#include "budget/cluster.h"
-#include "budget/redis.h"
+#include "budget/backend.h"
 
-#define STORE_URL_LEN	    256
-#define STORE_MEMBER_BEATS  3	/* a node missing this many syncs leaves the fleet */
-#define STORE_ERR_LEN	    640 /* a URL, a hiredis error and our words */
+#define STORE_MEMBER_BEATS  3 /* a node missing this many syncs leaves the fleet */
 #define STORE_CLOSE_WAIT_NS (250 * SLUICE_NSEC_PER_MSEC) /* store__close() waits this, at most */
 
 struct store_config {
@@ -34,13 +33,6 @@ struct store_config {
 				  * none */
 };
 
-/* One primary of a cluster:// store, as its report shows it. */
-struct store_shard {
-	char addr[CLUSTER_ADDR_LEN]; /* host:port, as the slot map names it */
-	__u64 ok, failed;	     /* round trips to it since the store opened */
-	int down;		     /* its last round trip failed */
-};
-
 /* What happened since the last store__collect(). */
 struct store_report {
 	__u64 ok;		 /* probes that succeeded */
@@ -55,7 +47,7 @@ struct store_report {
 	char err[STORE_ERR_LEN]; /* the newest failure's cause */
 	__u64 n_shards;		 /* a cluster's primaries (0: not a cluster, or no sync since) */
 	__u64 map_refreshes;	 /* slot maps read since the store opened */
-	struct store_shard shards[CLUSTER_NODES_MAX];
+	struct store_shard shards[BACKEND_SHARDS_MAX];
 };
 
 struct store;

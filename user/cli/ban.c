@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "kernel/bans.h"
 #include "policy/policy.h"
 
@@ -25,47 +26,13 @@
 /* Shorter prefixes than these need --force: a typo away from banning everyone. */
 #define BAN_WIDE_V4_BITS 8
 #define BAN_WIDE_V6_BITS 32
-
-static const char ban_usage[] =
-	"usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>] [--force]\n"
-	"                  [--iface <iface>]... [--pin-root <dir>]\n\n"
-	"      --for <duration>    lift it after this long (10m, 2h); default: never\n"
-	"      --reason <text>     shown by 'sluice bans'; printable, at most 39 chars\n"
-	"      --force             ban a prefix shorter than /8 (IPv4) or /32 (IPv6)\n"
-	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
-
-static const char unban_usage[] =
-	"usage: sluice unban <addr>|<prefix> [--iface <iface>]... [--pin-root <dir>]\n\n"
-	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
-
-static const char bans_usage[] =
-	"usage: sluice bans [--iface <iface>]... [--json] [--pin-root <dir>]\n\n"
-	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
-	"      --json              one JSON object per interface, one per line\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
-
-enum { OPT_FOR = OPT_LONG_ONLY, OPT_REASON, OPT_FORCE, OPT_JSON, OPT_PIN_ROOT };
-
-static const struct option ban_opts[] = {
-	{ "for", required_argument, NULL, OPT_FOR },
-	{ "reason", required_argument, NULL, OPT_REASON },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "iface", required_argument, NULL, 'i' },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
-	{ "help", no_argument, NULL, 'h' },
-	{},
-};
+/* --reason's characters, in digits for --help: the entry's bytes but its NUL. */
+#define BAN_REASON_MAX 39
+_Static_assert(BAN_REASON_MAX == SLUICE_BAN_REASON_LEN - 1, "--help's --reason bound");
 
 /* One command's arguments, checked. */
 struct ban_cmd {
 	const char *name; /* "ban", "unban" or "bans" */
-	const char *usage;
 	const char *ifaces[POLICY_MAX_IFACES];
 	int n_ifaces;
 	const char *pin_root;
@@ -78,8 +45,9 @@ struct ban_cmd {
 };
 
 /* "--for": a positive duration no longer than SLUICE_BAN_FOR_MAX_NS. 0 or -1 after why. */
-static int parse_for(struct ban_cmd *c, const char *s)
+static int parse_for(void *o, const char *s)
 {
+	struct ban_cmd *c = o;
 	char err[DIAG_MSG_LEN], max[UNITS_TEXT_LEN];
 
 	if (policy_parse_duration(s, &c->for_ns, err, sizeof(err))) {
@@ -95,8 +63,9 @@ static int parse_for(struct ban_cmd *c, const char *s)
 }
 
 /* "--reason": printable ASCII that fits the entry. 0 or -1 after why. */
-static int parse_reason(struct ban_cmd *c, const char *s)
+static int parse_reason(void *o, const char *s)
 {
+	struct ban_cmd *c = o;
 	size_t i, len = strlen(s);
 
 	if (len >= sizeof(c->reason)) {
@@ -149,73 +118,59 @@ static int is_wide(const struct sluice_addr_key *k)
 	return bits < BAN_WIDE_V6_BITS;
 }
 
-/*
- * The options of @c's command and, when @want_target, its one argument.
- * 0, or the exit status (help, or a usage or value error).
- */
-static int parse_args(struct ban_cmd *c, int argc, char **argv, int want_target, int *exit_code)
-{
-	int opt, li = 0;
+/* The rows of ban, unban and bans, each command's own. */
+#define BAN_ROW_IFACE                                                                              \
+	OPTION_LIST("iface", 'i', struct ban_cmd, ifaces, n_ifaces, "<iface>",                     \
+		    "only this interface (repeatable); default: every one")
 
-	c->pin_root = SLUICE_PIN_ROOT;
-	while ((opt = getopt_long(argc, argv, "i:h", ban_opts, &li)) != -1) {
-		int is_ban = !strcmp(c->name, "ban"), bad = 0;
+static const struct opt ban_rows[] = {
+	OPTION_CALL("for", 0, parse_for, "<duration>",
+		    "lift it after this long (10m, 2h); default: never"),
+	OPTION_CALL("reason", 0, parse_reason, "<text>",
+		    "shown by 'sluice bans'; printable, at most " XSTR(BAN_REASON_MAX) " chars"),
+	OPTION("force", 0, OPT_FLAG, struct ban_cmd, force, NULL,
+	       "ban a prefix shorter than /" XSTR(BAN_WIDE_V4_BITS) " (IPv4) or /" XSTR(
+		       BAN_WIDE_V6_BITS) " (IPv6)"),
+	BAN_ROW_IFACE,
+	OPTION_PIN_ROOT(struct ban_cmd, pin_root),
+	OPTS_END,
+};
 
-		switch (opt) {
-		case 'i':
-			bad = c->n_ifaces == POLICY_MAX_IFACES;
-			if (!bad)
-				c->ifaces[c->n_ifaces++] = optarg;
-			break;
-		case OPT_PIN_ROOT: c->pin_root = optarg; break;
-		case OPT_JSON:
-			bad = want_target;
-			c->json = 1;
-			break;
-		case OPT_FOR:
-			if (!is_ban)
-				bad = 1;
-			else if (parse_for(c, optarg))
-				return *exit_code = EXIT_USAGE, -1;
-			break;
-		case OPT_REASON:
-			if (!is_ban)
-				bad = 1;
-			else if (parse_reason(c, optarg))
-				return *exit_code = EXIT_USAGE, -1;
-			break;
-		case OPT_FORCE:
-			bad = !is_ban;
-			c->force = 1;
-			break;
-		case 'h': *exit_code = cmd_usage(stdout, c->usage, EXIT_OK); return -1;
-		default: *exit_code = cmd_bad_option(argv, "i:h"); return -1;
-		}
-		if (bad) {
-			*exit_code = opt == 'i' ? cmd_refuse(argv, "more than %d --iface",
-							     POLICY_MAX_IFACES)
-						: cmd_refuse(argv, "--%s is not one of its options",
-							     ban_opts[li].name);
-			return -1;
-		}
-	}
-	if (argc - optind != want_target) {
-		*exit_code = cmd_extra_arg(argv, argc, want_target);
-		return -1;
-	}
-	if (want_target && parse_target(c, argv[optind])) {
-		*exit_code = EXIT_USAGE;
-		return -1;
-	}
-	if (!strcmp(c->name, "ban") && !c->force && is_wide(&c->key)) {
-		*exit_code = cmd_refuse(argv,
-					"'%s' covers more than an IPv4 /%d or an IPv6 /%d; add "
-					"--force to ban so wide a prefix",
-					c->prefix, BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS);
-		return -1;
-	}
-	return 0;
-}
+static const struct opt unban_rows[] = {
+	BAN_ROW_IFACE,
+	OPTION_PIN_ROOT(struct ban_cmd, pin_root),
+	OPTS_END,
+};
+
+static const struct opt bans_rows[] = {
+	BAN_ROW_IFACE,
+	OPTION("json", 0, OPT_FLAG, struct ban_cmd, json, NULL,
+	       "one JSON object per interface, one per line"),
+	OPTION_PIN_ROOT(struct ban_cmd, pin_root),
+	OPTS_END,
+};
+
+static const struct opts_cmd ban_cmd = {
+	.name = "ban",
+	.synopsis = "usage: sluice ban <addr>|<prefix> [--for <duration>] [--reason <text>] "
+		    "[--force]\n"
+		    "                  [--iface <iface>]... [--pin-root <dir>]\n",
+	.opt = ban_rows,
+	.n_args = 1,
+};
+
+static const struct opts_cmd unban_cmd = {
+	.name = "unban",
+	.synopsis = "usage: sluice unban <addr>|<prefix> [--iface <iface>]... [--pin-root <dir>]\n",
+	.opt = unban_rows,
+	.n_args = 1,
+};
+
+static const struct opts_cmd bans_cmd = {
+	.name = "bans",
+	.synopsis = "usage: sluice bans [--iface <iface>]... [--json] [--pin-root <dir>]\n",
+	.opt = bans_rows,
+};
 
 /* Most packets dropped first, then by prefix, for a stable order. */
 static int cmp_entry(const void *a, const void *b)
@@ -448,12 +403,21 @@ static int each_iface(const struct ban_cmd *c)
 	return failed ?: !n ? EXIT_FAIL : EXIT_OK;
 }
 
-static int run(struct ban_cmd *c, int argc, char **argv, int want_target)
+/* Command @oc: its options and argument into @c, checked, then run on each interface. */
+static int run(const struct opts_cmd *oc, struct ban_cmd *c, int argc, char **argv)
 {
-	int code = EXIT_OK, i;
+	int ret = opts_parse(oc, argc, argv, c), i;
 
-	if (parse_args(c, argc, argv, want_target, &code))
-		return code;
+	if (ret != OPTS_GO_ON)
+		return ret;
+	if (oc->n_args && parse_target(c, argv[optind]))
+		return EXIT_USAGE;
+	if (oc == &ban_cmd && !c->force && is_wide(&c->key))
+		return cmd_refuse(
+			oc->name,
+			"'%s' covers more than an IPv4 /%d or an IPv6 /%d; add --force to "
+			"ban so wide a prefix",
+			c->prefix, BAN_WIDE_V4_BITS, BAN_WIDE_V6_BITS);
 	for (i = 0; i < c->n_ifaces; i++)
 		if (cmd_check_iface(c->ifaces[i]))
 			return EXIT_USAGE;
@@ -462,23 +426,23 @@ static int run(struct ban_cmd *c, int argc, char **argv, int want_target)
 
 int cmd_ban(int argc, char **argv)
 {
-	struct ban_cmd c = { .name = "ban", .usage = ban_usage };
+	struct ban_cmd c = { .name = ban_cmd.name, .pin_root = SLUICE_PIN_ROOT };
 
-	return run(&c, argc, argv, 1);
+	return run(&ban_cmd, &c, argc, argv);
 }
 
 int cmd_unban(int argc, char **argv)
 {
-	struct ban_cmd c = { .name = "unban", .usage = unban_usage };
+	struct ban_cmd c = { .name = unban_cmd.name, .pin_root = SLUICE_PIN_ROOT };
 
-	return run(&c, argc, argv, 1);
+	return run(&unban_cmd, &c, argc, argv);
 }
 
 int cmd_bans(int argc, char **argv)
 {
-	struct ban_cmd c = { .name = "bans", .usage = bans_usage };
+	struct ban_cmd c = { .name = bans_cmd.name, .pin_root = SLUICE_PIN_ROOT };
 
-	return run(&c, argc, argv, 0);
+	return run(&bans_cmd, &c, argc, argv);
 }
 
 void ban_status(const struct sluice_maps *m, int json)

@@ -25,6 +25,7 @@
 #include "base/names.h"
 #include "cli/check_json.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "policy/compile.h"
 #include "budget/planner.h"
 #include "policy/policy.h"
@@ -36,9 +37,22 @@
 #define UTF8_CONT_MASK 0xc0   /* a UTF-8 continuation byte is 10xxxxxx */
 #define UTF8_CONT      0x80
 
-static const char usage_text[] = "usage: sluice check [--json] <file>\n\n"
-				 "      --json   the policy, or its errors, as one JSON object\n"
-				 "  -h, --help   show this help\n";
+struct check_opts {
+	int json;
+};
+
+static const struct opt check_rows[] = {
+	OPTION("json", 0, OPT_FLAG, struct check_opts, json, NULL,
+	       "the policy, or its errors, as one JSON object"),
+	OPTS_END,
+};
+
+static const struct opts_cmd check_cmd = {
+	.name = "check",
+	.synopsis = "usage: sluice check [--json] <file>\n",
+	.opt = check_rows,
+	.n_args = 1,
+};
 
 /* ---- one logical output line, wrapped at OUT_COLS ------------------------- */
 
@@ -505,36 +519,24 @@ static void report_ok(const char *file, const struct policy_set *ps, const struc
 
 int cmd_check(int argc, char **argv)
 {
-	enum { OPT_JSON = 256 };
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct check_opts o = { 0 };
 	struct diag_list diags = { 0 };
 	struct policy_set *ps;
 	struct compiled c;
-	int ch, err, json = 0;
+	int err = opts_parse(&check_cmd, argc, argv, &o);
 
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (ch == OPT_JSON)
-			json = 1;
-		else
-			return ch == 'h' ? cmd_usage(stdout, usage_text, EXIT_OK)
-					 : cmd_bad_option(argv, "h");
-	}
-	if (optind != argc - 1)
-		return cmd_extra_arg(argv, argc, 1);
+	if (err != OPTS_GO_ON)
+		return err;
 	diags.file = argv[optind];
 	ps = policy_set__load(argv[optind], &diags);
 	err = ps ? compile_policies(ps, 0, NULL, &c, &diags) : -1;
 	if (err) {
-		report_errors(argv[optind], &diags, errno, json);
+		report_errors(argv[optind], &diags, errno, o.json);
 		diag__free(&diags);
 		policy_set__free(ps);
 		return EXIT_CONFIG;
 	}
-	report_ok(argv[optind], ps, &c, json);
+	report_ok(argv[optind], ps, &c, o.json);
 	compiled__free(&c);
 	policy_set__free(ps);
 	return EXIT_OK;

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The helpers every command shares (cmd.h): refusals and exit codes, usage,
+ * The helpers every command shares (cmd.h): refusals and exit codes,
  * interface names, opening an interface's pins.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,43 +45,28 @@ int cmd_cannot_list(const char *pin_root, int err)
 	return EXIT_FAIL;
 }
 
-int cmd_usage(FILE *out, const char *text, int code)
+int cmd_vrefuse(const char *cmd, const char *fmt, va_list ap)
 {
-	fputs(text, out);
-	return code;
-}
-
-int cmd_refuse(char **argv, const char *fmt, ...)
-{
-	va_list ap;
-
-	cmd_warnf("sluice: %s: ", argv[0]);
-	va_start(ap, fmt);
+	if (cmd)
+		cmd_warnf("sluice: %s: ", cmd);
+	else
+		cmd_warnf("sluice: ");
 	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "; 'sluice %s --help' lists its options\n", argv[0]);
+	if (cmd)
+		fprintf(stderr, "; 'sluice %s --help' lists its options\n", cmd);
+	else
+		fprintf(stderr, "; 'sluice help' lists the options\n");
 	return EXIT_USAGE;
 }
 
-int cmd_bad_option(char **argv, const char *optstring)
+int cmd_refuse(const char *cmd, const char *fmt, ...)
 {
-	/* opterr is 0: getopt_long printed nothing, and optopt is 0 for an unknown long one */
-	int known = optopt >= OPT_LONG_ONLY || (optopt && strchr(optstring, optopt));
-	char name[] = { '-', (char)optopt, '\0' };
-	const char *arg = argv[optind - 1];
+	va_list ap;
 
-	if (strncmp(arg, "--", 2) != 0 && optopt && optopt < OPT_LONG_ONLY)
-		arg = name; /* one of a group of short options: -xc */
-
-	return known ? cmd_refuse(argv, "option '%s' needs a value", arg)
-		     : cmd_refuse(argv, "unknown option '%s'", arg);
-}
-
-int cmd_extra_arg(char **argv, int argc, int want)
-{
-	return argc - optind < want
-		       ? cmd_refuse(argv, "missing argument")
-		       : cmd_refuse(argv, "unexpected argument '%s'", argv[optind + want]);
+	va_start(ap, fmt);
+	cmd_vrefuse(cmd, fmt, ap);
+	va_end(ap);
+	return EXIT_USAGE;
 }
 
 int cmd_exit_code(int err)

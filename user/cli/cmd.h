@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Subcommands: each user/cli/<name>.c (run.c, check.c, ...; main.c holds
- * the table) parses its own options with getopt_long, validates values
- * while parsing, and calls into the layers below; cmd.c holds the helpers
- * they share.
+ * the table) declares its options as one table that opts.c parses (opts.h),
+ * and calls into the layers below; cmd.c holds the helpers they share.
  *
  * Every refusal is one line on stderr, "sluice: <what is wrong>; <what to
  * do>", and one exit code of the table below, the same for every command
@@ -15,6 +14,7 @@
 #ifndef SLUICE_CMD_H
 #define SLUICE_CMD_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 enum {
@@ -55,16 +55,6 @@ int cmd_bans(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 
-/* Long options' values in struct option: above every short option's character. */
-#define OPT_LONG_ONLY 256
-
-/* The usage text of a command to @out (--help); returns @code. */
-int cmd_usage(FILE *out, const char *text, int code);
-
-/*
- * A usage error of the command argv[0], in one line: "sluice: <cmd>:
- * <fmt...>; 'sluice <cmd> --help' lists its options". Returns EXIT_USAGE.
- */
 /*
  * A refusal or warning line to stderr, at warning priority where stderr is
  * the journal (log_line_prefix()): `systemctl reload` and a failed start
@@ -72,13 +62,16 @@ int cmd_usage(FILE *out, const char *text, int code);
  */
 __attribute__((format(printf, 1, 2))) void cmd_warnf(const char *fmt, ...);
 
-__attribute__((format(printf, 2, 3))) int cmd_refuse(char **argv, const char *fmt, ...);
+/*
+ * A usage error of command @cmd, in one line: "sluice: <cmd>: <fmt...>;
+ * 'sluice <cmd> --help' lists its options"; of the global options (@cmd
+ * NULL), "sluice: <fmt...>; 'sluice help' lists the options". Returns
+ * EXIT_USAGE.
+ */
+int cmd_vrefuse(const char *cmd, const char *fmt, va_list ap);
 
-/* getopt_long()'s '?' (opterr is 0): an unknown option, or one without its value. */
-int cmd_bad_option(char **argv, const char *optstring);
-
-/* Not @want arguments after the options: the first missing or extra one. */
-int cmd_extra_arg(char **argv, int argc, int want);
+/* cmd_vrefuse() with the arguments. */
+__attribute__((format(printf, 2, 3))) int cmd_refuse(const char *cmd, const char *fmt, ...);
 
 /* -EPERM and -EACCES: EXIT_NOPERM; any other -errno: EXIT_FAIL. */
 int cmd_exit_code(int err);

@@ -8,7 +8,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,12 +21,12 @@
 #include "base/escape.h"
 #include "base/names.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "kernel/events.h"
 #include "kernel/maps.h"
 #include "policy/policy.h"
 #include "policy/units.h"
 
-#define ARRAY_SIZE(a)  (sizeof(a) / sizeof((a)[0]))
 #define POLL_MS	       100	    /* a wait for events, so that a stop is seen this soon */
 #define STOP_READ      (-ECANCELED) /* what the callback returns once --count events are out */
 #define NSEC_PER_USEC  1000ULL
@@ -74,34 +73,6 @@ struct pcap_record_header {
 	__u32 orig_len; /* bytes on the wire */
 };
 
-static const char events_usage[] =
-	"usage: sluice events [--iface <iface>] [--policy <name>] [--reason <reason>]\n"
-	"                     [--count <n>] [--for <duration>] [--pin-root <dir>]\n\n"
-	"Streams the sampled drops as JSON lines, one per event, and a line of\n"
-	"what was sent, lost and capped every second it changed, and at the end.\n\n"
-	"  -i, --iface <iface>     the interface; default: the first under the pin root\n"
-	"  -p, --policy <name>     only the drops of this policy\n"
-	"  -r, --reason <reason>   only these: limit, ban, unparsed, fragment or fail\n"
-	"  -n, --count <n>         stop after n events\n"
-	"      --for <duration>    stop after this long, such as 10s\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
-
-static const char dump_usage[] =
-	"usage: sluice dump --pcap <file>|- [--iface <iface>] [--policy <name>]\n"
-	"                   [--reason <reason>] [--count <n>] [--for <duration>]\n"
-	"                   [--pin-root <dir>]\n\n"
-	"Writes the sampled drops' first bytes as a pcap file, or to standard\n"
-	"output with -, for tcpdump -r or Wireshark.\n\n"
-	"  -w, --pcap <file>       where the pcap goes; - for standard output\n"
-	"  -i, --iface <iface>     the interface; default: the first under the pin root\n"
-	"  -p, --policy <name>     only the drops of this policy\n"
-	"  -r, --reason <reason>   only these: limit, ban, unparsed, fragment or fail\n"
-	"  -n, --count <n>         stop after n frames\n"
-	"      --for <duration>    stop after this long, such as 10s\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
-
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop(int sig)
@@ -112,16 +83,17 @@ static void on_stop(int sig)
 
 /* What one run of `events` or `dump` reads and writes. */
 struct watch {
+	const char *name; /* the command: "events" or "dump" */
 	const char *pin_root, *iface, *policy, *pcap_path;
-	int reason; /* enum sluice_event_reason, or -1: any */
-	long count; /* 0: no end */
+	int reason;  /* enum sluice_event_reason, or -1: any */
+	__u32 count; /* 0: no end */
 	__u64 for_ns;
 	FILE *pcap; /* dump: the file; NULL: JSON lines on standard output */
 	struct sluice_maps m;
 	struct sluice_policy *active; /* by index, n_active of them */
 	size_t n_active;
 	__s64 real_minus_mono_ns; /* CLOCK_REALTIME − CLOCK_MONOTONIC, at the start */
-	long seen;
+	__u32 seen;
 };
 
 /* The name of policy @id, re-reading the active policies once when it is new; NULL: none. */
@@ -273,13 +245,13 @@ static void print_counts(const struct watch *w, const struct sluice_event_stats 
 	char ifname[ESCAPE_JSON_LEN(NAME_MAX + 1)];
 
 	if (w->pcap) {
-		fprintf(stderr, "sluice: dump: %ld frames written; %llu events lost, %llu capped\n",
+		fprintf(stderr, "sluice: dump: %u frames written; %llu events lost, %llu capped\n",
 			w->seen, (unsigned long long)(now->lost - base->lost),
 			(unsigned long long)(now->capped - base->capped));
 		return;
 	}
 	printf("{\"schema\":\"" SCHEMA_EVENTS "\",\"kind\":\"counts\",\"iface\":\"%s\","
-	       "\"events\":%ld,\"sent\":%llu,\"lost\":%llu,\"capped\":%llu}\n",
+	       "\"events\":%u,\"sent\":%llu,\"lost\":%llu,\"capped\":%llu}\n",
 	       escape_json_text(ifname, sizeof(ifname), w->iface), w->seen,
 	       (unsigned long long)(now->sent - base->sent),
 	       (unsigned long long)(now->lost - base->lost),
@@ -371,77 +343,78 @@ static int watch(struct watch *w)
 	return err ? cmd_exit_code(err) : EXIT_OK;
 }
 
-/* The options both commands take; @dump adds --pcap. */
-static int parse_watch(int argc, char **argv, struct watch *w, int dump)
+/* "--reason": one of sluice_event_reason_names. 0, or -1 once refused. */
+static int parse_reason(void *o, const char *s)
 {
-	enum { OPT_FOR = OPT_LONG_ONLY, OPT_PIN_ROOT };
-	static const struct option opts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "reason", required_argument, NULL, 'r' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "for", required_argument, NULL, OPT_FOR },
-		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
-		{ "help", no_argument, NULL, 'h' },
-		{ "pcap", required_argument, NULL, 'w' }, /* last: dump's alone */
-		{},
-	};
-	struct option own[ARRAY_SIZE(opts)];
-	const char *optstring = dump ? "i:p:r:n:w:h" : "i:p:r:n:h";
-	char err[DIAG_MSG_LEN], *end;
-	int c;
+	struct watch *w = o;
 
-	memcpy(own, opts, sizeof(opts));
-	if (!dump)
-		own[ARRAY_SIZE(opts) - 2] = (struct option){ 0 };
-	while ((c = getopt_long(argc, argv, optstring, own, NULL)) != -1) {
-		switch (c) {
-		case 'i': w->iface = optarg; break;
-		case 'p': w->policy = optarg; break;
-		case 'r':
-			w->reason = sluice_name_find(sluice_event_reason_names,
-						     SLUICE_EVENT_REASON_MAX, 0, optarg);
-			if (w->reason < 0)
-				return cmd_refuse(argv,
-						  "--reason '%s': expected limit, ban, unparsed, "
-						  "fragment or fail",
-						  optarg);
-			break;
-		case 'n':
-			w->count = strtol(optarg, &end, 10);
-			if (*end || w->count <= 0)
-				return cmd_refuse(argv, "--count '%s': expected a positive number",
-						  optarg);
-			break;
-		case OPT_FOR:
-			if (units_scan_duration(optarg, &w->for_ns, err, sizeof(err)) || !w->for_ns)
-				return cmd_refuse(argv,
-						  "--for '%s': expected a duration such as 10s",
-						  optarg);
-			break;
-		case OPT_PIN_ROOT: w->pin_root = optarg; break;
-		case 'w': w->pcap_path = optarg; break;
-		case 'h': return cmd_usage(stdout, dump ? dump_usage : events_usage, EXIT_OK);
-		default: return cmd_bad_option(argv, optstring);
-		}
-	}
-	if (optind != argc)
-		return cmd_extra_arg(argv, argc, 0);
+	w->reason = sluice_name_find(sluice_event_reason_names, SLUICE_EVENT_REASON_MAX, 0, s);
+	if (w->reason >= 0)
+		return 0;
+	cmd_refuse(w->name, "--reason '%s': expected limit, ban, unparsed, fragment or fail", s);
 	return -1;
 }
+
+/* "--for": a duration above zero. 0, or -1 once refused. */
+static int parse_for(void *o, const char *s)
+{
+	struct watch *w = o;
+	char err[DIAG_MSG_LEN];
+
+	if (!units_scan_duration(s, &w->for_ns, err, sizeof(err)) && w->for_ns)
+		return 0;
+	cmd_refuse(w->name, "--for '%s': expected a duration such as 10s", s);
+	return -1;
+}
+
+/* The rows both commands take, after dump's --pcap. */
+#define WATCH_ROWS(what)                                                                           \
+	OPTION("iface", 'i', OPT_STR, struct watch, iface, "<iface>",                              \
+	       "the interface; default: the first under the pin root"),                            \
+		OPTION("policy", 'p', OPT_STR, struct watch, policy, "<name>",                     \
+		       "only the drops of this policy"),                                           \
+		OPTION_CALL("reason", 'r', parse_reason, "limit|ban|unparsed|fragment|fail",       \
+			    "only the drops of this reason"),                                      \
+		OPTION("count", 'n', OPT_COUNT, struct watch, count, "<n>", "stop after n " what), \
+		OPTION_CALL("for", 0, parse_for, "<duration>",                                     \
+			    "stop after this long, such as 10s"),                                  \
+		OPTION_PIN_ROOT(struct watch, pin_root), OPTS_END
+
+static const struct opt events_rows[] = { WATCH_ROWS("events") };
+
+static const struct opt dump_rows[] = {
+	OPTION("pcap", 'w', OPT_STR, struct watch, pcap_path, "<file>",
+	       "where the pcap goes; - for standard output", .required = "which file?"),
+	WATCH_ROWS("frames"),
+};
+
+static const struct opts_cmd events_cmd = {
+	.name = "events",
+	.synopsis = "usage: sluice events [--iface <iface>] [--policy <name>] [--reason <reason>]\n"
+		    "                     [--count <n>] [--for <duration>] [--pin-root <dir>]\n",
+	.opt = events_rows,
+};
+
+static const struct opts_cmd dump_cmd = {
+	.name = "dump",
+	.synopsis = "usage: sluice dump --pcap <file>|- [--iface <iface>] [--policy <name>]\n"
+		    "                   [--reason <reason>] [--count <n>] [--for <duration>]\n"
+		    "                   [--pin-root <dir>]\n",
+	.opt = dump_rows,
+};
 
 /* Parse, find the interface, open the pcap; run. */
 static int watch_cmd(int argc, char **argv, int dump)
 {
 	struct watch w = { .pin_root = SLUICE_PIN_ROOT, .reason = -1 };
+	const struct opts_cmd *c = dump ? &dump_cmd : &events_cmd;
 	char first[POLICY_IFNAME_LEN];
-	int rc = parse_watch(argc, argv, &w, dump), err;
+	int rc, err;
 
-	if (rc >= 0)
+	w.name = c->name;
+	rc = opts_parse(c, argc, argv, &w);
+	if (rc != OPTS_GO_ON)
 		return rc;
-	if (dump && !w.pcap_path)
-		return cmd_refuse(argv,
-				  "--pcap is missing: name the file, or - for standard output");
 	err = w.iface ? 0 : cmd_first_iface(w.pin_root, first, sizeof(first));
 	if (err)
 		return cmd_exit_code(err);

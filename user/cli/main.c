@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "sluice/abi.h"
@@ -35,25 +36,60 @@ static const struct cmd commands[] = {
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-static void usage(FILE *out)
+/* What the global options set. */
+struct global_opts {
+	enum log_level level;
+	int version; /* -V: print the version and stop */
+};
+
+static int on_verbose(void *o, const char *arg)
+{
+	struct global_opts *g = o;
+
+	(void)arg;
+	g->level = g->level < LOG_DEBUG ? g->level + 1 : LOG_DEBUG;
+	return 0;
+}
+
+static int on_quiet(void *o, const char *arg)
+{
+	(void)arg;
+	((struct global_opts *)o)->level = LOG_WARN;
+	cmd_quiet = 1;
+	return 0;
+}
+
+static const struct opt global_rows[] = {
+	OPTION_CALL("verbose", 'v', on_verbose, NULL, "more output (-vv: libbpf debug)"),
+	OPTION_CALL("quiet", 'q', on_quiet, NULL,
+		    "failures and warnings only (the default); check: its\nlast line alone"),
+	OPTION("version", 'V', OPT_FLAG, struct global_opts, version, NULL, "print the version"),
+	OPTS_END,
+};
+
+/* After the global options, --help lists the commands. */
+static void list_commands(FILE *out)
 {
 	size_t i;
 
-	fprintf(out, "usage: sluice [-v | -q] <command> [<options>] [<args>]\n\n"
-		     "  -v, --verbose   more output (-vv: libbpf debug)\n"
-		     "  -q, --quiet     failures and warnings only (the default); check: its\n"
-		     "                  last line alone\n"
-		     "  -V, --version   print the version\n\ncommands:\n");
+	fprintf(out, "\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'sluice <command> --help' shows a command's options; see sluice(8).\n");
 }
 
+static const struct opts_cmd global_cmd = {
+	.synopsis = "usage: sluice [-v | -q] <command> [<options>] [<args>]\n",
+	.opt = global_rows,
+	.n_args = OPTS_ANY_ARGS,
+	.epilogue = list_commands,
+};
+
 static int cmd_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	usage(stdout);
+	opts_help(&global_cmd, stdout);
 	return EXIT_OK;
 }
 
@@ -78,34 +114,15 @@ static int cmd_version(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
-	};
-	enum log_level level = LOG_WARN;
+	struct global_opts g = { .level = LOG_WARN };
+	int ret = opts_parse(&global_cmd, argc, argv, &g);
 	size_t i;
-	int c;
 
-	opterr = 0; /* every command prints its own one-line refusal */
-	while ((c = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'v': level = level < LOG_DEBUG ? level + 1 : LOG_DEBUG; break;
-		case 'q':
-			level = LOG_WARN;
-			cmd_quiet = 1;
-			break;
-		case 'h': return cmd_help(0, NULL);
-		case 'V': return cmd_version(0, NULL);
-		default:
-			cmd_warnf("sluice: unknown option '%s'; 'sluice help' lists the options\n",
-				  argv[optind - 1]);
-			return EXIT_USAGE;
-		}
-	}
-	log_set_level(level);
+	if (ret != OPTS_GO_ON)
+		return ret;
+	if (g.version)
+		return cmd_version(0, NULL);
+	log_set_level(g.level);
 	log_hook_libbpf();
 	if (optind >= argc) {
 		cmd_warnf("sluice: no command given; 'sluice help' lists the commands\n");
@@ -115,7 +132,6 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[optind], commands[i].name)) {
 			argc -= optind;
 			argv += optind;
-			optind = 0; /* the command parses its own options from argv[0] */
 			return commands[i].run(argc, argv);
 		}
 	}

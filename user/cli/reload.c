@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "base/clock.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/log.h"
 #include "kernel/maps.h"
 #include "policy/policy.h"
@@ -24,12 +24,26 @@
 #define RELOAD_POLL_NS 20000000L		  /* 20 ms */
 #define COMM_LEN       64
 
-static const char usage_text[] =
-	"usage: sluice reload [--iface <iface>] [--config <file>] [--pin-root <dir>]\n\n"
-	"  -i, --iface <iface>     the agent attached here; default: the first under the pin root\n"
-	"  -c, --config <file>     validate this file first (the agent reads its own --config)\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
+struct reload_opts {
+	const char *iface; /* NULL: the first under the pin root */
+	const char *config;
+	const char *pin_root;
+};
+
+static const struct opt reload_rows[] = {
+	OPTION("iface", 'i', OPT_STR, struct reload_opts, iface, "<iface>",
+	       "the agent attached here; default: the first under the pin root"),
+	OPTION("config", 'c', OPT_STR, struct reload_opts, config, "<file>",
+	       "validate this file first (the agent reads its own --config)"),
+	OPTION_PIN_ROOT(struct reload_opts, pin_root),
+	OPTS_END,
+};
+
+static const struct opts_cmd reload_cmd = {
+	.name = "reload",
+	.synopsis = "usage: sluice reload [--iface <iface>] [--config <file>] [--pin-root <dir>]\n",
+	.opt = reload_rows,
+};
 
 /* Is @pid a sluice process? A stale pid must never get our SIGHUP. */
 static int is_sluice(__u32 pid)
@@ -120,31 +134,14 @@ static int reload(const char *pin_root, const char *iface, const char *config)
 
 int cmd_reload(int argc, char **argv)
 {
-	enum { OPT_PIN_ROOT = OPT_LONG_ONLY };
-	static const struct option opts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	const char *pin_root = SLUICE_PIN_ROOT, *iface = NULL, *config = NULL;
+	struct reload_opts o = { .pin_root = SLUICE_PIN_ROOT };
 	char first[POLICY_IFNAME_LEN];
-	int c, err;
+	int err = opts_parse(&reload_cmd, argc, argv, &o);
 
-	while ((c = getopt_long(argc, argv, "i:c:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i': iface = optarg; break;
-		case 'c': config = optarg; break;
-		case OPT_PIN_ROOT: pin_root = optarg; break;
-		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_bad_option(argv, "i:c:h");
-		}
-	}
-	if (optind != argc)
-		return cmd_extra_arg(argv, argc, 0);
-	err = iface ? 0 : cmd_first_iface(pin_root, first, sizeof(first));
+	if (err != OPTS_GO_ON)
+		return err;
+	err = o.iface ? 0 : cmd_first_iface(o.pin_root, first, sizeof(first));
 	if (err)
 		return cmd_exit_code(err);
-	return reload(pin_root, iface ? iface : first, config);
+	return reload(o.pin_root, o.iface ? o.iface : first, o.config);
 }

@@ -6,7 +6,6 @@
  * file-scope state, and the handlers only set them.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -20,6 +19,7 @@
 #include "agent/watch.h"
 #include "kernel/dispatch.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/clock.h"
 #include "base/escape.h"
 #include "base/log.h"
@@ -29,51 +29,7 @@
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
 
-#define STR(x)	#x
-#define XSTR(x) STR(x)
-
-/* The help, a line of output per line of source. */
-/* clang-format off */
-static const char usage_text[] =
-	"usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
-	"                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
-	"                  [--max-keys <n>] [--max-datagrams <n>]\n"
-	"                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
-	"                  [--metrics <addr>:<port> [--web-config <file>]]\n"
-	"                  [--probes <addr>:<port>]\n"
-	"\n"
-	"  -c, --config <file>     the policy file\n"
-	"  -i, --iface <iface>     attach here (repeatable); default: the file's 'interfaces'\n"
-	"                          auto: the interfaces with a default route, again on reload\n"
-	"      --mode <mode>       native (XDP in the driver), tc (clsact ingress, counting\n"
-	"                          GRO aggregates per segment) or auto (native, else tc);\n"
-	"                          default auto; generic XDP is refused (--xdp-mode: alias)\n"
-	"      --xdp-share         native mode as one program of the interface's libxdp\n"
-	"                          dispatcher, beside other XDP programs (needs CAP_SYS_ADMIN);\n"
-	"                          default: a pinned link of sluice's own\n"
-	"      --xdp-priority <n>  with --xdp-share: run priority among the interface's\n"
-	"                          programs, lower first; default " XSTR(DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)\n"
-	"      --max-keys <n>      size of the key-state map; default 1048576, or the pinned size\n"
-	"      --max-datagrams <n> fragmented datagrams tracked at once; default 65536\n"
-	"      --detach-on-exit    remove the program when the agent exits; by default\n"
-	"                          enforcement stays until 'sluice detach'\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"      --watch-config      reload when the policy file changes (written, replaced,\n"
-	"                          or a Kubernetes ConfigMap's ..data swapped), as SIGHUP does\n"
-	"      --metrics <addr>:<port>\n"
-	"                          serve Prometheus metrics on http://<addr>:<port>/metrics\n"
-	"                          (127.0.0.1:9190, localhost:9190, [::1]:9190, 9190 for\n"
-	"                          127.0.0.1, or :9190 for every address), with /readyz\n"
-	"                          and /healthz; default: off\n"
-	"      --web-config <file> TLS and basic authentication for --metrics, in the\n"
-	"                          Prometheus exporter-toolkit's format (docs/metrics.md)\n"
-	"      --probes <addr>:<port>\n"
-	"                          also serve /readyz and /healthz alone, plain HTTP, on a\n"
-	"                          listener of their own that crowds on --metrics do not\n"
-	"                          reach (127.0.0.1:9191 for the kubelet with hostNetwork)\n"
-	"  -h, --help              show this help\n";
-/* clang-format on */
-/* clang-format on */
+static const char run_name[] = "run";
 
 static void on_stop(int sig)
 {
@@ -100,16 +56,16 @@ static int install_handlers(void)
 }
 
 /*
- * --mode into @mode (enum sluice_attach); -1 after printing why not.
- * Generic XDP runs after GRO and sees an aggregate without its segment
+ * --mode into the options' mode (enum sluice_attach); -1 after printing why
+ * not. Generic XDP runs after GRO and sees an aggregate without its segment
  * count, so it cannot count wire packets: refused (docs/decisions.md).
  */
-static int parse_mode(const char *s, int *mode)
+static int parse_mode(void *o, const char *s)
 {
 	int m = sluice_name_find(sluice_attach_names, SLUICE_ATTACH_MAX, SLUICE_ATTACH_NATIVE, s);
 
 	if (!strcmp(s, "auto")) {
-		*mode = SLUICE_ATTACH_NONE;
+		((struct agent_opts *)o)->mode = SLUICE_ATTACH_NONE;
 		return 0;
 	}
 	if (!strcmp(s, "generic")) {
@@ -122,130 +78,115 @@ static int parse_mode(const char *s, int *mode)
 		cmd_warnf("sluice: --mode '%s' is not a mode; give native, tc or auto\n", s);
 		return -1;
 	}
-	*mode = m;
+	((struct agent_opts *)o)->mode = m;
 	return 0;
 }
 
-/* A positive count for --@opt (max-keys, max-datagrams); -1 once the usage error is printed. */
-static int parse_count(const char *opt, const char *s, __u32 *out)
+/* --iface: an interface that exists, or auto; 0, or -1 after printing why not. */
+static int parse_iface(void *arg, const char *s)
 {
-	char *end;
-	unsigned long v;
+	struct agent_opts *o = arg;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || !v || v > UINT32_MAX || *s == '-') {
-		cmd_warnf("sluice: --%s '%s' is not a count; give a whole number above 0\n", opt,
-			  s);
+	if (o->n_ifaces == POLICY_MAX_IFACES) {
+		cmd_refuse(run_name, "more than %d --iface", POLICY_MAX_IFACES);
 		return -1;
 	}
-	*out = v;
+	if (strcmp(s, AGENT_IFACE_AUTO) != 0 && cmd_check_iface(s))
+		return -1;
+	snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", s);
 	return 0;
 }
 
 /* --metrics: an address and port metrics__start() can use. 0, or -1 after why. */
-static int check_metrics(const char *s)
+static int parse_metrics(void *o, const char *s)
 {
 	struct sockaddr_storage ss;
 
-	if (metrics_parse_listen(s, &ss) >= 0)
-		return 0;
-	cmd_warnf("sluice: --metrics '%s' is not an address and port; give HOST:PORT, "
-		  "[ADDR6]:PORT, :PORT (every address) or PORT (127.0.0.1)\n",
-		  s);
-	return -1;
+	if (metrics_parse_listen(s, &ss) < 0) {
+		cmd_warnf("sluice: --metrics '%s' is not an address and port; give HOST:PORT, "
+			  "[ADDR6]:PORT, :PORT (every address) or PORT (127.0.0.1)\n",
+			  s);
+		return -1;
+	}
+	((struct agent_opts *)o)->metrics_listen = s;
+	return 0;
 }
 
-/* Options into @o; returns the exit status of a usage error, or -1 for --help. */
+#define RUN_MODES "native|tc|auto" /* --mode's values, in --help */
+
+/* The options, in the order --help lists them. */
+static const struct opt run_rows[] = {
+	OPTION("config", 'c', OPT_STR, struct agent_opts, config_path, "<file>", "the policy file",
+	       .required = "which policy?"),
+	OPTION_CALL("iface", 'i', parse_iface, "<iface>|" AGENT_IFACE_AUTO,
+		    "attach here (repeatable); default: the file's 'interfaces'\n"
+		    "auto: the interfaces with a default route, again on reload"),
+	OPTION_CALL("mode", 0, parse_mode, RUN_MODES,
+		    "native (XDP in the driver), tc (clsact ingress, counting\n"
+		    "GRO aggregates per segment) or auto (native, else tc);\n"
+		    "default auto; generic XDP is refused"),
+	OPTION_CALL("xdp-mode", 0, parse_mode, RUN_MODES, "the old name of --mode"),
+	OPTION("xdp-share", 0, OPT_FLAG, struct agent_opts, xdp_share, NULL,
+	       "native mode as one program of the interface's libxdp\n"
+	       "dispatcher, beside other XDP programs (needs CAP_SYS_ADMIN);\n"
+	       "default: a pinned link of sluice's own"),
+	OPTION("xdp-priority", 0, OPT_COUNT, struct agent_opts, xdp_priority, "<n>",
+	       "with --xdp-share: run priority among the interface's\n"
+	       "programs, lower first; default " XSTR(
+		       DISPATCH_PRIORITY_DEFAULT) ", before xdp-filter (10)"),
+	OPTION("max-keys", 0, OPT_COUNT, struct agent_opts, max_keys, "<n>",
+	       "size of the key-state map; default 1048576, or the pinned size"),
+	OPTION("max-datagrams", 0, OPT_COUNT, struct agent_opts, max_datagrams, "<n>",
+	       "fragmented datagrams tracked at once; default 65536"),
+	OPTION("detach-on-exit", 0, OPT_FLAG, struct agent_opts, detach_on_exit, NULL,
+	       "remove the program when the agent exits; by default\n"
+	       "enforcement stays until 'sluice detach'"),
+	OPTION_PIN_ROOT(struct agent_opts, pin_root),
+	OPTION("watch-config", 0, OPT_FLAG, struct agent_opts, watch_config, NULL,
+	       "reload when the policy file changes (written, replaced,\n"
+	       "or a Kubernetes ConfigMap's ..data swapped), as SIGHUP does"),
+	OPTION_CALL("metrics", 0, parse_metrics, "<addr>:<port>",
+		    "serve Prometheus metrics on http://<addr>:<port>/metrics\n"
+		    "(127.0.0.1:9190, localhost:9190, [::1]:9190, 9190 for\n"
+		    "127.0.0.1, or :9190 for every address), with /readyz\n"
+		    "and /healthz; default: off"),
+	OPTION("web-config", 0, OPT_STR, struct agent_opts, web_config, "<file>",
+	       "TLS and basic authentication for --metrics, in the\n"
+	       "Prometheus exporter-toolkit's format (docs/metrics.md)"),
+	OPTION("probes", 0, OPT_STR, struct agent_opts, probes_listen, "<addr>:<port>",
+	       "also serve /readyz and /healthz alone, plain HTTP, on a\n"
+	       "listener of their own that crowds on --metrics do not\n"
+	       "reach (127.0.0.1:9191 for the kubelet with hostNetwork)"),
+	OPTS_END,
+};
+
+static const struct opts_cmd run_cmd = {
+	.name = run_name,
+	.synopsis = "usage: sluice run --config <file> [--iface <iface>... | --iface auto]\n"
+		    "                  [--mode native|tc|auto] [--xdp-share [--xdp-priority <n>]]\n"
+		    "                  [--max-keys <n>] [--max-datagrams <n>]\n"
+		    "                  [--detach-on-exit] [--pin-root <dir>] [--watch-config]\n"
+		    "                  [--metrics <addr>:<port> [--web-config <file>]]\n"
+		    "                  [--probes <addr>:<port>]\n",
+	.opt = run_rows,
+};
+
+/* The options into @o, and the checks across them; OPTS_GO_ON, or the exit status. */
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
-	enum {
-		OPT_MODE = OPT_LONG_ONLY,
-		OPT_SHARE,
-		OPT_PRIORITY,
-		OPT_KEYS,
-		OPT_DATAGRAMS,
-		OPT_DETACH,
-		OPT_PIN_ROOT,
-		OPT_METRICS,
-		OPT_WEB_CONFIG,
-		OPT_PROBES,
-		OPT_WATCH,
-	};
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "iface", required_argument, NULL, 'i' },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "xdp-mode", required_argument, NULL, OPT_MODE }, /* the old name: an alias */
-		{ "xdp-share", no_argument, NULL, OPT_SHARE },
-		{ "xdp-priority", required_argument, NULL, OPT_PRIORITY },
-		{ "max-keys", required_argument, NULL, OPT_KEYS },
-		{ "max-datagrams", required_argument, NULL, OPT_DATAGRAMS },
-		{ "detach-on-exit", no_argument, NULL, OPT_DETACH },
-		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
-		{ "metrics", required_argument, NULL, OPT_METRICS },
-		{ "web-config", required_argument, NULL, OPT_WEB_CONFIG },
-		{ "probes", required_argument, NULL, OPT_PROBES },
-		{ "watch-config", no_argument, NULL, OPT_WATCH },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	int c;
+	int ret = opts_parse(&run_cmd, argc, argv, o);
 
-	while ((c = getopt_long(argc, argv, "c:i:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': o->config_path = optarg; break;
-		case 'i':
-			if (o->n_ifaces == POLICY_MAX_IFACES)
-				return cmd_refuse(argv, "more than %d --iface", POLICY_MAX_IFACES);
-			if (strcmp(optarg, AGENT_IFACE_AUTO) != 0 && cmd_check_iface(optarg))
-				return EXIT_USAGE;
-			snprintf(o->ifaces[o->n_ifaces++], POLICY_IFNAME_LEN, "%s", optarg);
-			break;
-		case OPT_MODE:
-			if (parse_mode(optarg, &o->mode))
-				return EXIT_USAGE;
-			break;
-		case OPT_SHARE: o->xdp_share = 1; break;
-		case OPT_PRIORITY:
-			if (parse_count("xdp-priority", optarg, &o->xdp_priority))
-				return EXIT_USAGE;
-			break;
-		case OPT_KEYS:
-			if (parse_count("max-keys", optarg, &o->max_keys))
-				return EXIT_USAGE;
-			break;
-		case OPT_DATAGRAMS:
-			if (parse_count("max-datagrams", optarg, &o->max_datagrams))
-				return EXIT_USAGE;
-			break;
-		case OPT_DETACH: o->detach_on_exit = 1; break;
-		case OPT_PIN_ROOT: o->pin_root = optarg; break;
-		case OPT_METRICS:
-			if (check_metrics(optarg))
-				return EXIT_USAGE;
-			o->metrics_listen = optarg;
-			break;
-		case OPT_WEB_CONFIG: o->web_config = optarg; break;
-		case OPT_PROBES: o->probes_listen = optarg; break;
-		case OPT_WATCH: o->watch_config = 1; break;
-		case 'h': return -1;
-		default: return cmd_bad_option(argv, "c:i:h");
-		}
-	}
-	if (!o->config_path)
-		return cmd_refuse(argv, "which policy? give --config <file>");
-	if (optind != argc)
-		return cmd_extra_arg(argv, argc, 0);
+	if (ret != OPTS_GO_ON)
+		return ret;
 	if (o->web_config && !o->metrics_listen)
-		return cmd_refuse(argv, "--web-config protects the metrics page: add --metrics "
-					"<addr>:<port>");
+		return cmd_refuse(run_name, "--web-config protects the metrics page: add --metrics "
+					    "<addr>:<port>");
 	if (o->xdp_priority && !o->xdp_share) {
 		cmd_warnf("sluice: --xdp-priority orders libxdp's dispatcher: add "
 			  "--xdp-share\n");
 		return EXIT_USAGE;
 	}
-	return 0;
+	return OPTS_GO_ON;
 }
 
 /* Attached, the policy applied: tell systemd (Type=notify), after a reload too. */
@@ -289,8 +230,8 @@ int cmd_run(int argc, char **argv)
 	struct notify n;
 	int err = parse_opts(argc, argv, &o);
 
-	if (err)
-		return err < 0 ? cmd_usage(stdout, usage_text, EXIT_OK) : err;
+	if (err != OPTS_GO_ON)
+		return err;
 	a = calloc(1, sizeof(*a));
 	if (!a || install_handlers()) {
 		pr_warn("cannot start the agent: %s", strerror(errno));

@@ -6,7 +6,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "kernel/loader.h"
 #include "base/names.h"
 
@@ -28,14 +28,35 @@ enum {
 	STATUS_UNREADABLE = EXIT_NOPIN, /* nothing pinned, or the maps could not be read */
 };
 
-static const char usage_text[] =
-	"usage: sluice status [--iface <iface>]... [--json] [--pin-root <dir>]\n\n"
-	"  -i, --iface <iface>     only this interface (repeatable); default: every one\n"
-	"      --json              one JSON object per interface, one per line\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n\n"
-	"exit status: 0 healthy; 1 an agent is lost or a policy is in a fail mode;\n"
-	"2 usage error; 3 nothing pinned, or the maps cannot be read; 77 needs root\n";
+struct status_opts {
+	const char *ifaces[POLICY_MAX_IFACES];
+	int n_ifaces; /* 0: every one under the pin root */
+	int json;
+	const char *pin_root;
+};
+
+static const struct opt status_rows[] = {
+	OPTION_LIST("iface", 'i', struct status_opts, ifaces, n_ifaces, "<iface>",
+		    "only this interface (repeatable); default: every one"),
+	OPTION("json", 0, OPT_FLAG, struct status_opts, json, NULL,
+	       "one JSON object per interface, one per line"),
+	OPTION_PIN_ROOT(struct status_opts, pin_root),
+	OPTS_END,
+};
+
+static void status_epilogue(FILE *out)
+{
+	fprintf(out,
+		"\nexit status: 0 healthy; 1 an agent is lost or a policy is in a fail mode;\n"
+		"2 usage error; 3 nothing pinned, or the maps cannot be read; 77 needs root\n");
+}
+
+static const struct opts_cmd status_cmd = {
+	.name = "status",
+	.synopsis = "usage: sluice status [--iface <iface>]... [--json] [--pin-root <dir>]\n",
+	.opt = status_rows,
+	.epilogue = status_epilogue,
+};
 
 /* What a reader of the maps can know about the agent and each policy right now. */
 struct view {
@@ -278,39 +299,18 @@ static int show_all(const char *pin_root, int json)
 
 int cmd_status(int argc, char **argv)
 {
-	enum { OPT_JSON = OPT_LONG_ONLY, OPT_PIN_ROOT };
-	static const struct option opts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	const char *ifaces[POLICY_MAX_IFACES];
-	const char *pin_root = SLUICE_PIN_ROOT;
-	int c, i, n = 0, json = 0, ret = STATUS_HEALTHY;
+	struct status_opts o = { .pin_root = SLUICE_PIN_ROOT };
+	int i, ret = opts_parse(&status_cmd, argc, argv, &o);
 
-	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			if (n == POLICY_MAX_IFACES)
-				return cmd_refuse(argv, "more than %d --iface", POLICY_MAX_IFACES);
-			ifaces[n++] = optarg;
-			break;
-		case OPT_JSON: json = 1; break;
-		case OPT_PIN_ROOT: pin_root = optarg; break;
-		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_bad_option(argv, "i:h");
-		}
-	}
-	if (optind != argc)
-		return cmd_extra_arg(argv, argc, 0);
-	if (!n)
-		return show_all(pin_root, json);
-	for (i = 0; i < n; i++) {
-		if (i && !json)
+	if (ret != OPTS_GO_ON)
+		return ret;
+	if (!o.n_ifaces)
+		return show_all(o.pin_root, o.json);
+	ret = STATUS_HEALTHY;
+	for (i = 0; i < o.n_ifaces; i++) {
+		if (i && !o.json)
 			printf("\n");
-		ret = worse(ret, show(pin_root, ifaces[i], json));
+		ret = worse(ret, show(o.pin_root, o.ifaces[i], o.json));
 	}
 	return ret;
 }

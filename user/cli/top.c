@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,21 +16,38 @@
 #include "base/clock.h"
 #include "base/escape.h"
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "base/addr.h"
 #include "base/names.h"
 #include "kernel/maps.h"
 #include "policy/policy.h"
 
-#define TOP_DEFAULT 20
+#define TOP_DEFAULT 20 /* keys listed without --count */
 #define PERCENT	    100.0
 
-static const char usage_text[] =
-	"usage: sluice top [--iface <iface>] [--count <n>] [--json] [--pin-root <dir>]\n\n"
-	"  -i, --iface <iface>     the interface; default: the first under the pin root\n"
-	"  -n, --count <n>         how many keys; default 20\n"
-	"      --json              one JSON object, for scripts\n"
-	"      --pin-root <dir>    bpffs directory for pins; default " SLUICE_PIN_ROOT "\n"
-	"  -h, --help              show this help\n";
+struct top_opts {
+	const char *iface; /* NULL: the first under the pin root */
+	__u32 count;
+	int json;
+	const char *pin_root;
+};
+
+static const struct opt top_rows[] = {
+	OPTION("iface", 'i', OPT_STR, struct top_opts, iface, "<iface>",
+	       "the interface; default: the first under the pin root"),
+	OPTION("count", 'n', OPT_COUNT, struct top_opts, count, "<n>",
+	       "how many keys; default " XSTR(TOP_DEFAULT)),
+	OPTION("json", 0, OPT_FLAG, struct top_opts, json, NULL, "one JSON object, for scripts"),
+	OPTION_PIN_ROOT(struct top_opts, pin_root),
+	OPTS_END,
+};
+
+static const struct opts_cmd top_cmd = {
+	.name = "top",
+	.synopsis =
+		"usage: sluice top [--iface <iface>] [--count <n>] [--json] [--pin-root <dir>]\n",
+	.opt = top_rows,
+};
 
 struct top_key {
 	struct sluice_key key;
@@ -163,40 +179,14 @@ static int top(const char *pin_root, const char *iface, size_t count, int json)
 
 int cmd_top(int argc, char **argv)
 {
-	enum { OPT_JSON = OPT_LONG_ONLY, OPT_PIN_ROOT };
-	static const struct option opts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "pin-root", required_argument, NULL, OPT_PIN_ROOT },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	const char *pin_root = SLUICE_PIN_ROOT, *iface = NULL;
-	char first[POLICY_IFNAME_LEN], *end;
-	long count = TOP_DEFAULT;
-	int c, json = 0, err;
+	struct top_opts o = { .count = TOP_DEFAULT, .pin_root = SLUICE_PIN_ROOT };
+	char first[POLICY_IFNAME_LEN];
+	int err = opts_parse(&top_cmd, argc, argv, &o);
 
-	while ((c = getopt_long(argc, argv, "i:n:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i': iface = optarg; break;
-		case 'n':
-			count = strtol(optarg, &end, 10);
-			if (*end || count <= 0) {
-				return cmd_refuse(argv, "--count '%s': expected a positive number",
-						  optarg);
-			}
-			break;
-		case OPT_JSON: json = 1; break;
-		case OPT_PIN_ROOT: pin_root = optarg; break;
-		case 'h': return cmd_usage(stdout, usage_text, EXIT_OK);
-		default: return cmd_bad_option(argv, "i:n:h");
-		}
-	}
-	if (optind != argc)
-		return cmd_extra_arg(argv, argc, 0);
-	err = iface ? 0 : cmd_first_iface(pin_root, first, sizeof(first));
+	if (err != OPTS_GO_ON)
+		return err;
+	err = o.iface ? 0 : cmd_first_iface(o.pin_root, first, sizeof(first));
 	if (err)
 		return cmd_exit_code(err);
-	return top(pin_root, iface ? iface : first, count, json);
+	return top(o.pin_root, o.iface ? o.iface : first, o.count, o.json);
 }

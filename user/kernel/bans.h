@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/ban.h"
 #include "kernel/maps.h"
 
 struct ban_entry {

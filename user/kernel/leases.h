@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/lease.h"
 
 struct lease_maps {
 	int lease, spend, hot; /* fds, borrowed from the attachment */

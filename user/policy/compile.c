@@ -21,6 +21,7 @@
 
 #include "sluice/svc.h"
 #include "sluice/gcra.h"
+#include "sluice/lease.h"
 #include "policy/compile.h"
 #include "policy/compile_addrs.h"
 

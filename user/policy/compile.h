@@ -10,7 +10,8 @@
 
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/classify.h"
+#include "sluice/policy.h"
 #include "base/diag.h"
 #include "policy/compiled.h"
 #include "policy/policy.h"

@@ -10,7 +10,9 @@
 
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/addr.h"
+#include "sluice/classify.h"
+#include "sluice/policy.h"
 
 /*
  * A classifier entry: a prefix of (generation 8 bits, IP protocol 8, port

@@ -10,7 +10,9 @@
 
 #include <linux/types.h>
 
-#include "sluice/abi.h"
+#include "sluice/addr.h"
+#include "sluice/ctl.h"
+#include "sluice/policy.h"
 #include "base/diag.h"
 #include "policy/units.h"
 

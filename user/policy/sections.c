@@ -531,7 +531,7 @@ static int is_cluster_url(const char *url)
 
 /*
  * On a Redis Cluster the part of a key in braces picks its slot, and the
- * budget's keys put the policy and key address there (budget/planner.h):
+ * budget's keys put the policy and key address there (budget/keys.h):
  * a fleet name with a brace would come first and put every key on one
  * shard.
  */

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "sluice/abi.h"
+#include "sluice/policy.h"
 
 #define UNITS_TEXT_LEN 64 /* any text below, with its NUL */
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# tools/fleet_sim.c against a real redis-server: a short run of 4 nodes on
+# 20 saturated keys keeps every fleet window within burst + rate·1 s and
+# counts the store's commands; the same run with the nodes' policy at 3×
+# the limit is reported over its bound (exit 1), so the check can fail; a
+# bad option is refused (exit 2). The bound holds whatever the timing (the
+# store conserves tokens), so it is asserted exactly.
+source "$(dirname "$0")/lib.sh"
+
+SIM=${SIM:-$ROOT/build/sluice-fleet-sim}
+[ -x "$SIM" ] || e2e_fail "build first: $SIM (make all)"
+command -v redis-server >/dev/null || e2e_fail "no redis-server (tools/deps.sh installs it)"
+e2e_realtime
+e2e_start_redis
+
+RATE=40
+BURST=20
+CHEAT=3
+sim() { # ARGS...: a run's JSON line; sets RC
+	RC=0
+	OUT=$("$SIM" --url "unix://$REDIS_SOCK" --nodes 4 --keys 20 --rate "$RATE" \
+		--burst "$BURST" --warmup 1 --seconds 2 --json "$@") || RC=$?
+}
+field() { # NAME: a number of the last run's JSON
+	python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$OUT" "$1"
+}
+
+sim
+[ "$RC" = 0 ] || e2e_fail "a run within the limit exited $RC: $OUT"
+bound=$(field bound)
+[ "$bound" = $((BURST + RATE)) ] || e2e_fail "bound $bound, not burst + rate·1 s = $((BURST + RATE))"
+worst=$(field worst_window)
+((worst <= bound)) || e2e_fail "worst window $worst over its bound $bound: $OUT"
+((worst > 0)) || e2e_fail "nothing admitted: $OUT"
+python3 -c 'import sys; sys.exit(not float(sys.argv[1]) > 0)' "$(field cmds_per_node_key_s)" ||
+	e2e_fail "no store commands counted: $OUT"
+echo "within: worst window $worst of $bound, $(field cmds_per_node_key_s) commands/node/key/s"
+
+sim --cheat "$CHEAT"
+[ "$RC" = 1 ] || e2e_fail "a run at $CHEAT× the limit exited $RC, not 1: $OUT"
+worst=$(field worst_window)
+((worst > bound)) || e2e_fail "at $CHEAT× the limit the worst window $worst is within $bound"
+[ "$(field ok)" = False ] || e2e_fail "at $CHEAT× the limit: ok is not false: $OUT"
+echo "over: at ${CHEAT}× the limit the worst window is $worst of $bound"
+
+RC=0
+"$SIM" --nodes 0 2>/dev/null || RC=$?
+[ "$RC" = 2 ] || e2e_fail "--nodes 0 exited $RC, not 2"
+echo PASS

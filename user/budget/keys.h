@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The store's key layout: the names the planner gives buckets and hot
+ * sets. Every backend stores under them as opaque names; they are chosen
+ * so that Redis Cluster, whose slot function is here, spreads them evenly
+ * and puts the buckets of one call on one slot.
+ */
+#ifndef SLUICE_KEYS_H
+#define SLUICE_KEYS_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#define CLUSTER_SLOTS	16384 /* the Redis Cluster spec's hash slots */
+#define LEASE_GROUPS	24    /* bucket keys of a policy share this many hash tags */
+#define LEASE_TAG_TRIES 4096  /* candidates tried for a group's tag (keys_group_tags()) */
+
+/*
+ * The keys (#17): the part in braces is the hash tag. A policy's buckets
+ * fall in LEASE_GROUPS groups by their address (keys_group()), each group
+ * on one slot: on a Redis Cluster one lease call carries the keys of a
+ * group (their scripts may only touch one slot). Each group's tag is
+ * chosen so that the groups' slots are spread evenly over the slot space
+ * (keys_group_tags()): a cluster whose shards hold equal ranges of slots,
+ * as `redis-cli --cluster create` makes them, gives 2, 3, 4, 6, 8, 12 or
+ * 24 shards the same number of groups. Each policy's hot set is on a slot
+ * of its own. Fleet names with braces are refused for cluster stores
+ * (they would be the tag).
+ *
+ * A group's buckets are the fields of one hash (redis.h), each named by
+ * its key's address in hex. "b2": the second layout (the first, "b", had
+ * a hash per key); agents of different layouts draw on different buckets.
+ */
+#define LEASE_BUCKET_FMT "%s:b2:{%s:%u}" /* fleet, policy, group's tag */
+#define LEASE_HOT_FMT	 "%s:hot:{%s}"	 /* fleet, policy */
+
+/*
+ * The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or
+ * the whole key, mod CLUSTER_SLOTS.
+ */
+__u16 cluster_key_slot(const char *key, size_t len);
+
+/* The group of the key whose address is @hex (LEASE_BUCKET_FMT): the same on every node. */
+unsigned int keys_group(const char *hex);
+
+/*
+ * Choose policy @name's group tags: group g's tag is the first of g,
+ * g + LEASE_GROUPS, g + 2 LEASE_GROUPS, ... whose slot falls in the g-th
+ * of LEASE_GROUPS equal ranges of slots. Every node chooses the same.
+ */
+void keys_group_tags(const char *name, __u32 tag[LEASE_GROUPS]);
+
+#endif /* SLUICE_KEYS_H */

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The Lua scripts of the shared budget's Redis side (#5), and the layout
+ * of their arguments and replies, which redis.c builds and decodes.
+ *
+ * A key's bucket is one field of a Redis hash that holds many keys' buckets
+ * (one group of a policy, keys.h), so a call reads and writes all the
+ * keys it carries of one hash in one HMGET and one HSET (#17). The field is
+ * the key's address in hex; its value, words separated by one space:
+ *   tok ts live [node units exp]...
+ *   tok     tokens, scaled: units × rate_period_us (exact integers)
+ *   ts      Redis TIME of the last refill, µs
+ *   live    Redis TIME from which the bucket is full and holds no lease, µs:
+ *           past it the field is as good as absent, and is reaped
+ *   node units exp
+ *           a lease: units granted to node and not yet accounted for, and
+ *           the Redis TIME when it expires, µs
+ * with the invariant tok + Σ live lease × rate_period_us <= burst × rate_period_us.
+ * The hash's own field 'live' is the Redis TIME until which its TTL keeps it.
+ */
+#ifndef SLUICE_REDIS_SCRIPTS_H
+#define SLUICE_REDIS_SCRIPTS_H
+
+#include "budget/conn.h"
+
+/*
+ * A hot set's members go in ZADDs of this many (HOT_LUA): one ZADD per
+ * member made a policy's hot set the busiest part of its shard (#17), and
+ * unpack() of Redis's Lua 5.1 returns at most 8,000 values.
+ */
+#define STORE_HOT_ZADD_MEMBERS 1000
+/*
+ * Fields a lease call samples in a hash for each bucket it created there
+ * (absent, or past its live), and one more for the hash's 'live', to reap
+ * those past their live. Only a created bucket can later die; sampling
+ * twice as many as were created keeps a hash's dead fields, on average,
+ * fewer than its live ones.
+ */
+#define LEASE_REAP_PER_KEY 2
+/* A bucket hash's TTL is set with this much to spare (µs), so not at every call. */
+#define LEASE_LIVE_SLACK_US 1000000
+
+/* The lease script's arguments a key (enum lease_key_arg, which it must match). */
+#define LEASE_KEY_ARGS_N 10
+
+/* The lease script's arguments: the call's, then LEASE_KEY_ARGS per key. */
+enum lease_arg {
+	LEASE_ARG_NODE,
+	LEASE_ARG_TTL,
+	LEASE_ARG_LIVE_SLACK, /* LEASE_LIVE_SLACK_US */
+	LEASE_ARG_KEYS,	      /* then each key's */
+};
+
+enum lease_key_arg {
+	LEASE_KEY_HASH,	 /* its hash: an index into KEYS, from 1 */
+	LEASE_KEY_FIELD, /* its field in that hash */
+	LEASE_KEY_UNITS,
+	LEASE_KEY_PERIOD,
+	LEASE_KEY_BURST,
+	LEASE_KEY_CAP,
+	LEASE_KEY_USED,
+	LEASE_KEY_WANT,
+	LEASE_KEY_EMPTY,
+	LEASE_KEY_RELEASE,
+	LEASE_KEY_ARGS,
+};
+
+enum hot_arg {
+	HOT_ARG_TTL,
+	HOT_ARG_LIMIT,
+	HOT_ARG_MEMBERS, /* then the members */
+};
+
+/* A lease reply: {held, expires_us, now_us, granted}. */
+enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FIELDS };
+
+/* Each script's source, by enum store_script. */
+extern const char *const redis_script_src[STORE_SCRIPT_MAX];
+
+#endif /* SLUICE_REDIS_SCRIPTS_H */
