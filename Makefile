@@ -448,4 +448,6 @@ uninstall:
 clean:
 	rm -rf $(O)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# Not under $(O)/upgrade: test_upgrade.sh builds an older tree there, whose
+# deploy/fail2ban/action.d is a directory.
+-include $(shell find $(O) -path $(O)/upgrade -prune -o -name '*.d' -type f -print 2>/dev/null)

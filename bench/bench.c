@@ -63,6 +63,7 @@
 #define BENCH_ALLOW_PREFIXES	10000U
 #define BENCH_BANS		10000U /* the ban list of SCEN_BAN_MANY, _PREFIXES */
 #define BENCH_BAN_PREFIX_BITS	(SLUICE_V4MAPPED_BITS + 24) /* SCEN_BAN_PREFIXES: /24s */
+#define BENCH_SAMPLE_N		1000 /* #30: a sampled drop's row samples 1 in this many */
 #define BENCH_FDINFO_LINE	128
 #define BENCH_LAYER_DROP_PREFIX 24 /* shorter than /32: udp-drop is the last layer */
 #define NSEC_PER_SEC_F		1e9
@@ -178,6 +179,7 @@ enum bench_scen {
 	SCEN_BAN_MANY,	    /* SCEN_ONE with SRC_V4 and BENCH_BANS - 1 more /32s banned */
 	SCEN_BAN_PREFIXES,  /* SCEN_ONE with SRC_V4's /24 and BENCH_BANS - 1 more /24s banned */
 	SCEN_SPRAY,	    /* udp-any-drop alone: every UDP port, keyed by source */
+	SCEN_ONE_SAMPLED,   /* SCEN_ONE with events: { sample: 1/BENCH_SAMPLE_N } (#30) */
 	SCEN_MAX,
 };
 
@@ -227,6 +229,7 @@ enum bench_row_id {
 	ROW_MT_PASS_DISTINCT,
 	ROW_POL_ONE,
 	ROW_POL_PRECISE,
+	ROW_POL_SAMPLED,
 	ROW_POL_MANY,
 	ROW_POL_LAYERED_DROP,
 	ROW_POL_LAYERED_PASS,
@@ -537,6 +540,9 @@ static const struct bench_row rows[ROW_MAX] = {
 		"1 policy, drop", SCEN_ONE, FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop",
 		SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_POL_PRECISE, NULL, "1 policy, clock: precise, drop", SCEN_ONE_PRECISE,
+		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
+	/* #30: beside the same drop unsampled; nobody reads the ring, so it fills: then lost. */
+	POL_ROW(ROW_POL_SAMPLED, NULL, "1 policy, drop sampled 1/1000", SCEN_ONE_SAMPLED,
 		FLOW_V4_UDP, DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
 	POL_ROW(ROW_POL_MANY, NULL, "1000 policies (own ports), drop", SCEN_MANY, FLOW_V4_UDP,
 		DPORT_DROP, XDP_DROP, "udp-drop", SLUICE_PSTAT_DROPPED),
@@ -976,10 +982,13 @@ static int scen_yaml(enum bench_scen sc, struct yaml_buf *y)
 		for (i = 0; i < POLICY_MAX; i++)
 			yaml_policy(y, &policies[i], SLUICE_IPV4_BITS);
 	else if (sc == SCEN_ONE || sc == SCEN_ALLOW_ONE || sc == SCEN_ONE_PRECISE ||
-		 sc == SCEN_BAN_ONE || sc == SCEN_BAN_MANY || sc == SCEN_BAN_PREFIXES)
+		 sc == SCEN_BAN_ONE || sc == SCEN_BAN_MANY || sc == SCEN_BAN_PREFIXES ||
+		 sc == SCEN_ONE_SAMPLED)
 		yaml_policy(y, &policies[POLICY_UDP_DROP], SLUICE_IPV4_BITS);
 	if (sc == SCEN_ONE_PRECISE)
 		yaml_add(y, "    clock: precise\n");
+	else if (sc == SCEN_ONE_SAMPLED)
+		yaml_add(y, "    events: { sample: 1/%d }\n", BENCH_SAMPLE_N);
 	else if (sc == SCEN_LAYERED || sc == SCEN_ALLOW_LAYERED)
 		yaml_layered(y);
 	else if (sc == SCEN_MANY)

@@ -10,7 +10,7 @@
  * The program's own maps, never pinned (enum sluice_cache), live beside
  * the code that uses them: the clock in limit.bpf.h, the deny cache in
  * deny.bpf.h, the walk's bitmap in layer.bpf.h, the datagram table in
- * frag.bpf.h.
+ * frag.bpf.h, the drop events' countdown in events.bpf.h.
  */
 #ifndef SLUICE_MAPS_BPF_H
 #define SLUICE_MAPS_BPF_H
@@ -174,5 +174,29 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_ban_host SEC(".maps");
+
+/* The sampled drops (events.bpf.h): the ring, each sample's N, what was sent and lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SLUICE_EVENTS_RING_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_events SEC(".maps");
+
+/* N of each 1-in-N sample, by gen × SLUICE_EVENT_SLOTS + policy id; 0: not sampled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_GENS *SLUICE_EVENT_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ev_rate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_event_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_ev_stats SEC(".maps");
 
 #endif /* SLUICE_MAPS_BPF_H */

@@ -16,6 +16,7 @@
 #include "ban.bpf.h"
 #include "classify.bpf.h"
 #include "deny.bpf.h"
+#include "events.bpf.h"
 #include "layer.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
@@ -170,6 +171,53 @@ static __always_inline int decide_odd(struct pkt_meta *m, struct limit_env *env,
 }
 
 /*
+ * The sampled event of a drop (events.bpf.h): why, from what the stages
+ * left in @v and @why, and which policy (none for a drop before them).
+ */
+static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta *m,
+				      const struct limit_env *env, const struct verdict *v, int why)
+{
+	int reason = v->result == LIMIT_CLOSED ? SLUICE_EVENT_FAIL : SLUICE_EVENT_LIMIT;
+	__u32 id = v->id;
+
+	if (v->result == LIMIT_REFUSED) {
+		id = SLUICE_EVENT_UNOWNED;
+		if (why == SLUICE_TOTAL_BANNED)
+			reason = SLUICE_EVENT_BAN;
+		else if (why == SLUICE_TOTAL_UNPARSED_DROP)
+			reason = SLUICE_EVENT_UNPARSED;
+		else
+			reason = SLUICE_EVENT_FRAGMENT;
+	}
+	if (id >= SLUICE_MAX_POLICIES)
+		id = SLUICE_EVENT_UNOWNED;
+	return event_send(ctx, hook, m, env->gen, id, reason);
+}
+
+/*
+ * drop_event() for each hook, global as parse_ipv6_chain_xdp() is: verified
+ * once, on its own, so its frame is not the pipeline's, which has no byte
+ * of 6.1's 512 to spare. Returns 1 when an event was sent.
+ */
+__attribute__((noinline)) int drop_event_xdp(struct xdp_md *ctx, const struct pkt_meta *m,
+					     const struct limit_env *env, const struct verdict *v,
+					     int why)
+{
+	if (!ctx || !m || !env || !v)
+		return 0;
+	return drop_event(ctx, FRAME_XDP, m, env, v, why);
+}
+
+__attribute__((noinline)) int drop_event_skb(struct __sk_buff *skb, const struct pkt_meta *m,
+					     const struct limit_env *env, const struct verdict *v,
+					     int why)
+{
+	if (!skb || !m || !env || !v)
+		return 0;
+	return drop_event(skb, FRAME_SKB, m, env, v, why);
+}
+
+/*
  * The pipeline, for a frame as parse_frame() takes it; returns XDP_PASS or
  * XDP_DROP. What the parser learned is in m, what the packet is decided
  * under in env, and the answer in v: its result is written here alone,
@@ -241,6 +289,12 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 	if (v.result == LIMIT_DENY && v.deny_ticks && cache)
 		deny_store(&flow, slot, stamp, v.id, env.now, v.deny_ticks);
 decided:
+	if (is_drop(v.result) && (env.gen_flags & SLUICE_GEN_F_EVENTS)) {
+		if (hook == FRAME_SKB)
+			drop_event_skb(ctx, &m, &env, &v, why);
+		else
+			drop_event_xdp(ctx, &m, &env, &v, why);
+	}
 	if (m.frag == PKT_FRAG_FIRST) {
 		clock_read(&env);
 		frag_remember(&m, env.now, v.result, v.id, v.noted);

@@ -12,8 +12,8 @@
  * asserts of its layouts, and all included here: addresses (addr.h),
  * policies (policy.h), the key state (key.h), the classifier (classify.h),
  * the control map (ctl.h), fail modes (fail.h), leases of the shared
- * budget (lease.h), counters (stats.h), the ban list (ban.h). Code includes
- * the ones it needs.
+ * budget (lease.h), counters (stats.h), the ban list (ban.h), the sampled
+ * drop events (events.h). Code includes the ones it needs.
  *
  * Byte order: addresses and ports are network order (as on the wire), all
  * other integers host order.
@@ -26,19 +26,21 @@
 #include "ban.h"
 #include "classify.h"
 #include "ctl.h"
+#include "events.h"
 #include "fail.h"
 #include "key.h"
 #include "lease.h"
 #include "policy.h"
 #include "stats.h"
 
-#define SLUICE_ABI_VERSION 9
+#define SLUICE_ABI_VERSION 10
 /*
  * The oldest ABI whose every map has the layout of this one: an upgrade
  * from it copies the maps whole (key state, policies, counters); from an
  * older or a newer one it starts fresh. ABI 8 moved the pins into a
  * directory per ABI and changed no map; ABI 9 added the ban maps, which an
- * upgrade from 7 or 8 starts empty.
+ * upgrade from 7 or 8 starts empty; ABI 10 the event maps (events.h),
+ * which an upgrade from an older one starts empty.
  */
 #define SLUICE_ABI_CARRY_SINCE 7
 
@@ -72,29 +74,46 @@ enum sluice_map {
 	SLUICE_MAP_BAN,
 	SLUICE_MAP_BAN_GATE,
 	SLUICE_MAP_BAN_HOST,
+	SLUICE_MAP_EVENTS, /* the ring buffer of sampled drops (events.h) */
+	SLUICE_MAP_EVENT_RATE,
+	SLUICE_MAP_EVENT_STATS,
 	SLUICE_MAP_MAX,
 };
 
-/* The ABI that appended the ban maps: a set of an older one pins those before them. */
-#define SLUICE_ABI_BANS 9
+/* The ABIs that appended the ban maps and the event maps: an older set pins those before them. */
+#define SLUICE_ABI_BANS	  9
+#define SLUICE_ABI_EVENTS 10
 
 /* How many maps, the first of enum sluice_map, a set of ABI @abi pins. */
 static inline int sluice_maps_of_abi(__u32 abi)
 {
-	return abi >= SLUICE_ABI_BANS ? SLUICE_MAP_MAX : SLUICE_MAP_BAN;
+	if (abi >= SLUICE_ABI_EVENTS)
+		return SLUICE_MAP_MAX;
+	return abi >= SLUICE_ABI_BANS ? SLUICE_MAP_EVENTS : SLUICE_MAP_BAN;
 }
 
 #ifndef __bpf__
 /* The only place map names appear as strings; tests check it against the object. */
 static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
-	[SLUICE_MAP_STATE] = "sluice_state",	   [SLUICE_MAP_POLICY] = "sluice_policy",
-	[SLUICE_MAP_MATCH] = "sluice_match",	   [SLUICE_MAP_STATS] = "sluice_stats",
-	[SLUICE_MAP_TOTALS] = "sluice_totals",	   [SLUICE_MAP_CTL] = "sluice_ctl",
-	[SLUICE_MAP_SRC] = "sluice_src",	   [SLUICE_MAP_DST] = "sluice_dst",
-	[SLUICE_MAP_FAIL] = "sluice_fail",	   [SLUICE_MAP_LEASE] = "sluice_lease",
-	[SLUICE_MAP_SPEND] = "sluice_spend",	   [SLUICE_MAP_HOT] = "sluice_hot",
-	[SLUICE_MAP_CLASS] = "sluice_class",	   [SLUICE_MAP_BAN] = "sluice_ban",
-	[SLUICE_MAP_BAN_GATE] = "sluice_ban_gate", [SLUICE_MAP_BAN_HOST] = "sluice_ban_host",
+	[SLUICE_MAP_STATE] = "sluice_state",
+	[SLUICE_MAP_POLICY] = "sluice_policy",
+	[SLUICE_MAP_MATCH] = "sluice_match",
+	[SLUICE_MAP_STATS] = "sluice_stats",
+	[SLUICE_MAP_TOTALS] = "sluice_totals",
+	[SLUICE_MAP_CTL] = "sluice_ctl",
+	[SLUICE_MAP_SRC] = "sluice_src",
+	[SLUICE_MAP_DST] = "sluice_dst",
+	[SLUICE_MAP_FAIL] = "sluice_fail",
+	[SLUICE_MAP_LEASE] = "sluice_lease",
+	[SLUICE_MAP_SPEND] = "sluice_spend",
+	[SLUICE_MAP_HOT] = "sluice_hot",
+	[SLUICE_MAP_CLASS] = "sluice_class",
+	[SLUICE_MAP_BAN] = "sluice_ban",
+	[SLUICE_MAP_BAN_GATE] = "sluice_ban_gate",
+	[SLUICE_MAP_BAN_HOST] = "sluice_ban_host",
+	[SLUICE_MAP_EVENTS] = "sluice_events",
+	[SLUICE_MAP_EVENT_RATE] = "sluice_ev_rate",
+	[SLUICE_MAP_EVENT_STATS] = "sluice_ev_stats",
 };
 #endif
 
@@ -113,6 +132,7 @@ enum sluice_cache {
 	SLUICE_CACHE_FRAGS,
 	SLUICE_CACHE_FRAG_TMP,
 	SLUICE_CACHE_WALK,
+	SLUICE_CACHE_EVENT_TICK,
 	SLUICE_CACHE_MAX,
 };
 
@@ -121,6 +141,7 @@ static const char *const sluice_cache_names[SLUICE_CACHE_MAX] = {
 	[SLUICE_CACHE_CLOCK] = "sluice_clock",	       [SLUICE_CACHE_DENY] = "sluice_deny",
 	[SLUICE_CACHE_DENY_BITS] = "sluice_deny_bits", [SLUICE_CACHE_FRAGS] = "sluice_frags",
 	[SLUICE_CACHE_FRAG_TMP] = "sluice_frag_tmp",   [SLUICE_CACHE_WALK] = "sluice_walk",
+	[SLUICE_CACHE_EVENT_TICK] = "sluice_ev_tick",
 };
 #endif
 

@@ -28,6 +28,7 @@ enum sluice_gen_flag {
 	SLUICE_GEN_F_UNPARSED_CHARGE = 1 << 4, /* unparsed: charge (neither bit: drop) */
 	SLUICE_GEN_F_UNPARSED_PASS = 1 << 5,   /* unparsed: pass */
 	SLUICE_GEN_F_ORPHAN_PASS = 1 << 6,     /* fragments.orphan: pass (else drop) */
+	SLUICE_GEN_F_EVENTS = 1 << 7, /* drops are sampled (events.h): read sluice_ev_rate */
 };
 
 /*

@@ -89,6 +89,10 @@ expect_words "sluice status --iface au<TAB>" "$au_ifaces" "$(complete_words stat
 expect_words "sluice run --max-keys <TAB>" "" "$(complete_words run --max-keys "")"
 expect_words "sluice ban --for <TAB>" "" "$(complete_words ban --for "")"
 expect_words "sluice ban --reason <TAB>" "" "$(complete_words ban --reason "")"
+expect_words "sluice events --reason <TAB>" "$(printf '%s\n' ban fail fragment limit unparsed)" \
+	"$(complete_words events --reason "")"
+expect_words "sluice dump --reason f<TAB>" "$(printf '%s\n' fail fragment)" \
+	"$(complete_words dump --reason f)"
 mkdir "$WORK/pins" "$WORK/policies"
 touch "$WORK/policy.yaml" "$WORK/policy.yml"
 expect_words "sluice check policy.y<TAB>" "$(printf '%s\n' "$WORK/policy.yaml" "$WORK/policy.yml")" \

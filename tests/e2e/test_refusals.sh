@@ -59,6 +59,19 @@ case_generic_mode() { try "$SLUICE" run --config "$POLICY" --mode generic; }
 case_bad_count() { try "$SLUICE" run --config "$POLICY" --max-keys 0; }
 case_priority_without_share() { try "$SLUICE" run --config "$POLICY" --xdp-priority 5; }
 case_bad_metrics() { try "$SLUICE" run --config "$POLICY" --metrics localhost:http; }
+case_bad_reason() { try "$SLUICE" events --reason rate; }
+case_bad_events_for() { try "$SLUICE" dump --pcap - --for 0s; }
+case_no_pcap() { try "$SLUICE" dump --count 1; }
+# The stopped agent's pins made to say ABI 9, before the event maps: last, it spoils them.
+case_no_event_maps() {
+	local ctl val
+	ctl=$(e2e_set_dir "$VETH_RX")/sluice_ctl
+	val=$(bpftool -j map lookup pinned "$ctl" key 0 0 0 0 |
+		python3 -c 'import json, sys; v = json.load(sys.stdin)["value"]; v[0] = "0x09"; print(*v)')
+	# shellcheck disable=SC2086 # the value's bytes are words
+	bpftool map update pinned "$ctl" key 0 0 0 0 value $val
+	try "$SLUICE" events --iface "$VETH_RX" --pin-root "$PIN_ROOT" --for 1s
+}
 case_bad_prefix() { try "$SLUICE" ban 192.0.2.300; }
 case_bad_duration() { try "$SLUICE" ban --for 1q 192.0.2.1; }
 case_wide_ban() { try "$SLUICE" ban 0.0.0.0/0; }
@@ -200,7 +213,8 @@ check() {
 
 for id in no-command unknown-command unknown-global-option unknown-option missing-value \
 	extra-argument missing-argument no-config no-iface no-such-iface bad-mode \
-	generic-mode bad-count priority-without-share bad-metrics bad-prefix \
+	generic-mode bad-count priority-without-share bad-metrics bad-reason bad-events-for \
+	no-pcap bad-prefix \
 	bad-duration wide-ban ban-list-name ban-list-file ban-list-line ban-socket-alone \
 	ban-socket-no-group policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
@@ -230,6 +244,7 @@ check resize-refused
 check ban-resize-refused
 check not-banned
 check ban-state-invalid
+check no-event-maps
 
 e2e_equal "rows checked" "${#checked[@]}" "${#WANT_RC[@]}"
 echo "test_refusals: all ${#checked[@]} refusals of docs/errors.md checked"

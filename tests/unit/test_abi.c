@@ -24,6 +24,7 @@
 #include <linux/bpf.h>
 
 #include "sluice/abi.h"
+#include "sluice/events.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -79,6 +80,13 @@ static const struct map_case map_cases[] = {
 	MAP_CASE(SLUICE_MAP_BAN_GATE, BPF_MAP_TYPE_ARRAY, __u32, struct sluice_ban_gate, 1, 0),
 	MAP_CASE(SLUICE_MAP_BAN_HOST, BPF_MAP_TYPE_HASH, struct sluice_addr_key, struct sluice_ban,
 		 SLUICE_BAN_ENTRIES, BPF_F_NO_PREALLOC),
+	/* A ring buffer has neither key nor value: its size is bytes. */
+	{ .name = "map/SLUICE_MAP_EVENTS", .map = SLUICE_MAP_EVENTS, .type = BPF_MAP_TYPE_RINGBUF,
+	  .max_entries = SLUICE_EVENTS_RING_BYTES },
+	MAP_CASE(SLUICE_MAP_EVENT_RATE, BPF_MAP_TYPE_ARRAY, __u32, __u32,
+		 SLUICE_POLICY_GENS * SLUICE_EVENT_SLOTS, 0),
+	MAP_CASE(SLUICE_MAP_EVENT_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, __u32,
+		 struct sluice_event_stats, 1, 0),
 };
 /* clang-format on */
 

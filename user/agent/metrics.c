@@ -185,6 +185,17 @@ static void render_ifaces(FILE *out, const struct metrics_iface *ifs, size_t n)
 	for (i = 0; i < n; i++)
 		fprintf(out, "sluice_ban_drops_total{iface=\"%s\"} %llu\n", label(ifl, ifs[i].name),
 			(unsigned long long)ifs[i].st->totals.c[SLUICE_TOTAL_BANNED].pkts);
+	header(out, "sluice_events_sent_total", "counter",
+	       "Sampled drops the program put in the ring buffer for sluice events "
+	       "(docs/events.md).");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_events_sent_total{iface=\"%s\"} %llu\n",
+			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->events.sent);
+	header(out, "sluice_events_lost_total", "counter",
+	       "Sampled drops lost: the ring buffer was full (nobody read it fast enough).");
+	for (i = 0; i < n; i++)
+		fprintf(out, "sluice_events_lost_total{iface=\"%s\"} %llu\n",
+			label(ifl, ifs[i].name), (unsigned long long)ifs[i].st->events.lost);
 	header(out, "sluice_heartbeat_age_seconds", "gauge",
 	       "Age of the agent's heartbeat as the XDP program sees it.");
 	for (i = 0; i < n; i++)

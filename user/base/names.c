@@ -66,6 +66,12 @@ const char *const sluice_unparsed_names[SLUICE_UNPARSED_MAX] = {
 	[SLUICE_UNPARSED_PASS] = "pass",
 };
 
+const char *const sluice_event_reason_names[SLUICE_EVENT_REASON_MAX] = {
+	[SLUICE_EVENT_LIMIT] = "limit",	      [SLUICE_EVENT_BAN] = "ban",
+	[SLUICE_EVENT_UNPARSED] = "unparsed", [SLUICE_EVENT_FRAGMENT] = "fragment",
+	[SLUICE_EVENT_FAIL] = "fail",
+};
+
 const char *const sluice_orphan_names[SLUICE_ORPHAN_MAX] = {
 	[SLUICE_ORPHAN_DROP] = "drop",
 	[SLUICE_ORPHAN_PASS] = "pass",

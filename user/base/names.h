@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "sluice/ctl.h"
+#include "sluice/events.h"
 #include "sluice/fail.h"
 #include "sluice/policy.h"
 #include "sluice/stats.h"
@@ -25,6 +26,7 @@ extern const char *const sluice_cost_names[SLUICE_COST_MAX];
 extern const char *const sluice_unparsed_names[SLUICE_UNPARSED_MAX];
 extern const char *const sluice_orphan_names[SLUICE_ORPHAN_MAX];
 extern const char *const sluice_attach_names[SLUICE_ATTACH_MAX];
+extern const char *const sluice_event_reason_names[SLUICE_EVENT_REASON_MAX];
 
 /* @names[@v], or "?" when @v is out of range (a map written by someone else). */
 const char *sluice_name(const char *const *names, unsigned int n, unsigned int v);

@@ -395,6 +395,12 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 		line__add(&l, "  if the store fails: unaffected (node scope uses no store)");
 		line__print(&l);
 	}
+	if (p->sample) {
+		line__add(&l,
+			  "  events: 1 in %u of its drops is sampled for sluice events and dump",
+			  p->sample);
+		line__print(&l);
+	}
 }
 
 /* ---- the file ------------------------------------------------------------------------ */
@@ -475,6 +481,13 @@ static void print_file(const struct policy_set *ps)
 		  ps->orphan == SLUICE_ORPHAN_PASS ? "passed, charged to byte policies"
 						   : "dropped");
 	line__print(&l);
+	if (ps->sample) {
+		line__add(&l,
+			  "events: 1 in %u of the drops no policy makes (bans, unparsed frames, "
+			  "fragments) is sampled for sluice events and dump",
+			  ps->sample);
+		line__print(&l);
+	}
 }
 
 /* A file that does not pass: its errors, as text on stderr or as JSON on stdout. */

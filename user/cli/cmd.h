@@ -35,6 +35,7 @@ enum {
 #define SCHEMA_TOP    "sluice.top/1"
 #define SCHEMA_BANS   "sluice.bans/1"
 #define SCHEMA_CHECK  "sluice.check/1"
+#define SCHEMA_EVENTS "sluice.events/1"
 
 struct cmd {
 	const char *name;
@@ -51,6 +52,8 @@ int cmd_top(int argc, char **argv);
 int cmd_ban(int argc, char **argv);
 int cmd_unban(int argc, char **argv);
 int cmd_bans(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 /*
  * A refusal or warning line to stderr, at warning priority where stderr is

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "sluice/events.h"
 #include "sluice/gcra.h"
 #include "base/clock.h"
 #include "kernel/maps.h"
@@ -131,6 +132,24 @@ static int write_policies(const struct sluice_maps *m, const struct compiled *c)
 	return err;
 }
 
+/* Every sample of @gen (sluice_ev_rate): the compiled ones at their ids, zero for the rest. */
+static int write_samples(const struct sluice_maps *m, const struct compiled *c)
+{
+	__u32 *vals = calloc(SLUICE_EVENT_SLOTS, sizeof(*vals)), i;
+	int err;
+
+	if (!vals)
+		return -ENOMEM;
+	for (i = 0; c->samples && i < c->n_policies; i++)
+		if (c->policies[i].name[0] && c->policies[i].id < SLUICE_MAX_POLICIES)
+			vals[c->policies[i].id] = c->samples[i];
+	vals[SLUICE_EVENT_UNOWNED] = c->sample_unowned;
+	err = write_array(m->fd[SLUICE_MAP_EVENT_RATE], c->gen * SLUICE_EVENT_SLOTS, vals,
+			  SLUICE_EVENT_SLOTS);
+	free(vals);
+	return err;
+}
+
 /* Remove the entries of generation @gen from an LPM trie keyed by (prefixlen, gen, ...). */
 static int clear_gen(int fd, size_t key_size, __u32 gen)
 {
@@ -202,6 +221,8 @@ int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 nex
 	if (!err)
 		err = write_policies(m, c);
 	if (!err)
+		err = write_samples(m, c);
+	if (!err)
 		err = write_match(m, c);
 	if (!err)
 		err = write_addrs(m->fd[SLUICE_MAP_SRC], c->gen, c->src, c->n_src);
@@ -217,8 +238,24 @@ int maps__apply(const struct sluice_maps *m, const struct compiled *c, __u32 nex
 	return maps__write_ctl(m, &ctl);
 }
 
-/* Sum a per-CPU value of @n_words u64 counters over every possible CPU. */
-static int read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words)
+int maps__read_event_stats(const struct sluice_maps *m, struct sluice_event_stats *sum)
+{
+	__u64 words[sizeof(*sum) / sizeof(__u64)];
+	int err;
+
+	if (m->fd[SLUICE_MAP_EVENT_STATS] < 0)
+		return -ENOENT;
+	err = maps__read_percpu(m->fd[SLUICE_MAP_EVENT_STATS], 0, words,
+				sizeof(words) / sizeof(words[0]));
+	if (err)
+		return err;
+	*sum = (struct sluice_event_stats){ .sent = words[0],
+					    .lost = words[1],
+					    .capped = words[2] };
+	return 0;
+}
+
+int maps__read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	__u64 *vals;
@@ -369,7 +406,8 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 
 	for (i = 0; i < SLUICE_MAP_MAX; i++) {
 		*bad = i;
-		skip[i] = from->fd[i] < 0;
+		/* A ring buffer has no entries to copy: events not read yet are dropped. */
+		skip[i] = from->fd[i] < 0 || i == SLUICE_MAP_EVENTS;
 		if (skip[i])
 			continue;
 		err = map_info(from->fd[i], &fi[i]);
@@ -565,8 +603,8 @@ static int read_policy_status(const struct sluice_maps *m, const __u64 *per_id,
 	ps->keys = per_id[id];
 	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_FAIL], &id, &ps->fail))
 		return -errno;
-	return read_percpu(m->fd[SLUICE_MAP_STATS], id, (__u64 *)&ps->stats,
-			   sizeof(ps->stats) / sizeof(__u64));
+	return maps__read_percpu(m->fd[SLUICE_MAP_STATS], id, (__u64 *)&ps->stats,
+				 sizeof(ps->stats) / sizeof(__u64));
 }
 
 int maps__read_status(const struct sluice_maps *m, struct status *st, const struct key_counts *kc)
@@ -585,8 +623,8 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 	if (!err)
 		err = maps__read_active(m, active, &n);
 	if (!err)
-		err = read_percpu(m->fd[SLUICE_MAP_TOTALS], zero, (__u64 *)&st->totals,
-				  sizeof(st->totals) / sizeof(__u64));
+		err = maps__read_percpu(m->fd[SLUICE_MAP_TOTALS], zero, (__u64 *)&st->totals,
+					sizeof(st->totals) / sizeof(__u64));
 	if (!err && counted)
 		err = maps__count_keys(m, counted);
 	if (!err && counted)
@@ -600,6 +638,8 @@ int maps__read_status(const struct sluice_maps *m, struct status *st, const stru
 	if (!err && m->fd[SLUICE_MAP_BAN_GATE] >= 0) /* a set of an ABI before bans has none */
 		err = bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate) ? -errno : 0;
 	st->bans = gate.hosts + gate.prefixes;
+	if (!err && m->fd[SLUICE_MAP_EVENT_STATS] >= 0) /* a set of an ABI before events has none */
+		err = maps__read_event_stats(m, &st->events);
 	for (i = 0; !err && i < n; i++) {
 		st->policies[i].policy = active[i];
 		err = read_policy_status(m, kc->per_id, &st->policies[i]);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "sluice/abi.h"
+#include "sluice/events.h"
 #include "policy/compile.h"
 
 struct sluice_maps {
@@ -33,6 +34,7 @@ struct status {
 	__u64 keys;	/* all tracked keys */
 	__u32 keys_max; /* sluice_state's size */
 	__u32 bans;	/* bans in both maps, expired ones included (sluice_ban_gate) */
+	struct sluice_event_stats events; /* drop events, every CPU's summed; 0 before ABI 10 */
 };
 
 void maps__init(struct sluice_maps *m);
@@ -54,6 +56,16 @@ int maps__open_pinned_n(struct sluice_maps *m, const char *pin_dir, int n);
 void maps__close(struct sluice_maps *m);
 
 int maps__read_ctl(const struct sluice_maps *m, struct sluice_ctl *ctl);
+
+/*
+ * What every CPU sent, lost and capped of the drop events, summed (second
+ * and in_second are per CPU: left 0). 0, -ENOENT for a set of an ABI
+ * before events, or -errno.
+ */
+int maps__read_event_stats(const struct sluice_maps *m, struct sluice_event_stats *sum);
+
+/* Sum a per-CPU value of @n_words u64 counters of map @fd at @key over every possible CPU. */
+int maps__read_percpu(int fd, __u32 key, __u64 *sum, size_t n_words);
 
 /* Write sluice_ctl whole; only the agent does, from one thread. 0 or -errno. */
 int maps__write_ctl(const struct sluice_maps *m, const struct sluice_ctl *ctl);

@@ -571,9 +571,10 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 		return -EINVAL;
 	}
 	out->policies = calloc(ps->n_policies ? ps->n_policies : 1, sizeof(*out->policies));
+	out->samples = calloc(ps->n_policies ? ps->n_policies : 1, sizeof(*out->samples));
 	b.cap = COMPILE_MATCH_MAX;
 	out->match = calloc(b.cap, sizeof(*out->match));
-	if (!out->policies || !out->match) {
+	if (!out->policies || !out->samples || !out->match) {
 		compiled__free(out);
 		return -ENOMEM;
 	}
@@ -587,7 +588,13 @@ int compile_policies(const struct policy_set *ps, __u32 gen, const char *iface,
 			out->gen_flags |= SLUICE_GEN_F_STORE;
 		if (ps->policies[i].clock_precise)
 			out->gen_flags |= SLUICE_GEN_F_PRECISE;
+		out->samples[i] = ps->policies[i].sample;
+		if (out->samples[i])
+			out->gen_flags |= SLUICE_GEN_F_EVENTS;
 	}
+	out->sample_unowned = ps->sample;
+	if (ps->sample)
+		out->gen_flags |= SLUICE_GEN_F_EVENTS;
 	out->gen_flags |= unparsed_flags(ps);
 	if (build_match(&b) == -ENOMEM || check_slots(out, diags) == -ENOMEM ||
 	    compile_addrs(ps, iface, out, diags) == -ENOMEM) {
@@ -606,6 +613,7 @@ void compiled__free(struct compiled *c)
 	if (!c)
 		return;
 	free(c->policies);
+	free(c->samples);
 	free(c->match);
 	free(c->src);
 	free(c->dst);

@@ -61,7 +61,9 @@ struct compiled {
 	size_t n_src;
 	struct addr_entry *dst; /* sluice_dst entries: destination sets */
 	size_t n_dst;
-	__u32 gen_flags; /* enum sluice_gen_flag */
+	__u32 *samples;	      /* by the file's index: policy i's events.sample (0: none) */
+	__u32 sample_unowned; /* the top-level events.sample: drops no policy makes */
+	__u32 gen_flags;      /* enum sluice_gen_flag */
 	__u32 gen;
 	/* compile_assign_ids() fills these from @match (compile_classes()) */
 	__u32 *classes;		    /* SLUICE_SVCS */

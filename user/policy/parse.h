@@ -4,7 +4,7 @@
  * read YAML and by nothing else: walk.c (nodes, field paths, the table
  * walk, small values), prefix.c (prefixes and their lists), match.c,
  * policies.c (one policy, and the sequence of them), sections.c (the top
- * level, agent, store, node) and load.c (the YAML and the file on disk).
+ * level, agent, store, node), events.c (`events:`) and load.c (the YAML and the file on disk).
  *
  * The policy file: YAML text in, a struct policy_set out. This is the only
  * code that reads YAML and it makes no BPF calls; compile.c turns the
@@ -104,6 +104,7 @@ enum top_field {
 	TOPF_STORE, /* before TOPF_POLICIES: scope cluster needs it */
 	TOPF_FRAGMENTS,
 	TOPF_UNPARSED,
+	TOPF_EVENTS,
 	TOPF_POLICIES, /* after TOPF_INTERFACES: a policy's iface must be one of them */
 	TOPF_MAX,
 };
@@ -208,6 +209,11 @@ int parse_match(struct pctx *c, struct walk *w, const yaml_node_t *val, const ch
 
 /* @a and @b match the same packets: equal fields, and lists equal as sets. */
 int match_equal(const struct policy_match *a, const struct policy_match *b);
+
+/* ---- events.c ---- */
+
+/* `events: { sample: 1/N }` at @val: N into *@sample. 0, or -EINVAL once reported. */
+int parse_events_into(struct pctx *c, const yaml_node_t *val, const char *path, __u32 *sample);
 
 /* ---- policies.c, sections.c, load.c ---- */
 

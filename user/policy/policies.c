@@ -98,6 +98,7 @@ enum policy_field {
 	POLF_SCOPE,
 	POLF_COLD_MODE, /* after POLF_SCOPE: only a cluster policy has cold keys */
 	POLF_CLOCK,
+	POLF_EVENTS,
 	POLF_MAX,
 };
 
@@ -449,6 +450,12 @@ static int parse_local_burst(struct pctx *c, struct walk *w, const yaml_node_t *
 _Static_assert(KEYF_MAX <= WALK_MAX_FIELDS, "key_fields outgrew struct walk");
 _Static_assert(POLF_MAX <= WALK_MAX_FIELDS, "policy_fields outgrew struct walk");
 
+static int parse_policy_events(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			       const char *path)
+{
+	return parse_events_into(c, val, path, &slot_policy(w)->sample);
+}
+
 static const struct field policy_fields[POLF_MAX] = {
 	[POLF_NAME] = { "name", parse_name,
 			"every policy needs a unique name, such as name: dns-per-source" },
@@ -467,6 +474,7 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_SCOPE] = { "scope", parse_word, NULL },
 	[POLF_COLD_MODE] = { "cold_mode", parse_word, NULL },
 	[POLF_CLOCK] = { "clock", parse_word, NULL },
+	[POLF_EVENTS] = { "events", parse_policy_events, NULL },
 };
 
 /* ---- the policies sequence ---------------------------------------------------- */

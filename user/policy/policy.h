@@ -92,6 +92,7 @@ struct policy {
 	__u64 closed_after_ns;		 /* default by class: shedding 0 (never), abuse 30 s */
 	int has_local_limit;		 /* else the degraded bound is the policy's own limit */
 	struct policy_rate local_rate;	 /* same cost unit as @rate, no looser */
+	__u32 sample;			 /* events.sample: 1 drop in N is an event; 0 none */
 	__u64 local_burst;		 /* default: burst scaled by local/rate, at least 1 */
 	struct src_pos pos;		 /* the policy's mapping in the file */
 	struct src_pos rate_pos;
@@ -118,6 +119,7 @@ struct policy_set {
 	struct src_pos unparsed_pos;	 /* of its value; {0} when the default */
 	enum sluice_orphan orphan;	 /* fragments.orphan: a later fragment without a first */
 	struct src_pos orphan_pos;	 /* of its value; {0} when the default */
+	__u32 sample;			 /* events.sample of the drops no policy makes; 0 none */
 	struct policy *policies;
 	size_t n_policies;
 };

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The sections of a policy file around its policies: the top-level table
- * (interfaces, allow, agent, node, store, fragments, unparsed, policies)
+ * (interfaces, allow, agent, node, store, fragments, unparsed, events,
+ * policies)
  * and its defaults, the agent's heartbeat and timeout, the store's
  * endpoints and fleet settings, the node's name, and what the program does
  * with what its policies cannot decide. The policies themselves are
@@ -591,6 +592,13 @@ static int parse_unparsed(struct pctx *c, struct walk *w, const yaml_node_t *val
 				SLUICE_UNPARSED_MAX, 0, (int *)&c->ps->unparsed);
 }
 
+static int parse_top_events(struct pctx *c, struct walk *w, const yaml_node_t *val,
+			    const char *path)
+{
+	(void)w;
+	return parse_events_into(c, val, path, &c->ps->sample);
+}
+
 static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_INTERFACES] = { "interfaces", parse_interfaces, NULL },
 	[TOPF_ALLOW] = { "allow", parse_allow, NULL },
@@ -599,6 +607,7 @@ static const struct field top_fields[TOPF_MAX] = {
 	[TOPF_STORE] = { "store", parse_store, NULL },
 	[TOPF_FRAGMENTS] = { "fragments", parse_fragments, NULL },
 	[TOPF_UNPARSED] = { "unparsed", parse_unparsed, NULL },
+	[TOPF_EVENTS] = { "events", parse_top_events, NULL },
 	[TOPF_POLICIES] = { "policies", parse_policies,
 			    "a policy file needs a sequence of policies under 'policies'" },
 };
