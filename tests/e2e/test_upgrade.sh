@@ -142,7 +142,7 @@ expect_failed_start() {
 }
 
 # --- the previous release --------------------------------------------------------------------
-SLUICE=$OLD_SLUICE e2e_start_agent "$WORK/policy.yaml"
+SLUICE=$OLD_SLUICE E2E_NO_STATE_DIR=1 e2e_start_agent "$WORK/policy.yaml"
 OLD_PID=$AGENT_PID
 if ((OLD_ABI < 8)); then # releases before ABI 8 pinned in the interface's directory
 	OLD_SET=$IFACE_DIR
@@ -240,7 +240,7 @@ expect_failed_start "resize" --max-keys 131072
 # --- tc mode: the filter's program is swapped, and swapped back by a failed start ----------------
 "$SLUICE" detach --pin-root "$PIN_ROOT" --iface "$VETH_RX"
 MODE=tc
-SLUICE=$OLD_SLUICE e2e_start_agent "$WORK/policy.yaml" --mode tc
+SLUICE=$OLD_SLUICE E2E_NO_STATE_DIR=1 e2e_start_agent "$WORK/policy.yaml" --mode tc
 e2e_equal "tc, previous release: the slow key's burst" "$(send_slow "$TC_SRC" slow_tc)" \
 	"$SLOW_BURST"
 old_prog=$(tc_prog)
