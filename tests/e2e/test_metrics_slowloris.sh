@@ -24,6 +24,7 @@ ADDRS=10
 PER_NET=4   # METRICS_CONN_PER_NET (user/agent/metrics.h)
 REQUEST_S=3 # METRICS_REQUEST_NS
 CUT_BY_S=$((REQUEST_S + 3)) # the deadline, the sweep, and a busy CPU's lag
+DRAIN_S=$((CUT_BY_S * 2)) # the last phase's connections cut, then closed
 
 cat >"$WORK/policy.yaml" <<YAML
 policies:
@@ -109,10 +110,26 @@ e2e_within "probes made during ${ATTACK_S} s" "$probes" 4 $((ATTACK_S * 2))
 e2e_equal "probes that answered 200 within ${PROBE_TIMEOUT_S} s during the slowloris" \
 	"$ok" "$probes"
 
+# wait_accepting: until the --metrics listener answers again. The
+# slowloris held all METRICS_CONN_MAX of its connections; while it does,
+# MHD stops accepting, and what connects waits in the kernel's backlog,
+# where slowloris.py cannot tell it from a connection the listener holds.
+# So each phase starts once the listener is accepting: after the last
+# phase's connections are gone, a fresh one is answered.
+wait_accepting() {
+	local i
+	for ((i = 0; i < DRAIN_S; i++)); do
+		[[ $(probe "$PORT" /healthz) == 200 ]] && return 0
+		sleep 1
+	done
+	e2e_fail "the --metrics listener accepts nothing ${DRAIN_S} s after the slowloris ended"
+}
+
 # one_net NET ADDR...: PER_ADDR connections from each ADDR of one network.
 one_net() {
 	local net=$1 open1 open2
 	shift
+	wait_accepting
 	ns_spawn "$NS_RX" python3 "$WORK/slowloris.py" "$PORT" "$CUT_BY_S" 0 "$PER_ADDR" \
 		"$@" >"$WORK/net.out"
 	wait "$SPAWNED_PID" || e2e_fail "the one-network client failed"
