@@ -129,10 +129,12 @@ resume_ms() {
 
 # The documented bound while the store fails (docs/shared-budget.md): what
 # leases held when it failed (at most the burst), the degraded share's own
-# burst and rate (at most the burst and the rate, fleet-wide), and the rate:
-# 2·burst + rate·t, plus one packet per node for rounding; t from span_ms.
+# burst and rate (at most the burst and the rate, fleet-wide), the fresh
+# burst the store's bucket refilled to while nobody could draw on it
+# (leases after the store answers again), and the rate: 3·burst + rate·t,
+# plus one packet per node for rounding; t from span_ms.
 fault_bound() { # span_ms
-	echo $((2 * BURST + RATE * $1 / 1000 + NODES))
+	echo $((3 * BURST + RATE * $1 / 1000 + NODES))
 }
 
 # A fault in the middle of a flood of both policies.
