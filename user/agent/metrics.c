@@ -44,7 +44,7 @@
 
 /* A connection a listener holds, for the limit per network and the deadline. */
 struct metrics_conn {
-	int fd;					    /* MHD's socket; -1: a free slot */
+	int fd; /* MHD's socket, or CONN_FREE or CONN_ACCEPTED */
 	unsigned char net[sizeof(struct in6_addr)]; /* its /24 or /64, the rest zero */
 	__u64 since_ns;				    /* CLOCK_MONOTONIC the pending request began */
 	int answered; /* its request is in: no deadline until the next */
@@ -789,19 +789,46 @@ static void addr_net(const struct sockaddr *addr, unsigned char *net)
 	memcpy(net + 1, a4, METRICS_NET4_BYTES);
 }
 
-/* Accept @addr while its network holds fewer than METRICS_CONN_PER_NET. */
+#define CONN_FREE	 (-1) /* struct metrics_conn.fd: a free slot */
+#define CONN_ACCEPTED	 (-2) /* accepted by accept_net(), not started by MHD yet */
+#define CONN_ACCEPTED_NS (SLUICE_NSEC_PER_SEC) /* ... which holds the slot this long */
+
+/* Whether slot @c counts against its network now. */
+static int conn_held(const struct metrics_conn *c, __u64 now)
+{
+	return c->fd >= 0 || (c->fd == CONN_ACCEPTED && now - c->since_ns < CONN_ACCEPTED_NS);
+}
+
+/*
+ * Accept @addr while its network holds fewer than METRICS_CONN_PER_NET, and
+ * hold a slot for it at once: MHD may accept a burst of connections before
+ * it starts any of them (track_conn()), and each must count against the
+ * next. A slot accepted but never started frees itself after
+ * CONN_ACCEPTED_NS.
+ */
 static enum MHD_Result accept_net(void *cls, const struct sockaddr *addr, socklen_t len)
 {
 	struct listener *l = cls;
 	unsigned char net[sizeof(struct in6_addr)];
+	struct metrics_conn *slot = NULL;
+	__u64 now = mono_ns();
 	int held = 0;
 	size_t i;
 
 	(void)len;
 	addr_net(addr, net);
 	pthread_mutex_lock(&l->m->conn_lock);
-	for (i = 0; i < ARRAY_SIZE(l->conns); i++)
-		held += l->conns[i].fd >= 0 && !memcmp(l->conns[i].net, net, sizeof(net));
+	for (i = 0; i < ARRAY_SIZE(l->conns); i++) {
+		if (!conn_held(&l->conns[i], now))
+			slot = slot ? slot : &l->conns[i];
+		else
+			held += !memcmp(l->conns[i].net, net, sizeof(net));
+	}
+	if (held < METRICS_CONN_PER_NET && slot) {
+		slot->fd = CONN_ACCEPTED;
+		memcpy(slot->net, net, sizeof(net));
+		slot->since_ns = now;
+	}
 	pthread_mutex_unlock(&l->m->conn_lock);
 	return held < METRICS_CONN_PER_NET ? MHD_YES : MHD_NO;
 }
@@ -811,30 +838,40 @@ static void track_conn(void *cls, struct MHD_Connection *conn, void **ctx,
 		       enum MHD_ConnectionNotificationCode toe)
 {
 	const union MHD_ConnectionInfo *addr, *fd;
+	unsigned char net[sizeof(struct in6_addr)];
 	struct listener *l = cls;
 	struct metrics_conn *c = *ctx;
+	__u64 now = mono_ns();
 	size_t i;
+	int pass;
 
 	pthread_mutex_lock(&l->m->conn_lock);
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (c) /* MHD closes the socket after this: sweep() never sees it reused */
-			c->fd = -1;
+			c->fd = CONN_FREE;
 		*ctx = NULL;
 		goto out;
 	}
 	addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	for (i = 0; addr && fd && i < ARRAY_SIZE(l->conns); i++) {
-		c = &l->conns[i];
-		if (c->fd >= 0)
-			continue;
-		addr_net(addr->client_addr, c->net);
-		c->fd = fd->connect_fd;
-		c->since_ns = mono_ns();
-		c->answered = 0;
-		*ctx = c;
-		break;
-	}
+	if (!addr || !fd)
+		goto out;
+	addr_net(addr->client_addr, net);
+	/* Its network's slot from accept_net(), or else any free one. */
+	for (pass = 0; pass < 2 && !*ctx; pass++)
+		for (i = 0; i < ARRAY_SIZE(l->conns); i++) {
+			c = &l->conns[i];
+			if (pass == 0 ? c->fd != CONN_ACCEPTED ||
+						memcmp(c->net, net, sizeof(net)) != 0
+				      : conn_held(c, now))
+				continue;
+			memcpy(c->net, net, sizeof(net));
+			c->fd = fd->connect_fd;
+			c->since_ns = now;
+			c->answered = 0;
+			*ctx = c;
+			break;
+		}
 out:
 	pthread_mutex_unlock(&l->m->conn_lock);
 }
@@ -949,7 +986,7 @@ struct metrics *metrics__start(const char *listen, const char *probes, const str
 		l = &m->listeners[i];
 		*l = (struct listener){ .m = m, .probes_only = i == LISTEN_PROBES };
 		for (j = 0; j < ARRAY_SIZE(l->conns); j++)
-			l->conns[j].fd = -1;
+			l->conns[j].fd = CONN_FREE;
 	}
 	for (i = 0; i < LISTEN_MAX; i++)
 		if (at[i] && serve(&m->listeners[i], at[i]))
