@@ -101,6 +101,12 @@ static __always_inline int event_send(void *ctx, int hook, const struct pkt_meta
 				: ((struct xdp_md *)ctx)->data_end - ((struct xdp_md *)ctx)->data;
 	if (len > SLUICE_EVENT_FRAME_BYTES)
 		len = SLUICE_EVENT_FRAME_BYTES;
+	/*
+	 * 1 to SLUICE_EVENT_FRAME_BYTES (a power of two) in a form 6.1's
+	 * verifier can follow: it refuses a length that may be 0.
+	 */
+	if (len)
+		len = ((len - 1) & (SLUICE_EVENT_FRAME_BYTES - 1)) + 1;
 	if (len && frame_load(ctx, hook, 0, e->frame, len))
 		len = 0;
 	e->frame_len = len;
