@@ -177,13 +177,13 @@ e2e_start_redis() {
 # in $WORK/state (--state-dir), never in the host's /var/lib/sluice;
 # E2E_NO_STATE_DIR=1 leaves the option out, for a release that predates it.
 e2e_start_agent() {
-	local policy=$1 state=(--state-dir "$WORK/state")
+	local policy=$1 state_args=(--state-dir "$WORK/state")
 	shift
-	[ -z "${E2E_NO_STATE_DIR:-}" ] || state=()
+	[ -z "${E2E_NO_STATE_DIR:-}" ] || state_args=()
 	_agents=$((${_agents:-0} + 1))
 	AGENT_LOG=$WORK/agent.$_agents.log
 	ns_spawn "$NS_RX" "$SLUICE" "${E2E_AGENT_VERBOSITY:--v}" run --config "$policy" --iface "$VETH_RX" \
-		--pin-root "$PIN_ROOT" "${state[@]}" --mode native --max-keys 65536 "$@" \
+		--pin-root "$PIN_ROOT" "${state_args[@]}" --mode native --max-keys 65536 "$@" \
 		>"$AGENT_LOG" 2>&1
 	AGENT_PID=$SPAWNED_PID
 	e2e_wait_start "$AGENT_LOG"

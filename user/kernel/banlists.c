@@ -230,7 +230,7 @@ static int parse_state_line(char *line, struct banlist_entry *e, char *why, size
 		return -EINVAL;
 	}
 	if (!banlist_name_ok(list)) {
-		snprintf(why, len, "list: '%s' is not a list name", list);
+		snprintf(why, len, "list: '%.64s' is not a list name", list);
 		return -EINVAL;
 	}
 	if (parse_line(prefix, &e->key, text, sizeof(text))) {
