@@ -415,7 +415,7 @@ static void random_step(struct fleet_sim *f)
 /* Rounds of settled renewals, answered, in random orders: the grants become the fair shares. */
 static size_t converge(struct fleet_sim *f)
 {
-	size_t order[MAX_NODES], i, j, t, round;
+	size_t order[MAX_NODES] = { 0 }, i, j, t, round;
 	int d, done = 0;
 
 	for (i = 0; i < f->s.n; i++)
