@@ -242,6 +242,31 @@ static void test_lost_answer(void **state)
 	assert_int_equal(renew(&s, 1, RATE, BURST, 1, T0_US + 6), RATE / 2);
 }
 
+/*
+ * A renewal for less time than the lease it replaces (a shorter sync
+ * interval after a reload): the node's kernel may enforce the old answer
+ * until that expires, so the store counts it until then, not until the
+ * new lease's end.
+ */
+static void test_shorter_ttl(void **state)
+{
+	const struct fs_ask shorter = { .want = { RATE, BURST },
+					.ttl_us = TTL_US / 3,
+					.settled = 1 };
+	struct key_state s = { .n = 2 };
+	struct fs_answer a;
+
+	(void)state;
+	renew(&s, 0, RATE, BURST, 1, T0_US);
+	fs_renew(caps, s.v, s.n, 0, &shorter, T0_US + 1, &a);
+	assert_int_equal(a.grant[FS_RATE], RATE);
+	assert_int_equal(a.exp_us, T0_US + 1 + TTL_US / 3);
+	assert_int_equal(fs_held(&s.v[0], FS_RATE, a.exp_us), RATE);
+	assert_int_equal(renew(&s, 1, RATE, BURST, 1, a.exp_us), 0);
+	assert_int_equal(fs_held(&s.v[0], FS_RATE, T0_US + TTL_US), 0);
+	assert_int_equal(renew(&s, 1, RATE, BURST, 1, T0_US + TTL_US), RATE);
+}
+
 /* The randomized check: a seeded xorshift64, so a failure reproduces. */
 #define SEED	    0x5eed1e55ULL
 #define SEQUENCES   4000
@@ -475,7 +500,7 @@ static void test_random_sequences(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[6 + ARRAY_SIZE(fair_rows) + ARRAY_SIZE(move_rows)];
+	struct CMUnitTest tests[7 + ARRAY_SIZE(fair_rows) + ARRAY_SIZE(move_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
@@ -485,6 +510,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_demand_moves, move_rows);
 	SUITE_ADD(&s, test_dead_node);
 	SUITE_ADD(&s, test_lost_answer);
+	SUITE_ADD(&s, test_shorter_ttl);
 	SUITE_ADD(&s, test_random_sequences);
 	return _cmocka_run_group_tests("fairshare", tests, s.n, NULL, NULL);
 }
