@@ -8,8 +8,8 @@
  * there, and is freed here when next looked up, where Redis reaps it by
  * sampling; sorted sets drop their members past the TTL at each call, as
  * the scripts do. rate_lease() is budget/fairshare.c's fs_renew() on a
- * key's holders, whose Lua twin is still to write; a holder that can
- * enforce nothing any more is dropped at the key's next call.
+ * key's holders, as RATE_LUA is; a holder that can enforce nothing any
+ * more is dropped at the key's next call.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * process: the same semantics as the Redis backend's scripts (the lease
  * math, membership and hot sets of budget/redis.c), with time a clock the
  * caller sets instead of Redis TIME; and rate leases, by
- * budget/fairshare.h, which the Redis backend has no script for yet. Many
+ * budget/fairshare.h, as the Redis backend's RATE_LUA. Many
  * nodes share one mem_store, each through a backend of its own
  * (backend_mem__open()), whose next call can be made to fail. Not
  * thread-safe: one caller at a time.
