@@ -6,7 +6,9 @@
 # (tools/fleet_sim.c) runs NODES_LIST simulated nodes, each with KEYS
 # saturated hot keys, through the real planner against a private
 # redis-server on a Unix socket, then (CLUSTER=1) against a private
-# 3-primary Redis Cluster on 127.0.0.1 (no replicas). Redis and the
+# 3-primary Redis Cluster on 127.0.0.1 (no replicas), each in MODES:
+# "lump" (the planner's leases) and "rate" (--rate-leases), so before and
+# after figures come from the same run. Redis and the
 # simulator run at SCHED_FIFO 1, as make bench does: on a shared machine
 # other tasks would otherwise decide Redis' share of a CPU.
 #
@@ -22,6 +24,7 @@ KEYS=${KEYS:-1000}
 SECONDS_RUN=${SECONDS_RUN:-10}
 CLUSTER=${CLUSTER:-1}
 read -r -a SIM_ARGS <<<"${SIM_ARGS:-}" # more options for every run (--demand, --rate ...)
+MODES=${MODES:-lump rate}
 PRIMARIES=3
 PORT0=$((20000 + $$ % 20000)) # the cluster's first port; the others follow it
 
@@ -30,13 +33,18 @@ e2e_realtime
 chrt -f -p 1 $$ >/dev/null # below the tests' priority, as make bench
 
 run() { # URL STATS...: one row per NODES_LIST entry
-	local url=$1 n s args=()
+	local url=$1 n s m mode args=()
 	shift
 	for s in "$@"; do args+=(--stats "$s"); done
 	args+=("${SIM_ARGS[@]}")
 	for n in $NODES_LIST; do
-		echo "\$ sluice-fleet-sim --url $url ${args[*]} --nodes $n --keys $KEYS --seconds $SECONDS_RUN"
-		"$SIM" --url "$url" "${args[@]}" --nodes "$n" --keys "$KEYS" --seconds "$SECONDS_RUN" || true
+		for m in $MODES; do
+			mode=()
+			[ "$m" = rate ] && mode=(--rate-leases)
+			echo "\$ sluice-fleet-sim --url $url ${args[*]} ${mode[*]} --nodes $n --keys $KEYS --seconds $SECONDS_RUN"
+			"$SIM" --url "$url" "${args[@]}" "${mode[@]}" --nodes "$n" --keys "$KEYS" \
+				--seconds "$SECONDS_RUN" || true
+		done
 	done
 }
 

@@ -29,6 +29,14 @@
  * when every window is within its bound, 1 when one is not, 2 on error.
  * --cheat K runs the nodes' policy at K× the rate and burst while the bound
  * stays the real one: a check that can fail.
+ *
+ * --rate-leases runs rate leases instead of the planner (which does not
+ * call them yet): every key is hot from the start, and each full round
+ * of a node refills each key's bucket (budget/rateshare.h), renews the
+ * keys that are due in one backend rate_lease call (batched as lease
+ * calls are) and writes each key's granted and expiry into its lease
+ * entry, as the planner is to. No beat and no hot sets: their cost is
+ * not in its figures.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,7 +53,9 @@
 #include "base/clock.h"
 #include "budget/backend_mem.h"
 #include "budget/backends.h"
+#include "budget/keys.h"
 #include "budget/planner.h"
+#include "budget/rateshare.h"
 #include "budget/store.h"
 #include "sluice/gcra.h"
 
@@ -72,6 +82,7 @@ struct opts {
 	__u64 rate, burst, sync_ms;
 	double demand, skew, cheat, warmup, seconds;
 	int json;
+	int rate_leases;
 };
 
 /* One key of one node's kernel: its lease and spend entries, and its demand. */
@@ -89,6 +100,10 @@ struct node {
 	double demand;	  /* units a second per key */
 	struct budget_backend *be;
 	struct lease_state *ls;
+	struct rs_key *rs;		/* --rate-leases: one per key */
+	struct rate_lease_req *req;	/* ... and a round's calls */
+	struct rate_lease_grant *grant; /* ... and their answers */
+	size_t *req_key;		/* ... each call's key */
 	__u64 last_ns, next_ns, tick;
 	__u64 full_rounds, failed;
 };
@@ -101,7 +116,8 @@ struct sim {
 	__u64 t0_ns, end_ns, measure_ns;
 	__u64 *admit; /* [key][bucket]: units admitted across the fleet */
 	size_t n_buckets;
-	__u64 measured_full; /* full rounds inside the measured time */
+	__u64 measured_full;  /* full rounds inside the measured time */
+	struct lease_key *lk; /* --rate-leases: each key's, as the store names it */
 };
 
 /* The kernels' maps: the wrapped lease_maps__* calls have no other way in. */
@@ -268,6 +284,8 @@ static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
 			continue;
 		if (!e->present || (__s64)(e->l.expires - now) <= 0) {
 			e->hot = 1;
+			/* rate leases: no hot request, the demand a cold key's asks */
+			e->s.denied += x->o.rate_leases ? units : 0;
 			continue;
 		}
 		if (e->s.spent < e->l.granted && e->s.spent >= e->l.reported) {
@@ -281,6 +299,34 @@ static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
 		if (take && b < x->n_buckets)
 			__atomic_fetch_add(&x->admit[i * x->n_buckets + b], take, __ATOMIC_RELAXED);
 	}
+}
+
+/* Each key's rate lease name: LEASE_RATE_FMT, in its group as the planner names buckets. */
+static int rate_keys(struct sim *x, const struct lease_policy *p)
+{
+	static const char digits[] = "0123456789abcdef";
+	struct sluice_key k;
+	unsigned i, j;
+
+	x->lk = calloc(x->o.keys, sizeof(*x->lk));
+	if (!x->lk)
+		return -ENOMEM;
+	for (i = 0; i < x->o.keys; i++) {
+		struct lease_key *lk = &x->lk[i];
+
+		key_of(i, &k);
+		for (j = 0; j < SLUICE_ADDR_LEN; j++) {
+			lk->field[2 * j] = digits[k.addr[j] >> 4];
+			lk->field[2 * j + 1] = digits[k.addr[j] & 0xf];
+		}
+		snprintf(lk->key, sizeof(lk->key), LEASE_RATE_FMT, x->prefix, p->name,
+			 p->tag[keys_group(lk->field)]);
+		lk->rate_units = p->rate_units;
+		lk->rate_period_us = p->rate_period_us;
+		lk->burst = p->burst;
+		lk->cap = p->burst;
+	}
+	return 0;
 }
 
 static int node_open(struct sim *x, struct node *nd, unsigned id)
@@ -317,6 +363,16 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 	lease_policy_tags(p);
 	plan->att[0].pol = p;
 	plan->att[0].n_pol = 1;
+	if (x->o.rate_leases) {
+		nd->rs = calloc(x->o.keys, sizeof(*nd->rs));
+		nd->req = calloc(x->o.keys, sizeof(*nd->req));
+		nd->grant = calloc(x->o.keys, sizeof(*nd->grant));
+		nd->req_key = calloc(x->o.keys, sizeof(*nd->req_key));
+		if (!nd->rs || !nd->req || !nd->grant || !nd->req_key)
+			return -ENOMEM;
+		if (!id && rate_keys(x, p))
+			return -ENOMEM;
+	}
 	nd->ls = lease_state__new(plan);
 	if (!nd->ls)
 		return -errno;
@@ -327,6 +383,54 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 		nd->be = backends__open(&cfg);
 	}
 	return nd->be ? 0 : -errno;
+}
+
+/*
+ * A full round of @nd on rate leases at @now_ns: refill every key, renew
+ * those due in one call, write each key's lease entry.
+ */
+static int rate_round(struct sim *x, struct node *nd, __u64 now_ns, char *err, size_t len)
+{
+	const __u64 interval_ns = x->o.sync_ms * NS_PER_MS,
+		    ttl_us = RS_TTL_SYNCS * x->o.sync_ms * US_PER_MS;
+	struct rate_sync r = {
+		.holder = nd->name, .lease_ttl_us = ttl_us, .leases = nd->req, .grants = nd->grant
+	};
+	size_t i, n = 0;
+	int ret = 0;
+
+	for (i = 0; i < x->o.keys; i++) {
+		struct kentry *e = &nd->e[i];
+
+		rs_refill(&nd->rs[i], &x->lk[i], now_ns, e->s.spent, e->s.denied);
+		if (!rs_due(&nd->rs[i], now_ns, interval_ns))
+			continue;
+		rs_request(&nd->rs[i], &x->lk[i], &nd->req[n]);
+		nd->req_key[n++] = i;
+	}
+	r.n_leases = n;
+	if (n)
+		ret = backend__rate_lease(nd->be, &r, err, len);
+	for (i = 0; i < n; i++) {
+		if (!ret && !nd->grant[i].err)
+			rs_answer(&nd->rs[nd->req_key[i]], &x->lk[nd->req_key[i]], &nd->grant[i],
+				  now_ns, ttl_us, interval_ns);
+		else
+			rs_failed(&nd->rs[nd->req_key[i]]);
+	}
+	for (i = 0; i < x->o.keys; i++) {
+		struct kentry *e = &nd->e[i];
+		const struct rs_key *s = &nd->rs[i];
+		__u64 until = now_ns + SLUICE_LEASE_KERNEL_SYNCS * interval_ns;
+
+		e->present = 1;
+		e->l.granted = rs_granted(s, &x->lk[i]);
+		e->l.reported = e->s.spent;
+		e->l.expires =
+			s->until_ns ? sluice_gcra_ticks(s->until_ns < until ? s->until_ns : until)
+				    : 0;
+	}
+	return ret;
 }
 
 /* One round of @nd at @now_ns, as the store's thread runs it. */
@@ -344,8 +448,9 @@ static void node_round(struct sim *x, struct node *nd, __u64 now_ns)
 		nd->failed += full;
 		return;
 	}
-	if (lease_round(nd->ls, nd->be, x->fleet, nd->name, beat_us, full, &live, err,
-			sizeof(err))) {
+	if (x->o.rate_leases ? full && rate_round(x, nd, now_ns, err, sizeof(err))
+			     : lease_round(nd->ls, nd->be, x->fleet, nd->name, beat_us, full, &live,
+					   err, sizeof(err))) {
 		if (!nd->failed++)
 			fprintf(stderr, "fleet-sim: node %s: %s\n", nd->name, err);
 		nd->be->ops->drop(nd->be);
@@ -460,6 +565,7 @@ static void usage(FILE *f)
 		"  --threads T      threads the nodes share (2)\n"
 		"  --warmup S       seconds before measuring (3)  --seconds S  measured (10)\n"
 		"  --cheat K        the nodes' policy at K x rate and burst, the bound not (1)\n"
+		"  --rate-leases    rate leases (budget/rateshare.h), not the planner's leases\n"
 		"  --json           one JSON object instead of the table\n");
 }
 
@@ -479,6 +585,7 @@ static int parse(int argc, char **argv, struct opts *o)
 					    { "seconds", required_argument, NULL, 's' },
 					    { "cheat", required_argument, NULL, 'c' },
 					    { "json", no_argument, NULL, 'j' },
+					    { "rate-leases", no_argument, NULL, 'R' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int c;
@@ -514,6 +621,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 's': o->seconds = strtod(optarg, NULL); break;
 		case 'c': o->cheat = strtod(optarg, NULL); break;
 		case 'j': o->json = 1; break;
+		case 'R': o->rate_leases = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -681,7 +789,12 @@ int main(int argc, char **argv)
 		lease_state__free(x.node[i].ls);
 		backend__free(x.node[i].be);
 		free(x.node[i].e);
+		free(x.node[i].rs);
+		free(x.node[i].req);
+		free(x.node[i].grant);
+		free(x.node[i].req_key);
 	}
+	free(x.lk);
 	mem_store__free(x.mem);
 	free(x.node);
 	free(x.admit);

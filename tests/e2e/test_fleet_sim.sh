@@ -6,7 +6,10 @@
 # counts the store's commands; the same run with the nodes' policy at 3×
 # the limit is reported over its bound (exit 1), so the check can fail; a
 # bad option is refused (exit 2). The bound holds whatever the timing (the
-# store conserves tokens), so it is asserted exactly.
+# store conserves tokens), so it is asserted exactly. The same two runs on
+# rate leases (--rate-leases, after a warm-up that lets the first shares
+# settle): within the bound at most COST_MAX commands per node, key and
+# second, and over it at 3×.
 source "$(dirname "$0")/lib.sh"
 
 SIM=${SIM:-$ROOT/build/sluice-fleet-sim}
@@ -44,6 +47,22 @@ worst=$(field worst_window)
 ((worst > bound)) || e2e_fail "at $CHEAT× the limit the worst window $worst is within $bound"
 [ "$(field ok)" = False ] || e2e_fail "at $CHEAT× the limit: ok is not false: $OUT"
 echo "over: at ${CHEAT}× the limit the worst window is $worst of $bound"
+
+COST_MAX=3 # store commands per node, hot key and second on rate leases (#28)
+RATE_WARMUP=4
+sim --rate-leases --warmup "$RATE_WARMUP"
+[ "$RC" = 0 ] || e2e_fail "rate leases within the limit exited $RC: $OUT"
+worst=$(field worst_window)
+((worst <= bound)) || e2e_fail "rate leases: worst window $worst over its bound $bound: $OUT"
+((worst > 0)) || e2e_fail "rate leases: nothing admitted: $OUT"
+cost=$(field cmds_per_node_key_s)
+python3 -c 'import sys; sys.exit(not 0 < float(sys.argv[1]) <= float(sys.argv[2]))' \
+	"$cost" "$COST_MAX" || e2e_fail "rate leases: $cost commands/node/key/s, not in (0, $COST_MAX]"
+echo "rate leases within: worst window $worst of $bound, $cost commands/node/key/s"
+
+sim --rate-leases --warmup "$RATE_WARMUP" --cheat "$CHEAT"
+[ "$RC" = 1 ] || e2e_fail "rate leases at $CHEAT× the limit exited $RC, not 1: $OUT"
+echo "rate leases over: at ${CHEAT}× the limit the worst window is $(field worst_window) of $bound"
 
 RC=0
 "$SIM" --nodes 0 2>/dev/null || RC=$?

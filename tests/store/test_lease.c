@@ -27,6 +27,7 @@
 
 #include "sluice/compiler.h"
 #include "budget/backend_mem.h"
+#include "budget/keys.h"
 #include "budget/redis.h"
 #include "budget/store.h"
 #include "../unit/rows.h"
@@ -1268,7 +1269,7 @@ static void test_budget_sync(void **state)
 		      "%llu server reads\n",
 		      (unsigned long long)d.evalsha, (unsigned long long)d.load,
 		      (unsigned long long)d.reads);
-	assert_int_equal(d.load, STORE_SCRIPT_MAX);
+	assert_int_equal(d.load, STORE_SCRIPT_RATE); /* every script but rate leases' */
 	assert_int_equal(d.evalsha, SYNC_CALLS);
 	assert_int_equal(x.b.live_nodes, SYNC_NODES);
 	assert_members(&x.s, 0, "a0", "b0", (const char *)NULL);
@@ -1672,16 +1673,267 @@ static void test_mem_parity(void **state)
 	mem_store__free(m);
 }
 
+/* ---- rate leases: RATE_LUA answers as the memory store does ------------------------------- */
+
+#define RATE_UNITS    100 /* R a second */
+#define RATE_BURST    40  /* B */
+#define RATE_KEYS     2
+#define RATE_NODES    3
+#define RATE_SHORT_US (50 * US_PER_MS)	/* a step's sleep outlives some leases */
+#define RATE_LONG_US  (200 * US_PER_MS) /* then renewed for less: a share still enforceable */
+#define RATE_SCALE    (1ULL << RATE_LEASE_SHIFT)
+
+struct rate_step {
+	int node;
+	__u64 want[RATE_KEYS]; /* rate shares wanted, scaled; the burst in proportion */
+	int settled;
+	int long_ttl;
+	int twice; /* key 0 again at the end of the call, wanting half */
+	__u64 sleep_ms;
+};
+
+/* Wants above R, odd ones that floor, zero (a hand-back), lapsed leases, a dead field. */
+static const struct rate_step rate_steps[] = {
+	{ 0, { 60000, 20000 }, 0, 1, 0, 0 },  { 1, { 90000, 90000 }, 0, 0, 0, 0 },
+	{ 2, { 10001, 200000 }, 0, 0, 0, 5 }, { 0, { 80000, 20000 }, 1, 0, 0, 0 },
+	{ 1, { 90000, 90000 }, 1, 0, 0, 10 }, { 2, { 10001, 0 }, 1, 0, 1, 0 },
+	{ 0, { 80000, 50000 }, 0, 0, 0, 60 }, { 1, { 102400, 102400 }, 1, 1, 0, 0 },
+	{ 2, { 50000, 50000 }, 0, 0, 0, 0 },  { 0, { 0, 0 }, 1, 0, 0, 0 },
+	{ 2, { 50000, 50000 }, 1, 0, 0, 0 },  { 1, { 33333, 77777 }, 1, 0, 1, 160 },
+	{ 0, { 70000, 70000 }, 0, 0, 0, 0 },  { 2, { 70000, 70000 }, 1, 0, 0, 300 },
+	{ 1, { 70000, 70000 }, 0, 0, 0, 0 },  { 0, { 70000, 70000 }, 1, 0, 0, 0 },
+};
+
+static void rate_keys(struct lease_key *k, size_t n)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		k[j] = (struct lease_key){ .rate_units = RATE_UNITS,
+					   .rate_period_us = US_PER_SEC,
+					   .burst = RATE_BURST,
+					   .cap = RATE_BURST };
+		snprintf(k[j].key, sizeof(k[j].key), LEASE_RATE_FMT, "f", "p", (unsigned int)j);
+		snprintf(k[j].field, sizeof(k[j].field), "%zx", j + 1);
+	}
+}
+
+/* Step @st's requests: each key, then key 0 again when it says so; their count. */
+static size_t rate_reqs(const struct rate_step *st, const struct lease_key *k,
+			struct rate_lease_req *q)
+{
+	size_t j, n = 0;
+
+	for (j = 0; j < RATE_KEYS; j++)
+		q[n++] = (struct rate_lease_req){ .k = &k[j],
+						  .want_rate = st->want[j],
+						  .want_burst =
+							  st->want[j] * RATE_BURST / RATE_UNITS,
+						  .settled = st->settled };
+	if (st->twice) {
+		q[n] = q[0];
+		q[n].want_rate /= 2;
+		q[n++].want_burst /= 2;
+	}
+	return n;
+}
+
+/*
+ * Each step on Redis (RATE_LUA, several keys of two hashes in one call),
+ * then the same call on the memory store with its clock set to the TIME
+ * Redis answered with: every share, fair share, expiry and time agree
+ * exactly. And the shares of the leases live at that time never add up
+ * to more than R or B.
+ */
+static void test_rate_parity(void **state)
+{
+	static const char *const node[RATE_NODES] = { "ra", "rb", "rc" };
+	struct rate_lease_grant last[RATE_NODES][RATE_KEYS] = { { { 0 } } };
+	struct fix *f = *state;
+	struct lease_key k[RATE_KEYS];
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	char err[STORE_ERR_LEN];
+	size_t i, j, n, x;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	rate_keys(k, RATE_KEYS);
+	for (i = 0; i < ARRAY_SIZE(rate_steps); i++) {
+		const struct rate_step *st = &rate_steps[i];
+		const struct timespec nap = { .tv_nsec =
+						      (long)(st->sleep_ms * SLUICE_NSEC_PER_MSEC) };
+		struct rate_lease_req q[RATE_KEYS + 1];
+		struct rate_lease_grant gr[RATE_KEYS + 1] = { { 0 } },
+						       gm[RATE_KEYS + 1] = { { 0 } };
+		struct rate_sync r = { .holder = node[st->node],
+				       .lease_ttl_us = st->long_ttl ? RATE_LONG_US : RATE_SHORT_US,
+				       .leases = q,
+				       .grants = gr };
+		__u64 sum_r, sum_b;
+
+		r.n_leases = n = rate_reqs(st, k, q);
+		assert_int_equal(nanosleep(&nap, NULL), 0);
+		assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), 0);
+		mem_store__set_now(m, gr[0].now_us);
+		r.grants = gm;
+		assert_int_equal(backend__rate_lease(be, &r, err, sizeof(err)), 0);
+		for (j = 0; j < n; j++) {
+			print_message("step %zu key %zu: rate %llu burst %llu fair %llu %llu\n", i,
+				      j, (unsigned long long)gr[j].rate,
+				      (unsigned long long)gr[j].burst,
+				      (unsigned long long)gr[j].fair_rate,
+				      (unsigned long long)gr[j].fair_burst);
+			assert_int_equal(gr[j].err, 0);
+			assert_int_equal(gm[j].err, 0);
+			assert_int_equal(gr[j].now_us, gr[0].now_us); /* one TIME a call */
+			assert_int_equal(gm[j].rate, gr[j].rate);
+			assert_int_equal(gm[j].burst, gr[j].burst);
+			assert_int_equal(gm[j].fair_rate, gr[j].fair_rate);
+			assert_int_equal(gm[j].fair_burst, gr[j].fair_burst);
+			assert_int_equal(gm[j].expires_us, gr[j].expires_us);
+			assert_int_equal(gm[j].now_us, gr[j].now_us);
+			last[st->node][j < RATE_KEYS ? j : 0] = gr[j];
+		}
+		for (j = 0; j < RATE_KEYS; j++) {
+			sum_r = sum_b = 0;
+			for (x = 0; x < RATE_NODES; x++) {
+				if (last[x][j].expires_us <= gr[0].now_us)
+					continue;
+				sum_r += last[x][j].rate;
+				sum_b += last[x][j].burst;
+			}
+			assert_true(sum_r <= RATE_UNITS * RATE_SCALE);
+			assert_true(sum_b <= RATE_BURST * RATE_SCALE);
+		}
+	}
+	backend__free(be);
+	mem_store__free(m);
+}
+
+#define RATE_COST_KEYS	  STORE_LEASE_BATCH_MAX
+#define RATE_COST_TTL_US  (3 * US_PER_SEC)
+#define RATE_RENEW_PER_S  2 /* a lease of 3 s renewed at its half: every 1.5 s, 2 in 3 s */
+#define RATE_STEADY_CALLS 4 /* EVALSHA, TIME, HMGET, HSET */
+#define RATE_FIRST_CALLS  7 /* and SCRIPT LOAD, PEXPIRE (the hash's TTL), HRANDFIELD (reap) */
+
+/* One renewal by node "ca" of @n keys of one hash; what the server ran for it. */
+static struct counts rate_cost_run(struct fix *f, const struct lease_key *k, size_t n)
+{
+	struct rate_lease_req q[RATE_COST_KEYS];
+	struct rate_lease_grant g[RATE_COST_KEYS];
+	struct rate_sync r = { .holder = "ca",
+			       .lease_ttl_us = RATE_COST_TTL_US,
+			       .leases = q,
+			       .n_leases = n,
+			       .grants = g };
+	struct counts before = read_counts(f);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		q[i] = (struct rate_lease_req){ .k = &k[i],
+						.want_rate = RATE_UNITS * RATE_SCALE,
+						.want_burst = RATE_BURST * RATE_SCALE,
+						.settled = 1 };
+	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), 0);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(g[i].err, 0);
+		assert_int_equal(g[i].rate, RATE_UNITS * RATE_SCALE); /* alone: all of it */
+		assert_int_equal(g[i].burst, RATE_BURST * RATE_SCALE);
+		assert_int_equal(g[i].expires_us, g[i].now_us + RATE_COST_TTL_US);
+	}
+	return counts_since(f, &before);
+}
+
+/*
+ * What a renewal costs the store, scripts' own commands included: a
+ * call's first renewal of a hash also loads the script, sets the hash's
+ * TTL and samples it for dead fields; a steady renewal is the call, its
+ * TIME, one HMGET and one HSET, one round trip, for 1 key as for 64 of a
+ * hash. At a renewal every T/2: commands per node, hot key and second.
+ */
+static void test_rate_cost(void **state)
+{
+	static const size_t sizes[] = { 1, RATE_COST_KEYS };
+	struct lease_key k[RATE_COST_KEYS];
+	struct fix *f = *state;
+	struct counts d;
+	size_t i, s;
+
+	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
+		assert_non_null(command(f, "FLUSHALL"));
+		f->a.sc.sha[STORE_SCRIPT_RATE][0] = '\0';
+		for (i = 0; i < sizes[s]; i++) {
+			k[i] = (struct lease_key){ .rate_units = RATE_UNITS,
+						   .rate_period_us = US_PER_SEC,
+						   .burst = RATE_BURST,
+						   .cap = RATE_BURST };
+			snprintf(k[i].key, sizeof(k[i].key), LEASE_RATE_FMT, "f", "p", 0U);
+			snprintf(k[i].field, sizeof(k[i].field), "%zx", i + 1);
+		}
+		d = rate_cost_run(f, k, sizes[s]);
+		assert_int_equal(d.commands, RATE_FIRST_CALLS);
+		d = rate_cost_run(f, k, sizes[s]);
+		print_message("rate lease renewal of %zu keys: %llu commands, %llu reads: "
+			      "%.2f commands per hot key per second at a renewal every 1.5 s\n",
+			      sizes[s], (unsigned long long)d.commands, (unsigned long long)d.reads,
+			      (double)(d.commands * RATE_RENEW_PER_S * US_PER_SEC) /
+				      (double)(sizes[s] * RATE_COST_TTL_US));
+		assert_int_equal(d.commands, RATE_STEADY_CALLS);
+		assert_int_equal(d.evalsha, 1);
+		assert_int_equal(d.reads, 1);
+	}
+}
+
+/*
+ * A field that is not a rate lease: the script refuses the call before it
+ * writes anything (-EPROTO, the field named), and out-of-range input is
+ * refused before anything is sent (-EINVAL).
+ */
+static void test_rate_refused(void **state)
+{
+	struct fix *f = *state;
+	struct lease_key k[1];
+	struct rate_lease_req q = { .k = &k[0], .want_rate = 1, .want_burst = 1 };
+	struct rate_lease_grant g;
+	struct rate_sync r = { .holder = "ra",
+			       .lease_ttl_us = RATE_SHORT_US,
+			       .leases = &q,
+			       .n_leases = 1,
+			       .grants = &g };
+	struct counts before;
+	redisReply *v;
+
+	rate_keys(k, 1);
+	freeReplyObject(
+		command(f, "HSET %s %s %s", k[0].key, k[0].field, "99999999999999999 ra 1"));
+	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EPROTO);
+	assert_int_equal(g.err, -EPROTO);
+	assert_non_null(strstr(f->err, "is not one"));
+	v = command(f, "HGET %s %s", k[0].key, k[0].field);
+	assert_string_equal(v->str, "99999999999999999 ra 1");
+	freeReplyObject(v);
+	q.want_rate = (RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) + 1;
+	before = read_counts(f);
+	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(g.err, -EIO);
+	assert_non_null(strstr(f->err, "out of range"));
+	assert_int_equal(counts_since(f, &before).commands, 0);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest fixed[] = {
-		cmocka_unit_test(test_single_node), cmocka_unit_test(test_invalid_wrappers),
-		cmocka_unit_test(test_expiry),	    cmocka_unit_test(test_pipeline),
-		cmocka_unit_test(test_batches),	    cmocka_unit_test(test_bucket_ttl),
-		cmocka_unit_test(test_membership),  cmocka_unit_test(test_hot_sets),
-		cmocka_unit_test(test_budget_sync), cmocka_unit_test(test_script_error),
-		cmocka_unit_test(test_key_twice),   cmocka_unit_test(test_reap),
-		cmocka_unit_test(test_fleet),	    cmocka_unit_test(test_mem_parity),
+		cmocka_unit_test(test_single_node),  cmocka_unit_test(test_invalid_wrappers),
+		cmocka_unit_test(test_expiry),	     cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_batches),	     cmocka_unit_test(test_bucket_ttl),
+		cmocka_unit_test(test_membership),   cmocka_unit_test(test_hot_sets),
+		cmocka_unit_test(test_budget_sync),  cmocka_unit_test(test_script_error),
+		cmocka_unit_test(test_key_twice),    cmocka_unit_test(test_reap),
+		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_mem_parity),
+		cmocka_unit_test(test_rate_parity),  cmocka_unit_test(test_rate_cost),
+		cmocka_unit_test(test_rate_refused),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

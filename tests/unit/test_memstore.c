@@ -406,14 +406,138 @@ static void test_failed_round_writes_nothing(void **state)
 	sim_close(&x);
 }
 
+/* Rate leases (docs/shared-budget.md, "Rate leases"): shares, scaled. */
+#define SCALE	    (1ULL << RATE_LEASE_SHIFT)
+#define RATE_TTL_US (3 * US_PER_SEC)
+#define RATE_GROUP  "sim:r:{1:0}"
+
+static const struct lease_key rate_key = {
+	.key = RATE_GROUP,
+	.field = KEY_HEX,
+	.rate_units = RATE,
+	.rate_period_us = US_PER_SEC,
+	.burst = BURST,
+	.cap = BURST,
+};
+
+/*
+ * Node @i asks, at the store's time @t, for @want units a second and as
+ * many of burst (RATE = BURST here); the call's return, its grant in @g.
+ */
+static int rate_call(struct sim *x, size_t i, __u64 t, __u64 want, int settled,
+		     struct rate_lease_grant *g)
+{
+	const struct rate_lease_req q = {
+		.k = &rate_key,
+		.want_rate = want * SCALE,
+		.want_burst = want * SCALE,
+		.settled = settled,
+	};
+	struct rate_sync r = {
+		.holder = holder[i],
+		.lease_ttl_us = RATE_TTL_US,
+		.leases = &q,
+		.n_leases = 1,
+		.grants = g,
+	};
+
+	mem_store__set_now(x->m, T0_US + t);
+	return backend__rate_lease(x->be[i], &r, x->err, sizeof(x->err));
+}
+
+/* Node @i's rate share after a call that must succeed, in units a second. */
+static __u64 rate_ok(struct sim *x, size_t i, __u64 t, __u64 want, int settled)
+{
+	struct rate_lease_grant g = { 0 };
+
+	assert_int_equal(rate_call(x, i, t, want, settled, &g), 0);
+	assert_string_equal(x->err, "");
+	assert_int_equal(g.err, 0);
+	assert_int_equal(g.expires_us, T0_US + t + RATE_TTL_US);
+	assert_int_equal(g.burst, g.rate); /* wants in proportion: shares too */
+	assert_int_equal(g.rate % SCALE, 0);
+	return g.rate / SCALE;
+}
+
+/*
+ * Two nodes on one key through their own backends. A asks first and gets
+ * the whole key; B joins. A's renewal lowers it to half, which counts for
+ * B once A confirms it (settled); then both hold half. B's answer lost,
+ * then B dead: A keeps its half until B's lease expires, then the key.
+ */
+static void test_rate_leases_converge(void **state)
+{
+	struct rate_lease_grant g = { 0 };
+	struct sim x;
+
+	(void)state;
+	sim_open(&x);
+	assert_int_equal(rate_ok(&x, 0, 0, RATE, 1), RATE);
+	assert_int_equal(rate_call(&x, 1, 1, RATE, 1, &g), 0);
+	assert_int_equal(g.rate, 0);
+	assert_int_equal(g.fair_rate, RATE / 2 * SCALE);
+	assert_int_equal(rate_ok(&x, 0, 2, RATE, 1), RATE / 2);
+	assert_int_equal(rate_ok(&x, 1, 3, RATE, 1), 0);
+	assert_int_equal(rate_ok(&x, 0, SYNC_US, RATE, 1), RATE / 2);
+	assert_int_equal(rate_ok(&x, 1, SYNC_US + 1, RATE, 1), RATE / 2);
+
+	/* A call that fails before the store runs it changes nothing. */
+	backend_mem__fail_next(x.be[0], -EIO, 0);
+	assert_int_equal(rate_call(&x, 0, 2 * SYNC_US, 0, 1, &g), -EIO);
+	assert_string_equal(x.err, ERR_EIO);
+	assert_int_equal(rate_ok(&x, 1, 2 * SYNC_US + 1, RATE, 1), RATE / 2);
+
+	/* B's answer is lost: the store ran it, and B renews unsettled. */
+	backend_mem__fail_next(x.be[1], -EIO, 1);
+	assert_int_equal(rate_call(&x, 1, 3 * SYNC_US, RATE, 1, &g), -EIO);
+	assert_string_equal(x.err, ERR_EIO " after the store ran the call");
+	assert_int_equal(rate_ok(&x, 1, 4 * SYNC_US, RATE, 0), RATE / 2);
+
+	/* B dies: its half is A's from its lease's expiry, not a microsecond before. */
+	assert_int_equal(rate_ok(&x, 0, 4 * SYNC_US + RATE_TTL_US - 1, RATE, 1), RATE / 2);
+	assert_int_equal(rate_ok(&x, 0, 4 * SYNC_US + RATE_TTL_US, RATE, 1), RATE);
+	sim_close(&x);
+}
+
+/* A backend without rate leases says so; a want out of range sends nothing. */
+static void test_rate_lease_refusals(void **state)
+{
+	static const struct backend_ops no_rate = { 0 };
+	struct budget_backend none = { .ops = &no_rate };
+	const struct rate_lease_req q = {
+		.k = &rate_key,
+		.want_rate = (RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) + 1,
+	};
+	struct rate_lease_grant g = { 0 };
+	struct rate_sync r = {
+		.holder = holder[0],
+		.lease_ttl_us = RATE_TTL_US,
+		.leases = &q,
+		.n_leases = 1,
+		.grants = &g,
+	};
+	struct sim x;
+
+	(void)state;
+	sim_open(&x);
+	assert_int_equal(backend__rate_lease(&none, &r, x.err, sizeof(x.err)), -EOPNOTSUPP);
+	assert_string_equal(x.err, "this store has no rate leases");
+	assert_int_equal(backend__rate_lease(x.be[0], &r, x.err, sizeof(x.err)), -EINVAL);
+	assert_string_equal(x.err, "rate lease key '" RATE_GROUP "' " KEY_HEX " is out of range");
+	assert_int_equal(g.err, -EIO);
+	sim_close(&x);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[2 + ARRAY_SIZE(expiry_rows)];
+	struct CMUnitTest tests[4 + ARRAY_SIZE(expiry_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD(&s, test_two_nodes_one_key);
 	SUITE_ADD_ROWS(&s, test_lease_expires, expiry_rows);
 	SUITE_ADD(&s, test_failed_round_writes_nothing);
+	SUITE_ADD(&s, test_rate_leases_converge);
+	SUITE_ADD(&s, test_rate_lease_refusals);
 	return _cmocka_run_group_tests("memstore", tests, s.n, NULL, NULL);
 }

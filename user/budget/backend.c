@@ -86,3 +86,25 @@ int budget_sync_check(const struct budget_sync *b, char *err, size_t len)
 			return -EINVAL;
 	return 0;
 }
+
+int rate_sync_check(const struct rate_sync *r, char *err, size_t len)
+{
+	size_t i;
+
+	if (r->n_leases && (!ttl_is_valid(r->lease_ttl_us, "rate lease", err, len) ||
+			    !holder_is_valid(r->holder, err, len)))
+		return -EINVAL;
+	for (i = 0; i < r->n_leases; i++) {
+		const struct rate_lease_req *q = &r->leases[i];
+
+		if (!key_is_valid(q->k) || q->k->rate_units > RATE_LEASE_UNITS_MAX ||
+		    q->k->burst > RATE_LEASE_UNITS_MAX ||
+		    q->want_rate > RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT ||
+		    q->want_burst > RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) {
+			snprintf(err, len, "rate lease key '%s' %s is out of range", q->k->key,
+				 q->k->field);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

@@ -17,7 +17,9 @@
 #ifndef SLUICE_BACKEND_H
 #define SLUICE_BACKEND_H
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 #define STORE_URL_LEN	    256
@@ -109,6 +111,45 @@ struct budget_sync {
  */
 int budget_sync_check(const struct budget_sync *b, char *err, size_t len);
 
+/*
+ * Rate leases (docs/shared-budget.md, "Rate leases"): a node's share of a
+ * key's rate and burst until an expiry, max-min fair among the nodes
+ * that ask (budget/fairshare.h). Shares are in 2^-RATE_LEASE_SHIFT of a
+ * unit, so the floor of an even split loses less than a unit in all for
+ * up to that many nodes.
+ */
+#define RATE_LEASE_SHIFT     10
+#define RATE_LEASE_UNITS_MAX (1ULL << 42) /* rate_units, burst: scaled, within FS_CAP_MAX */
+
+struct rate_lease_req {
+	const struct lease_key *k; /* rate_units per rate_period_us and burst: R and B */
+	__u64 want_rate;	   /* units per rate_period_us, scaled (above R: R) */
+	__u64 want_burst;	   /* units, scaled (above B: B) */
+	int settled; /* the answer to this node's last call of this key arrived, and it
+		      * enforces, since before this call, at most that and its wants */
+};
+
+struct rate_lease_grant {
+	__u64 rate, burst; /* the node's shares until @expires_us, scaled */
+	__u64 fair_rate,
+		fair_burst; /* its max-min fair shares: above its shares, others hold them */
+	__u64 expires_us;   /* the store's time: enforce nothing of it from then on */
+	__u64 now_us;	    /* the store's time when the grant was made */
+	int err;	    /* 0, or -EPROTO, as a lease_grant's */
+};
+
+/* One node's renewals of rate leases, in one round. */
+struct rate_sync {
+	const char *holder; /* whose leases (one per node and interface) */
+	__u64 lease_ttl_us;
+	const struct rate_lease_req *leases;
+	size_t n_leases;
+	struct rate_lease_grant *grants; /* out: one per lease, in order */
+};
+
+/* Whether @r's input is in range; 0, or -EINVAL with the cause in @err: then send nothing. */
+int rate_sync_check(const struct rate_sync *r, char *err, size_t len);
+
 /* What a backend opens from. */
 struct backend_config {
 	char url[STORE_URL_LEN];       /* the store's URL; the backend's scheme */
@@ -159,6 +200,12 @@ struct backend_ops {
 	 * answered, else the first failure.
 	 */
 	int (*sync)(struct budget_backend *be, struct budget_sync *b, char *err, size_t len);
+	/*
+	 * Renew @r's rate leases (rate_sync_check() first), as sync does
+	 * leases: 0, -EPROTO, -ENOMEM or a failed connection. NULL: the
+	 * backend has none (backend__rate_lease(): -EOPNOTSUPP).
+	 */
+	int (*rate_lease)(struct budget_backend *be, struct rate_sync *r, char *err, size_t len);
 	/* Whether the shard that holds group @key answered its last round trip (else 1). */
 	int (*is_reachable)(const struct budget_backend *be, const char *key);
 	void (*report)(const struct budget_backend *be, struct backend_report *out);
@@ -174,6 +221,16 @@ static inline int backend__sync(struct budget_backend *be, struct budget_sync *b
 				size_t len)
 {
 	return be->ops->sync(be, b, err, len);
+}
+
+static inline int backend__rate_lease(struct budget_backend *be, struct rate_sync *r, char *err,
+				      size_t len)
+{
+	if (!be->ops->rate_lease) {
+		snprintf(err, len, "this store has no rate leases");
+		return -EOPNOTSUPP;
+	}
+	return be->ops->rate_lease(be, r, err, len);
 }
 
 static inline int backend__is_reachable(const struct budget_backend *be, const char *key)

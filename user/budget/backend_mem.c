@@ -7,7 +7,9 @@
  * answers are the same). A bucket past its live is as good as absent
  * there, and is freed here when next looked up, where Redis reaps it by
  * sampling; sorted sets drop their members past the TTL at each call, as
- * the scripts do.
+ * the scripts do. rate_lease() is budget/fairshare.c's fs_renew() on a
+ * key's holders, as RATE_LUA is; a holder that can enforce nothing any
+ * more is dropped at the key's next call.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "budget/backend_mem.h"
+#include "budget/fairshare.h"
 #include "budget/redis_scripts.h" /* the scripts it mirrors: LEASE_LIVE_SLACK_US */
 
 #define MEM_HASH_SLOTS 1024 /* bucket chains: a simulated fleet's hot keys, a few per chain */
@@ -37,6 +40,16 @@ struct mem_bucket {
 	struct mem_bucket *next;
 };
 
+/* One key's rate leases: each holder's, as budget/fairshare.h keeps them. */
+struct mem_rate {
+	char key[LEASE_KEY_LEN];
+	char field[LEASE_FIELD_LEN];
+	struct fs_lease *v;
+	char (*holder)[STORE_NAME_LEN]; /* v[i]'s */
+	size_t n;
+	struct mem_rate *next;
+};
+
 struct mem_member {
 	char *name;
 	__u64 score; /* the store's time it was last added */
@@ -53,6 +66,7 @@ struct mem_zset {
 struct mem_store {
 	__u64 now_us;
 	struct mem_bucket *slot[MEM_HASH_SLOTS];
+	struct mem_rate *rate_slot[MEM_HASH_SLOTS];
 	struct mem_zset *zsets;
 };
 
@@ -216,6 +230,94 @@ static int lease(struct mem_store *m, const char *holder, __u64 ttl_us, const st
 	return 0;
 }
 
+/* @key's rate leases, made empty when it has none; NULL: -ENOMEM. */
+static struct mem_rate *rate_get(struct mem_store *m, const char *key, const char *field)
+{
+	struct mem_rate **head = &m->rate_slot[slot_of(key, field)], *r;
+
+	for (r = *head; r; r = r->next)
+		if (!strcmp(r->key, key) && !strcmp(r->field, field))
+			return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	snprintf(r->field, sizeof(r->field), "%s", field);
+	r->next = *head;
+	*head = r;
+	return r;
+}
+
+/* @holder's index in @r, appended empty when it has none; r->n: -ENOMEM. */
+static size_t rate_holder(struct mem_rate *r, const char *holder)
+{
+	struct fs_lease *v;
+	char(*h)[STORE_NAME_LEN];
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (!strcmp(r->holder[i], holder))
+			return i;
+	v = realloc(r->v, (r->n + 1) * sizeof(*v));
+	if (!v)
+		return r->n;
+	r->v = v;
+	h = realloc(r->holder, (r->n + 1) * sizeof(*h));
+	if (!h)
+		return r->n;
+	r->holder = h;
+	memset(&v[i], 0, sizeof(v[i]));
+	snprintf(h[i], sizeof(h[i]), "%s", holder);
+	r->n++;
+	return i;
+}
+
+/*
+ * The rate lease call for one key at the store's time: forget the holders
+ * that can enforce nothing any more, then renew @holder's lease by the
+ * allocator. 0 or -ENOMEM.
+ */
+static int rate_lease(struct mem_store *m, const char *holder, __u64 ttl_us,
+		      const struct rate_lease_req *q, struct rate_lease_grant *g)
+{
+	const __u64 caps[FS_DIMS] = {
+		[FS_RATE] = q->k->rate_units << RATE_LEASE_SHIFT,
+		[FS_BURST] = q->k->burst << RATE_LEASE_SHIFT,
+	};
+	const struct fs_ask ask = {
+		.want = { [FS_RATE] = q->want_rate, [FS_BURST] = q->want_burst },
+		.ttl_us = ttl_us,
+		.settled = q->settled,
+	};
+	struct mem_rate *r = rate_get(m, q->k->key, q->k->field);
+	struct fs_answer a;
+	size_t i, me;
+
+	if (!r)
+		return -ENOMEM;
+	for (i = r->n; i-- > 0;) {
+		if (r->v[i].exp_us > m->now_us || r->v[i].prev_exp_us > m->now_us ||
+		    !strcmp(r->holder[i], holder))
+			continue;
+		r->n--;
+		r->v[i] = r->v[r->n];
+		memcpy(r->holder[i], r->holder[r->n], sizeof(r->holder[i]));
+	}
+	me = rate_holder(r, holder);
+	if (me == r->n)
+		return -ENOMEM;
+	fs_renew(caps, r->v, r->n, me, &ask, m->now_us, &a);
+	*g = (struct rate_lease_grant){
+		.rate = a.grant[FS_RATE],
+		.burst = a.grant[FS_BURST],
+		.fair_rate = a.fair[FS_RATE],
+		.fair_burst = a.fair[FS_BURST],
+		.expires_us = a.exp_us,
+		.now_us = m->now_us,
+	};
+	return 0;
+}
+
 static struct mem_zset *zset_get(struct mem_store *m, const char *key)
 {
 	struct mem_zset *z;
@@ -319,10 +421,22 @@ static int hot(struct mem_store *m, const struct budget_sync *b, size_t i, char 
 	return 0;
 }
 
+/* The next call's failure, set by backend_mem__fail_next(): 0, or fail it before it ran. */
+static int take_fail(struct backend_mem *bm, int *fail, int *ran, char *err, size_t len)
+{
+	*fail = bm->fail_ret;
+	*ran = bm->fail_ran;
+	bm->fail_ret = bm->fail_ran = 0;
+	if (!*fail || *ran)
+		return 0;
+	snprintf(err, len, "memory store: %s", strerror(-*fail));
+	return *fail;
+}
+
 static int mem_sync(struct budget_backend *be, struct budget_sync *b, char *err, size_t len)
 {
 	struct backend_mem *bm = mem_of(be);
-	int fail = bm->fail_ret, ran = bm->fail_ran, ret, bad;
+	int fail = 0, ran = 0, ret, bad;
 	size_t i;
 
 	err[0] = '\0';
@@ -330,13 +444,10 @@ static int mem_sync(struct budget_backend *be, struct budget_sync *b, char *err,
 	for (i = 0; i < b->n_leases; i++)
 		b->grants[i].err = -EIO; /* until its answer is made */
 	ret = budget_sync_check(b, err, len);
+	if (!ret)
+		ret = take_fail(bm, &fail, &ran, err, len);
 	if (ret)
 		return ret;
-	bm->fail_ret = bm->fail_ran = 0;
-	if (fail && !ran) {
-		snprintf(err, len, "memory store: %s", strerror(-fail));
-		return fail;
-	}
 	/* As in one Redis pipeline: a wrong answer fails the sync, after all of it ran. */
 	ret = b->fleet ? beat(bm->m, b) : 0;
 	for (i = 0; i < b->n_hot && ret != -ENOMEM; i++) {
@@ -352,6 +463,31 @@ static int mem_sync(struct budget_backend *be, struct budget_sync *b, char *err,
 		snprintf(err, len, "memory store: %s", strerror(ENOMEM));
 	if (!ret && fail) {
 		snprintf(err, len, "memory store: %s after the store ran the sync",
+			 strerror(-fail));
+		ret = fail;
+	}
+	return ret;
+}
+
+static int mem_rate_lease(struct budget_backend *be, struct rate_sync *r, char *err, size_t len)
+{
+	struct backend_mem *bm = mem_of(be);
+	int fail = 0, ran = 0, ret;
+	size_t i;
+
+	err[0] = '\0';
+	for (i = 0; i < r->n_leases; i++)
+		r->grants[i].err = -EIO; /* until its answer is made */
+	ret = rate_sync_check(r, err, len);
+	if (!ret)
+		ret = take_fail(bm, &fail, &ran, err, len);
+	for (i = 0; i < r->n_leases && !ret; i++)
+		ret = r->grants[i].err =
+			rate_lease(bm->m, r->holder, r->lease_ttl_us, &r->leases[i], &r->grants[i]);
+	if (ret == -ENOMEM)
+		snprintf(err, len, "memory store: %s", strerror(ENOMEM));
+	if (!ret && fail) {
+		snprintf(err, len, "memory store: %s after the store ran the call",
 			 strerror(-fail));
 		ret = fail;
 	}
@@ -406,6 +542,7 @@ static const struct backend_ops mem_ops = {
 	.drop = mem_drop,
 	.probe = mem_probe,
 	.sync = mem_sync,
+	.rate_lease = mem_rate_lease,
 	.is_reachable = mem_is_reachable,
 	.report = mem_report,
 	.free = mem_free,
@@ -477,6 +614,16 @@ void mem_store__free(struct mem_store *m)
 		for (b = m->slot[i]; b; b = nb) {
 			nb = b->next;
 			bucket_free(b);
+		}
+	}
+	for (i = 0; i < MEM_HASH_SLOTS; i++) {
+		struct mem_rate *r, *nr;
+
+		for (r = m->rate_slot[i]; r; r = nr) {
+			nr = r->next;
+			free(r->v);
+			free(r->holder);
+			free(r);
 		}
 	}
 	for (z = m->zsets; z; z = nz) {

@@ -3,9 +3,11 @@
  * A store in memory, for unit tests and simulations of a fleet in one
  * process: the same semantics as the Redis backend's scripts (the lease
  * math, membership and hot sets of budget/redis.c), with time a clock the
- * caller sets instead of Redis TIME. Many nodes share one mem_store, each
- * through a backend of its own (backend_mem__open()), whose next sync can
- * be made to fail. Not thread-safe: one caller at a time.
+ * caller sets instead of Redis TIME; and rate leases, by
+ * budget/fairshare.h, as the Redis backend's RATE_LUA. Many
+ * nodes share one mem_store, each through a backend of its own
+ * (backend_mem__open()), whose next call can be made to fail. Not
+ * thread-safe: one caller at a time.
  */
 #ifndef SLUICE_BACKEND_MEM_H
 #define SLUICE_BACKEND_MEM_H
@@ -38,7 +40,7 @@ __u64 mem_store__held(const struct mem_store *m, const char *field, const char *
 struct budget_backend *backend_mem__open(struct mem_store *m);
 
 /*
- * Make @be's next sync fail with @ret (-EIO, -ETIMEDOUT, -EPROTO ...):
+ * Make @be's next sync or rate lease call fail with @ret (-EIO, -ETIMEDOUT, -EPROTO ...):
  * before the store ran any of it (@ran 0), or after it ran it all and
  * only the answer was lost (@ran 1: a connection that broke while the
  * reply travelled).

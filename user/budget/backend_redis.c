@@ -330,6 +330,11 @@ static int redis_sync(struct budget_backend *be, struct budget_sync *b, char *er
 	return store_budget_sync(&redis_of(be)->conn, b, err, len);
 }
 
+static int redis_rate_lease(struct budget_backend *be, struct rate_sync *r, char *err, size_t len)
+{
+	return store_rate_lease(&redis_of(be)->conn, r, err, len);
+}
+
 static int redis_is_reachable(const struct budget_backend *be, const char *key)
 {
 	return store_key_is_reachable(&redis_of_const(be)->conn, key);
@@ -373,6 +378,7 @@ static const struct backend_ops redis_ops = {
 	.drop = redis_drop,
 	.probe = redis_probe,
 	.sync = redis_sync,
+	.rate_lease = redis_rate_lease,
 	.is_reachable = redis_is_reachable,
 	.report = redis_report,
 	.free = redis_free,

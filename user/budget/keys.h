@@ -33,6 +33,12 @@
  */
 #define LEASE_BUCKET_FMT "%s:b2:{%s:%u}" /* fleet, policy, group's tag */
 #define LEASE_HOT_FMT	 "%s:hot:{%s}"	 /* fleet, policy */
+/*
+ * Rate leases' hashes (redis_scripts.h, RATE_KEY_ARGS): the same groups
+ * and tags as the buckets', so a group's rate leases are one call on one
+ * slot, under a name of their own, whose fields hold another layout.
+ */
+#define LEASE_RATE_FMT "%s:r1:{%s:%u}" /* fleet, policy, group's tag */
 
 /*
  * The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or

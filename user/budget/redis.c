@@ -270,6 +270,40 @@ static int pipe_run(struct store_conn *conn, struct pipe *p, char *err, size_t l
 	return ret;
 }
 
+/* The arguments of a lease or rate lease call (enum lease_arg), before its keys'. */
+static void call_head(const char **args, char (*num)[NUM_LEN], const char *node, __u64 ttl_us)
+{
+	args[LEASE_ARG_NODE] = node;
+	snprintf(num[LEASE_ARG_TTL], NUM_LEN, "%" PRIu64, (uint64_t)ttl_us);
+	args[LEASE_ARG_TTL] = num[LEASE_ARG_TTL];
+	snprintf(num[LEASE_ARG_LIVE_SLACK], NUM_LEN, "%" PRIu64, (uint64_t)LEASE_LIVE_SLACK_US);
+	args[LEASE_ARG_LIVE_SLACK] = num[LEASE_ARG_LIVE_SLACK];
+}
+
+/* Hash @key's index in the call's KEYS, from 1, added when new. */
+static __u64 hash_index(const char **keys, size_t *n_hashes, const char *key)
+{
+	size_t j;
+
+	for (j = 0; j < *n_hashes && strcmp(keys[j], key) != 0; j++)
+		;
+	if (j == *n_hashes)
+		keys[(*n_hashes)++] = key;
+	return j + 1;
+}
+
+/* One key's @n_args arguments from @a: @v in decimal, but @field at @field_at. */
+static void key_args(const char **args, char (*num)[NUM_LEN], size_t a, const __u64 *v,
+		     size_t n_args, size_t field_at, const char *field)
+{
+	size_t j;
+
+	for (j = 0; j < n_args; j++) {
+		snprintf(num[a + j], NUM_LEN, "%" PRIu64, (uint64_t)v[j]);
+		args[a + j] = j == field_at ? field : num[a + j];
+	}
+}
+
 /*
  * Queue one call of the lease script for the @n requests of @r that
  * p->order lists from @first (at most STORE_LEASE_BATCH_MAX); the call
@@ -281,15 +315,10 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 	char num[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS][NUM_LEN];
 	const char *args[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * LEASE_KEY_ARGS];
 	const char *keys[STORE_LEASE_BATCH_MAX];
-	size_t i, j, n_hashes = 0;
+	size_t i, n_hashes = 0;
 	int err;
 
-	args[LEASE_ARG_NODE] = node;
-	snprintf(num[LEASE_ARG_TTL], sizeof(num[0]), "%" PRIu64, (uint64_t)ttl_us);
-	args[LEASE_ARG_TTL] = num[LEASE_ARG_TTL];
-	snprintf(num[LEASE_ARG_LIVE_SLACK], sizeof(num[0]), "%" PRIu64,
-		 (uint64_t)LEASE_LIVE_SLACK_US);
-	args[LEASE_ARG_LIVE_SLACK] = num[LEASE_ARG_LIVE_SLACK];
+	call_head(args, num, node, ttl_us);
 	for (i = 0; i < n; i++) {
 		const struct lease_req *q = &r[p->order[first + i]];
 		__u64 v[LEASE_KEY_ARGS] = {
@@ -301,19 +330,11 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 			[LEASE_KEY_WANT] = q->want,
 			[LEASE_KEY_EMPTY] = !!q->k->start_empty,
 			[LEASE_KEY_RELEASE] = !!q->release,
+			[LEASE_KEY_HASH] = hash_index(keys, &n_hashes, q->k->key),
 		};
 
-		for (j = 0; j < n_hashes && strcmp(keys[j], q->k->key) != 0; j++)
-			;
-		if (j == n_hashes)
-			keys[n_hashes++] = q->k->key;
-		v[LEASE_KEY_HASH] = j + 1;
-		for (j = 0; j < LEASE_KEY_ARGS; j++) {
-			size_t a = LEASE_ARG_KEYS + i * LEASE_KEY_ARGS + j;
-
-			snprintf(num[a], sizeof(num[a]), "%" PRIu64, (uint64_t)v[j]);
-			args[a] = j == LEASE_KEY_FIELD ? q->k->field : num[a];
-		}
+		key_args(args, num, LEASE_ARG_KEYS + i * LEASE_KEY_ARGS, v, LEASE_KEY_ARGS,
+			 LEASE_KEY_FIELD, q->k->field);
 	}
 	/* Reply objects: the array (itself and each element as announced), then each element. */
 	err = pipe_add(p, STORE_SCRIPT_LEASE, keys, n_hashes, LEASE_ARG_KEYS + n * LEASE_KEY_ARGS,
@@ -325,9 +346,78 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 	return err;
 }
 
+/* add_leases() for rate leases: one call of the rate lease script. */
+static int add_rates(struct pipe *p, const struct rate_sync *r, size_t first, size_t n)
+{
+	char num[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * RATE_KEY_ARGS][NUM_LEN];
+	const char *args[LEASE_ARG_KEYS + STORE_LEASE_BATCH_MAX * RATE_KEY_ARGS];
+	const char *keys[STORE_LEASE_BATCH_MAX];
+	size_t i, n_hashes = 0;
+	int err;
+
+	call_head(args, num, r->holder, r->lease_ttl_us);
+	for (i = 0; i < n; i++) {
+		const struct rate_lease_req *q = &r->leases[p->order[first + i]];
+		__u64 v[RATE_KEY_ARGS] = {
+			[RATE_KEY_HASH] = hash_index(keys, &n_hashes, q->k->key),
+			[RATE_KEY_CAP_RATE] = q->k->rate_units << RATE_LEASE_SHIFT,
+			[RATE_KEY_CAP_BURST] = q->k->burst << RATE_LEASE_SHIFT,
+			[RATE_KEY_WANT_RATE] = q->want_rate,
+			[RATE_KEY_WANT_BURST] = q->want_burst,
+			[RATE_KEY_SETTLED] = !!q->settled,
+		};
+
+		key_args(args, num, LEASE_ARG_KEYS + i * RATE_KEY_ARGS, v, RATE_KEY_ARGS,
+			 RATE_KEY_FIELD, q->k->field);
+	}
+	err = pipe_add(p, STORE_SCRIPT_RATE, keys, n_hashes, LEASE_ARG_KEYS + n * RATE_KEY_ARGS,
+		       args, 1 + 2 * n * RATE_FIELDS, n * RATE_FIELDS * INT_REPLY_BYTES);
+	if (!err) {
+		p->calls[p->n - 1].first = first;
+		p->calls[p->n - 1].n_keys = n;
+	}
+	return err;
+}
+
+static __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
 static __u64 max_u64(__u64 a, __u64 b)
 {
 	return a > b ? a : b;
+}
+
+/*
+ * The @n_fields integers of the @i-th of the @n answers of a call's reply
+ * @r into @v, when the whole reply is @n × @n_fields integers, none
+ * negative: 1, else 0.
+ */
+static int reply_u64s(const redisReply *r, size_t i, size_t n, size_t n_fields, __u64 *v)
+{
+	redisReply *const *el = r->element;
+	size_t f;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != n * n_fields)
+		return 0;
+	for (f = 0; f < n_fields; f++) {
+		if (el[i * n_fields + f]->type != REDIS_REPLY_INTEGER ||
+		    el[i * n_fields + f]->integer < 0)
+			return 0;
+		v[f] = el[i * n_fields + f]->integer;
+	}
+	return 1;
+}
+
+/* A reply's time: a plausible Redis TIME, and its expiry that plus the ttl. */
+static const char *time_lie(__u64 now_us, __u64 expires_us, __u64 ttl_us)
+{
+	if (!now_us || now_us > STORE_TIME_US_MAX)
+		return "its time is out of range";
+	if (expires_us != now_us + ttl_us)
+		return "expires at another time than now + ttl";
+	return NULL;
 }
 
 /*
@@ -342,11 +432,7 @@ static const char *grant_lie(const struct lease_grant *g, const struct lease_req
 		return "holds more than the cap";
 	if (g->granted > g->held || g->granted > q->want)
 		return "grants more than asked or held";
-	if (!g->now_us || g->now_us > STORE_TIME_US_MAX)
-		return "its time is out of range";
-	if (g->expires_us != g->now_us + ttl_us)
-		return "expires at another time than now + ttl";
-	return NULL;
+	return time_lie(g->now_us, g->expires_us, ttl_us);
 }
 
 /*
@@ -358,27 +444,17 @@ static int grant_of(const redisReply *r, size_t i, size_t n, const struct lease_
 		    __u64 ttl_us, struct lease_grant *g, char *err, size_t len)
 {
 	const char *lie = "not 4 integers a key";
-	redisReply *const *el = r->element;
 	__u64 v[GRANT_FIELDS];
-	size_t f;
 
 	memset(g, 0, sizeof(*g));
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == n * GRANT_FIELDS) {
-		for (f = 0; f < GRANT_FIELDS; f++) {
-			if (el[i * GRANT_FIELDS + f]->type != REDIS_REPLY_INTEGER ||
-			    el[i * GRANT_FIELDS + f]->integer < 0)
-				break;
-			v[f] = el[i * GRANT_FIELDS + f]->integer;
-		}
-		if (f == GRANT_FIELDS) {
-			g->held = v[GRANT_HELD];
-			g->expires_us = v[GRANT_EXPIRES];
-			g->now_us = v[GRANT_NOW];
-			g->granted = v[GRANT_GRANTED];
-			lie = grant_lie(g, q, ttl_us);
-			if (!lie)
-				return 0;
-		}
+	if (reply_u64s(r, i, n, GRANT_FIELDS, v)) {
+		g->held = v[GRANT_HELD];
+		g->expires_us = v[GRANT_EXPIRES];
+		g->now_us = v[GRANT_NOW];
+		g->granted = v[GRANT_GRANTED];
+		lie = grant_lie(g, q, ttl_us);
+		if (!lie)
+			return 0;
 	}
 	if (!err[0] && r->type == REDIS_REPLY_ERROR)
 		snprintf(err, len, "lease script failed on the call of %zu keys with '%s' %s: %s",
@@ -386,6 +462,53 @@ static int grant_of(const redisReply *r, size_t i, size_t n, const struct lease_
 	else if (!err[0])
 		snprintf(err, len, "lease reply on '%s' %s refused: %s", q->k->key, q->k->field,
 			 lie);
+	memset(g, 0, sizeof(*g));
+	g->err = -EPROTO;
+	return g->err;
+}
+
+/*
+ * Why @g cannot be the rate lease script's answer to @q: a share above
+ * its fair share, a fair share above what was asked (at most the
+ * capacity), or not its time.
+ */
+static const char *rate_lie(const struct rate_lease_grant *g, const struct rate_lease_req *q,
+			    __u64 ttl_us)
+{
+	if (g->rate > g->fair_rate || g->burst > g->fair_burst)
+		return "grants more than the fair share";
+	if (g->fair_rate > min_u64(q->want_rate, q->k->rate_units << RATE_LEASE_SHIFT) ||
+	    g->fair_burst > min_u64(q->want_burst, q->k->burst << RATE_LEASE_SHIFT))
+		return "a fair share above what was asked";
+	return time_lie(g->now_us, g->expires_us, ttl_us);
+}
+
+/* grant_of() for the rate lease script's @i-th answer to @q. */
+static int rate_grant_of(const redisReply *r, size_t i, size_t n, const struct rate_lease_req *q,
+			 __u64 ttl_us, struct rate_lease_grant *g, char *err, size_t len)
+{
+	const char *lie = "not 6 integers a key";
+	__u64 v[RATE_FIELDS];
+
+	memset(g, 0, sizeof(*g));
+	if (reply_u64s(r, i, n, RATE_FIELDS, v)) {
+		*g = (struct rate_lease_grant){ .rate = v[RATE_GRANT_RATE],
+						.burst = v[RATE_GRANT_BURST],
+						.fair_rate = v[RATE_FAIR_RATE],
+						.fair_burst = v[RATE_FAIR_BURST],
+						.expires_us = v[RATE_EXPIRES],
+						.now_us = v[RATE_NOW] };
+		lie = rate_lie(g, q, ttl_us);
+		if (!lie)
+			return 0;
+	}
+	if (!err[0] && r->type == REDIS_REPLY_ERROR)
+		snprintf(err, len,
+			 "rate lease script failed on the call of %zu keys with '%s' %s: %s", n,
+			 q->k->key, q->k->field, r->str);
+	else if (!err[0])
+		snprintf(err, len, "rate lease reply on '%s' %s refused: %s", q->k->key,
+			 q->k->field, lie);
 	memset(g, 0, sizeof(*g));
 	g->err = -EPROTO;
 	return g->err;
@@ -595,6 +718,20 @@ int store_key_is_reachable(const struct store_conn *conn, const char *key)
 	return i != CLUSTER_NODE_NONE && !cl->node[i].down;
 }
 
+/*
+ * The keys of a round's lease or rate lease calls, and how each key's
+ * answer is read into its grant: the same batching and reading for both.
+ */
+struct keys_of {
+	void *arg; /* the budget_sync or rate_sync */
+	size_t n;
+	const char *(*key)(const void *arg, size_t i); /* request @i's Redis key */
+	/* Decode answer @k of the @n_keys of reply @r into request @i's grant: grant_of(). */
+	int (*decode)(void *arg, const redisReply *r, size_t k, size_t n_keys, size_t i, char *err,
+		      size_t len);
+	void (*fail)(void *arg, size_t i, int err); /* request @i's grant gets @err */
+};
+
 /* A lease's index and the slot of its key, to group the keys a call may carry. */
 struct by_slot {
 	__u32 group; /* the slot, then the first lease of that slot */
@@ -619,36 +756,36 @@ static int by_slot_cmp(const void *a, const void *b)
  * and each one's slot into p->slot;
  * 0 or -ENOMEM.
  */
-static int order_leases(struct pipe *p, const struct budget_sync *b)
+static int order_leases(struct pipe *p, const struct keys_of *ko)
 {
-	struct by_slot *v = calloc(b->n_leases ? b->n_leases : 1, sizeof(*v));
+	struct by_slot *v = calloc(ko->n ? ko->n : 1, sizeof(*v));
 	size_t i, first;
 	__u32 slot = 0;
 
-	p->order = calloc(b->n_leases ? b->n_leases : 1, sizeof(*p->order));
-	p->slot = calloc(b->n_leases ? b->n_leases : 1, sizeof(*p->slot));
+	p->order = calloc(ko->n ? ko->n : 1, sizeof(*p->order));
+	p->slot = calloc(ko->n ? ko->n : 1, sizeof(*p->slot));
 	if (!v || !p->order || !p->slot) {
 		free(v);
 		return -ENOMEM;
 	}
-	for (i = 0; i < b->n_leases; i++) {
-		const char *key = b->leases[i].k->key;
+	for (i = 0; i < ko->n; i++) {
+		const char *key = ko->key(ko->arg, i);
 
 		v[i].slot = cluster_key_slot(key, strlen(key));
 		v[i].group = v[i].slot;
 		v[i].i = (__u32)i;
 	}
-	if (b->n_leases) {
-		qsort(v, b->n_leases, sizeof(*v), by_slot_cmp);
-		for (i = 0, first = 0; i < b->n_leases; i++) {
+	if (ko->n) {
+		qsort(v, ko->n, sizeof(*v), by_slot_cmp);
+		for (i = 0, first = 0; i < ko->n; i++) {
 			if (i && v[i].group != slot)
 				first = i;
 			slot = v[i].group;
 			v[i].group = v[first].i;
 		}
-		qsort(v, b->n_leases, sizeof(*v), by_slot_cmp);
+		qsort(v, ko->n, sizeof(*v), by_slot_cmp);
 	}
-	for (i = 0; i < b->n_leases; i++) {
+	for (i = 0; i < ko->n; i++) {
 		p->order[i] = v[i].i;
 		p->slot[i] = v[i].slot;
 	}
@@ -656,12 +793,24 @@ static int order_leases(struct pipe *p, const struct budget_sync *b)
 	return 0;
 }
 
+/* A call's keys from p->order[@i] of @n: up to STORE_LEASE_BATCH_MAX, of one slot on a cluster. */
+static size_t batch_len(const struct pipe *p, size_t i, size_t n, const struct cluster *cl)
+{
+	size_t k;
+
+	for (k = 1; k < STORE_LEASE_BATCH_MAX && i + k < n; k++)
+		if (cl && p->slot[i + k] != p->slot[i])
+			break;
+	return k;
+}
+
 /*
  * Queue everything @b sends, in the order its replies are read: the
  * leases in calls of up to STORE_LEASE_BATCH_MAX keys, each call's keys of one
  * slot on a cluster (@cl).
  */
-static int budget_queue(struct pipe *p, const struct budget_sync *b, const struct cluster *cl)
+static int budget_queue(struct pipe *p, const struct budget_sync *b, const struct keys_of *ko,
+			const struct cluster *cl)
 {
 	size_t i, n;
 	int ret = 0;
@@ -671,12 +820,9 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b, const struc
 	for (i = 0; i < b->n_hot && !ret; i++)
 		ret = add_hot(p, &b->hot[i]);
 	if (!ret)
-		ret = order_leases(p, b);
+		ret = order_leases(p, ko);
 	for (i = 0; i < b->n_leases && !ret; i += n) {
-		/* a call's keys: up to STORE_LEASE_BATCH_MAX, of one slot on a cluster */
-		for (n = 1; n < STORE_LEASE_BATCH_MAX && i + n < b->n_leases; n++)
-			if (cl && p->slot[i + n] != p->slot[i])
-				break;
+		n = batch_len(p, i, b->n_leases, cl);
 		ret = add_leases(p, b->holder, b->lease_ttl_us, b->leases, i, n);
 	}
 	return ret;
@@ -700,20 +846,16 @@ static int note_bad(struct call *c, int bad, int per_call)
  * round must fail for it (note_bad()), else 0.
  */
 static int lease_read(const struct pipe *p, struct call *c, const redisReply *r,
-		      struct budget_sync *b, int per_call, char *err, size_t len)
+		      const struct keys_of *ko, int per_call, char *err, size_t len)
 {
 	size_t k, bad = 0;
 
-	for (k = 0; k < c->n_keys && c->first + k < b->n_leases && !c->err; k++) {
-		size_t i = p->order[c->first + k];
-
-		bad += !!grant_of(r, k, c->n_keys, &b->leases[i], b->lease_ttl_us, &b->grants[i],
-				  err, len);
-	}
+	for (k = 0; k < c->n_keys && c->first + k < ko->n && !c->err; k++)
+		bad += !!ko->decode(ko->arg, r, k, c->n_keys, p->order[c->first + k], err, len);
 	if (bad)
 		c->err = per_call ? -EPROTO : c->err;
-	for (k = 0; k < c->n_keys && c->first + k < b->n_leases && c->err; k++)
-		b->grants[p->order[c->first + k]].err = c->err;
+	for (k = 0; k < c->n_keys && c->first + k < ko->n && c->err; k++)
+		ko->fail(ko->arg, p->order[c->first + k], c->err);
 	return bad && !per_call ? -EPROTO : 0;
 }
 
@@ -722,7 +864,8 @@ static int lease_read(const struct pipe *p, struct call *c, const redisReply *r,
  * Redis (-EPROTO), only its own call on a cluster (its err is set). Calls
  * without an answer (err set) are skipped, their grants keep that err.
  */
-static int budget_read(struct pipe *p, struct budget_sync *b, int per_call, char *err, size_t len)
+static int budget_read(struct pipe *p, struct budget_sync *b, const struct keys_of *ko,
+		       int per_call, char *err, size_t len)
 {
 	size_t i, at = 0;
 	int ret = 0, bad;
@@ -739,14 +882,37 @@ static int budget_read(struct pipe *p, struct budget_sync *b, int per_call, char
 			ret = -EPROTO;
 	}
 	for (; at < p->n; at++)
-		if (lease_read(p, &p->calls[at], p->replies[at], b, per_call, err, len))
+		if (lease_read(p, &p->calls[at], p->replies[at], ko, per_call, err, len))
 			ret = -EPROTO;
 	return ret;
+}
+
+static const char *lease_key_of(const void *arg, size_t i)
+{
+	return ((const struct budget_sync *)arg)->leases[i].k->key;
+}
+
+static int lease_decode(void *arg, const redisReply *r, size_t k, size_t n_keys, size_t i,
+			char *err, size_t len)
+{
+	struct budget_sync *b = arg;
+
+	return grant_of(r, k, n_keys, &b->leases[i], b->lease_ttl_us, &b->grants[i], err, len);
+}
+
+static void lease_fail(void *arg, size_t i, int err)
+{
+	((struct budget_sync *)arg)->grants[i].err = err;
 }
 
 int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err, size_t len)
 {
 	struct pipe p = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS } };
+	const struct keys_of ko = { .arg = b,
+				    .n = b->n_leases,
+				    .key = lease_key_of,
+				    .decode = lease_decode,
+				    .fail = lease_fail };
 	size_t i;
 	int ret;
 
@@ -757,14 +923,14 @@ int store_budget_sync(struct store_conn *conn, struct budget_sync *b, char *err,
 	ret = budget_sync_check(b, err, len);
 	if (ret)
 		return ret;
-	ret = budget_queue(&p, b, conn->cluster);
+	ret = budget_queue(&p, b, &ko, conn->cluster);
 	if (ret == -ENOMEM)
 		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
 	if (!ret)
 		ret = conn->cluster ? cluster_run(conn->cluster, &p, err, len)
 				    : pipe_run(conn, &p, err, len);
 	if (!ret)
-		ret = budget_read(&p, b, !!conn->cluster, err, len);
+		ret = budget_read(&p, b, &ko, !!conn->cluster, err, len);
 	for (i = 0; !ret && i < p.n; i++) {
 		b->failed += !!p.calls[i].err;
 		if (i >= (b->fleet ? 1 : 0) && i < (b->fleet ? 1 : 0) + b->n_hot)
@@ -803,5 +969,65 @@ int store_member_beat(struct store_conn *conn, const char *fleet, const char *no
 
 	if (!ret)
 		*live_nodes = b.live_nodes;
+	return ret;
+}
+
+static const char *rate_key_of(const void *arg, size_t i)
+{
+	return ((const struct rate_sync *)arg)->leases[i].k->key;
+}
+
+static int rate_decode(void *arg, const redisReply *r, size_t k, size_t n_keys, size_t i, char *err,
+		       size_t len)
+{
+	struct rate_sync *rs = arg;
+
+	return rate_grant_of(r, k, n_keys, &rs->leases[i], rs->lease_ttl_us, &rs->grants[i], err,
+			     len);
+}
+
+static void rate_fail(void *arg, size_t i, int err)
+{
+	((struct rate_sync *)arg)->grants[i].err = err;
+}
+
+int store_rate_lease(struct store_conn *conn, struct rate_sync *r, char *err, size_t len)
+{
+	struct pipe p = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS } };
+	const struct keys_of ko = { .arg = r,
+				    .n = r->n_leases,
+				    .key = rate_key_of,
+				    .decode = rate_decode,
+				    .fail = rate_fail };
+	size_t i, n, failed = 0;
+	int ret;
+
+	err[0] = '\0';
+	for (i = 0; i < r->n_leases; i++)
+		r->grants[i].err = -EIO; /* until its reply arrives */
+	ret = rate_sync_check(r, err, len);
+	if (ret)
+		return ret;
+	ret = order_leases(&p, &ko);
+	for (i = 0; i < r->n_leases && !ret; i += n) {
+		n = batch_len(&p, i, r->n_leases, conn->cluster);
+		ret = add_rates(&p, r, i, n);
+	}
+	if (ret == -ENOMEM)
+		snprintf(err, len, "rate lease: %s", strerror(ENOMEM));
+	if (!ret)
+		ret = conn->cluster ? cluster_run(conn->cluster, &p, err, len)
+				    : pipe_run(conn, &p, err, len);
+	if (!ret) {
+		for (i = 0; i < p.n; i++)
+			if (lease_read(&p, &p.calls[i], p.replies[i], &ko, !!conn->cluster, err,
+				       len))
+				ret = -EPROTO;
+	}
+	for (i = 0; !ret && i < p.n; i++)
+		failed += !!p.calls[i].err;
+	if (!ret && p.n && failed == p.n)
+		ret = p.calls[0].err; /* no shard answered: the store is down */
+	pipe_free(&p);
 	return ret;
 }

@@ -55,6 +55,16 @@ int store_lease_sync(struct store_conn *conn, const char *node, __u64 ttl_us,
 		     size_t len);
 
 /*
+ * Renew @r's rate leases (budget/backend.h, struct rate_sync): one call of
+ * the rate lease script for up to STORE_LEASE_BATCH_MAX keys, of one slot
+ * on a cluster, all in one pipelined round trip. Each answer is checked
+ * against what the script can answer: 6 integers, shares at most the fair
+ * shares, which are at most what was asked and the capacity, expires =
+ * now + ttl. Returns as store_budget_sync() does.
+ */
+int store_rate_lease(struct store_conn *conn, struct rate_sync *r, char *err, size_t len);
+
+/*
  * Register @node as alive in the fleet sorted set @fleet at Redis TIME, drop
  * members whose last beat is @ttl_us or more old, and return in @live_nodes
  * how many remain (@node included): 1 .. STORE_NODES_MAX. One round trip

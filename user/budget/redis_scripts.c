@@ -8,6 +8,7 @@
 #include "budget/redis_scripts.h"
 
 _Static_assert(LEASE_KEY_ARGS == LEASE_KEY_ARGS_N, "LEASE_LUA reads LEASE_KEY_ARGS_N a key");
+_Static_assert(RATE_KEY_ARGS == RATE_KEY_ARGS_N, "RATE_LUA reads RATE_KEY_ARGS_N a key");
 
 /*
  * KEYS[1..m] bucket hashes (redis.h), one call for several keys (#17: a
@@ -60,26 +61,74 @@ _Static_assert(LEASE_KEY_ARGS == LEASE_KEY_ARGS_N, "LEASE_LUA reads LEASE_KEY_AR
  * stay hot costs no sampling.
  */
 /* clang-format off */
-static const char LEASE_LUA[] =
-	"local node, ttl, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-	"local t = redis.call('TIME')\n"
-	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-	"local fmt = function(x) return string.format('%d', x) end\n"
-	"local n = (#ARGV - 3) / " SLUICE_STR(LEASE_KEY_ARGS_N) "\n"
-	"local fields, val, put, hlive, born = {}, {}, {}, {}, {}\n"
-	"for h = 1, #KEYS do\n"
-	"  fields[h], val[h], put[h], hlive[h], born[h] = {'live'}, {}, {}, 0, 0\n"
-	"end\n"
-	"for k = 1, n do\n"
-	"  local a = 3 + (k - 1) * " SLUICE_STR(LEASE_KEY_ARGS_N) "\n"
-	"  local f = fields[tonumber(ARGV[a + 1])]\n"
-	"  f[#f + 1] = ARGV[a + 2]\n"
-	"end\n"
-	"for h = 1, #KEYS do\n"
-	"  local v = redis.call('HMGET', KEYS[h], unpack(fields[h]))\n"
-	"  for i = 1, #v do val[h][fields[h][i]] = v[i] end\n"
-	"end\n"
+/*
+ * What the lease and rate lease scripts share: reading each hash's fields
+ * of the call at one TIME, the call's arguments (enum lease_arg) and n,
+ * its keys (@args_n arguments each); and, after the keys, writing each
+ * hash once, its TTL and the reaping of fields the script's dead()
+ * finds past their live.
+ */
+#define HASHES_READ_LUA(args_n)                                                        \
+	"local node, ttl, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"     \
+	"local t = redis.call('TIME')\n"                                               \
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                      \
+	"local fmt = function(x) return string.format('%d', x) end\n"                  \
+	"local n = (#ARGV - 3) / " SLUICE_STR(args_n) "\n"                             \
+	"local fields, val, put, hlive, born = {}, {}, {}, {}, {}\n"                   \
+	"for h = 1, #KEYS do\n"                                                        \
+	"  fields[h], val[h], put[h], hlive[h], born[h] = {'live'}, {}, {}, 0, 0\n"    \
+	"end\n"                                                                        \
+	"for k = 1, n do\n"                                                            \
+	"  local a = 3 + (k - 1) * " SLUICE_STR(args_n) "\n"                           \
+	"  local f = fields[tonumber(ARGV[a + 1])]\n"                                  \
+	"  f[#f + 1] = ARGV[a + 2]\n"                                                  \
+	"end\n"                                                                        \
+	"for h = 1, #KEYS do\n"                                                        \
+	"  local v = redis.call('HMGET', KEYS[h], unpack(fields[h]))\n"                \
+	"  for i = 1, #v do val[h][fields[h][i]] = v[i] end\n"                         \
+	"end\n"                                                                        \
 	"local res = {}\n"
+
+/*
+ * Write each hash once; set its TTL only when its 'live' no longer
+ * covers its fields', with slack to spare: about once a second of calls
+ * rather than at each. Then reap what is past its live.
+ */
+#define HASHES_WRITE_LUA                                                                        \
+	"for h = 1, #KEYS do\n"                                                                 \
+	"  local kv, hl = {}, tonumber(val[h]['live'])\n"                                       \
+	"  for f, v in pairs(put[h]) do\n"                                                      \
+	"    kv[#kv + 1] = f\n"                                                                 \
+	"    kv[#kv + 1] = v\n"                                                                 \
+	"  end\n"                                                                               \
+	"  local extend = not hl or hl < hlive[h]\n"                                            \
+	"  if extend then\n"                                                                    \
+	"    hl = hlive[h] + slack\n"                                                           \
+	"    kv[#kv + 1] = 'live'\n"                                                            \
+	"    kv[#kv + 1] = fmt(hl)\n"                                                           \
+	"  end\n"                                                                               \
+	"  redis.call('HSET', KEYS[h], unpack(kv))\n"                                           \
+	"  if extend then redis.call('PEXPIRE', KEYS[h], fmt(math.ceil((hl - now) / 1000) + 1)) end\n" \
+	"  local r = {}\n"                                                                      \
+	"  if born[h] > 0 then\n"                                                               \
+	"    r = redis.call('HRANDFIELD', KEYS[h],\n"                                           \
+	"                   " SLUICE_STR(LEASE_REAP_PER_KEY) " * born[h] + 1, 'WITHVALUES')\n"  \
+	"  end\n"                                                                               \
+	"  local gone = {}\n"                                                                   \
+	"  for i = 1, #r, 2 do\n"                                                               \
+	"    if r[i] ~= 'live' and dead(r[i + 1]) then gone[#gone + 1] = r[i] end\n"            \
+	"  end\n"                                                                               \
+	"  if #gone > 0 then redis.call('HDEL', KEYS[h], unpack(gone)) end\n"                   \
+	"end\n"                                                                                 \
+	"return res\n"
+
+static const char LEASE_LUA[] =
+	HASHES_READ_LUA(LEASE_KEY_ARGS_N)
+	/* A bucket past its live (its third word), or not a bucket. */
+	"local dead = function(s)\n"
+	"  local l = tonumber(string.match(s, '^%S+ %S+ (%S+)'))\n"
+	"  return not l or l < now\n"
+	"end\n"
 	"for k = 1, n do\n"
 	"local a = 3 + (k - 1) * " SLUICE_STR(LEASE_KEY_ARGS_N) "\n"
 	"local h, field = tonumber(ARGV[a + 1]), ARGV[a + 2]\n"
@@ -153,40 +202,133 @@ static const char LEASE_LUA[] =
 	"res[#res + 1] = now\n"
 	"res[#res + 1] = g\n"
 	"end\n"
-	/*
-	 * Write each hash once; set its TTL only when its 'live' no longer
-	 * covers its buckets', with slack to spare: about once a second of
-	 * calls rather than at each. Then reap what is past its live.
-	 */
-	"for h = 1, #KEYS do\n"
-	"  local kv, hl = {}, tonumber(val[h]['live'])\n"
-	"  for f, v in pairs(put[h]) do\n"
-	"    kv[#kv + 1] = f\n"
-	"    kv[#kv + 1] = v\n"
+	HASHES_WRITE_LUA;
+/* clang-format on */
+
+/*
+ * Rate leases (redis_scripts.h: RATE_KEY_ARGS, the field's words):
+ * budget/fairshare.c's fs_renew() for each key of the call, in order,
+ * after forgetting the holders that can enforce nothing any more (the
+ * memory store's rate_lease(), which test_rate_lease holds to this
+ * script's answers). KEYS, the call's arguments, one TIME and one HMGET
+ * and HSET a hash as LEASE_LUA. Returns RATE_FIELDS a key, flat.
+ *
+ * Every share, want and capacity is below 2^53 (the C side checks), and
+ * the others' held shares add up to at most the capacity, so Lua's
+ * doubles are exact; a share of the fair split is floored by hand, since
+ * a double quotient may round up to the next integer.
+ */
+/* clang-format off */
+static const char RATE_LUA[] =
+	HASHES_READ_LUA(RATE_KEY_ARGS_N)
+	"local dead = function(s)\n"
+	"  local l = tonumber(string.match(s, '^(%S+)'))\n"
+	"  return not l or l <= now\n"
+	"end\n"
+	/* fs_held(): what @l's node may enforce of dimension d. */
+	"local held = function(l, d)\n"
+	"  local x = l.exp > now and l.g[d] or 0\n"
+	"  if l.pexp > now and l.p[d] > x then x = l.p[d] end\n"
+	"  return x\n"
+	"end\n"
+	/* fs_fair(): max-min by water-filling over the asker's and the live leases' wants. */
+	"local fair = function(cap, v, me, want, d)\n"
+	"  if want > cap then want = cap end\n"
+	"  local ws, level = {}, 0\n"
+	"  for j, l in ipairs(v) do\n"
+	"    if j == me then ws[#ws + 1] = want\n"
+	"    elseif l.exp > now then ws[#ws + 1] = math.min(l.w[d], cap) end\n"
 	"  end\n"
-	"  local extend = not hl or hl < hlive[h]\n"
-	"  if extend then\n"
-	"    hl = hlive[h] + slack\n"
-	"    kv[#kv + 1] = 'live'\n"
-	"    kv[#kv + 1] = fmt(hl)\n"
+	"  while true do\n"
+	"    local sum, sat = 0, 0\n"
+	"    for _, w in ipairs(ws) do\n"
+	"      if w <= level then sum, sat = sum + w, sat + 1 end\n"
+	"    end\n"
+	"    if sat == #ws then return want end\n"
+	"    local share = math.floor((cap - sum) / (#ws - sat))\n"
+	"    if share * (#ws - sat) > cap - sum then share = share - 1 end\n"
+	"    local rises = 0\n"
+	"    for _, w in ipairs(ws) do\n"
+	"      if w > level and w <= share then rises = rises + 1 end\n"
+	"    end\n"
+	"    if rises == 0 then return math.min(want, share) end\n"
+	"    level = share\n"
 	"  end\n"
-	"  redis.call('HSET', KEYS[h], unpack(kv))\n"
-	"  if extend then redis.call('PEXPIRE', KEYS[h], fmt(math.ceil((hl - now) / 1000) + 1)) end\n"
-	"  local r = {}\n"
-	"  if born[h] > 0 then\n"
-	"    r = redis.call('HRANDFIELD', KEYS[h],\n"
-	"                   " SLUICE_STR(LEASE_REAP_PER_KEY) " * born[h] + 1, 'WITHVALUES')\n"
-	"  end\n"
-	"  local dead = {}\n"
-	"  for i = 1, #r, 2 do\n"
-	"    if r[i] ~= 'live' then\n"
-	"      local l = tonumber(string.match(r[i + 1], '^%S+ %S+ (%S+)'))\n"
-	"      if not l or l < now then dead[#dead + 1] = r[i] end\n"
+	"end\n"
+	"for k = 1, n do\n"
+	"local a = 3 + (k - 1) * " SLUICE_STR(RATE_KEY_ARGS_N) "\n"
+	"local h, field = tonumber(ARGV[a + 1]), ARGV[a + 2]\n"
+	"local cap = { tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]) }\n"
+	"local want = { tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]) }\n"
+	"local settled = tonumber(ARGV[a + 7]) == 1\n"
+	"local v, me, s = {}, nil, val[h][field]\n"
+	"local w = s and string.gmatch(s, '%S+')\n"
+	"local live = w and tonumber(w() or '') or 0\n"
+	"if live <= now then\n"
+	"  born[h] = born[h] + 1\n"
+	"else\n"
+	"  for name in w do\n"
+	"    local x = {}\n"
+	"    for i = 1, 8 do x[i] = tonumber(w() or '') end\n"
+	"    if not x[8] then\n"
+	"      return redis.error_reply('rate lease ' .. KEYS[h] .. ' ' .. field .. ' is not one')\n"
+	"    end\n"
+	"    local l = { name = name, g = { x[1], x[2] }, exp = x[3], p = { x[4], x[5] },\n"
+	"                pexp = x[6], w = { x[7], x[8] } }\n"
+	"    if name == node then\n"
+	"      me = #v + 1\n"
+	"      v[me] = l\n"
+	"    elseif l.exp > now or l.pexp > now then\n"
+	"      v[#v + 1] = l\n"
 	"    end\n"
 	"  end\n"
-	"  if #dead > 0 then redis.call('HDEL', KEYS[h], unpack(dead)) end\n"
 	"end\n"
-	"return res\n";
+	"if not me then\n"
+	"  me = #v + 1\n"
+	"  v[me] = { name = node, g = { 0, 0 }, exp = 0, p = { 0, 0 }, pexp = 0, w = { 0, 0 } }\n"
+	"end\n"
+	"local l = v[me]\n"
+	"local nx = { name = node, g = { 0, 0 }, exp = now + ttl, p = { 0, 0 }, pexp = 0,\n"
+	"             w = { 0, 0 } }\n"
+	/* A settled node enforces at most its last answer, which lives until exp. */
+	"local pexp = settled and l.exp or math.max(l.exp, l.pexp)\n"
+	"local any_prev, f = false, {}\n"
+	"for d = 1, 2 do\n"
+	"  local others = 0\n"
+	"  for j, o in ipairs(v) do\n"
+	"    if j ~= me then others = others + held(o, d) end\n"
+	"  end\n"
+	"  nx.w[d] = math.min(want[d], cap[d])\n"
+	"  f[d] = fair(cap[d], v, me, nx.w[d], d)\n"
+	"  if others < cap[d] then nx.g[d] = math.min(f[d], cap[d] - others) end\n"
+	"  local ceiling = held(l, d)\n"
+	"  if settled then ceiling = l.exp > now and math.min(l.g[d], want[d]) or 0 end\n"
+	/* Lowered, or renewed for less time than the lease it may still enforce. */
+	"  if ceiling > nx.g[d] or (ceiling > 0 and pexp > nx.exp) then\n"
+	"    nx.p[d], any_prev = ceiling, true\n"
+	"  end\n"
+	"end\n"
+	"if any_prev then nx.pexp = pexp end\n"
+	"v[me] = nx\n"
+	"live = 0\n"
+	"local o = { '' }\n"
+	"for _, x in ipairs(v) do\n"
+	"  live = math.max(live, x.exp, x.pexp)\n"
+	"  o[#o + 1] = string.format('%s %d %d %d %d %d %d %d %d', x.name, x.g[1], x.g[2],\n"
+	"                            x.exp, x.p[1], x.p[2], x.pexp, x.w[1], x.w[2])\n"
+	"end\n"
+	"o[1] = fmt(live)\n"
+	"if live > hlive[h] then hlive[h] = live end\n"
+	"val[h][field] = table.concat(o, ' ')\n"
+	"put[h][field] = val[h][field]\n"
+	"res[#res + 1] = nx.g[1]\n"
+	"res[#res + 1] = nx.g[2]\n"
+	"res[#res + 1] = f[1]\n"
+	"res[#res + 1] = f[2]\n"
+	"res[#res + 1] = nx.exp\n"
+	"res[#res + 1] = now\n"
+	"end\n"
+	HASHES_WRITE_LUA;
 /* clang-format on */
 
 /*
@@ -233,4 +375,5 @@ const char *const redis_script_src[STORE_SCRIPT_MAX] = {
 	[STORE_SCRIPT_LEASE] = LEASE_LUA,
 	[STORE_SCRIPT_BEAT] = BEAT_LUA,
 	[STORE_SCRIPT_HOT] = HOT_LUA,
+	[STORE_SCRIPT_RATE] = RATE_LUA,
 };

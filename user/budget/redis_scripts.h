@@ -74,6 +74,40 @@ enum hot_arg {
 /* A lease reply: {held, expires_us, now_us, granted}. */
 enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FIELDS };
 
+/*
+ * The rate lease script (RATE_LUA): the call's arguments are the lease
+ * script's (enum lease_arg, the node the holder), then RATE_KEY_ARGS per
+ * key. A key's field of its hash holds its holders' leases (struct
+ * fs_lease of budget/fairshare.h), words separated by one space:
+ *   live [holder g_rate g_burst exp p_rate p_burst p_exp w_rate w_burst]...
+ *   live    Redis TIME from which no holder may enforce anything of it, µs
+ *           (the latest exp or p_exp): past it the field is as good as absent
+ * the rest as fs_lease's fields, shares scaled by 2^RATE_LEASE_SHIFT.
+ */
+#define RATE_KEY_ARGS_N 7
+
+enum rate_key_arg {
+	RATE_KEY_HASH,	     /* its hash: an index into KEYS, from 1 */
+	RATE_KEY_FIELD,	     /* its field in that hash */
+	RATE_KEY_CAP_RATE,   /* R, scaled */
+	RATE_KEY_CAP_BURST,  /* B, scaled */
+	RATE_KEY_WANT_RATE,  /* scaled */
+	RATE_KEY_WANT_BURST, /* scaled */
+	RATE_KEY_SETTLED,    /* 1: fs_ask's settled */
+	RATE_KEY_ARGS,
+};
+
+/* A rate lease reply, per key: {rate, burst, fair_rate, fair_burst, expires_us, now_us}. */
+enum rate_field {
+	RATE_GRANT_RATE,
+	RATE_GRANT_BURST,
+	RATE_FAIR_RATE,
+	RATE_FAIR_BURST,
+	RATE_EXPIRES,
+	RATE_NOW,
+	RATE_FIELDS,
+};
+
 /* Each script's source, by enum store_script. */
 extern const char *const redis_script_src[STORE_SCRIPT_MAX];
 

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Rate leases end to end without a kernel (budget/rateshare.h): three
+ * nodes, each through a backend of its own on one in-memory store
+ * (budget/backend_mem.h) whose clock is the test's. Each node's kernel is
+ * the XDP program's lump check (spent + cost <= granted, until its
+ * entry's expiry), granted written at each sync interval as rs_granted();
+ * its traffic asks a set number of units a second, one unit a tick.
+ *
+ * One hot key: RATE units a second, burst BURST. Three phases: A busy
+ * and C light; then A's demand moves to B (B is served first in each
+ * round, so it asks before A hands its share back); then C's node dies.
+ * Every run of ticks is checked against the fleet bound, BURST + RATE·t,
+ * exactly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sluice/compiler.h"
+#include "budget/backend_mem.h"
+#include "sluice/lease.h"
+#include "budget/rateshare.h"
+
+#define MIN(a, b)     ((a) < (b) ? (a) : (b))
+#define KERNEL_SYNCS  SLUICE_LEASE_KERNEL_SYNCS /* a written entry lives this long */
+#define N_NODES	      3
+#define RATE	      100ULL /* units a second */
+#define BURST	      20ULL
+#define US_PER_SEC    1000000ULL
+#define TICK_US	      10000ULL /* a unit of traffic is tried each tick */
+#define SYNC_TICKS    10       /* the sync interval: 100 ms */
+#define SYNC_NS	      (SYNC_TICKS * TICK_US * SLUICE_NSEC_PER_USEC)
+#define TTL_US	      (RS_TTL_SYNCS * SYNC_TICKS * TICK_US) /* 3 s */
+#define T0_US	      1000000ULL /* the store's clock at the start, the nodes' too */
+#define PHASE_TICKS   500	 /* 5 s */
+#define TICKS	      (3 * PHASE_TICKS)
+#define BUSY	      200ULL /* units a second: more than the key's rate */
+#define LIGHT	      30ULL
+#define SCALE	      (1ULL << RATE_LEASE_SHIFT)
+#define COST_PER_CALL 4 /* a steady rate lease call's store commands (test_rate_cost) */
+#define COST_MAX      3 /* commands per node, hot key and second, at most (#28) */
+#define STEADY_FROM   (2 * PHASE_TICKS / 5) /* phase 1's steady part: its last 3 s */
+
+enum node { NODE_A, NODE_B, NODE_C };
+
+static const char *const holder[N_NODES] = { "a/eth0", "b/eth0", "c/eth0" };
+static const enum node order[N_NODES] = { NODE_B, NODE_A, NODE_C };
+
+struct node_sim {
+	struct budget_backend *be;
+	struct rs_key s;
+	__u64 spent, denied; /* the kernel's counters */
+	__u64 granted, expires_ns;
+	__u64 owed; /* units a second × ticks: the traffic's, in TICK_US × 1e-6 units */
+	size_t calls, calls_steady;
+	int dead;
+};
+
+struct fleet {
+	struct mem_store *m;
+	struct lease_key k;
+	struct node_sim n[N_NODES];
+	__u64 admitted[TICKS];
+	size_t b_calls_after_move; /* B's calls since A's demand moved to it */
+	size_t b_fair_call;	   /* ... the first that brought its fair share: 1, 2 ... */
+	__u64 b_fair_tick;	   /* ... and its tick */
+	__u64 c_expires_us;	   /* the store's expiry of C's last lease */
+	__u64 b_full_tick;	   /* the tick B held all of the key from */
+};
+
+static __u64 demand_of(enum node i, size_t tick)
+{
+	static const __u64 d[3][N_NODES] = {
+		{ BUSY, 0, LIGHT },
+		{ 0, BUSY, LIGHT },
+		{ 0, BUSY, LIGHT },
+	};
+
+	return d[tick / PHASE_TICKS][i];
+}
+
+static __u64 now_ns(size_t tick)
+{
+	return (T0_US + tick * TICK_US) * SLUICE_NSEC_PER_USEC;
+}
+
+/* One node's sync at @tick: refill, renew when due, write granted. */
+static void node_sync(struct fleet *f, enum node i, size_t tick)
+{
+	struct node_sim *n = &f->n[i];
+	struct rate_lease_req q;
+	struct rate_lease_grant g = { 0 };
+	struct rate_sync r = { .holder = holder[i],
+			       .lease_ttl_us = TTL_US,
+			       .leases = &q,
+			       .n_leases = 1,
+			       .grants = &g };
+	char err[STORE_ERR_LEN];
+	__u64 t = now_ns(tick);
+
+	rs_refill(&n->s, &f->k, t, n->spent, n->denied);
+	if (rs_due(&n->s, t, SYNC_NS)) {
+		rs_request(&n->s, &f->k, &q);
+		assert_int_equal(backend__rate_lease(n->be, &r, err, sizeof(err)), 0);
+		assert_int_equal(g.err, 0);
+		rs_answer(&n->s, &f->k, &g, t, TTL_US, SYNC_NS);
+		n->calls++;
+		n->calls_steady += tick >= STEADY_FROM && tick < PHASE_TICKS;
+		if (i == NODE_C)
+			f->c_expires_us = g.expires_us;
+		if (i == NODE_B && tick >= PHASE_TICKS && tick < 2 * PHASE_TICKS) {
+			f->b_calls_after_move++;
+			if (!f->b_fair_call && g.rate == g.fair_rate && g.rate) {
+				f->b_fair_call = f->b_calls_after_move;
+				f->b_fair_tick = tick;
+			}
+		}
+	}
+	n->granted = rs_granted(&n->s, &f->k);
+	n->expires_ns = n->s.until_ns ? MIN(n->s.until_ns, t + KERNEL_SYNCS * SYNC_NS) : 0;
+}
+
+/* The traffic of one tick: each unit owed is admitted while the lump allows. */
+static void traffic(struct fleet *f, size_t tick)
+{
+	size_t i;
+
+	for (i = 0; i < N_NODES; i++) {
+		struct node_sim *n = &f->n[i];
+
+		n->owed += demand_of(i, tick) * TICK_US;
+		for (; n->owed >= US_PER_SEC; n->owed -= US_PER_SEC) {
+			if (now_ns(tick) < n->expires_ns && n->spent + 1 <= n->granted) {
+				n->spent++;
+				f->admitted[tick]++;
+			} else {
+				n->denied++;
+			}
+		}
+	}
+}
+
+/* Every run of ticks a..b admits at most BURST + RATE × (b − a) ticks' time. */
+static void check_bound(const struct fleet *f)
+{
+	__u64 worst = 0, sum, bound;
+	size_t a, b;
+
+	for (a = 0; a < TICKS; a++) {
+		sum = 0;
+		for (b = a; b < TICKS; b++) {
+			sum += f->admitted[b];
+			bound = BURST + RATE * (b - a) * TICK_US / US_PER_SEC;
+			assert_true(sum <= bound);
+			if (b - a + 1 == US_PER_SEC / TICK_US && sum > worst)
+				worst = sum;
+		}
+	}
+	print_message("worst 1-second window: %llu units, bound %llu\n", (unsigned long long)worst,
+		      (unsigned long long)(BURST + RATE));
+}
+
+static void test_fleet(void **state)
+{
+	struct fleet *f = calloc(1, sizeof(*f));
+	size_t tick, i, steady_s = (PHASE_TICKS - STEADY_FROM) * TICK_US / US_PER_SEC;
+	__u64 steady_admitted = 0;
+
+	(void)state;
+	assert_non_null(f);
+	f->m = mem_store__new(T0_US);
+	assert_non_null(f->m);
+	f->k = (struct lease_key){
+		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
+	};
+	snprintf(f->k.key, sizeof(f->k.key), "sim:r1:{p:0}");
+	snprintf(f->k.field, sizeof(f->k.field), "1");
+	for (i = 0; i < N_NODES; i++) {
+		f->n[i].be = backend_mem__open(f->m);
+		assert_non_null(f->n[i].be);
+	}
+	for (tick = 0; tick < TICKS; tick++) {
+		mem_store__set_now(f->m, T0_US + tick * TICK_US);
+		f->n[NODE_C].dead = tick >= 2 * PHASE_TICKS;
+		for (i = 0; tick % SYNC_TICKS == 0 && i < N_NODES; i++)
+			if (!f->n[order[i]].dead)
+				node_sync(f, order[i], tick);
+		if (f->n[NODE_C].dead && !f->b_full_tick && f->n[NODE_B].s.rate == RATE * SCALE)
+			f->b_full_tick = tick;
+		traffic(f, tick);
+		if (tick >= STEADY_FROM && tick < PHASE_TICKS)
+			steady_admitted += f->admitted[tick];
+	}
+	check_bound(f);
+
+	/* Phase 1, steady: A and C each renew only as their lease ages. */
+	print_message("steady: %zu and %zu calls in %zu s (A, C): %.2f and %.2f store commands "
+		      "a second; admitted %llu in %zu s\n",
+		      f->n[NODE_A].calls_steady, f->n[NODE_C].calls_steady, steady_s,
+		      (double)(f->n[NODE_A].calls_steady * COST_PER_CALL) / (double)steady_s,
+		      (double)(f->n[NODE_C].calls_steady * COST_PER_CALL) / (double)steady_s,
+		      (unsigned long long)steady_admitted, steady_s);
+	assert_true(f->n[NODE_A].calls_steady * COST_PER_CALL <= COST_MAX * steady_s);
+	assert_true(f->n[NODE_C].calls_steady * COST_PER_CALL <= COST_MAX * steady_s);
+	assert_int_equal(f->n[NODE_B].calls_steady, 0);
+
+	/* Phase 2: B has its fair share within two of its renewals. */
+	print_message("demand moved to B: its fair share at its call %zu, %llu ms after the move\n",
+		      f->b_fair_call,
+		      (unsigned long long)((f->b_fair_tick - PHASE_TICKS) * TICK_US / 1000));
+	assert_int_not_equal(f->b_fair_call, 0);
+	assert_true(f->b_fair_call <= 2);
+	assert_true(f->b_fair_tick <= PHASE_TICKS + 2 * SYNC_TICKS); /* two intervals */
+
+	/* Phase 3: C's share is B's once C's lease has expired, at B's next renewal. */
+	print_message("C died: its lease expired %llu ms after, B held the whole key %llu ms "
+		      "after\n",
+		      (unsigned long long)((f->c_expires_us - T0_US) / 1000 -
+					   2 * PHASE_TICKS * TICK_US / 1000),
+		      (unsigned long long)((f->b_full_tick - 2 * PHASE_TICKS) * TICK_US / 1000));
+	assert_int_not_equal(f->b_full_tick, 0);
+	assert_true(T0_US + f->b_full_tick * TICK_US >= f->c_expires_us);
+	assert_true(T0_US + f->b_full_tick * TICK_US <=
+		    f->c_expires_us + TTL_US / RS_RENEW_DIV + SYNC_TICKS * TICK_US);
+
+	for (i = 0; i < N_NODES; i++)
+		backend__free(f->n[i].be);
+	mem_store__free(f->m);
+	free(f);
+}
+
+/*
+ * A node asking for less than it holds stops enforcing the rest before it
+ * asks (the store frees it at once when the call is settled); a call
+ * after a failed one is not settled.
+ */
+static void test_request_lowers(void **state)
+{
+	const struct lease_key k = {
+		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
+	};
+	struct rs_key s = { .rate = RATE * SCALE,
+			    .burst = BURST * SCALE,
+			    .level = BURST * SCALE * US_PER_SEC,
+			    .until_ns = now_ns(TICKS),
+			    .demand = LIGHT * SCALE,
+			    .answered = 1 };
+	const __u64 want = LIGHT * SCALE + LIGHT * SCALE / RS_DEMAND_DIV;
+	const __u64 want_b = (BURST * want + RATE - 1) / RATE;
+	struct rate_lease_req q;
+
+	(void)state;
+	rs_request(&s, &k, &q);
+	assert_int_equal(q.want_rate, want);
+	assert_int_equal(q.want_burst, want_b);
+	assert_int_equal(q.settled, 1);
+	assert_int_equal(s.rate, want);
+	assert_int_equal(s.burst, want_b);
+	assert_int_equal(s.level, want_b * US_PER_SEC);
+	rs_failed(&s);
+	rs_request(&s, &k, &q);
+	assert_int_equal(q.settled, 0);
+}
+
+/*
+ * The refill comes before what was spent is taken off: a full bucket
+ * spent whole in an interval gives nothing more until the next one,
+ * whatever the interval's refill (the units may have been spent at its
+ * end); then one interval's refill.
+ */
+static void test_refill_order(void **state)
+{
+	const struct lease_key k = {
+		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
+	};
+	const __u64 per_sync = RATE * SYNC_TICKS * TICK_US / US_PER_SEC; /* 10 units */
+	struct rs_key s = { .rate = RATE * SCALE,
+			    .burst = BURST * SCALE,
+			    .level = BURST * SCALE * US_PER_SEC,
+			    .until_ns = now_ns(TICKS) };
+
+	(void)state;
+	rs_refill(&s, &k, now_ns(0), 0, 0); /* the first: counters only */
+	assert_int_equal(rs_granted(&s, &k), BURST);
+	rs_refill(&s, &k, now_ns(SYNC_TICKS), BURST, 0);
+	assert_int_equal(rs_granted(&s, &k), BURST);
+	rs_refill(&s, &k, now_ns(2 * SYNC_TICKS), BURST, 0);
+	assert_int_equal(rs_granted(&s, &k), BURST + per_sync);
+	assert_int_equal(s.demand, 0);
+	rs_refill(&s, &k, now_ns(3 * SYNC_TICKS), BURST + per_sync, per_sync);
+	assert_int_equal(s.demand, 2 * per_sync * SCALE * US_PER_SEC / (SYNC_NS / 1000));
+	rs_refill(&s, &k, now_ns(TICKS), BURST + per_sync, per_sync); /* past until_ns */
+	assert_int_equal(rs_granted(&s, &k), BURST + per_sync);
+	assert_int_equal(s.rate, 0);
+}
+
+int main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fleet),
+		cmocka_unit_test(test_request_lowers),
+		cmocka_unit_test(test_refill_order),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Rate leases' allocator (budget/fairshare.h): max-min fair shares of one
+ * key's rate and burst, granted only out of what the other nodes' leases
+ * leave. Doorman's FairShare, on integers.
+ */
+#include "budget/fairshare.h"
+
+static __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+static __u64 max_u64(__u64 a, __u64 b)
+{
+	return a > b ? a : b;
+}
+
+__u64 fs_held(const struct fs_lease *l, enum fs_dim d, __u64 now_us)
+{
+	__u64 h = l->exp_us > now_us ? l->grant[d] : 0;
+
+	if (l->prev_exp_us > now_us)
+		h = max_u64(h, l->prev[d]);
+	return h;
+}
+
+/* Whether @v[@j] takes part in the split, and with what want (at most @cap). */
+static int part_want(const struct fs_lease *v, size_t j, size_t me, __u64 want, enum fs_dim d,
+		     __u64 cap, __u64 now_us, __u64 *w)
+{
+	if (j != me && v[j].exp_us <= now_us)
+		return 0; /* expired or handed back: its want is no one's */
+	*w = min_u64(j == me ? want : v[j].want[d], cap);
+	return 1;
+}
+
+/*
+ * Water-filling without sorting: the nodes wanting at most @level are
+ * satisfied; the rest split what they leave. Each pass either satisfies
+ * one more node or finds the final level, so it ends within n + 1
+ * passes, and what the satisfied want never adds up to more than @cap.
+ */
+__u64 fs_fair(__u64 cap, const struct fs_lease *v, size_t n, size_t me, __u64 want, enum fs_dim d,
+	      __u64 now_us)
+{
+	__u64 level = 0, sum, share, w;
+	size_t j, n_part, n_sat, rises;
+
+	want = min_u64(want, cap);
+	for (;;) {
+		sum = 0;
+		n_part = n_sat = 0;
+		for (j = 0; j < n; j++) {
+			if (!part_want(v, j, me, want, d, cap, now_us, &w))
+				continue;
+			n_part++;
+			if (w <= level) {
+				sum += w;
+				n_sat++;
+			}
+		}
+		if (n_sat == n_part)
+			return want;
+		share = (cap - sum) / (n_part - n_sat);
+		rises = 0;
+		for (j = 0; j < n; j++)
+			if (part_want(v, j, me, want, d, cap, now_us, &w) && w > level &&
+			    w <= share)
+				rises++;
+		if (!rises)
+			return min_u64(want, share);
+		level = share;
+	}
+}
+
+void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
+	      const struct fs_ask *a, __u64 now_us, struct fs_answer *out)
+{
+	const struct fs_lease *l = &v[me];
+	struct fs_lease next = { .exp_us = now_us + a->ttl_us };
+	__u64 others, ceiling, g, prev_exp;
+	int any_prev = 0;
+	size_t j;
+	int d;
+
+	/* A settled node enforces at most its last answer, which lives until exp. */
+	prev_exp = a->settled ? l->exp_us : max_u64(l->exp_us, l->prev_exp_us);
+	for (d = 0; d < FS_DIMS; d++) {
+		others = 0;
+		for (j = 0; j < n; j++)
+			if (j != me)
+				others += fs_held(&v[j], d, now_us);
+		next.want[d] = min_u64(a->want[d], cap[d]);
+		out->fair[d] = fs_fair(cap[d], v, n, me, next.want[d], d, now_us);
+		g = others < cap[d] ? min_u64(out->fair[d], cap[d] - others) : 0;
+		if (a->settled)
+			ceiling = l->exp_us > now_us ? min_u64(l->grant[d], a->want[d]) : 0;
+		else
+			ceiling = fs_held(l, d, now_us);
+		next.grant[d] = g;
+		if (ceiling > g || (ceiling && prev_exp > next.exp_us)) {
+			/*
+			 * Lowered, or renewed for less time than the lease it may
+			 * still enforce: that counts until the node cannot spend it.
+			 */
+			next.prev[d] = ceiling;
+			any_prev = 1;
+		}
+		out->grant[d] = g;
+	}
+	next.prev_exp_us = any_prev ? prev_exp : 0;
+	v[me] = next;
+	out->exp_us = next.exp_us;
+}

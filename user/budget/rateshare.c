@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * A node's side of a rate lease; see budget/rateshare.h. The bucket's
+ * level is in units × 2^RATE_LEASE_SHIFT × rate_period_us, so a share's
+ * refill (its scaled rate per µs) and a spent unit are exact integers.
+ */
+#include "sluice/compiler.h"
+#include "budget/rateshare.h"
+
+typedef unsigned __int128 u128; /* a product of two values below 2^62, before its division */
+
+static __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+/* A unit in the level's scale. */
+static __u64 unit_of(const struct lease_key *k)
+{
+	return k->rate_period_us << RATE_LEASE_SHIFT;
+}
+
+void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
+{
+	const __u64 unit = unit_of(k), cap = s->burst * k->rate_period_us;
+	__u64 dt_us = 0, gap, used;
+
+	if (!s->last_ns) {
+		s->last_ns = now_ns;
+		s->spent = spent;
+		s->seen = spent + denied;
+		return;
+	}
+	if (now_ns > s->last_ns)
+		dt_us = (now_ns - s->last_ns) / SLUICE_NSEC_PER_USEC;
+	if (dt_us) {
+		s->demand = (__u64)min_u64((__u64)((u128)(spent + denied - s->seen) * unit / dt_us),
+					   RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT);
+		s->seen = spent + denied;
+		s->last_ns += dt_us * SLUICE_NSEC_PER_USEC;
+		gap = cap > s->level ? cap - s->level : 0;
+		/* Refill first, as if the interval's units were spent at its end. */
+		if (s->rate && dt_us >= (gap + s->rate - 1) / s->rate)
+			s->level = cap;
+		else if (s->rate)
+			s->level += dt_us * s->rate;
+	}
+	used = spent - s->spent;
+	s->spent = spent;
+	s->level = used > s->level / unit ? 0 : s->level - used * unit;
+	if (s->until_ns && now_ns >= s->until_ns)
+		s->rate = s->burst = s->fair_rate = s->level = s->until_ns = 0;
+}
+
+__u64 rs_granted(const struct rs_key *s, const struct lease_key *k)
+{
+	return s->spent + (s->until_ns ? s->level / unit_of(k) : 0);
+}
+
+int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
+{
+	__u64 moved = s->demand > s->reported ? s->demand - s->reported : s->reported - s->demand;
+
+	if (!s->until_ns)
+		return s->demand > 0;
+	if (s->confirm || s->rate < s->fair_rate)
+		return 1;
+	if (!s->demand && !s->rate && !s->burst)
+		return 0; /* handed back: let it lapse */
+	if (now_ns - s->renewed_ns >= RS_TTL_SYNCS * interval_ns / RS_RENEW_DIV)
+		return 1;
+	return moved > s->reported / RS_DEMAND_DIV;
+}
+
+/* The level a burst share allows. */
+static void clamp_level(struct rs_key *s, const struct lease_key *k)
+{
+	s->level = min_u64(s->level, s->burst * k->rate_period_us);
+}
+
+void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q)
+{
+	const __u64 r = k->rate_units << RATE_LEASE_SHIFT, b = k->burst << RATE_LEASE_SHIFT;
+	const __u64 want = min_u64(s->demand + s->demand / RS_DEMAND_DIV, r);
+	const __u64 want_b = (__u64)(((u128)b * want + r - 1) / r);
+
+	s->rate = min_u64(s->rate, want);
+	s->burst = min_u64(s->burst, want_b);
+	clamp_level(s, k);
+	*q = (struct rate_lease_req){
+		.k = k, .want_rate = want, .want_burst = want_b, .settled = s->answered
+	};
+	s->reported = s->demand;
+}
+
+void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
+	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns)
+{
+	const __u64 life_ns = ttl_us * SLUICE_NSEC_PER_USEC,
+		    margin_ns = RS_KERNEL_MARGIN_SYNCS * interval_ns;
+
+	s->confirm = g->rate < s->rate || g->burst < s->burst;
+	s->rate = g->rate;
+	s->burst = g->burst;
+	s->fair_rate = g->fair_rate;
+	clamp_level(s, k);
+	s->until_ns = sent_ns + (life_ns > margin_ns ? life_ns - margin_ns : 0);
+	s->renewed_ns = sent_ns;
+	s->answered = 1;
+}
+
+void rs_failed(struct rs_key *s)
+{
+	s->answered = 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * A node's side of one hot key's rate lease (docs/shared-budget.md, "Rate
+ * leases"): the bucket it enforces at the share the store granted it,
+ * what it asks the store for, and when. Pure arithmetic on what the
+ * planner reads from the kernel, no I/O.
+ *
+ * The kernel needs no change: the planner writes rs_granted() into the
+ * key's sluice_lease at each sync interval, and the XDP program's lump
+ * check (spent + cost <= granted) then admits at most what a token bucket
+ * of the share's rate and burst admits. rs_refill() refills the bucket
+ * for the interval before it takes off what was spent in it, as if every
+ * unit had been spent at the interval's end: the lowest level any
+ * schedule of those admissions leaves, so the node's admissions fit a
+ * continuous bucket of (burst share, rate share), and the fleet's fit
+ * burst + rate·t while the store keeps the shares' sums within them.
+ */
+#ifndef SLUICE_RATESHARE_H
+#define SLUICE_RATESHARE_H
+
+#include <linux/types.h>
+
+#include "budget/backend.h"
+
+#define RS_TTL_SYNCS	       30 /* a rate lease lives this many sync intervals (3 s at 100 ms) */
+#define RS_RENEW_DIV	       2  /* renew once less than 1/this of the lease is left */
+#define RS_DEMAND_DIV	       4  /* ask again when demand moves by more than 1/this; headroom */
+#define RS_KERNEL_MARGIN_SYNCS 2  /* enforce a share until this many intervals before its expiry */
+
+/* One hot key's rate lease on this node. */
+struct rs_key {
+	__u64 rate, burst; /* the share enforced now, scaled by 2^RATE_LEASE_SHIFT */
+	__u64 fair_rate;   /* the last answer's fair share: below it, ask every interval */
+	__u64 until_ns;	   /* local time from which the share is not enforced (0: none) */
+	__u64 level;	   /* the bucket: units × 2^RATE_LEASE_SHIFT × rate_period_us */
+	__u64 last_ns;	   /* local time of the last refill (0: none yet) */
+	__u64 spent, seen; /* the kernel's spent, and spent + denied, at the last refill */
+	__u64 demand;	   /* spent + denied over the last interval: scaled units a period */
+	__u64 reported;	   /* the demand the last call reported */
+	__u64 renewed_ns;  /* local send time of the last answered call */
+	int answered;	   /* the last call's answer arrived: the next call is settled */
+	int confirm;	   /* the last answer lowered the share: ask once more to confirm */
+};
+
+/*
+ * The interval up to @now_ns: refill @s at its share, take off what the
+ * kernel spent since (its counters @spent, @denied now), measure the
+ * demand; a share past its until_ns is dropped (nothing enforced).
+ */
+void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent,
+	       __u64 denied);
+
+/* What the kernel may have spent in all, at most, until the next refill. */
+__u64 rs_granted(const struct rs_key *s, const struct lease_key *k);
+
+/*
+ * Whether to call the store for @s at @now_ns: no share yet and demand,
+ * less than 1/RS_RENEW_DIV of the lease left, demand moved by more than
+ * 1/RS_DEMAND_DIV of what was reported, a share below its fair share
+ * (others still hold it), or a lowering to confirm.
+ */
+int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
+
+/*
+ * The call for @s: its demand plus 1/RS_DEMAND_DIV, the burst in
+ * proportion. What it asks below its share it stops enforcing first, so
+ * that the store may give it away at once (settled).
+ */
+void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);
+
+/* Apply answer @g to the call sent at @sent_ns with @ttl_us; a raised burst arrives spent. */
+void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
+	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns);
+
+/* The call failed: the share stands until its until_ns, the next call is not settled. */
+void rs_failed(struct rs_key *s);
+
+#endif /* SLUICE_RATESHARE_H */
