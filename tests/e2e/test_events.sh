@@ -78,7 +78,7 @@ bad() { # EXPECTED-TEXT ARGS...: exit 2, the message names the argument
 bad "--reason 'rate': expected limit, ban, unparsed, fragment or fail" events --reason rate
 bad "--count '0' is not a count" events --count 0
 bad "--for '5x': expected a duration such as 10s" events --for 5x
-bad "which file? give --pcap <file>" dump
+bad "which file? give --pcap <file>|-" dump
 bad "unknown option '--pcap'" events --pcap x
 
 # ---- a flood, streamed --------------------------------------------------------

@@ -383,7 +383,7 @@ static int parse_for(void *o, const char *s)
 static const struct opt events_rows[] = { WATCH_ROWS("events") };
 
 static const struct opt dump_rows[] = {
-	OPTION("pcap", 'w', OPT_STR, struct watch, pcap_path, "<file>",
+	OPTION("pcap", 'w', OPT_STR, struct watch, pcap_path, "<file>|-",
 	       "where the pcap goes; - for standard output", .required = "which file?"),
 	WATCH_ROWS("frames"),
 };
