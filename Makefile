@@ -23,7 +23,7 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -print-multiarch)
 
 # Recursive (=) so pkg-config runs only when a recipe needs it: after deps.
-PKGS = libbpf libxdp yaml-0.1 hiredis libmicrohttpd libsystemd libxcrypt
+PKGS = libbpf libxdp yaml-0.1 hiredis libmicrohttpd libsystemd libxcrypt libcurl json-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 
@@ -195,6 +195,11 @@ $(O)/tests/unit/test_pkt: $(PKT_OBJ)
 $(O)/tests/unit/test_abi: | $(BPF_OBJ)
 # The option parser's test links the parser and the refusals it prints (cmd.c).
 $(O)/tests/unit/test_opts: $(O)/tests/unit/test_opts.o $(O)/user/cli/opts.o $(O)/user/cli/cmd.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# The CrowdSec stream's test links its parser (a file of the command).
+$(O)/tests/unit/test_crowdsec: $(O)/tests/unit/test_crowdsec.o $(O)/user/cli/crowdsec_stream.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

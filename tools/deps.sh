@@ -26,6 +26,7 @@ PACKAGES=(
 	clang-tidy cppcheck shellcheck
 	jq prometheus mandoc git
 	libcrypt-dev apache2-utils curl # bcrypt (libxcrypt), htpasswd and curl for metrics TLS
+	libcurl4-openssl-dev libjson-c-dev crowdsec # sluice crowdsec, and its test's local API
 	python3-jsonschema
 )
 # The deploy tier validates the manifests with npm packages (tests/deploy/);
@@ -56,11 +57,32 @@ for p in "${PACKAGES[@]}"; do
 		missing+=("$p")
 done
 
+# crowdsec's postinst registers with CrowdSec's Central API unless its
+# credentials file already holds something, and fails offline; and it
+# starts its service. The test runs a local API of its own: no Central API,
+# no service (policy-rc.d 101, only while installing, if none is there).
+crowdsec_offline() {
+	mkdir -p /etc/crowdsec
+	[ -s /etc/crowdsec/online_api_credentials.yaml ] ||
+		echo '# no Central API: installed by sluice tools/deps.sh' \
+			>/etc/crowdsec/online_api_credentials.yaml
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		policy_rc_d_ours=1
+	fi
+}
+
 if ((${#missing[@]})); then
 	echo "deps: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
+	policy_rc_d_ours=
+	[[ " ${missing[*]} " != *" crowdsec "* ]] || crowdsec_offline
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	rc=0
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+	[ -z "$policy_rc_d_ours" ] || rm -f /usr/sbin/policy-rc.d
+	[ "$rc" = 0 ] || exit "$rc"
 fi
 
 # mode=0700, as systemd mounts it: a world-writable bpffs lets any user

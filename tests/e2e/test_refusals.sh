@@ -81,6 +81,13 @@ case_ban_list_line() {
 	printf '192.0.2.0/24 ; SBL1\n192.0.2.300\n' >"$WORK/list.txt"
 	try "$SLUICE" ban --list drop --file "$WORK/list.txt"
 }
+case_crowdsec_no_key() { try "$SLUICE" crowdsec; }
+case_crowdsec_key_file() { try "$SLUICE" crowdsec --key-file "$WORK/absent.key"; }
+case_crowdsec_key_empty() {
+	printf '\n' >"$WORK/empty.key"
+	try "$SLUICE" crowdsec --key-file "$WORK/empty.key"
+}
+case_crowdsec_bad_poll() { try "$SLUICE" crowdsec --key-file "$WORK/absent.key" --poll 0s; }
 case_policy_missing() { try "$SLUICE" check "$WORK/absent.yaml"; }
 case_policy_unreadable() { as_nobody check "$WORK/pub/private.yaml"; }
 case_policy_invalid() { try "$SLUICE" check "$WORK/bad.yaml"; }
@@ -216,7 +223,8 @@ for id in no-command unknown-command unknown-global-option unknown-option missin
 	generic-mode bad-count priority-without-share bad-metrics bad-reason bad-events-for \
 	no-pcap bad-prefix \
 	bad-duration wide-ban ban-list-name ban-list-file ban-list-line ban-socket-alone \
-	ban-socket-no-group policy-missing policy-unreadable policy-invalid policy-symlink-out \
+	ban-socket-no-group crowdsec-no-key crowdsec-key-file crowdsec-key-empty crowdsec-bad-poll \
+	policy-missing policy-unreadable policy-invalid policy-symlink-out \
 	password-file-mode cluster-cleartext web-config-invalid no-iface-to-attach \
 	auto-not-alone iface-auto-no-route detach-nothing-pinned not-root not-root-pins \
 	not-bpffs pin-root-absent nothing-attached not-attached pin-dir-not-owned \

@@ -105,12 +105,7 @@ static int parse_target(struct ban_cmd *c, const char *s)
 	return addr_text(c->prefix, sizeof(c->prefix), p.addr, p.bits) ? -1 : 0;
 }
 
-/*
- * Does @k cover more than an IPv4 /BAN_WIDE_V4_BITS or an IPv6
- * /BAN_WIDE_V6_BITS? A prefix shorter than ::ffff:0:0/96 that holds it
- * (::/0, ::/80) covers all of IPv4.
- */
-static int is_wide(const struct sluice_addr_key *k)
+int ban_is_wide(const struct sluice_addr_key *k)
 {
 	static const __u8 v4mapped[SLUICE_ADDR_LEN] = { [10] = 0xff, [11] = 0xff };
 	unsigned int bits = bans__key_bits(k);
@@ -171,7 +166,7 @@ static int read_list_file(struct ban_cmd *c)
 		return EXIT_CONFIG;
 	}
 	for (i = 0; i < c->n_keys && !c->force; i++) {
-		if (!is_wide(&c->keys[i]))
+		if (!ban_is_wide(&c->keys[i]))
 			continue;
 		addr_text(prefix, sizeof(prefix), c->keys[i].addr,
 			  (int)bans__key_bits(&c->keys[i]));
@@ -594,7 +589,7 @@ static int run(const struct opts_cmd *oc, struct ban_cmd *c, int argc, char **ar
 		return EXIT_USAGE;
 	if (c->file && (ret = read_list_file(c)))
 		return ret;
-	if (oc == &ban_cmd && !c->list && !c->force && is_wide(&c->key))
+	if (oc == &ban_cmd && !c->list && !c->force && ban_is_wide(&c->key))
 		return cmd_refuse(
 			oc->name,
 			"'%s' covers more than an IPv4 /%d or an IPv6 /%d; add --force to "

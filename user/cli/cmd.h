@@ -54,6 +54,7 @@ int cmd_unban(int argc, char **argv);
 int cmd_bans(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_crowdsec(int argc, char **argv);
 
 /*
  * A refusal or warning line to stderr, at warning priority where stderr is
@@ -102,6 +103,15 @@ int cmd_first_iface(const char *pin_root, char *buf, size_t len);
  * member to put in the interface's object.
  */
 void ban_status(const struct sluice_maps *m, int json);
+
+struct sluice_addr_key;
+
+/*
+ * Does @k cover more than an IPv4 /8 or an IPv6 /32, which `sluice ban`
+ * takes only with --force? A prefix shorter than ::ffff:0:0/96 that holds
+ * it (::/0, ::/80) covers all of IPv4.
+ */
+int ban_is_wide(const struct sluice_addr_key *k);
 
 /* -q given before the command: `check` then prints only its summary line. */
 extern int cmd_quiet;

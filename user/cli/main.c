@@ -27,6 +27,7 @@ static const struct cmd commands[] = {
 	{ "ban", cmd_ban, "drop a source or prefix, for a while or until unbanned" },
 	{ "unban", cmd_unban, "lift a ban" },
 	{ "bans", cmd_bans, "list the bans, their expiry and the packets each dropped" },
+	{ "crowdsec", cmd_crowdsec, "hold CrowdSec's decisions in a ban list (a bouncer)" },
 	{ "events", cmd_events, "stream the sampled drops as JSON lines" },
 	{ "dump", cmd_dump, "write the sampled drops' first bytes as a pcap" },
 	{ "detach", cmd_detach, "remove the XDP program and its pinned maps" },

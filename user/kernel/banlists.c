@@ -582,12 +582,13 @@ static int plan_key(const struct sluice_maps *m, struct plan *p, const struct ba
 }
 
 /*
- * The new state: @s without @list's entries, and @keys in @list. Old
- * entries of @list into *@old (sorted by key).
+ * The new state: @s without @list's entries, and @keys in @list, key i
+ * expiring at @exp[i] (NULL: all at @expires_real). Old entries of @list
+ * into *@old (sorted by key).
  */
 static int split_state(const struct banlist_state *s, const char *list,
-		       const struct sluice_addr_key *keys, size_t n, __u64 expires_real,
-		       struct banlist_state *next, struct banlist_state *old)
+		       const struct sluice_addr_key *keys, const __u64 *exp, size_t n,
+		       __u64 expires_real, struct banlist_state *next, struct banlist_state *old)
 {
 	size_t i;
 
@@ -606,7 +607,7 @@ static int split_state(const struct banlist_state *s, const char *list,
 		struct banlist_entry *e = &next->e[next->n++];
 
 		e->key = keys[i];
-		e->expires_real_ns = expires_real;
+		e->expires_real_ns = exp ? exp[i] : expires_real;
 		snprintf(e->list, sizeof(e->list), "%s", list);
 		snprintf(e->reason, sizeof(e->reason), "%s", list);
 	}
@@ -615,14 +616,15 @@ static int split_state(const struct banlist_state *s, const char *list,
 	return 0;
 }
 
-int banlist__replace(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
-		     const char *list, const struct sluice_addr_key *keys, size_t n,
-		     __u64 expires_real, struct banlist_change *c)
+/* banlist__replace() and banlist__replace_each(): @exp NULL, or one expiry per key. */
+static int replace(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+		   const char *list, const struct sluice_addr_key *keys, const __u64 *exp, size_t n,
+		   __u64 expires_real, struct banlist_change *c)
 {
 	struct banlist_state next, old;
 	struct plan p = { 0 };
 	size_t i = 0, j = 0;
-	int err = split_state(s, list, keys, n, expires_real, &next, &old);
+	int err = split_state(s, list, keys, exp, n, expires_real, &next, &old);
 
 	memset(c, 0, sizeof(*c));
 	/* Both sorted by key: a merge walk. */
@@ -637,7 +639,7 @@ int banlist__replace(const struct sluice_maps *m, __u32 capacity, struct banlist
 			err = plan_key(m, &p, &next, &keys[j++]);
 		} else {
 			c->kept++;
-			if (old.e[i].expires_real_ns != expires_real)
+			if (old.e[i].expires_real_ns != (exp ? exp[j] : expires_real))
 				err = plan_key(m, &p, &next, &keys[j]);
 			i++;
 			j++;
@@ -657,6 +659,20 @@ int banlist__replace(const struct sluice_maps *m, __u32 capacity, struct banlist
 	free(s->e);
 	*s = next;
 	return 0;
+}
+
+int banlist__replace(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+		     const char *list, const struct sluice_addr_key *keys, size_t n,
+		     __u64 expires_real, struct banlist_change *c)
+{
+	return replace(m, capacity, s, list, keys, NULL, n, expires_real, c);
+}
+
+int banlist__replace_each(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+			  const char *list, const struct sluice_addr_key *keys, const __u64 *exp,
+			  size_t n, struct banlist_change *c)
+{
+	return replace(m, capacity, s, list, keys, exp, n, 0, c);
 }
 
 int banlist__restore(const struct sluice_maps *m, __u32 capacity, const struct banlist_state *s,

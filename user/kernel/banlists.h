@@ -90,6 +90,15 @@ int banlist__replace(const struct sluice_maps *m, __u32 capacity, struct banlist
 		     __u64 expires_real, struct banlist_change *c);
 
 /*
+ * banlist__replace() with an expiry per key: @keys[i] expires at @exp[i]
+ * (CLOCK_REALTIME; 0: never). A kept entry whose expiry changed is
+ * rewritten, one whose expiry is the same is not (CrowdSec's decisions).
+ */
+int banlist__replace_each(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+			  const char *list, const struct sluice_addr_key *keys, const __u64 *exp,
+			  size_t n, struct banlist_change *c);
+
+/*
  * Put @k in list @list of @s (replacing its expiry and reason), or with
  * @list NULL take @k out of every list. 0 or -ENOMEM.
  */
