@@ -170,18 +170,35 @@ static __always_inline int decide_odd(struct pkt_meta *m, struct limit_env *env,
 	return why;
 }
 
+/* SLUICE_EVENT_UNOWNED where a key must be in memory. */
+static const __u32 drop_event_unowned = SLUICE_EVENT_UNOWNED;
+
 /*
- * The sampled event of a drop (events.bpf.h): why, from what the stages
- * left in @v and @why, and which policy (none for a drop before them).
+ * The sluice_ev_tick slot of a drop, as a key in memory (the pipeline's
+ * stack has no room for one more): the policy that made it, in the
+ * verdict itself, or SLUICE_EVENT_UNOWNED for a drop before the policies.
+ */
+static __always_inline const __u32 *drop_event_key(const struct verdict *v)
+{
+	return v->result == LIMIT_REFUSED || v->id >= SLUICE_MAX_POLICIES ? &drop_event_unowned
+									  : &v->id;
+}
+
+/*
+ * The sampled event of a drop (events.bpf.h), once the caller found it
+ * due (event_counted()): why, from what the stages left in @v and @why,
+ * and which policy. The generation is read again: this is one drop in N.
  */
 static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta *m,
-				      const struct limit_env *env, const struct verdict *v, int why)
+				      const struct verdict *v, int why)
 {
 	int reason = v->result == LIMIT_CLOSED ? SLUICE_EVENT_FAIL : SLUICE_EVENT_LIMIT;
-	__u32 id = v->id;
+	struct sluice_ctl *ctl = ctl_get();
+	__u32 gen;
 
+	if (!ctl)
+		return 0;
 	if (v->result == LIMIT_REFUSED) {
-		id = SLUICE_EVENT_UNOWNED;
 		if (why == SLUICE_TOTAL_BANNED)
 			reason = SLUICE_EVENT_BAN;
 		else if (why == SLUICE_TOTAL_UNPARSED_DROP)
@@ -189,32 +206,40 @@ static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta
 		else
 			reason = SLUICE_EVENT_FRAGMENT;
 	}
-	if (id >= SLUICE_MAX_POLICIES)
-		id = SLUICE_EVENT_UNOWNED;
-	return event_send(ctx, hook, m, env->gen, id, reason);
+	gen = ctl->active_gen % SLUICE_POLICY_GENS;
+	return event_send(ctx, hook, m, gen, event_stamp(ctl), *drop_event_key(v), reason);
 }
 
 /*
  * drop_event() for each hook, global as parse_ipv6_chain_xdp() is: verified
  * once, on its own, so its frame is not the pipeline's, which has no byte
- * of 6.1's 512 to spare. Returns 1 when an event was sent.
+ * of 6.1's 512 to spare. Returns 1 when an event was sent. Called for one
+ * drop in N only (drop_event_call() after event_counted()): a call costs.
  */
 __attribute__((noinline)) int drop_event_xdp(struct xdp_md *ctx, const struct pkt_meta *m,
-					     const struct limit_env *env, const struct verdict *v,
-					     int why)
+					     const struct verdict *v, int why)
 {
-	if (!ctx || !m || !env || !v)
+	if (!ctx || !m || !v)
 		return 0;
-	return drop_event(ctx, FRAME_XDP, m, env, v, why);
+	return drop_event(ctx, FRAME_XDP, m, v, why);
 }
 
 __attribute__((noinline)) int drop_event_skb(struct __sk_buff *skb, const struct pkt_meta *m,
-					     const struct limit_env *env, const struct verdict *v,
-					     int why)
+					     const struct verdict *v, int why)
 {
-	if (!skb || !m || !env || !v)
+	if (!skb || !m || !v)
 		return 0;
-	return drop_event(skb, FRAME_SKB, m, env, v, why);
+	return drop_event(skb, FRAME_SKB, m, v, why);
+}
+
+/* The event of a drop event_counted() found due, from hook @hook. */
+static __always_inline void drop_event_call(void *ctx, int hook, const struct pkt_meta *m,
+					    const struct verdict *v, int why)
+{
+	if (hook == FRAME_SKB)
+		drop_event_skb(ctx, m, v, why);
+	else
+		drop_event_xdp(ctx, m, v, why);
 }
 
 /*
@@ -290,10 +315,9 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		deny_store(&flow, slot, stamp, v.id, env.now, v.deny_ticks);
 decided:
 	if (is_drop(v.result) && (env.gen_flags & SLUICE_GEN_F_EVENTS)) {
-		if (hook == FRAME_SKB)
-			drop_event_skb(ctx, &m, &env, &v, why);
-		else
-			drop_event_xdp(ctx, &m, &env, &v, why);
+		ctl = bpf_map_lookup_elem(&sluice_ctl, &zero); /* again: no stack to keep it */
+		if (ctl && !event_counted(drop_event_key(&v), event_stamp(ctl)))
+			drop_event_call(ctx, hook, &m, &v, why);
 	}
 	if (m.frag == PKT_FRAG_FIRST) {
 		clock_read(&env);
