@@ -38,6 +38,7 @@
 struct api_iface {
 	char iface[POLICY_IFNAME_LEN];
 	struct banlist_state s;
+	struct banlist_counts c; /* the maps' size and counts while the lock is held */
 	int loaded;
 };
 
@@ -102,6 +103,12 @@ static int hold(struct banapi *a, size_t n, char *why, size_t len)
 		if (err)
 			return err;
 		banlist_state__prune(&f->s, clock_ns(CLOCK_REALTIME));
+		err = banlist_counts__read(&a->o.att[i].maps, &f->c);
+		if (err) {
+			snprintf(why, len, "cannot read the bans of '%s': %s", iface,
+				 strerror(-err));
+			return err;
+		}
 		f->loaded = 1;
 	}
 	return 0;
@@ -113,7 +120,6 @@ static int apply(struct banapi *a, const char *list, const struct sluice_addr_ke
 {
 	__u64 expires = for_ns ? clock_ns(CLOCK_REALTIME) + for_ns : 0;
 	int err = 0, code = API_HTTP_OK;
-	__u32 capacity = 0;
 	size_t i, n;
 
 	pthread_mutex_lock(&a->o.snap->att_lock);
@@ -121,15 +127,14 @@ static int apply(struct banapi *a, const char *list, const struct sluice_addr_ke
 	pthread_mutex_lock(&a->mu);
 	err = hold(a, n, why, len);
 	for (i = 0; !err && i < n; i++) {
-		const struct sluice_maps *m = &a->o.att[i].maps;
+		struct api_iface *f = &a->ifs[i];
 
-		err = bans__capacity(m, &capacity)
-			      ?: banlist__set_one(m, capacity, &a->ifs[i].s, list, k, expires,
-						  list ?: "");
+		err = banlist__set_one(&a->o.att[i].maps, &f->c, &f->s, list, k, expires,
+				       list ?: "");
 		a->dirty |= !err || i; /* the interfaces before this one changed */
 		if (err == -ENOSPC)
 			snprintf(why, len, "the ban table of '%s' is full (%u entries)",
-				 a->o.att[i].iface, capacity);
+				 a->o.att[i].iface, f->c.capacity);
 		else if (err)
 			snprintf(why, len, "cannot write the bans of '%s': %s", a->o.att[i].iface,
 				 strerror(-err));
@@ -286,26 +291,34 @@ fail:
 void banapi__flush(struct banapi *a, __u64 now)
 {
 	char path[PATH_MAX];
-	size_t i;
+	size_t i, j;
 	int err;
 
 	if (!a || now - a->flushed_ns < BANAPI_FLUSH_NS)
 		return;
 	a->flushed_ns = now;
+	pthread_mutex_lock(&a->o.snap->att_lock);
 	pthread_mutex_lock(&a->mu);
 	for (i = 0; a->dirty && i < POLICY_MAX_IFACES; i++) {
-		if (!a->ifs[i].loaded)
+		struct api_iface *f = &a->ifs[i];
+
+		if (!f->loaded)
 			continue;
-		err = banlist_state_path(path, a->o.state_dir, a->ifs[i].iface)
-			      ?: banlist_state__save(&a->ifs[i].s, path);
+		/* The gate's figures, on the interface's maps unless it went meanwhile. */
+		for (j = 0, err = 0; j < a->o.snap->n_att && !err; j++)
+			if (!strcmp(a->o.att[j].iface, f->iface))
+				err = banlist_counts__write(&a->o.att[j].maps, &f->c);
+		err = err ?: banlist_state_path(path, a->o.state_dir, f->iface)
+				     ?: banlist_state__save(&f->s, path);
 		if (err)
-			log_event(LOG_WARN, "ban_api_state_failed", "iface=%s err=\"%s\"",
-				  a->ifs[i].iface, strerror(-err));
+			log_event(LOG_WARN, "ban_api_state_failed", "iface=%s err=\"%s\"", f->iface,
+				  strerror(-err));
 	}
 	a->dirty = 0;
 	bans__unlock(a->lock_fd);
 	a->lock_fd = -1;
 	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->o.snap->att_lock);
 }
 
 void banapi__stop(struct banapi *a)

@@ -714,37 +714,80 @@ int banlist__restore_iface(const struct sluice_maps *m, const char *pin_root, co
 	return err;
 }
 
-int banlist__set_one(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+int banlist_counts__read(const struct sluice_maps *m, struct banlist_counts *c)
+{
+	__u32 zero = 0;
+
+	c->stale = 0;
+	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &c->gate))
+		return -errno;
+	return bans__capacity(m, &c->capacity);
+}
+
+int banlist_counts__write(const struct sluice_maps *m, struct banlist_counts *c)
+{
+	__u32 zero = 0;
+
+	if (!c->stale)
+		return 0;
+	if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &c->gate, BPF_ANY))
+		return -errno;
+	c->stale = 0;
+	return 0;
+}
+
+/*
+ * Write @b as @k's entry of map @fd: a new one first (one call); a held one
+ * keeps its count. 1 when the entry is new, 0 when it was held, or -errno.
+ */
+static int put_one(int fd, const struct sluice_addr_key *k, struct sluice_ban *b)
+{
+	struct sluice_ban old;
+
+	if (!bpf_map_update_elem(fd, k, b, BPF_NOEXIST))
+		return 1;
+	if (errno != EEXIST)
+		return -errno;
+	/* Held: the trie's lookup of a held key finds the key itself, the longest match. */
+	if (!bpf_map_lookup_elem(fd, k, &old))
+		b->drops_pkts = old.drops_pkts;
+	return bpf_map_update_elem(fd, k, b, BPF_ANY) ? -errno : 0;
+}
+
+int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, struct banlist_state *s,
 		     const char *list, const struct sluice_addr_key *k, __u64 expires_real,
 		     const char *reason)
 {
-	struct sluice_ban_gate gate;
+	int host = is_host(k), fd = m->fd[host ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN];
+	__u32 *count = host ? &c->gate.hosts : &c->gate.prefixes, was = *count;
 	struct sluice_ban b;
 	struct plan p = { 0 };
-	__u32 zero = 0;
-	int i, err = 0;
+	int err = 0;
 
-	/* The gate counts both maps: every writer holds the lock, so it is exact. */
-	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate))
-		return -errno;
 	/* A prefix new to the maps on a full table: refused before anything changes. */
-	if (list && gate.hosts + gate.prefixes >= capacity && !banlist_state__value(s, k, &b))
+	if (list && c->gate.hosts + c->gate.prefixes >= c->capacity &&
+	    !banlist_state__value(s, k, &b))
 		err = held(m, &p, k, &b) ?: -ENOSPC;
-	if (err == 1)
-		err = 0;
-	if (!err)
-		err = banlist_state__set(s, list, k, expires_real, reason);
-	if (!err)
-		err = plan_key(m, &p, s, k);
-	for (i = 0; !err && i < 2; i++)
-		err = apply_ops(m->fd[i ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN], &p.del[i])
-			      ?: apply_ops(m->fd[i ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN],
-					   &p.put[i]);
-	if (!err && p.grows) {
-		*(is_host(k) ? &gate.hosts : &gate.prefixes) += (__u32)p.grows;
-		if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY))
-			err = -errno;
-	}
 	plan_free(&p);
+	if (err < 0)
+		return err;
+	err = banlist_state__set(s, list, k, expires_real, reason);
+	if (err)
+		return err;
+	if (banlist_state__value(s, k, &b)) {
+		err = put_one(fd, k, &b);
+		if (err < 0)
+			return err;
+		*count += (__u32)err;
+		err = 0;
+	} else if (!bpf_map_delete_elem(fd, k)) {
+		(*count)--;
+	} else if (errno != ENOENT) { /* ENOENT: not in the maps (deleted by hand) */
+		return -errno;
+	}
+	c->stale |= *count != was;
+	/* The program must see a map that gains its first entry before the answer. */
+	if (!was != !*count)
+		err = banlist_counts__write(m, c);
 	return err;
 }

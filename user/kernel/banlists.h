@@ -113,13 +113,32 @@ int banlist__restore(const struct sluice_maps *m, __u32 capacity, const struct b
 		     size_t *n);
 
 /*
+ * The ban maps' size and counts as a writer that holds bans__lock() for
+ * many single changes in a row keeps them (the local API): read once by
+ * banlist_counts__read() after the lock is taken, kept up to date by
+ * banlist__set_one(), and written to the gate by banlist_counts__write()
+ * before the lock is let go. The gate in the map is written at once only
+ * when a count leaves or reaches 0 (the program looks a map up only while
+ * its count is not 0); its exact figures may lag until then.
+ */
+struct banlist_counts {
+	__u32 capacity;		     /* entries both maps hold together */
+	struct sluice_ban_gate gate; /* the maps' entries as they are */
+	int stale;		     /* the map's gate differs from @gate */
+};
+
+int banlist_counts__read(const struct sluice_maps *m, struct banlist_counts *c);
+int banlist_counts__write(const struct sluice_maps *m, struct banlist_counts *c);
+
+/*
  * One change of one prefix, without reading every entry: put @k in list
  * @list of @s (NULL: out of every list) and write its merged value, or
- * delete it, in the maps of @m, counting the gate up or down. For many
- * changes in a row (the local API). 0, -ENOSPC before anything changed
+ * delete it, in the maps of @m, counting @c up or down. For many changes
+ * in a row (the local API): a new entry costs one map write, a changed
+ * one a write, a read and a write. 0, -ENOSPC before anything changed
  * when @k is new on a full table, or -errno.
  */
-int banlist__set_one(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, struct banlist_state *s,
 		     const char *list, const struct sluice_addr_key *k, __u64 expires_real,
 		     const char *reason);
 
