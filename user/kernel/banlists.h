@@ -26,13 +26,28 @@ struct banlist_entry {
 	__u64 expires_real_ns; /* CLOCK_REALTIME; 0: never */
 	char list[BANLIST_NAME_LEN];
 	char reason[SLUICE_BAN_REASON_LEN]; /* what the map entry shows */
+	int dead;			    /* taken out by banlist_state__set(), until settled */
 };
 
-/* Every entry of every list of one interface, in no order. */
+/*
+ * Every entry of every list of one interface, sorted (banlist_entry_cmp())
+ * but for what banlist_state__set() changed since the last
+ * banlist_state__settle(): its new entries are appended unsorted (the
+ * last @tail), and those it takes out of the sorted part are marked dead.
+ * Each change then costs O(log n + BANLIST_TAIL_MAX), not a move of the
+ * array; every other function settles the state first, or takes a
+ * settled one (a loaded state is).
+ */
 struct banlist_state {
 	struct banlist_entry *e;
 	size_t n;
+	size_t cap;  /* entries allocated; 0: n */
+	size_t tail; /* the last @tail entries are unsorted */
+	size_t dead; /* entries of the sorted part marked dead */
 };
+
+/* New entries banlist_state__set() keeps unsorted before it settles the state. */
+#define BANLIST_TAIL_MAX 512
 
 /* What a replacement did, for its one event. */
 struct banlist_change {
@@ -56,12 +71,15 @@ int banlist_state_path(char *buf, const char *dir, const char *iface);
  */
 int banlist_state__load(struct banlist_state *s, const char *path, char *err, size_t errlen);
 
-/* Write @s to @path atomically, making its directory (0750). 0 or -errno. */
-int banlist_state__save(const struct banlist_state *s, const char *path);
+/* Sort @s and drop its dead entries. */
+void banlist_state__settle(struct banlist_state *s);
+
+/* Write @s (settled first) to @path atomically, making its directory (0750). 0 or -errno. */
+int banlist_state__save(struct banlist_state *s, const char *path);
 
 void banlist_state__free(struct banlist_state *s);
 
-/* Drop the entries expired at @now_real; how many. */
+/* Drop the entries expired at @now_real (@s settled); how many. */
 size_t banlist_state__prune(struct banlist_state *s, __u64 now_real);
 
 /* Entries of list @list. */
