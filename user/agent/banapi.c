@@ -39,7 +39,9 @@ struct api_iface {
 	char iface[POLICY_IFNAME_LEN];
 	struct banlist_state s;
 	struct banlist_counts c; /* the maps' size and counts while the lock is held */
+	struct stat file;	 /* the state file as last read or written; st_ino 0: none */
 	int loaded;
+	int check; /* the lock was let go since: a command may have written the file */
 };
 
 struct banapi {
@@ -72,7 +74,30 @@ int banapi_parse_group(const char *s, gid_t *gid)
 	return 0;
 }
 
-/* Take the lock and (re)load each interface's state if not held yet; mu held. */
+/* Is the state file at @path the one @f last read or wrote? */
+static int same_file(const struct api_iface *f, const char *path)
+{
+	struct stat st = { 0 };
+
+	if (stat(path, &st) && errno != ENOENT)
+		return 0;
+	return st.st_ino == f->file.st_ino && st.st_size == f->file.st_size &&
+	       st.st_mtim.tv_sec == f->file.st_mtim.tv_sec &&
+	       st.st_mtim.tv_nsec == f->file.st_mtim.tv_nsec;
+}
+
+/* Note the state file at @path as @f's own (none: st_ino 0). */
+static void own_file(struct api_iface *f, const char *path)
+{
+	if (stat(path, &f->file))
+		memset(&f->file, 0, sizeof(f->file));
+}
+
+/*
+ * Take the lock and make sure each interface's state is the file's: read
+ * it again only when a command wrote it since (at 10^5 entries a read
+ * costs more than a thousand requests). mu held.
+ */
 static int hold(struct banapi *a, size_t n, char *why, size_t len)
 {
 	char path[PATH_MAX];
@@ -86,22 +111,27 @@ static int hold(struct banapi *a, size_t n, char *why, size_t len)
 				 strerror(-a->lock_fd));
 			return a->lock_fd;
 		}
-		/* A command may have written the files since: read them again. */
 		for (i = 0; i < POLICY_MAX_IFACES; i++)
-			a->ifs[i].loaded = 0;
+			a->ifs[i].check = 1;
 	}
 	for (i = 0; i < n; i++) {
 		struct api_iface *f = &a->ifs[i];
 		const char *iface = a->o.att[i].iface;
 
-		if (f->loaded && !strcmp(f->iface, iface))
+		if (f->loaded && !f->check && !strcmp(f->iface, iface))
 			continue;
-		banlist_state__free(&f->s);
-		snprintf(f->iface, sizeof(f->iface), "%s", iface);
-		err = banlist_state_path(path, a->o.state_dir, iface)
-			      ?: banlist_state__load(&f->s, path, why, len);
+		err = banlist_state_path(path, a->o.state_dir, iface);
 		if (err)
 			return err;
+		if (!f->loaded || strcmp(f->iface, iface) != 0 || !same_file(f, path)) {
+			banlist_state__free(&f->s);
+			f->loaded = 0;
+			snprintf(f->iface, sizeof(f->iface), "%s", iface);
+			err = banlist_state__load(&f->s, path, why, len);
+			if (err)
+				return err;
+			own_file(f, path);
+		}
 		banlist_state__prune(&f->s, clock_ns(CLOCK_REALTIME));
 		err = banlist_counts__read(&a->o.att[i].maps, &f->c);
 		if (err) {
@@ -110,6 +140,7 @@ static int hold(struct banapi *a, size_t n, char *why, size_t len)
 			return err;
 		}
 		f->loaded = 1;
+		f->check = 0;
 	}
 	return 0;
 }
@@ -310,6 +341,8 @@ void banapi__flush(struct banapi *a, __u64 now)
 				err = banlist_counts__write(&a->o.att[j].maps, &f->c);
 		err = err ?: banlist_state_path(path, a->o.state_dir, f->iface)
 				     ?: banlist_state__save(&f->s, path);
+		if (!err)
+			own_file(f, path);
 		if (err)
 			log_event(LOG_WARN, "ban_api_state_failed", "iface=%s err=\"%s\"", f->iface,
 				  strerror(-err));
