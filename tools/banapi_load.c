@@ -41,6 +41,7 @@ struct client {
 	int unban;
 	uint32_t first, n;     /* addresses first .. first + n - 1 */
 	unsigned long ok;      /* answers 200 */
+	unsigned long refused; /* the others */
 	pthread_barrier_t *go; /* all connected */
 	int fd;
 	const char *fail; /* why it stopped, or NULL */
@@ -122,6 +123,8 @@ static void *run(void *arg)
 			break;
 		}
 		c->ok += status == HTTP_OK;
+		if (status != HTTP_OK && !c->refused++) /* say why, once */
+			fprintf(stderr, "banapi-load: %d %s", status, strstr(ans, "\r\n\r\n") + 4);
 	}
 	return NULL;
 }
