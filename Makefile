@@ -275,19 +275,26 @@ soak: $(BIN) $(FLOOD) $(SINK)
 # receive path beside nftables and iptables, then the agent (docs/performance.md).
 # SCHED_FIFO: on a shared machine other tasks would otherwise run on the CPUs
 # of the two-CPU rows mid-round.
-BENCH_DEPS = $(BIN) $(FLOOD) $(BENCH_BIN) $(BENCH_GEN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
+BENCH_DEPS = $(BIN) $(FLOOD) $(SINK) $(BANAPI_LOAD) $(BENCH_BIN) $(BENCH_GEN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
 bench: $(BENCH_DEPS)
 	$(Q)chrt -f 1 $(BENCH_BIN) --obj $(BPF_OBJ) --bench-dir $(O)/bench
 	$(Q)echo
 	$(Q)bench/path.sh $(O)
 	$(Q)echo
 	$(Q)bench/agent.sh $(O)
+	$(Q)echo
+	$(Q)bench/banapi.sh $(O)
 
 bench-path: $(BENCH_DEPS)
 	$(Q)bench/path.sh $(O)
 
 bench-agent: $(BENCH_DEPS)
 	$(Q)bench/agent.sh $(O)
+
+# bench-banapi: the local ban API's ops/s and a 10^5-entry list replace (bench/banapi.sh).
+.PHONY: bench-banapi
+bench-banapi: $(BENCH_DEPS)
+	$(Q)bench/banapi.sh $(O)
 
 # bench-fleet: the shared budget's store cost at fleet scale (bench/fleet.sh).
 .PHONY: bench-fleet
