@@ -303,8 +303,14 @@ struct banapi *banapi__start(const struct banapi_opts *o)
 		err = fd;
 		goto fail;
 	}
-	a->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-				answer, a, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+	/*
+	 * One thread on epoll serves every connection; MHD_USE_TURBO reads and
+	 * writes a socket before asking epoll whether it is ready, which saves
+	 * a round of epoll per request on a kept-alive connection.
+	 */
+	a->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO, 0,
+				NULL, NULL, answer, a, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_END);
 	if (!a->d) {
 		err = errno ? -errno : -EIO;
 		close(fd);
