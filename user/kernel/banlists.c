@@ -95,9 +95,7 @@ static __u64 to_mono(__u64 expires_real, __u64 mono, __u64 real)
 static void merge_one(const struct banlist_entry *e, __u64 *exp, struct sluice_ban *b,
 		      const char **first)
 {
-	if (!*first)
-		*exp = e->expires_real_ns;
-	else if (*exp && (!e->expires_real_ns || e->expires_real_ns > *exp))
+	if (!*first || (*exp && (!e->expires_real_ns || e->expires_real_ns > *exp)))
 		*exp = e->expires_real_ns;
 	if (!*first || strcmp(e->list, *first) < 0) {
 		memcpy(b->reason, e->reason, SLUICE_BAN_REASON_LEN);
