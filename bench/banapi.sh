@@ -7,7 +7,7 @@
 #     veth in a network namespace, loaded by sluice-banapi-load with 1, 4
 #     and 16 connections at once (each one request at a time, kept alive),
 #     API_N bans of distinct addresses per run, the median of ROUNDS runs;
-#     first on an idle machine, then with both CPUs busy (stress-ng --cpu
+#     first without stress-ng, then with both CPUs busy (stress-ng --cpu
 #     2 for the whole row), then once more with LIST_N entries already in
 #     the API's list (a state that large is written every 0.5 s).
 #   - A LIST_N-entry list replace (`sluice ban --list --file`): its wall
@@ -137,11 +137,11 @@ printf 'sluice bench-banapi: the local API (%d bans a run, median of %d runs) an
 	"$API_N" "$ROUNDS" "$LIST_N"
 printf '  %-44s' "local API, ops/s, connections:"
 for c in $CONNS; do printf ' %8s' "$c"; done
-printf '\n  %-44s' "idle machine, empty list"
+printf '\n  %-44s' "no stress-ng, empty list"
 for c in $CONNS; do printf ' %8d' "${idle[$c]}"; done
 printf '\n  %-44s' "stress-ng --cpu 2, empty list"
 for c in $CONNS; do printf ' %8d' "${busy[$c]}"; done
-printf '\n  %-44s' "idle machine, list of $LIST_N"
+printf '\n  %-44s' "no stress-ng, list of $LIST_N"
 for c in $CONNS; do printf ' %8d' "${big[$c]}"; done
 printf '\n\n  %-44s %8s %8s\n' "list replace, $PPS pkt/s from a kept source" "ms" "passed"
 printf '  %-44s %8d %8d\n' "$LIST_N new entries" "$fresh_ms" "$fresh_through"
