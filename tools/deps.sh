@@ -27,6 +27,7 @@ PACKAGES=(
 	jq prometheus mandoc git
 	libcrypt-dev apache2-utils curl # bcrypt (libxcrypt), htpasswd and curl for metrics TLS
 	python3-jsonschema
+	stress-ng # make bench-banapi: both CPUs busy
 )
 # The deploy tier validates the manifests with npm packages (tests/deploy/);
 # a node that already brings npm (as NodeSource's does) is kept, since
