@@ -52,6 +52,8 @@ ADDR_OBJ := $(O)/user/base/addr.o
 HARNESS_OBJ := $(O)/lib/harness.o
 FLOOD := $(O)/sluice-flood
 SINK := $(O)/sluice-sink
+# The local ban API's load client (tools/banapi_load.c): the e2e test and make bench.
+BANAPI_LOAD := $(O)/sluice-banapi-load
 FLEET_SIM := $(O)/sluice-fleet-sim
 # e2e tests' helper: keys straight into a running agent's pinned sluice_state.
 FILL_KEYS := $(O)/tests/e2e/sluice-fill-keys
@@ -74,7 +76,7 @@ BENCH_GEN := $(O)/bench/sluice-bench-gen
 # The one-line hint: a clone without the commit-msg hook (not in CI, nor
 # outside a git checkout) is told how to get it.
 HOOK_PATH = $(shell git rev-parse --git-path hooks/commit-msg 2>/dev/null)
-all: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM)
+all: $(BIN) $(FLOOD) $(SINK) $(BANAPI_LOAD) $(FILL_KEYS) $(FLEET_SIM)
 	$(Q)[ -n "$$CI" ] || [ -z "$(HOOK_PATH)" ] || [ -e "$(HOOK_PATH)" ] || \
 		echo "hint: 'make hooks' installs the commit-msg hook (CONTRIBUTING.md)"
 
@@ -150,6 +152,10 @@ $(FLOOD): $(O)/tools/flood.o $(PKT_OBJ) $(ADDR_OBJ)
 $(SINK): $(O)/tools/sink.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
+$(BANAPI_LOAD): $(O)/tools/banapi_load.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread
 
 # The fleet simulator runs the real planner on lease maps of its own (tools/fleet_sim.c).
 FLEET_SIM_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
@@ -232,7 +238,7 @@ test-bpf: $(BPFT_BIN) $(BPF_OBJ)
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier bpf $(BPFT_BIN)
 
 # test_libxdp's foreign program; test_harness_guard kills a BPF test.
-test-e2e: $(BIN) $(FLOOD) $(SINK) $(FILL_KEYS) $(FLEET_SIM) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
+test-e2e: $(BIN) $(FLOOD) $(SINK) $(BANAPI_LOAD) $(FILL_KEYS) $(FLEET_SIM) $(STORE_T_BIN) $(O)/bench/pass.bpf.o \
 	  $(O)/tests/bpf/test_limit
 	$(Q)SLUICE_TEST_LOGS=$(TEST_LOGS) tests/run-tier e2e $(sort $(wildcard tests/e2e/test_*.sh))
 
@@ -274,19 +280,26 @@ soak: $(BIN) $(FLOOD) $(SINK)
 # receive path beside nftables and iptables, then the agent (docs/performance.md).
 # SCHED_FIFO: on a shared machine other tasks would otherwise run on the CPUs
 # of the two-CPU rows mid-round.
-BENCH_DEPS = $(BIN) $(FLOOD) $(BENCH_BIN) $(BENCH_GEN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
+BENCH_DEPS = $(BIN) $(FLOOD) $(SINK) $(BANAPI_LOAD) $(BENCH_BIN) $(BENCH_GEN) $(BPF_OBJ) $(BENCH_BPF_OBJ)
 bench: $(BENCH_DEPS)
 	$(Q)chrt -f 1 $(BENCH_BIN) --obj $(BPF_OBJ) --bench-dir $(O)/bench
 	$(Q)echo
 	$(Q)bench/path.sh $(O)
 	$(Q)echo
 	$(Q)bench/agent.sh $(O)
+	$(Q)echo
+	$(Q)bench/banapi.sh $(O)
 
 bench-path: $(BENCH_DEPS)
 	$(Q)bench/path.sh $(O)
 
 bench-agent: $(BENCH_DEPS)
 	$(Q)bench/agent.sh $(O)
+
+# bench-banapi: the local ban API's ops/s and a 10^5-entry list replace (bench/banapi.sh).
+.PHONY: bench-banapi
+bench-banapi: $(BENCH_DEPS)
+	$(Q)bench/banapi.sh $(O)
 
 # bench-fleet: the shared budget's store cost at fleet scale (bench/fleet.sh).
 .PHONY: bench-fleet

@@ -28,6 +28,7 @@ PACKAGES=(
 	libcrypt-dev apache2-utils curl # bcrypt (libxcrypt), htpasswd and curl for metrics TLS
 	libcurl4-openssl-dev libjson-c-dev crowdsec # sluice crowdsec, and its test's local API
 	python3-jsonschema
+	stress-ng # make bench-banapi: both CPUs busy
 )
 # The deploy tier validates the manifests with npm packages (tests/deploy/);
 # a node that already brings npm (as NodeSource's does) is kept, since

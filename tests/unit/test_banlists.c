@@ -125,6 +125,8 @@ static void test_state_round_trip(void **state)
 	assert_int_equal(banlist_state__count(&back, BANLIST_MANUAL), 1);
 	/* unban: out of every list. */
 	assert_int_equal(banlist_state__set(&back, NULL, &a, 0, NULL), 0);
+	assert_int_equal(banlist_state__count(&back, "drop"), 0);
+	banlist_state__settle(&back);
 	assert_int_equal(back.n, 0);
 	banlist_state__free(&s);
 	banlist_state__free(&back);
@@ -171,6 +173,70 @@ static void test_merge(void **state)
 	banlist_state__free(&s);
 }
 
+/*
+ * Many single changes in no order, as the local API makes them: new
+ * entries wait unsorted in the tail, unbanned ones dead in the sorted
+ * part, and the state reads the same throughout and once settled.
+ */
+#define MANY	   (4 * BANLIST_TAIL_MAX + 7) /* several settles, and a tail left over */
+#define MANY_STEP  7919			      /* a prime: MANY keys in no order */
+#define MANY_SMALL 3			      /* every third key is also in list "b" */
+#define MANY_UNBAN 5			      /* every fifth key is unbanned */
+
+static void many_key(struct sluice_addr_key *k, unsigned int i)
+{
+	__u8 addr[SLUICE_ADDR_LEN] = { [10] = 0xff, [11] = 0xff, [12] = 10, [13] = 9 };
+
+	addr[14] = (__u8)(i >> 8);
+	addr[15] = (__u8)i;
+	bans__key(k, addr, SLUICE_ADDR_BITS);
+}
+
+static void test_many_changes(void **state)
+{
+	struct banlist_state s = { 0 };
+	struct sluice_addr_key k;
+	struct sluice_ban b;
+	unsigned int i, j;
+
+	(void)state;
+	for (j = 0; j < MANY; j++) {
+		i = (j * MANY_STEP) % MANY;
+		many_key(&k, i);
+		assert_int_equal(banlist_state__set(&s, "a", &k, 0, "a"), 0);
+		if (i % MANY_SMALL == 0)
+			assert_int_equal(banlist_state__set(&s, "b", &k, 0, "b"), 0);
+		if (j % MANY_UNBAN == 0) /* an entry of the tail or of the sorted part */
+			assert_int_equal(banlist_state__set(&s, NULL, &k, 0, NULL), 0);
+		if (j % MANY_UNBAN == 1) /* banned again: replaced, not doubled */
+			assert_int_equal(banlist_state__set(&s, "a", &k, 0, "a2"), 0);
+	}
+	assert_true(s.tail > 0 && s.tail <= BANLIST_TAIL_MAX);
+	for (j = 0; j < MANY; j++) {
+		i = (j * MANY_STEP) % MANY;
+		many_key(&k, i);
+		assert_int_equal(banlist_state__value(&s, &k, &b), j % MANY_UNBAN != 0);
+	}
+	banlist_state__settle(&s);
+	assert_int_equal(s.tail, 0);
+	assert_int_equal(s.dead, 0);
+	for (j = 1; j < s.n; j++)
+		assert_true(banlist_entry_cmp(&s.e[j - 1], &s.e[j]) < 0);
+	assert_int_equal(banlist_state__count(&s, "a"),
+			 MANY - (MANY + MANY_UNBAN - 1) / MANY_UNBAN);
+	for (j = 0, i = 0; j < MANY; j++)
+		i += (j * MANY_STEP) % MANY % MANY_SMALL == 0 && j % MANY_UNBAN != 0;
+	assert_int_equal(banlist_state__count(&s, "b"), i);
+	for (j = 0; j < MANY; j++) {
+		i = (j * MANY_STEP) % MANY;
+		many_key(&k, i);
+		assert_int_equal(banlist_state__value(&s, &k, &b), j % MANY_UNBAN != 0);
+		if (j % MANY_UNBAN == 1)
+			assert_string_equal(b.reason, "a2");
+	}
+	banlist_state__free(&s);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -187,7 +253,7 @@ int main(void)
 		cmocka_unit_test(test_drop_layout),    cmocka_unit_test(test_bad_line),
 		cmocka_unit_test(test_empty),	       cmocka_unit_test(test_state_round_trip),
 		cmocka_unit_test(test_state_bad_line), cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_names),	       cmocka_unit_test(test_many_changes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,10 @@
 struct api_iface {
 	char iface[POLICY_IFNAME_LEN];
 	struct banlist_state s;
+	struct banlist_counts c; /* the maps' size and counts while the lock is held */
+	struct stat file;	 /* the state file as last read or written; st_ino 0: none */
 	int loaded;
+	int check; /* the lock was let go since: a command may have written the file */
 };
 
 struct banapi {
@@ -71,7 +74,30 @@ int banapi_parse_group(const char *s, gid_t *gid)
 	return 0;
 }
 
-/* Take the lock and (re)load each interface's state if not held yet; mu held. */
+/* Is the state file at @path the one @f last read or wrote? */
+static int same_file(const struct api_iface *f, const char *path)
+{
+	struct stat st = { 0 };
+
+	if (stat(path, &st) && errno != ENOENT)
+		return 0;
+	return st.st_ino == f->file.st_ino && st.st_size == f->file.st_size &&
+	       st.st_mtim.tv_sec == f->file.st_mtim.tv_sec &&
+	       st.st_mtim.tv_nsec == f->file.st_mtim.tv_nsec;
+}
+
+/* Note the state file at @path as @f's own (none: st_ino 0). */
+static void own_file(struct api_iface *f, const char *path)
+{
+	if (stat(path, &f->file))
+		memset(&f->file, 0, sizeof(f->file));
+}
+
+/*
+ * Take the lock and make sure each interface's state is the file's: read
+ * it again only when a command wrote it since (at 10^5 entries a read
+ * costs more than a thousand requests). mu held.
+ */
 static int hold(struct banapi *a, size_t n, char *why, size_t len)
 {
 	char path[PATH_MAX];
@@ -85,24 +111,36 @@ static int hold(struct banapi *a, size_t n, char *why, size_t len)
 				 strerror(-a->lock_fd));
 			return a->lock_fd;
 		}
-		/* A command may have written the files since: read them again. */
 		for (i = 0; i < POLICY_MAX_IFACES; i++)
-			a->ifs[i].loaded = 0;
+			a->ifs[i].check = 1;
 	}
 	for (i = 0; i < n; i++) {
 		struct api_iface *f = &a->ifs[i];
 		const char *iface = a->o.att[i].iface;
 
-		if (f->loaded && !strcmp(f->iface, iface))
+		if (f->loaded && !f->check && !strcmp(f->iface, iface))
 			continue;
-		banlist_state__free(&f->s);
-		snprintf(f->iface, sizeof(f->iface), "%s", iface);
-		err = banlist_state_path(path, a->o.state_dir, iface)
-			      ?: banlist_state__load(&f->s, path, why, len);
+		err = banlist_state_path(path, a->o.state_dir, iface);
 		if (err)
 			return err;
+		if (!f->loaded || strcmp(f->iface, iface) != 0 || !same_file(f, path)) {
+			banlist_state__free(&f->s);
+			f->loaded = 0;
+			snprintf(f->iface, sizeof(f->iface), "%s", iface);
+			err = banlist_state__load(&f->s, path, why, len);
+			if (err)
+				return err;
+			own_file(f, path);
+		}
 		banlist_state__prune(&f->s, clock_ns(CLOCK_REALTIME));
+		err = banlist_counts__read(&a->o.att[i].maps, &f->c);
+		if (err) {
+			snprintf(why, len, "cannot read the bans of '%s': %s", iface,
+				 strerror(-err));
+			return err;
+		}
 		f->loaded = 1;
+		f->check = 0;
 	}
 	return 0;
 }
@@ -113,7 +151,6 @@ static int apply(struct banapi *a, const char *list, const struct sluice_addr_ke
 {
 	__u64 expires = for_ns ? clock_ns(CLOCK_REALTIME) + for_ns : 0;
 	int err = 0, code = API_HTTP_OK;
-	__u32 capacity = 0;
 	size_t i, n;
 
 	pthread_mutex_lock(&a->o.snap->att_lock);
@@ -121,15 +158,14 @@ static int apply(struct banapi *a, const char *list, const struct sluice_addr_ke
 	pthread_mutex_lock(&a->mu);
 	err = hold(a, n, why, len);
 	for (i = 0; !err && i < n; i++) {
-		const struct sluice_maps *m = &a->o.att[i].maps;
+		struct api_iface *f = &a->ifs[i];
 
-		err = bans__capacity(m, &capacity)
-			      ?: banlist__set_one(m, capacity, &a->ifs[i].s, list, k, expires,
-						  list ?: "");
+		err = banlist__set_one(&a->o.att[i].maps, &f->c, &f->s, list, k, expires,
+				       list ?: "");
 		a->dirty |= !err || i; /* the interfaces before this one changed */
 		if (err == -ENOSPC)
 			snprintf(why, len, "the ban table of '%s' is full (%u entries)",
-				 a->o.att[i].iface, capacity);
+				 a->o.att[i].iface, f->c.capacity);
 		else if (err)
 			snprintf(why, len, "cannot write the bans of '%s': %s", a->o.att[i].iface,
 				 strerror(-err));
@@ -267,8 +303,14 @@ struct banapi *banapi__start(const struct banapi_opts *o)
 		err = fd;
 		goto fail;
 	}
-	a->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-				answer, a, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+	/*
+	 * One thread on epoll serves every connection; MHD_USE_TURBO reads and
+	 * writes a socket before asking epoll whether it is ready, which saves
+	 * a round of epoll per request on a kept-alive connection.
+	 */
+	a->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO, 0,
+				NULL, NULL, answer, a, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_END);
 	if (!a->d) {
 		err = errno ? -errno : -EIO;
 		close(fd);
@@ -286,26 +328,36 @@ fail:
 void banapi__flush(struct banapi *a, __u64 now)
 {
 	char path[PATH_MAX];
-	size_t i;
+	size_t i, j;
 	int err;
 
 	if (!a || now - a->flushed_ns < BANAPI_FLUSH_NS)
 		return;
 	a->flushed_ns = now;
+	pthread_mutex_lock(&a->o.snap->att_lock);
 	pthread_mutex_lock(&a->mu);
 	for (i = 0; a->dirty && i < POLICY_MAX_IFACES; i++) {
-		if (!a->ifs[i].loaded)
+		struct api_iface *f = &a->ifs[i];
+
+		if (!f->loaded)
 			continue;
-		err = banlist_state_path(path, a->o.state_dir, a->ifs[i].iface)
-			      ?: banlist_state__save(&a->ifs[i].s, path);
+		/* The gate's figures, on the interface's maps unless it went meanwhile. */
+		for (j = 0, err = 0; j < a->o.snap->n_att && !err; j++)
+			if (!strcmp(a->o.att[j].iface, f->iface))
+				err = banlist_counts__write(&a->o.att[j].maps, &f->c);
+		err = err ?: banlist_state_path(path, a->o.state_dir, f->iface)
+				     ?: banlist_state__save(&f->s, path);
+		if (!err)
+			own_file(f, path);
 		if (err)
-			log_event(LOG_WARN, "ban_api_state_failed", "iface=%s err=\"%s\"",
-				  a->ifs[i].iface, strerror(-err));
+			log_event(LOG_WARN, "ban_api_state_failed", "iface=%s err=\"%s\"", f->iface,
+				  strerror(-err));
 	}
 	a->dirty = 0;
 	bans__unlock(a->lock_fd);
 	a->lock_fd = -1;
 	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->o.snap->att_lock);
 }
 
 void banapi__stop(struct banapi *a)

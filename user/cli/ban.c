@@ -396,7 +396,7 @@ static int load_state(const struct ban_cmd *c, const char *iface, char *path,
 	return rc;
 }
 
-static int save_state(const struct banlist_state *s, const char *path)
+static int save_state(struct banlist_state *s, const char *path)
 {
 	int err = banlist_state__save(s, path);
 

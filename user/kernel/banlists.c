@@ -63,10 +63,10 @@ static void sort_state(struct banlist_state *s)
 		qsort(s->e, s->n, sizeof(*s->e), banlist_entry_cmp);
 }
 
-/* The first entry of @s (sorted) whose key is not below @k. */
+/* The first entry of @s's sorted part whose key is not below @k. */
 static size_t lower_bound(const struct banlist_state *s, const struct sluice_addr_key *k)
 {
-	size_t lo = 0, hi = s->n;
+	size_t lo = 0, hi = s->n - s->tail;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -87,27 +87,28 @@ static __u64 to_mono(__u64 expires_real, __u64 mono, __u64 real)
 	return expires_real > real ? mono + (expires_real - real) : mono;
 }
 
-/* Merge entries [@lo, @hi) of one key into @b's expiry (realtime) and reason. */
-static void merge_run(const struct banlist_entry *e, size_t lo, size_t hi, __u64 *expires,
-		      char *reason)
+/*
+ * Merge entry @e of a key into @b's expiry (realtime, *@exp) and reason:
+ * the latest expiry (0, never, over all) and the reason of the first list
+ * by name. *@first: the list whose reason @b holds, NULL before any.
+ */
+static void merge_one(const struct banlist_entry *e, __u64 *exp, struct sluice_ban *b,
+		      const char **first)
 {
-	size_t i;
-
-	for (i = lo; i < hi; i++) {
-		if (i == lo) {
-			*expires = e[i].expires_real_ns;
-			memcpy(reason, e[i].reason, SLUICE_BAN_REASON_LEN);
-		} else if (*expires && (!e[i].expires_real_ns || e[i].expires_real_ns > *expires))
-			*expires = e[i].expires_real_ns;
+	if (!*first || (*exp && (!e->expires_real_ns || e->expires_real_ns > *exp)))
+		*exp = e->expires_real_ns;
+	if (!*first || strcmp(e->list, *first) < 0) {
+		memcpy(b->reason, e->reason, SLUICE_BAN_REASON_LEN);
+		*first = e->list;
 	}
 }
 
-/* The run of @k in sorted @s: [*lo, *hi). */
+/* The run of @k in the sorted part of @s: [*lo, *hi). */
 static void run_of(const struct banlist_state *s, const struct sluice_addr_key *k, size_t *lo,
 		   size_t *hi)
 {
 	*lo = lower_bound(s, k);
-	for (*hi = *lo; *hi < s->n && !cmp_key(&s->e[*hi].key, k); (*hi)++)
+	for (*hi = *lo; *hi < s->n - s->tail && !cmp_key(&s->e[*hi].key, k); (*hi)++)
 		;
 }
 
@@ -115,13 +116,19 @@ int banlist_state__value(const struct banlist_state *s, const struct sluice_addr
 			 struct sluice_ban *b)
 {
 	__u64 mono = mono_ns(), real = clock_ns(CLOCK_REALTIME), exp = 0;
-	size_t lo, hi;
+	const char *first = NULL;
+	size_t lo, hi, i;
 
-	run_of(s, k, &lo, &hi);
-	if (lo == hi)
-		return 0;
 	memset(b, 0, sizeof(*b));
-	merge_run(s->e, lo, hi, &exp, b->reason);
+	run_of(s, k, &lo, &hi);
+	for (i = lo; i < hi; i++)
+		if (!s->e[i].dead)
+			merge_one(&s->e[i], &exp, b, &first);
+	for (i = s->n - s->tail; i < s->n; i++)
+		if (!cmp_key(&s->e[i].key, k))
+			merge_one(&s->e[i], &exp, b, &first);
+	if (!first)
+		return 0;
 	b->expires_ns = to_mono(exp, mono, real);
 	b->since_ns = mono;
 	return 1;
@@ -250,8 +257,7 @@ int banlist_state__load(struct banlist_state *s, const char *path, char *err, si
 	size_t cap = 0, lineno = 0;
 	int rc = 0;
 
-	s->e = NULL;
-	s->n = 0;
+	memset(s, 0, sizeof(*s));
 	if (!f) {
 		if (errno == ENOENT)
 			return 0;
@@ -317,12 +323,13 @@ static int write_state(const struct banlist_state *s, FILE *f)
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
-int banlist_state__save(const struct banlist_state *s, const char *path)
+int banlist_state__save(struct banlist_state *s, const char *path)
 {
 	char tmp[PATH_MAX];
 	FILE *f;
 	int fd, err = make_parent(path);
 
+	banlist_state__settle(s);
 	if (err)
 		return err;
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
@@ -352,14 +359,14 @@ int banlist_state__save(const struct banlist_state *s, const char *path)
 void banlist_state__free(struct banlist_state *s)
 {
 	free(s->e);
-	s->e = NULL;
-	s->n = 0;
+	memset(s, 0, sizeof(*s));
 }
 
 size_t banlist_state__prune(struct banlist_state *s, __u64 now_real)
 {
 	size_t i, out = 0;
 
+	banlist_state__settle(s);
 	for (i = 0; i < s->n; i++)
 		if (!s->e[i].expires_real_ns || s->e[i].expires_real_ns > now_real)
 			s->e[out++] = s->e[i];
@@ -373,39 +380,93 @@ size_t banlist_state__count(const struct banlist_state *s, const char *list)
 	size_t i, n = 0;
 
 	for (i = 0; i < s->n; i++)
-		n += !strcmp(s->e[i].list, list);
+		n += !s->e[i].dead && !strcmp(s->e[i].list, list);
 	return n;
+}
+
+/* Put @e at the end of @s's unsorted tail. 0 or -ENOMEM. */
+static int append(struct banlist_state *s, const struct banlist_entry *e)
+{
+	size_t cap = s->cap < s->n ? s->n : s->cap;
+
+	if (grow((void **)&s->e, &cap, s->n, sizeof(*s->e)))
+		return -ENOMEM;
+	s->cap = cap;
+	s->e[s->n++] = *e;
+	s->tail++;
+	if (s->tail > BANLIST_TAIL_MAX)
+		banlist_state__settle(s);
+	return 0;
 }
 
 int banlist_state__set(struct banlist_state *s, const char *list, const struct sluice_addr_key *k,
 		       __u64 expires_real, const char *reason)
 {
 	struct banlist_entry e = { .key = *k, .expires_real_ns = expires_real }, *p;
-	size_t lo, hi, at;
+	size_t lo, hi, i;
 
-	/* s->e is sorted (banlist_entry_cmp()): edit in place, O(log n) and one move. */
+	/* The sorted part is edited in place (O(log n)); new entries go to the tail. */
 	run_of(s, k, &lo, &hi);
 	if (!list) {
-		memmove(&s->e[lo], &s->e[hi], (s->n - hi) * sizeof(*s->e));
-		s->n -= hi - lo;
+		for (i = lo; i < hi; i++) {
+			s->dead += !s->e[i].dead;
+			s->e[i].dead = 1;
+		}
+		for (i = s->n - s->tail; i < s->n;) {
+			if (cmp_key(&s->e[i].key, k) != 0) {
+				i++;
+				continue;
+			}
+			s->e[i] = s->e[--s->n];
+			s->tail--;
+		}
 		return 0;
 	}
 	snprintf(e.list, sizeof(e.list), "%s", list);
 	snprintf(e.reason, sizeof(e.reason), "%s", reason);
-	for (at = lo; at < hi && strcmp(s->e[at].list, list) < 0; at++)
-		;
-	if (at < hi && !strcmp(s->e[at].list, list)) {
-		s->e[at] = e;
-		return 0;
-	}
-	p = reallocarray(s->e, s->n + 1, sizeof(*s->e));
+	for (p = NULL, i = lo; !p && i < hi; i++)
+		if (!strcmp(s->e[i].list, list))
+			p = &s->e[i];
+	for (i = s->n - s->tail; !p && i < s->n; i++)
+		if (!cmp_key(&s->e[i].key, k) && !strcmp(s->e[i].list, list))
+			p = &s->e[i];
 	if (!p)
-		return -ENOMEM;
-	s->e = p;
-	memmove(&p[at + 1], &p[at], (s->n - at) * sizeof(*p));
-	p[at] = e;
-	s->n++;
+		return append(s, &e);
+	s->dead -= p->dead;
+	*p = e;
 	return 0;
+}
+
+void banlist_state__settle(struct banlist_state *s)
+{
+	size_t i, w = 0, sorted = s->n - s->tail, tail = s->tail;
+	struct banlist_entry *t;
+
+	if (!s->tail && !s->dead)
+		return;
+	for (i = 0; i < sorted; i++)
+		if (!s->e[i].dead)
+			s->e[w++] = s->e[i];
+	memmove(&s->e[w], &s->e[sorted], tail * sizeof(*s->e));
+	sorted = w;
+	s->n = sorted + tail;
+	s->tail = s->dead = 0;
+	t = malloc(tail * sizeof(*t) + 1);
+	if (!t) { /* sort it all in place: slower, the same result */
+		sort_state(s);
+		return;
+	}
+	memcpy(t, &s->e[sorted], tail * sizeof(*t));
+	if (tail)
+		qsort(t, tail, sizeof(*t), banlist_entry_cmp);
+	/* Merge from the end: the sorted part moves up by the tail's length at most. */
+	for (w = s->n; tail;) {
+		if (sorted && banlist_entry_cmp(&s->e[sorted - 1], &t[tail - 1]) > 0)
+			s->e[--w] = s->e[--sorted];
+		else
+			s->e[--w] = t[--tail];
+	}
+	free(t);
 }
 
 /* ---- map writes ---------------------------------------------------------------- */
@@ -592,9 +653,10 @@ static int split_state(const struct banlist_state *s, const char *list,
 {
 	size_t i;
 
+	memset(next, 0, sizeof(*next));
+	memset(old, 0, sizeof(*old));
 	next->e = calloc(s->n + n + 1, sizeof(*next->e));
 	old->e = calloc(s->n + 1, sizeof(*old->e));
-	next->n = old->n = 0;
 	if (!next->e || !old->e)
 		return -ENOMEM;
 	for (i = 0; i < s->n; i++) {
@@ -624,7 +686,10 @@ static int replace(const struct sluice_maps *m, __u32 capacity, struct banlist_s
 	struct banlist_state next, old;
 	struct plan p = { 0 };
 	size_t i = 0, j = 0;
-	int err = split_state(s, list, keys, exp, n, expires_real, &next, &old);
+	int err;
+
+	banlist_state__settle(s);
+	err = split_state(s, list, keys, exp, n, expires_real, &next, &old);
 
 	memset(c, 0, sizeof(*c));
 	/* Both sorted by key: a merge walk. */
@@ -730,37 +795,80 @@ int banlist__restore_iface(const struct sluice_maps *m, const char *pin_root, co
 	return err;
 }
 
-int banlist__set_one(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+int banlist_counts__read(const struct sluice_maps *m, struct banlist_counts *c)
+{
+	__u32 zero = 0;
+
+	c->stale = 0;
+	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &c->gate))
+		return -errno;
+	return bans__capacity(m, &c->capacity);
+}
+
+int banlist_counts__write(const struct sluice_maps *m, struct banlist_counts *c)
+{
+	__u32 zero = 0;
+
+	if (!c->stale)
+		return 0;
+	if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &c->gate, BPF_ANY))
+		return -errno;
+	c->stale = 0;
+	return 0;
+}
+
+/*
+ * Write @b as @k's entry of map @fd: a new one first (one call); a held one
+ * keeps its count. 1 when the entry is new, 0 when it was held, or -errno.
+ */
+static int put_one(int fd, const struct sluice_addr_key *k, struct sluice_ban *b)
+{
+	struct sluice_ban old;
+
+	if (!bpf_map_update_elem(fd, k, b, BPF_NOEXIST))
+		return 1;
+	if (errno != EEXIST)
+		return -errno;
+	/* Held: the trie's lookup of a held key finds the key itself, the longest match. */
+	if (!bpf_map_lookup_elem(fd, k, &old))
+		b->drops_pkts = old.drops_pkts;
+	return bpf_map_update_elem(fd, k, b, BPF_ANY) ? -errno : 0;
+}
+
+int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, struct banlist_state *s,
 		     const char *list, const struct sluice_addr_key *k, __u64 expires_real,
 		     const char *reason)
 {
-	struct sluice_ban_gate gate;
+	int host = is_host(k), fd = m->fd[host ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN];
+	__u32 *count = host ? &c->gate.hosts : &c->gate.prefixes, was = *count;
 	struct sluice_ban b;
 	struct plan p = { 0 };
-	__u32 zero = 0;
-	int i, err = 0;
+	int err = 0;
 
-	/* The gate counts both maps: every writer holds the lock, so it is exact. */
-	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate))
-		return -errno;
 	/* A prefix new to the maps on a full table: refused before anything changes. */
-	if (list && gate.hosts + gate.prefixes >= capacity && !banlist_state__value(s, k, &b))
+	if (list && c->gate.hosts + c->gate.prefixes >= c->capacity &&
+	    !banlist_state__value(s, k, &b))
 		err = held(m, &p, k, &b) ?: -ENOSPC;
-	if (err == 1)
-		err = 0;
-	if (!err)
-		err = banlist_state__set(s, list, k, expires_real, reason);
-	if (!err)
-		err = plan_key(m, &p, s, k);
-	for (i = 0; !err && i < 2; i++)
-		err = apply_ops(m->fd[i ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN], &p.del[i])
-			      ?: apply_ops(m->fd[i ? SLUICE_MAP_BAN_HOST : SLUICE_MAP_BAN],
-					   &p.put[i]);
-	if (!err && p.grows) {
-		*(is_host(k) ? &gate.hosts : &gate.prefixes) += (__u32)p.grows;
-		if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY))
-			err = -errno;
-	}
 	plan_free(&p);
+	if (err < 0)
+		return err;
+	err = banlist_state__set(s, list, k, expires_real, reason);
+	if (err)
+		return err;
+	if (banlist_state__value(s, k, &b)) {
+		err = put_one(fd, k, &b);
+		if (err < 0)
+			return err;
+		*count += (__u32)err;
+		err = 0;
+	} else if (!bpf_map_delete_elem(fd, k)) {
+		(*count)--;
+	} else if (errno != ENOENT) { /* ENOENT: not in the maps (deleted by hand) */
+		return -errno;
+	}
+	c->stale |= *count != was;
+	/* The program must see a map that gains its first entry before the answer. */
+	if (!was != !*count)
+		err = banlist_counts__write(m, c);
 	return err;
 }

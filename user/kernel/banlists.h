@@ -26,13 +26,28 @@ struct banlist_entry {
 	__u64 expires_real_ns; /* CLOCK_REALTIME; 0: never */
 	char list[BANLIST_NAME_LEN];
 	char reason[SLUICE_BAN_REASON_LEN]; /* what the map entry shows */
+	int dead;			    /* taken out by banlist_state__set(), until settled */
 };
 
-/* Every entry of every list of one interface, in no order. */
+/*
+ * Every entry of every list of one interface, sorted (banlist_entry_cmp())
+ * but for what banlist_state__set() changed since the last
+ * banlist_state__settle(): its new entries are appended unsorted (the
+ * last @tail), and those it takes out of the sorted part are marked dead.
+ * Each change then costs O(log n + BANLIST_TAIL_MAX), not a move of the
+ * array; every other function settles the state first, or takes a
+ * settled one (a loaded state is).
+ */
 struct banlist_state {
 	struct banlist_entry *e;
 	size_t n;
+	size_t cap;  /* entries allocated; 0: n */
+	size_t tail; /* the last @tail entries are unsorted */
+	size_t dead; /* entries of the sorted part marked dead */
 };
+
+/* New entries banlist_state__set() keeps unsorted before it settles the state. */
+#define BANLIST_TAIL_MAX 512
 
 /* What a replacement did, for its one event. */
 struct banlist_change {
@@ -56,12 +71,15 @@ int banlist_state_path(char *buf, const char *dir, const char *iface);
  */
 int banlist_state__load(struct banlist_state *s, const char *path, char *err, size_t errlen);
 
-/* Write @s to @path atomically, making its directory (0750). 0 or -errno. */
-int banlist_state__save(const struct banlist_state *s, const char *path);
+/* Sort @s and drop its dead entries. */
+void banlist_state__settle(struct banlist_state *s);
+
+/* Write @s (settled first) to @path atomically, making its directory (0750). 0 or -errno. */
+int banlist_state__save(struct banlist_state *s, const char *path);
 
 void banlist_state__free(struct banlist_state *s);
 
-/* Drop the entries expired at @now_real; how many. */
+/* Drop the entries expired at @now_real (@s settled); how many. */
 size_t banlist_state__prune(struct banlist_state *s, __u64 now_real);
 
 /* Entries of list @list. */
@@ -122,13 +140,32 @@ int banlist__restore(const struct sluice_maps *m, __u32 capacity, const struct b
 		     size_t *n);
 
 /*
+ * The ban maps' size and counts as a writer that holds bans__lock() for
+ * many single changes in a row keeps them (the local API): read once by
+ * banlist_counts__read() after the lock is taken, kept up to date by
+ * banlist__set_one(), and written to the gate by banlist_counts__write()
+ * before the lock is let go. The gate in the map is written at once only
+ * when a count leaves or reaches 0 (the program looks a map up only while
+ * its count is not 0); its exact figures may lag until then.
+ */
+struct banlist_counts {
+	__u32 capacity;		     /* entries both maps hold together */
+	struct sluice_ban_gate gate; /* the maps' entries as they are */
+	int stale;		     /* the map's gate differs from @gate */
+};
+
+int banlist_counts__read(const struct sluice_maps *m, struct banlist_counts *c);
+int banlist_counts__write(const struct sluice_maps *m, struct banlist_counts *c);
+
+/*
  * One change of one prefix, without reading every entry: put @k in list
  * @list of @s (NULL: out of every list) and write its merged value, or
- * delete it, in the maps of @m, counting the gate up or down. For many
- * changes in a row (the local API). 0, -ENOSPC before anything changed
+ * delete it, in the maps of @m, counting @c up or down. For many changes
+ * in a row (the local API): a new entry costs one map write, a changed
+ * one a write, a read and a write. 0, -ENOSPC before anything changed
  * when @k is new on a full table, or -errno.
  */
-int banlist__set_one(const struct sluice_maps *m, __u32 capacity, struct banlist_state *s,
+int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, struct banlist_state *s,
 		     const char *list, const struct sluice_addr_key *k, __u64 expires_real,
 		     const char *reason);
 
