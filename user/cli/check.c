@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "base/addr.h"
+#include "agent/escalate.h"
 #include "base/names.h"
 #include "cli/check_json.h"
 #include "cli/cmd.h"
@@ -367,6 +368,43 @@ static void print_cluster(struct line *l, const struct policy *p, __u64 interval
 	}
 }
 
+/*
+ * Escalation in words. A key admits at most burst + rate·W in any window
+ * W, so one that sends more than after + burst + rate·W packets within W
+ * is denied at least `after` times: a sustained rate above
+ * rate + (after + burst) / W is banned.
+ */
+static void print_escalate(struct line *l, const struct policy *p)
+{
+	const struct policy_escalate *e = &p->escalate;
+	char within[UNITS_TEXT_LEN], ban[UNITS_TEXT_LEN], look[UNITS_TEXT_LEN];
+	char sent[UNITS_TEXT_LEN], rate[UNITS_TEXT_LEN];
+	double w_s = (double)e->within_ns / (double)SLUICE_NSEC_PER_SEC;
+
+	units_duration_text(within, (double)e->within_ns);
+	line__add(l,
+		  "  escalate: a key denied %llu times within %s becomes a ban of its source "
+		  "(/%u for IPv4, /%u for IPv6) for %s on list %s",
+		  (unsigned long long)e->after, within, p->ipv4_prefix, p->ipv6_prefix,
+		  units_duration_text(ban, (double)e->ban_ns), e->list);
+	line__print(l);
+	if (p->rate.cost == SLUICE_COST_PKTS) {
+		count_text(sent, (double)(e->after + p->burst) + units_per_sec(&p->rate) * w_s, "");
+		count_text(rate, units_per_sec(&p->rate) + (double)(e->after + p->burst) / w_s,
+			   "/s");
+		line__add(l,
+			  "  a source that sends more than %s packets within %s (%s sustained) is "
+			  "banned; one under its limit is never denied, so never banned",
+			  sent, within, rate);
+		line__print(l);
+	}
+	line__add(l,
+		  "  the agent counts denials every %s and bans within %s + %s; keys at their "
+		  "limit together share the policy's denials",
+		  units_duration_text(look, (double)ESCALATE_LOOK_NS), within, look);
+	line__print(l);
+}
+
 static void print_policy(const struct policy *p, const struct sluice_policy *sp, __u64 interval_ns)
 {
 	struct line l = { .len = 0 };
@@ -401,6 +439,8 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 			  p->sample);
 		line__print(&l);
 	}
+	if (p->escalate.on)
+		print_escalate(&l, p);
 }
 
 /* ---- the file ------------------------------------------------------------------------ */
