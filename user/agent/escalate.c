@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "sluice/ctl.h"
 #include "sluice/gcra.h"
 #include "agent/escalate.h"
 #include "base/addr.h"
@@ -16,12 +18,6 @@
 #include "kernel/maps.h"
 #include "policy/units.h"
 
-/*
- * How much later than the agent's clock a key's TAT may have been
- * reckoned: the coarse clock lags CLOCK_MONOTONIC by up to
- * SLUICE_COARSE_LAG_TICKS + 1 scheduler ticks, 10 ms each at HZ=100.
- */
-#define ESCALATE_SLACK_NS (3 * 10 * SLUICE_NSEC_PER_MSEC)
 #define ESCALATE_KEYS_MIN 64 /* the first allocation of an interface's keys */
 
 _Static_assert(POLICY_LIST_LEN == BANLIST_NAME_LEN, "a policy's list is a ban list's name");
@@ -99,16 +95,32 @@ struct look {
 	struct sluice_key *hit; /* keys at their limit, of policies that dropped */
 	size_t n_hit, cap_hit;
 	__u64 now_ticks;
+	__u64 slack; /* clock_slack() */
 };
 
+/*
+ * How much earlier than the agent's clock a key's TAT may have been
+ * reckoned, in GCRA ticks: the program's coarse clock lags CLOCK_MONOTONIC
+ * by up to SLUICE_COARSE_LAG_TICKS + 1 scheduler ticks (limit.bpf.h).
+ */
+static __u64 clock_slack(void)
+{
+	struct timespec res = { 0 };
+
+	clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+	return sluice_gcra_ticks(((__u64)res.tv_sec * SLUICE_NSEC_PER_SEC + (__u64)res.tv_nsec) *
+				 (SLUICE_COARSE_LAG_TICKS + 1));
+}
+
 /* Is @st's key at its limit: would a packet of one cost unit be denied now? */
-static int at_limit(const struct sluice_policy *p, const struct sluice_state *st, __u64 now)
+static int at_limit(const struct sluice_policy *p, const struct sluice_state *st, __u64 now,
+		    __u64 slack)
 {
 	const struct sluice_gcra *g = &p->limit;
 	__u64 ahead = sluice_gcra_ahead(st->tat, now, g->tolerance);
 	__u64 incr = sluice_gcra_incr(1, g->interval_mant, g->interval_shift);
 
-	return ahead + incr + sluice_gcra_ticks(ESCALATE_SLACK_NS) > g->tolerance;
+	return ahead + incr + slack > g->tolerance;
 }
 
 static int collect(const struct sluice_key *key, const struct sluice_state *st, void *arg)
@@ -118,7 +130,7 @@ static int collect(const struct sluice_key *key, const struct sluice_state *st, 
 	struct sluice_key *grown;
 
 	if (id >= SLUICE_MAX_POLICIES || !l->delta[id] || !l->by_id[id] ||
-	    !at_limit(l->by_id[id], st, l->now_ticks))
+	    !at_limit(l->by_id[id], st, l->now_ticks, l->slack))
 		return 0;
 	if (l->n_hit == l->cap_hit) {
 		l->cap_hit = l->cap_hit ? 2 * l->cap_hit : ESCALATE_KEYS_MIN;
@@ -244,6 +256,7 @@ static int look_iface(struct esc_iface *f, struct look *l, const struct policy_s
 			l->by_id[l->active[i].id] = &l->active[i];
 	if (read_drops(f, l, &att->maps)) {
 		l->now_ticks = sluice_gcra_ticks(now);
+		l->slack = clock_slack();
 		err = maps__walk_keys(&att->maps, collect, l) ?: count(f, l, writer, now);
 	}
 	prune(f, l, now);
