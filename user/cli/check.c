@@ -379,7 +379,8 @@ static void print_escalate(struct line *l, const struct policy *p)
 	const struct policy_escalate *e = &p->escalate;
 	char within[UNITS_TEXT_LEN], ban[UNITS_TEXT_LEN], look[UNITS_TEXT_LEN];
 	char sent[UNITS_TEXT_LEN], rate[UNITS_TEXT_LEN];
-	double w_s = (double)e->within_ns / (double)SLUICE_NSEC_PER_SEC;
+	double w_s = (double)e->within_ns / (double)SLUICE_NSEC_PER_SEC, min_burst;
+	struct coarse_lag lag;
 
 	units_duration_text(within, (double)e->within_ns);
 	line__add(l,
@@ -394,7 +395,7 @@ static void print_escalate(struct line *l, const struct policy *p)
 			   "/s");
 		line__add(l,
 			  "  a source that sends more than %s packets within %s (%s sustained) is "
-			  "banned; one under its limit is never denied, so never banned",
+			  "banned; one under its limit is never denied",
 			  sent, within, rate);
 		line__print(l);
 	}
@@ -403,6 +404,20 @@ static void print_escalate(struct line *l, const struct policy *p)
 		  "limit together share the policy's denials",
 		  units_duration_text(look, (double)ESCALATE_LOOK_NS), within, look);
 	line__print(l);
+	/*
+	 * A steady source under its limit has a debt of one interval at most;
+	 * the agent takes a key as at its limit within an interval and
+	 * SLUICE_COARSE_LAG_TICKS + 1 ticks of its tolerance (agent/escalate.c).
+	 */
+	coarse_lag(units_per_sec(&p->rate), &lag);
+	min_burst = 2 + lag.per_tick * (SLUICE_COARSE_LAG_TICKS + 1);
+	if (p->rate.cost == SLUICE_COST_PKTS && (double)p->burst < min_burst) {
+		line__add(l,
+			  "  note: with a burst below %s, a source under its limit may share "
+			  "the denials of one over it while it sends",
+			  count_text(sent, min_burst, ""));
+		line__print(l);
+	}
 }
 
 static void print_policy(const struct policy *p, const struct sluice_policy *sp, __u64 interval_ns)
