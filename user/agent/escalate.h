@@ -29,8 +29,8 @@
 #include "kernel/loader.h"
 #include "policy/policy.h"
 
-#define ESCALATE_LOOK_NS (SLUICE_NSEC_PER_SEC / 4) /* a ban comes within `within` + this */
-#define ESCALATE_SLOTS	 64			   /* of one key's window */
+#define ESCALATE_LOOK_NS (250 * SLUICE_NSEC_PER_MSEC) /* a ban comes within `within` + this */
+#define ESCALATE_SLOTS	 64			      /* of one key's window */
 
 /* One key's denials, by slot of the window. */
 struct esc_window {
