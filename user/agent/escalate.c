@@ -12,6 +12,7 @@
 #include "sluice/gcra.h"
 #include "agent/escalate.h"
 #include "base/addr.h"
+#include "base/escape.h"
 #include "base/log.h"
 #include "kernel/banlists.h"
 #include "kernel/bans.h"
@@ -175,7 +176,7 @@ static void ban(const struct esc_iface *f, const struct policy *p, const struct 
 {
 	int bits = addr_is_v4mapped(k->addr) ? sp->prefix4 : sp->prefix6;
 	char text[ADDR_TEXT_LEN], within[UNITS_TEXT_LEN], dur[UNITS_TEXT_LEN];
-	char why[DIAG_MSG_LEN] = "";
+	char why[DIAG_MSG_LEN] = "", err_text[ESCAPE_LOGFMT_LEN(DIAG_MSG_LEN)];
 	struct sluice_addr_key bk;
 	int err;
 
@@ -185,9 +186,9 @@ static void ban(const struct esc_iface *f, const struct policy *p, const struct 
 	units_duration_text(dur, (double)p->escalate.ban_ns);
 	err = banapi__apply(writer, p->escalate.list, &bk, p->escalate.ban_ns, why, sizeof(why));
 	if (err) {
-		log_event(LOG_WARN, "escalate_failed",
-			  "iface=%s policy=%s key=%s list=%s err=\"%s\"", f->iface, p->name, text,
-			  p->escalate.list, why);
+		log_event(LOG_WARN, "escalate_failed", "iface=%s policy=%s key=%s list=%s err=%s",
+			  f->iface, p->name, text, p->escalate.list,
+			  escape_logfmt_text(err_text, sizeof(err_text), why));
 		return;
 	}
 	log_event(LOG_INFO, "escalate",
