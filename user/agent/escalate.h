@@ -29,8 +29,9 @@
 #include "kernel/loader.h"
 #include "policy/policy.h"
 
-#define ESCALATE_LOOK_NS (250 * SLUICE_NSEC_PER_MSEC) /* a ban comes within `within` + this */
-#define ESCALATE_SLOTS	 64			      /* of one key's window */
+/* At most this long between two looks, and one agent tick more (AGENT_TICK_NS). */
+#define ESCALATE_LOOK_NS (250 * SLUICE_NSEC_PER_MSEC)
+#define ESCALATE_SLOTS	 64 /* of one key's window */
 
 /* One key's denials, by slot of the window. */
 struct esc_window {

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "base/addr.h"
+#include "agent/agent.h"
 #include "agent/escalate.h"
 #include "base/names.h"
 #include "cli/check_json.h"
@@ -377,7 +378,8 @@ static void print_cluster(struct line *l, const struct policy *p, __u64 interval
 static void print_escalate(struct line *l, const struct policy *p)
 {
 	const struct policy_escalate *e = &p->escalate;
-	char within[UNITS_TEXT_LEN], ban[UNITS_TEXT_LEN], look[UNITS_TEXT_LEN];
+	char within[UNITS_TEXT_LEN], ban[UNITS_TEXT_LEN], look[UNITS_TEXT_LEN],
+		late[UNITS_TEXT_LEN];
 	char sent[UNITS_TEXT_LEN], rate[UNITS_TEXT_LEN];
 	double w_s = (double)e->within_ns / (double)SLUICE_NSEC_PER_SEC, min_burst;
 	struct coarse_lag lag;
@@ -400,9 +402,10 @@ static void print_escalate(struct line *l, const struct policy *p)
 		line__print(l);
 	}
 	line__add(l,
-		  "  the agent counts denials every %s and bans within %s + %s; keys at their "
-		  "limit together share the policy's denials",
-		  units_duration_text(look, (double)ESCALATE_LOOK_NS), within, look);
+		  "  the agent counts denials every %s and bans within %s + %s (a look and "
+		  "its tick); keys at their limit together share the policy's denials",
+		  units_duration_text(look, (double)ESCALATE_LOOK_NS), within,
+		  units_duration_text(late, (double)(ESCALATE_LOOK_NS + AGENT_TICK_NS)));
 	line__print(l);
 	/*
 	 * A steady source under its limit has a debt of one interval at most;
