@@ -260,6 +260,7 @@ int agent__tick(struct agent *a)
 	banapi__flush(a->ban_api, now); /* before the look: it sees the API's writes */
 	banwatch__tick(&a->bans, a->att, a->n_att, a->opts.state_dir, a->metrics ? &a->snap : NULL,
 		       now);
+	escalate__tick(&a->escalate, a->ps, a->att, a->n_att, a->ids, a->ban_api, now);
 	if (now - a->last_beat_ns >= a->ps->heartbeat_ns)
 		err = beat(a, getpid());
 	if (err)
@@ -448,7 +449,10 @@ static void read_generation(struct agent *a)
 		a->generation++;
 }
 
-/* The local ban API, once attached everywhere (--ban-socket). 0 or -errno, reported. */
+/*
+ * The ban writer, once attached everywhere, and the local ban API on it
+ * (--ban-socket). 0 or -errno, reported.
+ */
 static int serve_ban_api(struct agent *a)
 {
 	struct banapi_opts o = {
@@ -460,13 +464,17 @@ static int serve_ban_api(struct agent *a)
 		.snap = &a->snap,
 	};
 
-	if (!o.path)
+	a->ban_api = banapi__start(&o); /* without a socket, the writer escalation bans through */
+	if (a->ban_api && !o.path)
 		return 0;
-	a->ban_api = banapi__start(&o);
 	if (a->ban_api) {
 		log_event(LOG_INFO, "ban_api", "socket=%s gid=%u mode=0660", o.path,
 			  (unsigned int)o.gid);
 		return 0;
+	}
+	if (!o.path) {
+		pr_warn("cannot start the ban writer: %s", strerror(errno));
+		return -errno;
 	}
 	pr_warn("cannot serve the ban API on '%s': %s; is its directory there, and is another "
 		"agent serving it?",
@@ -642,6 +650,7 @@ int agent__reload(struct agent *a)
 		  (unsigned long long)a->generation, a->n_att);
 	beat(a, getpid());	/* the new file may change the heartbeat timeout */
 	a->keys_counted_ns = 0; /* ids changed: count on the next tick */
+	escalate__free(&a->escalate);
 	count_reload(a, 1);
 	answer_reload(a, 0); /* last: `sluice reload` returns when all is done */
 	return 0;
@@ -665,6 +674,7 @@ void agent__stop(struct agent *a)
 	a->snap.ban_lists = NULL;
 	a->snap.n_ban_lists = 0;
 	banwatch__free(&a->bans);
+	escalate__free(&a->escalate);
 	agent_stores__close(&a->stores);
 	if (a->ps && a->n_att)
 		beat(a, 0); /* no agent: the XDP program takes over after the timeout */

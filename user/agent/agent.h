@@ -9,6 +9,7 @@
 
 #include "agent/banapi.h"
 #include "agent/banwatch.h"
+#include "agent/escalate.h"
 #include "agent/metrics.h"
 #include "agent/webconfig.h"
 #include "agent/stores.h"
@@ -59,7 +60,8 @@ struct agent {
 	struct web_config web;				   /* read at start (webconfig.h) */
 	__u64 keys_counted_ns;				   /* for the metrics: see count_keys() */
 	struct banwatch bans;				   /* the ban lists' events and metrics */
-	struct banapi *ban_api;				   /* NULL: not serving it */
+	struct banapi *ban_api;				   /* the ban writer; its API if a socket */
+	struct escalate escalate;			   /* denials counted into bans */
 };
 
 /*

@@ -145,12 +145,11 @@ static int hold(struct banapi *a, size_t n, char *why, size_t len)
 	return 0;
 }
 
-/* One ban (@list set) or unban on every interface. An HTTP status; @why says. */
-static int apply(struct banapi *a, const char *list, const struct sluice_addr_key *k, __u64 for_ns,
-		 char *why, size_t len)
+int banapi__apply(struct banapi *a, const char *list, const struct sluice_addr_key *k, __u64 for_ns,
+		  char *why, size_t len)
 {
 	__u64 expires = for_ns ? clock_ns(CLOCK_REALTIME) + for_ns : 0;
-	int err = 0, code = API_HTTP_OK;
+	int err = 0;
 	size_t i, n;
 
 	pthread_mutex_lock(&a->o.snap->att_lock);
@@ -172,9 +171,18 @@ static int apply(struct banapi *a, const char *list, const struct sluice_addr_ke
 	}
 	pthread_mutex_unlock(&a->mu);
 	pthread_mutex_unlock(&a->o.snap->att_lock);
-	if (err)
-		code = err == -ENOSPC ? API_HTTP_FULL : API_HTTP_FAIL;
-	return code;
+	return err;
+}
+
+/* banapi__apply() as an HTTP status. */
+static int apply(struct banapi *a, const char *list, const struct sluice_addr_key *k, __u64 for_ns,
+		 char *why, size_t len)
+{
+	int err = banapi__apply(a, list, k, for_ns, why, len);
+
+	if (!err)
+		return API_HTTP_OK;
+	return err == -ENOSPC ? API_HTTP_FULL : API_HTTP_FAIL;
 }
 
 /* Check a request's arguments and run it. An HTTP status; @out says. */
@@ -298,6 +306,8 @@ struct banapi *banapi__start(const struct banapi_opts *o)
 	a->o = *o;
 	a->lock_fd = -1;
 	pthread_mutex_init(&a->mu, NULL);
+	if (!o->path)
+		return a; /* the agent's own writer: escalation (agent/escalate.h) */
 	fd = bind_socket(o);
 	if (fd < 0) {
 		err = fd;
@@ -366,10 +376,12 @@ void banapi__stop(struct banapi *a)
 
 	if (!a)
 		return;
-	MHD_stop_daemon(a->d); /* closes the socket */
+	if (a->d)
+		MHD_stop_daemon(a->d); /* closes the socket */
 	a->flushed_ns = 0;
 	banapi__flush(a, BANAPI_FLUSH_NS);
-	unlink(a->o.path);
+	if (a->o.path)
+		unlink(a->o.path);
 	for (i = 0; i < POLICY_MAX_IFACES; i++)
 		banlist_state__free(&a->ifs[i].s);
 	pthread_mutex_destroy(&a->mu);

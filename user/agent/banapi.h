@@ -29,7 +29,7 @@ struct banapi;
 
 /* Where and for whom to listen, and what to write. */
 struct banapi_opts {
-	const char *path;	/* the socket; its directory must exist */
+	const char *path;	/* the socket; its directory must exist. NULL: no socket */
 	gid_t gid;		/* its group */
 	const char *pin_root;	/* for bans__lock() */
 	const char *state_dir;	/* kernel/banlists.h */
@@ -40,8 +40,19 @@ struct banapi_opts {
 /* Resolve --ban-socket-group: a group name or a number. 0 or -ENOENT. */
 int banapi_parse_group(const char *s, gid_t *gid);
 
-/* Bind, chown and chmod the socket and serve it. NULL with errno set. */
+/*
+ * Bind, chown and chmod the socket and serve it; with no path, only the
+ * writer the agent's escalation bans through. NULL with errno set.
+ */
 struct banapi *banapi__start(const struct banapi_opts *o);
+
+/*
+ * One ban (@list set, for @for_ns, 0: ever) or unban (@list NULL) of @k
+ * on every interface, as a request makes it. 0, or -ENOSPC (a full ban
+ * table) or -errno with @why saying.
+ */
+int banapi__apply(struct banapi *a, const char *list, const struct sluice_addr_key *k, __u64 for_ns,
+		  char *why, size_t len);
 
 /*
  * Every BANAPI_FLUSH_NS (@now: CLOCK_MONOTONIC), write what requests

@@ -22,6 +22,8 @@
 #include <time.h>
 
 #include "base/addr.h"
+#include "agent/agent.h"
+#include "agent/escalate.h"
 #include "base/names.h"
 #include "cli/check_json.h"
 #include "cli/cmd.h"
@@ -367,6 +369,60 @@ static void print_cluster(struct line *l, const struct policy *p, __u64 interval
 	}
 }
 
+/*
+ * Escalation in words. A key admits at most burst + rate·W in any window
+ * W, so one that sends more than after + burst + rate·W packets within W
+ * is denied at least `after` times: a sustained rate above
+ * rate + (after + burst) / W is banned.
+ */
+static void print_escalate(struct line *l, const struct policy *p)
+{
+	const struct policy_escalate *e = &p->escalate;
+	char within[UNITS_TEXT_LEN], ban[UNITS_TEXT_LEN], look[UNITS_TEXT_LEN],
+		late[UNITS_TEXT_LEN];
+	char sent[UNITS_TEXT_LEN], rate[UNITS_TEXT_LEN];
+	double w_s = (double)e->within_ns / (double)SLUICE_NSEC_PER_SEC, min_burst;
+	struct coarse_lag lag;
+
+	units_duration_text(within, (double)e->within_ns);
+	line__add(l,
+		  "  escalate: a key denied %llu times within %s becomes a ban of its source "
+		  "(/%u for IPv4, /%u for IPv6) for %s on list %s",
+		  (unsigned long long)e->after, within, p->ipv4_prefix, p->ipv6_prefix,
+		  units_duration_text(ban, (double)e->ban_ns), e->list);
+	line__print(l);
+	if (p->rate.cost == SLUICE_COST_PKTS) {
+		count_text(sent, (double)(e->after + p->burst) + units_per_sec(&p->rate) * w_s, "");
+		count_text(rate, units_per_sec(&p->rate) + (double)(e->after + p->burst) / w_s,
+			   "/s");
+		line__add(l,
+			  "  a source that sends more than %s packets within %s (%s sustained) is "
+			  "banned; one under its limit is never denied",
+			  sent, within, rate);
+		line__print(l);
+	}
+	line__add(l,
+		  "  the agent counts denials every %s and bans within %s + %s (a look and "
+		  "its tick); keys at their limit together share the policy's denials",
+		  units_duration_text(look, (double)ESCALATE_LOOK_NS), within,
+		  units_duration_text(late, (double)(ESCALATE_LOOK_NS + AGENT_TICK_NS)));
+	line__print(l);
+	/*
+	 * A steady source under its limit has a debt of one interval at most;
+	 * the agent takes a key as at its limit within an interval and
+	 * SLUICE_COARSE_LAG_TICKS + 1 ticks of its tolerance (agent/escalate.c).
+	 */
+	coarse_lag(units_per_sec(&p->rate), &lag);
+	min_burst = 2 + lag.per_tick * (SLUICE_COARSE_LAG_TICKS + 1);
+	if (p->rate.cost == SLUICE_COST_PKTS && (double)p->burst < min_burst) {
+		line__add(l,
+			  "  note: with a burst below %s, a source under its limit may share "
+			  "the denials of one over it while it sends",
+			  count_text(sent, min_burst, ""));
+		line__print(l);
+	}
+}
+
 static void print_policy(const struct policy *p, const struct sluice_policy *sp, __u64 interval_ns)
 {
 	struct line l = { .len = 0 };
@@ -401,6 +457,8 @@ static void print_policy(const struct policy *p, const struct sluice_policy *sp,
 			  p->sample);
 		line__print(&l);
 	}
+	if (p->escalate.on)
+		print_escalate(&l, p);
 }
 
 /* ---- the file ------------------------------------------------------------------------ */

@@ -183,6 +183,16 @@ static void put_policy(const struct policy *p, const struct sluice_policy *sp, _
 		put_limit(&p->local_rate, p->local_burst);
 	else
 		printf("null");
+	if (p->escalate.on) {
+		printf(",\"escalate\":{\"after\":%llu,\"within_ms\":%llu,\"ban_ms\":%llu",
+		       (unsigned long long)p->escalate.after,
+		       (unsigned long long)(p->escalate.within_ns / SLUICE_NSEC_PER_MSEC),
+		       (unsigned long long)(p->escalate.ban_ns / SLUICE_NSEC_PER_MSEC));
+		put_member("list", p->escalate.list);
+		printf("}");
+	} else {
+		printf(",\"escalate\":null");
+	}
 	printf("}");
 }
 

@@ -4,7 +4,8 @@
  * read YAML and by nothing else: walk.c (nodes, field paths, the table
  * walk, small values), prefix.c (prefixes and their lists), match.c,
  * policies.c (one policy, and the sequence of them), sections.c (the top
- * level, agent, store, node), events.c (`events:`) and load.c (the YAML and the file on disk).
+ * level, agent, store, node), events.c (`events:`), escalate.c (`escalate:`) and load.c (the YAML
+ * and the file on disk).
  *
  * The policy file: YAML text in, a struct policy_set out. This is the only
  * code that reads YAML and it makes no BPF calls; compile.c turns the
@@ -38,11 +39,15 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define BITS_PER_BYTE	8
-#define DECIMAL_BASE	10
-#define PORT_MIN	1
-#define PORT_MAX	65535
-#define WALK_MAX_FIELDS 16 /* rows of the largest mapping table; bits of walk.bad */
+#define BITS_PER_BYTE 8
+#define DECIMAL_BASE  10
+#define PORT_MIN      1
+#define PORT_MAX      65535
+/*
+ * Rows of the largest mapping table (a policy's, 17 with escalate), with
+ * room for a few more; at most the bits of walk.bad.
+ */
+#define WALK_MAX_FIELDS 24
 
 /* Everything one parse needs; lives on the stack of policy_set__parse(). */
 struct pctx {
@@ -77,6 +82,8 @@ struct walk {
 	unsigned int bad; /* bit per row whose handler rejected the value */
 	size_t row;	  /* the row whose handler runs: for handlers shared by rows */
 };
+_Static_assert(WALK_MAX_FIELDS <= sizeof(((struct walk *)0)->bad) * BITS_PER_BYTE,
+	       "walk.bad needs a bit per row");
 
 /* A walk of the mapping @m at field path @p against the table @f (@n rows), filling @o. */
 #define WALK_INIT(o, m, p, f, n)                                                                   \
@@ -214,6 +221,12 @@ int match_equal(const struct policy_match *a, const struct policy_match *b);
 
 /* `events: { sample: 1/N }` at @val: N into *@sample. 0, or -EINVAL once reported. */
 int parse_events_into(struct pctx *c, const yaml_node_t *val, const char *path, __u32 *sample);
+
+/* ---- escalate.c ---- */
+
+/* A policy's `escalate:` mapping at @val into *@e. 0, or -EINVAL once reported. */
+int parse_escalate_into(struct pctx *c, const yaml_node_t *val, const char *path,
+			struct policy_escalate *e);
 
 /* ---- policies.c, sections.c, load.c ---- */
 

@@ -99,6 +99,7 @@ enum policy_field {
 	POLF_COLD_MODE, /* after POLF_SCOPE: only a cluster policy has cold keys */
 	POLF_CLOCK,
 	POLF_EVENTS,
+	POLF_ESCALATE, /* after POLF_KEY and POLF_MODE: it needs a key, and to enforce */
 	POLF_MAX,
 };
 
@@ -456,6 +457,24 @@ static int parse_policy_events(struct pctx *c, struct walk *w, const yaml_node_t
 	return parse_events_into(c, val, path, &slot_policy(w)->sample);
 }
 
+/* A key's source prefix is what a ban takes, and a shadow policy drops nothing to count. */
+static int parse_policy_escalate(struct pctx *c, struct walk *w, const yaml_node_t *val,
+				 const char *path)
+{
+	struct policy *p = slot_policy(w);
+
+	if (!w->val[POLF_KEY])
+		return REPORT(c, val, path,
+			      "escalate needs a key: it bans the key's source prefix, and a "
+			      "policy without one has a single key for every source (expected "
+			      "key: { ipv4_prefix: 32, ipv6_prefix: 64 } too)");
+	if (walk__ok(w, POLF_MODE) && p->mode == SLUICE_MODE_SHADOW)
+		return REPORT(c, val, path,
+			      "escalate needs mode: enforce: a shadow policy denies nothing, so "
+			      "it has no denials to count (remove escalate, or the shadow mode)");
+	return parse_escalate_into(c, val, path, &p->escalate);
+}
+
 static const struct field policy_fields[POLF_MAX] = {
 	[POLF_NAME] = { "name", parse_name,
 			"every policy needs a unique name, such as name: dns-per-source" },
@@ -475,6 +494,7 @@ static const struct field policy_fields[POLF_MAX] = {
 	[POLF_COLD_MODE] = { "cold_mode", parse_word, NULL },
 	[POLF_CLOCK] = { "clock", parse_word, NULL },
 	[POLF_EVENTS] = { "events", parse_policy_events, NULL },
+	[POLF_ESCALATE] = { "escalate", parse_policy_escalate, NULL },
 };
 
 /* ---- the policies sequence ---------------------------------------------------- */

@@ -69,6 +69,25 @@ struct policy_store {
 #define POLICY_SYNC_INTERVAL_NS_DEFAULT 100000000ULL   /* 100 ms */
 #define POLICY_HOLD_DOWN_NS_DEFAULT	10000000000ULL /* 10 s */
 
+#define POLICY_LIST_LEN		      32	    /* a ban list's name, NUL included */
+#define POLICY_ESCALATE_AFTER_MAX     1000000000ULL /* denials: a billion, past any window's flood */
+#define POLICY_ESCALATE_WITHIN_MIN_NS 1000000000ULL    /* 1 s: the agent looks 4 times a second */
+#define POLICY_ESCALATE_WITHIN_MAX_NS 3600000000000ULL /* 1 h: the agent keeps 64 slots of it */
+#define POLICY_ESCALATE_BAN_MIN_NS    1000000000ULL    /* 1 s */
+#define POLICY_ESCALATE_BAN_MAX_NS    2592000000000000ULL /* 30 days; sluice ban takes longer */
+
+/*
+ * escalate: a key denied @after times within @within_ns becomes a ban of
+ * its source prefix for @ban_ns on ban list @list (agent/escalate.h).
+ */
+struct policy_escalate {
+	int on; /* 0: the policy has no escalate */
+	__u64 after;
+	__u64 within_ns;
+	__u64 ban_ns;
+	char list[POLICY_LIST_LEN];
+};
+
 /*
  * While the agent is lost or the store is failing: @mode, and for
  * SLUICE_FAIL_DEGRADED, closed once the fault has lasted closed_after_ns
@@ -94,6 +113,7 @@ struct policy {
 	struct policy_rate local_rate;	 /* same cost unit as @rate, no looser */
 	__u32 sample;			 /* events.sample: 1 drop in N is an event; 0 none */
 	__u64 local_burst;		 /* default: burst scaled by local/rate, at least 1 */
+	struct policy_escalate escalate; /* repeated denials into a ban */
 	struct src_pos pos;		 /* the policy's mapping in the file */
 	struct src_pos rate_pos;
 	struct src_pos burst_pos;
