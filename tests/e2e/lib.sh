@@ -249,6 +249,48 @@ e2e_send() {
 	GOT=$(($(e2e_count "$counter") - before))
 }
 
+# Recording what gets through, datagram by datagram (sluice-sink), for the
+# tests that follow one source across a change (bans, lists, CrowdSec):
+# the test sets PORT (UDP destination) and PPS (sending rate).
+SINK=${SINK:-$ROOT/build/sluice-sink}
+# e2e_sink_start NAME: record what reaches $RX4:$PORT into $WORK/NAME.rec ($REC).
+e2e_sink_start() {
+	REC=$WORK/$1.rec
+	ns_spawn "$NS_RX" "$SINK" record --port "${PORT:?}" --out "$REC" --duration-ms 60000 \
+		>"$WORK/$1.sink"
+	SINK_PID=$SPAWNED_PID
+	local deadline=$((SECONDS + 10))
+	until grep -q '^ready' "$WORK/$1.sink"; do
+		kill -0 "$SINK_PID" 2>/dev/null || e2e_fail "$1: the sink exited"
+		((SECONDS < deadline)) || e2e_fail "$1: the sink not ready within 10 s"
+		sleep 0.02
+	done
+}
+e2e_sink_stop() {
+	kill -TERM "$SINK_PID"
+	wait "$SINK_PID" || e2e_fail "the sink exited with status $?"
+}
+# e2e_flood_bg SRC COUNT: COUNT datagrams from SRC at $PPS, in the background.
+e2e_flood_bg() {
+	ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --dport "$PORT" \
+		--src "$1" --dst "$RX4" --pps "$PPS" --count "$2" --duration-ms 60000 >/dev/null
+	E2E_FLOOD_PID=$SPAWNED_PID
+}
+e2e_flood_wait() { wait "$E2E_FLOOD_PID" || e2e_fail "the flood exited with status $?"; }
+# e2e_got SRC [FROM_NS [TO_NS]]: datagrams from SRC recorded in $REC in [FROM, TO).
+e2e_got() {
+	awk -v s="$1" -v f="${2:-0}" -v t="${3:-9223372036854775807}" \
+		'$2 == s && $1 >= f && $1 < t { n++ } END { print n + 0 }' "$REC"
+}
+# e2e_delivered SRC COUNT: send COUNT from SRC; print how many got through.
+e2e_delivered() {
+	e2e_sink_start "d$1"
+	e2e_flood_bg "$1" "$2"
+	e2e_flood_wait
+	e2e_sink_stop
+	e2e_got "$1"
+}
+
 # e2e_admitted LABEL BURST RATE: GOT at most the GCRA bound burst + rate·t
 # over the send's FLOOD_MS, plus rate · 2 ticks for the coarse clock
 # (policies' default: its lag varies by up to two ticks; docs/decisions.md,

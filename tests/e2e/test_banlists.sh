@@ -22,7 +22,6 @@ e2e_require
 e2e_realtime
 e2e_topology
 
-SINK=${SINK:-$ROOT/build/sluice-sink}
 PORT=9000
 PPS=1000
 LIST_N=100000 # the issue's bulk replace
@@ -49,38 +48,6 @@ unban() { "$SLUICE" unban "${opts[@]}" "$@"; }
 prefixes() { "$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r '.bans[].prefix' | sort; }
 entries() { "$SLUICE" bans --pin-root "$PIN_ROOT" --json | jq -r .entries; }
 
-sink_start() {
-	REC=$WORK/$1.rec
-	ns_spawn "$NS_RX" "$SINK" record --port "$PORT" --out "$REC" --duration-ms 60000 \
-		>"$WORK/$1.sink"
-	SINK_PID=$SPAWNED_PID
-	local deadline=$((SECONDS + 10))
-	until grep -q '^ready' "$WORK/$1.sink"; do
-		kill -0 "$SINK_PID" 2>/dev/null || e2e_fail "$1: the sink exited"
-		((SECONDS < deadline)) || e2e_fail "$1: the sink not ready within 10 s"
-		sleep 0.02
-	done
-}
-sink_stop() {
-	kill -TERM "$SINK_PID"
-	wait "$SINK_PID" || e2e_fail "the sink exited with status $?"
-}
-# flood_bg SRC COUNT: COUNT datagrams from SRC at $PPS, in the background.
-flood_bg() {
-	ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --dport "$PORT" \
-		--src "$1" --dst "$RX4" --pps "$PPS" --count "$2" --duration-ms 60000 >/dev/null
-	FLOOD_PID=$SPAWNED_PID
-}
-flood_wait() { wait "$FLOOD_PID" || e2e_fail "the flood exited with status $?"; }
-got() { awk -v s="$1" '$2 == s { n++ } END { print n + 0 }' "$REC"; }
-# delivered SRC COUNT: send COUNT from SRC and print how many got through.
-delivered() {
-	sink_start "d$1"
-	flood_bg "$1" "$2"
-	flood_wait
-	sink_stop
-	got "$1"
-}
 
 METRICS_PORT=9192
 e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS" --metrics "127.0.0.1:$METRICS_PORT"
@@ -128,8 +95,8 @@ out=$(ban --list drop --file "$WORK/drop1.txt")
 e2e_equal "the maps after drop1" "$(prefixes | tr '\n' ' ')" \
 	"10.201.0.0/24 10.202.0.1/32 10.203.0.0/16 fd00:201::/48 "
 wait_event "event=ban_list iface=$VETH_RX list=drop entries=4 added=4 removed=0"
-e2e_equal "$OLD in list drop" "$(delivered "$OLD" 100)" 0
-e2e_equal "$STAY in list drop" "$(delivered "$STAY" 100)" 0
+e2e_equal "$OLD in list drop" "$(e2e_delivered "$OLD" 100)" 0
+e2e_equal "$STAY in list drop" "$(e2e_delivered "$STAY" 100)" 0
 echo "ok: DROP's layout loads, IPv4 and IPv6"
 
 # ---- 10^5 replace, a staying source never passes --------------------------------
@@ -137,18 +104,18 @@ echo "ok: DROP's layout loads, IPv4 and IPv6"
 awk -v n=$((LIST_N - 2)) 'BEGIN { for (i = 0; i < n; i++)
 	printf "10.%d.%d.%d ; bulk\n", 64 + int(i / 65536), int(i / 256) % 256, i % 256 }' >"$WORK/big.txt"
 printf '%s\n%s/24\n' "$STAY" "${NEW%.*}.0" >>"$WORK/big.txt"
-sink_start replace
-flood_bg "$STAY" $((4 * PPS))
+e2e_sink_start replace
+e2e_flood_bg "$STAY" $((4 * PPS))
 sleep 1
 t0=$("$SINK" now)
 out=$(ban --list drop --file "$WORK/big.txt")
 t1=$("$SINK" now)
-flood_wait
-sink_stop
+e2e_flood_wait
+e2e_sink_stop
 echo "measured: $out; the command ran $(((t1 - t0) / 1000000)) ms"
 [[ $out == "list drop on $VETH_RX: $LIST_N entries ($((LIST_N - 1)) added, 3 removed, 1 kept) in "*" ms" ]] ||
 	e2e_fail "ban --list drop (big): $out"
-e2e_equal "packets from $STAY (in both lists) during the replace" "$(got "$STAY")" 0
+e2e_equal "packets from $STAY (in both lists) during the replace" "$(e2e_got "$STAY")" 0
 wait_event "event=ban_list iface=$VETH_RX list=drop entries=$LIST_N added=$((LIST_N - 1)) removed=3"
 e2e_equal "entries after the replace" "$(entries)" "$LIST_N"
 e2e_equal "bans --json: the table's size (--max-bans)" \
@@ -157,9 +124,9 @@ e2e_equal "bans --json: the table's size (--max-bans)" \
 prefixes >"$WORK/big.have"
 cmp -s "$WORK/big.want" "$WORK/big.have" ||
 	e2e_fail "the maps differ from big.txt: $(diff "$WORK/big.want" "$WORK/big.have" | head -5)"
-e2e_equal "$OLD, out of the list" "$(delivered "$OLD" 100)" 100
-e2e_equal "$NEW, into the list" "$(delivered "$NEW" 100)" 0
-e2e_equal "10.64.1.2, in the bulk" "$(delivered 10.64.1.2 100)" 0
+e2e_equal "$OLD, out of the list" "$(e2e_delivered "$OLD" 100)" 100
+e2e_equal "$NEW, into the list" "$(e2e_delivered "$NEW" 100)" 0
+e2e_equal "10.64.1.2, in the bulk" "$(e2e_delivered 10.64.1.2 100)" 0
 echo "ok: $LIST_N entries replaced, exactly, $STAY never passed"
 
 # ---- a full table changes nothing ----------------------------------------------
@@ -188,8 +155,8 @@ printf '' >"$WORK/empty.txt"
 ban --list drop --file "$WORK/empty.txt" >/dev/null
 e2e_equal "the maps: $STAY held by list other, $SINGLE" "$(prefixes | tr '\n' ' ')" \
 	"$STAY/32 $SINGLE/32 "
-e2e_equal "$STAY, still in list other" "$(delivered "$STAY" 100)" 0
-e2e_equal "$SINGLE, a single ban" "$(delivered "$SINGLE" 100)" 0
+e2e_equal "$STAY, still in list other" "$(e2e_delivered "$STAY" 100)" 0
+e2e_equal "$SINGLE, a single ban" "$(e2e_delivered "$SINGLE" 100)" 0
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$SINGLE/32 .* e2e-single$" || e2e_fail "bans lost $SINGLE's reason"
 wait_event "event=ban iface=$VETH_RX list=manual prefix=$SINGLE/32"
 wait_event "event=ban_list iface=$VETH_RX list=drop entries=0 added=0 removed=1"
@@ -222,7 +189,7 @@ e2e_stop_agent
 e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS"
 grep -q "event=bans_restore iface=$VETH_RX entries=3 expired=0 written=3" "$AGENT_LOG" ||
 	e2e_fail "restart: no bans_restore event: $(grep bans_ "$AGENT_LOG")"
-e2e_equal "$STAY after a restart" "$(delivered "$STAY" 100)" 0
+e2e_equal "$STAY after a restart" "$(e2e_delivered "$STAY" 100)" 0
 kill -KILL "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true # killed: its status is 137 by design
 e2e_detach "$VETH_RX"                  # the program and every pin: what a reboot leaves
@@ -239,13 +206,13 @@ e2e_start_agent "$WORK/policy.yaml" --max-bans "$MAX_BANS" --ban-socket "$SOCK" 
 grep -q "event=bans_restore iface=$VETH_RX entries=2 expired=1 written=2" "$AGENT_LOG" ||
 	e2e_fail "reboot: no bans_restore event: $(grep bans_ "$AGENT_LOG")"
 e2e_equal "the maps after a reboot" "$(prefixes | tr '\n' ' ')" "$STAY/32 $SINGLE/32 "
-e2e_equal "$STAY after a reboot" "$(delivered "$STAY" 100)" 0
-e2e_equal "$SINGLE after a reboot" "$(delivered "$SINGLE" 100)" 0
+e2e_equal "$STAY after a reboot" "$(e2e_delivered "$STAY" 100)" 0
+e2e_equal "$SINGLE after a reboot" "$(e2e_delivered "$SINGLE" 100)" 0
 grep -q "10.206.0.1" "$STATE/bans/$VETH_RX" && e2e_fail "the expired ban is still in the state"
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$SINGLE/32 .* e2e-single$" ||
 	e2e_fail "a reboot lost $SINGLE's reason"
 unban --list other >/dev/null
-e2e_equal "$STAY once list other is empty" "$(delivered "$STAY" 100)" 100
+e2e_equal "$STAY once list other is empty" "$(e2e_delivered "$STAY" 100)" 100
 echo "ok: bans survive a restart and a reboot; what expired meanwhile is dropped"
 
 # ---- the local API ---------------------------------------------------------------
@@ -257,7 +224,7 @@ api() {
 	curl -sS --unix-socket "$SOCK" -X "$method" -w ' %{http_code}' "http://sluice$1" | tr '\n' ' '
 }
 e2e_equal "API: ban" "$(api '/v1/ban?prefix=10.210.0.1&list=nginx&for=10m')" "banned 10.210.0.1/32 in nginx  200"
-e2e_equal "10.210.0.1, banned through the API" "$(delivered 10.210.0.1 100)" 0
+e2e_equal "10.210.0.1, banned through the API" "$(e2e_delivered 10.210.0.1 100)" 0
 e2e_equal "API: a bad prefix" "$(api '/v1/ban?prefix=10.210.0.300')" \
 	"prefix: '10.210.0.300' is not a prefix: it is not an IPv4 address (expected an address such as 192.0.2.1)  400"
 e2e_equal "API: no prefix" "$(api '/v1/ban?list=nginx')" "prefix: missing (e.g. prefix=192.0.2.1)  400"
@@ -269,7 +236,7 @@ e2e_equal "API: unban with a duration" "$(api '/v1/unban?prefix=10.210.0.2&for=1
 e2e_equal "API: GET" "$(api GET '/v1/ban?prefix=10.210.0.2')" "only POST  405"
 e2e_equal "API: no such path" "$(api '/v1/bam?prefix=10.210.0.2')" "no such path '/v1/bam'; use /v1/ban or /v1/unban  404"
 e2e_equal "API: unban" "$(api '/v1/unban?prefix=10.210.0.1')" "unbanned 10.210.0.1/32  200"
-e2e_equal "10.210.0.1, unbanned through the API" "$(delivered 10.210.0.1 100)" 100
+e2e_equal "10.210.0.1, unbanned through the API" "$(e2e_delivered 10.210.0.1 100)" 100
 # A user in the group may connect; one outside it may not.
 rc=0
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --unix-socket "$SOCK" -X POST \
@@ -300,7 +267,7 @@ for conns in 1 4 16; do
 	((${out##*ops_per_s=} >= API_MIN_OPS)) ||
 		e2e_fail "API load, $conns connections: ${out##*ops_per_s=} ops/s, under the floor of $API_MIN_OPS"
 done
-e2e_equal "10.212.1.2, banned by the bench" "$(delivered 10.212.1.2 100)" 0
+e2e_equal "10.212.1.2, banned by the bench" "$(e2e_delivered 10.212.1.2 100)" 0
 # The agent writes the API's changes to the state file at its next tick.
 deadline=$((SECONDS + 5))
 until [ "$(grep -c '^bench ' "$STATE/bans/$VETH_RX")" = "$API_N" ]; do
@@ -313,10 +280,10 @@ NGINX_LOG='2026/12/05 08:00:00 [error] 7#7: *9 limiting requests, excess: 10.500
 printf '%s\n%s\n' "$NGINX_LOG" "$NGINX_LOG" |
 	SLUICE_SOCKET=$SOCK PENALTY=10m "$ROOT/examples/nginx-limit-req.sh" 2>"$WORK/nginx.out"
 e2e_equal "examples/nginx-limit-req.sh's answers" "$(cat "$WORK/nginx.out")" "banned 10.210.0.9/32 in nginx"
-e2e_equal "10.210.0.9, banned by the nginx example" "$(delivered 10.210.0.9 100)" 0
+e2e_equal "10.210.0.9, banned by the nginx example" "$(e2e_delivered 10.210.0.9 100)" 0
 out=$(unban --list bench)
 [[ $out == "list bench on $VETH_RX: 0 entries (0 added, $API_N removed, 0 kept) in "*" ms" ]] ||
 	e2e_fail "unban --list bench: $out"
-e2e_equal "10.212.1.2 once list bench is empty" "$(delivered 10.212.1.2 100)" 100
+e2e_equal "10.212.1.2 once list bench is empty" "$(e2e_delivered 10.212.1.2 100)" 100
 echo "ok: the local API bans and unbans, refuses bad requests, and only its group connects"
 echo "PASS"

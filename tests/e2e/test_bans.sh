@@ -28,7 +28,6 @@ e2e_require
 e2e_realtime
 e2e_topology
 
-SINK=${SINK:-$ROOT/build/sluice-sink}
 BPFTOOL=${BPFTOOL:-bpftool}
 PORT=9000
 PPS=1000
@@ -57,43 +56,6 @@ ban() { "$SLUICE" ban --pin-root "$PIN_ROOT" --state-dir "$WORK/state" "$@"; }
 unban() { "$SLUICE" unban --pin-root "$PIN_ROOT" --state-dir "$WORK/state" "$@"; }
 entries() { "$SLUICE" bans --pin-root "$PIN_ROOT" --json | sed -n 's/.*"entries":\([0-9]*\).*/\1/p'; }
 
-# sink_start NAME: record what reaches $PORT into $WORK/NAME.rec.
-sink_start() {
-	REC=$WORK/$1.rec
-	ns_spawn "$NS_RX" "$SINK" record --port "$PORT" --out "$REC" --duration-ms 30000 \
-		>"$WORK/$1.sink"
-	SINK_PID=$SPAWNED_PID
-	local deadline=$((SECONDS + 10))
-	until grep -q '^ready' "$WORK/$1.sink"; do
-		kill -0 "$SINK_PID" 2>/dev/null || e2e_fail "$1: the sink exited"
-		((SECONDS < deadline)) || e2e_fail "$1: the sink not ready within 10 s"
-		sleep 0.02
-	done
-}
-sink_stop() {
-	kill -TERM "$SINK_PID"
-	wait "$SINK_PID" || e2e_fail "the sink exited with status $?"
-}
-# flood_bg SRC COUNT: COUNT datagrams from SRC at $PPS, in the background.
-flood_bg() {
-	ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --dport "$PORT" \
-		--src "$1" --dst "$RX4" --pps "$PPS" --count "$2" >/dev/null
-	FLOOD_PID=$SPAWNED_PID
-}
-flood_wait() { wait "$FLOOD_PID" || e2e_fail "the flood exited with status $?"; }
-# got SRC [FROM_NS [TO_NS]]: datagrams from SRC recorded in $REC in [FROM, TO).
-got() {
-	awk -v s="$1" -v f="${2:-0}" -v t="${3:-9223372036854775807}" \
-		'$2 == s && $1 >= f && $1 < t { n++ } END { print n + 0 }' "$REC"
-}
-# delivered SRC COUNT: send COUNT from SRC and print how many got through.
-delivered() {
-	sink_start "d$1"
-	flood_bg "$1" "$2"
-	flood_wait
-	sink_stop
-	got "$1"
-}
 
 METRICS_PORT=9190
 e2e_start_agent "$WORK/policy.yaml" --metrics "127.0.0.1:$METRICS_PORT"
@@ -123,18 +85,18 @@ e2e_equal "bans after bad input" "$(entries)" 0
 
 # ---- a ban drops within BAN_MS of the command --------------------------------
 A=10.200.1.1
-sink_start drop
-flood_bg "$A" $((3 * PPS))
+e2e_sink_start drop
+e2e_flood_bg "$A" $((3 * PPS))
 sleep 1
 t_ret=$(ban "$A" --for 10m --reason e2e-drop >/dev/null && now_ns)
-flood_wait
-sink_stop
+e2e_flood_wait
+e2e_sink_stop
 last=$(awk -v s="$A" '$2 == s && $1 > m { m = $1 } END { printf "%.0f\n", m }' "$REC")
-e2e_within "packets from $A before the ban" "$(got "$A" 0 "$t_ret")" $((PPS / 2)) $((2 * PPS))
+e2e_within "packets from $A before the ban" "$(e2e_got "$A" 0 "$t_ret")" $((PPS / 2)) $((2 * PPS))
 lat_ms=$(((last - t_ret) / 1000000))
 echo "measured: last packet delivered $lat_ms ms after 'sluice ban' returned (signed)"
 ((last - t_ret <= BAN_MS * 1000000)) || e2e_fail "a packet from $A got through $lat_ms ms after the ban"
-e2e_equal "packets from $A from $BAN_MS ms after the ban" "$(got "$A" $((t_ret + BAN_MS * 1000000)))" 0
+e2e_equal "packets from $A from $BAN_MS ms after the ban" "$(e2e_got "$A" $((t_ret + BAN_MS * 1000000)))" 0
 status=$(e2e_status --iface "$VETH_RX")
 grep -q "bans: 1 of $MAX_BANS (0 expired)" <<<"$status" || e2e_fail "status: no ban line: $status"
 dropped=$(awk -v s="$A/32" '$1 == s { print $3 }' <<<"$status")
@@ -151,23 +113,23 @@ e2e_equal "metrics: sluice_ban_drops_total = the ban's count" "$(metric sluice_b
 # ---- bans survive kill -9 of the agent ---------------------------------------
 kill -KILL "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true # killed: its status is 137 by design
-e2e_equal "packets from $A after kill -9" "$(delivered "$A" 200)" 0
+e2e_equal "packets from $A after kill -9" "$(e2e_delivered "$A" 200)" 0
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$A/32 .* e2e-drop$" || e2e_fail "bans lost $A"
 
 # ---- the allowlist wins, without an agent -----------------------------------
 B=10.200.2.1
 ban 10.200.0.0/16 --reason e2e-wide >/dev/null
-e2e_equal "allowlisted $ALLOWED under a banned /16" "$(delivered "$ALLOWED" 200)" 200
-e2e_equal "$B under a banned /16" "$(delivered "$B" 200)" 0
+e2e_equal "allowlisted $ALLOWED under a banned /16" "$(e2e_delivered "$ALLOWED" 200)" 200
+e2e_equal "$B under a banned /16" "$(e2e_delivered "$B" 200)" 0
 
 # ---- a new agent reuses the pins, bans included ---------------------------------
 e2e_start_agent "$WORK/policy.yaml"
-e2e_equal "packets from $A after a new agent started" "$(delivered "$A" 100)" 0
+e2e_equal "packets from $A after a new agent started" "$(e2e_delivered "$A" 100)" 0
 e2e_equal "bans after a new agent started" "$(entries)" 2
 
 # ---- unban restores ------------------------------------------------------------
 unban 10.200.0.0/16 >/dev/null
-e2e_equal "$B after unban" "$(delivered "$B" 200)" 200
+e2e_equal "$B after unban" "$(e2e_delivered "$B" 200)" 200
 rc=0
 unban 10.200.0.0/16 2>"$WORK/unban.err" || rc=$?
 e2e_equal "exit status of unbanning what is not banned" "$rc" 1
@@ -193,10 +155,10 @@ unban 10.0.0.0/8 >/dev/null
 ban 0.0.0.0/0 --force >"$WORK/force.out" 2>"$WORK/force.err" || e2e_fail "ban 0.0.0.0/0 --force: $(cat "$WORK/force.err")"
 e2e_equal "sluice ban 0.0.0.0/0 --force" "$(cat "$WORK/force.out" "$WORK/force.err")" \
 	"banned 0.0.0.0/0 on $VETH_RX until unbanned"
-e2e_equal "$B under a forced 0.0.0.0/0 ban" "$(delivered "$B" 100)" 0
-e2e_equal "allowlisted $ALLOWED under a forced 0.0.0.0/0 ban" "$(delivered "$ALLOWED" 100)" 100
+e2e_equal "$B under a forced 0.0.0.0/0 ban" "$(e2e_delivered "$B" 100)" 0
+e2e_equal "allowlisted $ALLOWED under a forced 0.0.0.0/0 ban" "$(e2e_delivered "$ALLOWED" 100)" 100
 unban 0.0.0.0/0 >/dev/null # it drops every source on the veth: lift it at once
-e2e_equal "$B after 0.0.0.0/0 is unbanned" "$(delivered "$B" 100)" 100
+e2e_equal "$B after 0.0.0.0/0 is unbanned" "$(e2e_delivered "$B" 100)" 100
 
 # ---- a ban inside the allowlist: kept, with a note ---------------------------
 # shadowed PREFIX ALLOW: the ban succeeds (exit 0) and notes ALLOW.
@@ -212,20 +174,20 @@ shadowed() {
 }
 shadowed "$SHADOWED" "$ALLOWED_NET"
 shadowed "$ALLOWED/32" "$ALLOWED/32"
-e2e_equal "10.200.9.130 under the ban of $SHADOWED, inside the allowlist" "$(delivered 10.200.9.130 100)" 100
+e2e_equal "10.200.9.130 under the ban of $SHADOWED, inside the allowlist" "$(e2e_delivered 10.200.9.130 100)" 100
 unban "$SHADOWED" >/dev/null
 unban "$ALLOWED/32" >/dev/null
 echo "ok: wide bans need --force; bans inside the allowlist are kept with a note"
 
 # ---- a ban expires on time ---------------------------------------------------
 C=10.200.3.1
-sink_start expire
-flood_bg "$C" $(((FOR_S + 2) * PPS))
+e2e_sink_start expire
+e2e_flood_bg "$C" $(((FOR_S + 2) * PPS))
 sleep 0.5
 t_cmd=$(now_ns)
 t_ret=$(ban "$C" --for "${FOR_S}s" >/dev/null && now_ns)
-flood_wait
-sink_stop
+e2e_flood_wait
+e2e_sink_stop
 first=$(awk -v s="$C" -v f="$t_ret" '$2 == s && $1 > f && (m == 0 || $1 < m) { m = $1 } END { printf "%.0f\n", m }' "$REC")
 ((first > 0)) || e2e_fail "nothing from $C got through after the ban expired"
 early_ms=$(((t_cmd + FOR_S * 1000000000 - first) / 1000000))
@@ -258,9 +220,9 @@ action() {
 D=10.200.4.1
 action actionban "$D" 600
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^$D/32 .* fail2ban-sshd$" || e2e_fail "fail2ban: $D not banned"
-e2e_equal "$D banned by the fail2ban action" "$(delivered "$D" 100)" 0
+e2e_equal "$D banned by the fail2ban action" "$(e2e_delivered "$D" 100)" 0
 action actionunban "$D" 600
-e2e_equal "$D unbanned by the fail2ban action" "$(delivered "$D" 100)" 100
+e2e_equal "$D unbanned by the fail2ban action" "$(e2e_delivered "$D" 100)" 100
 action actionban fd00:200::4 -1
 "$SLUICE" bans --pin-root "$PIN_ROOT" | grep -q "^fd00:200::4/128 *never .* fail2ban-sshd$" ||
 	e2e_fail "fail2ban: bantime -1 did not ban fd00:200::4 for ever"
@@ -287,5 +249,5 @@ grep -qF "cannot ban 'fd00:eeee::2/128' on '$VETH_RX': ban list full: $MAX_BANS 
 e2e_equal "entries after the refused ban" "$(entries)" "$MAX_BANS"
 ban "$A" --for 10m --reason again >/dev/null || e2e_fail "a full list refused a ban of a banned $A"
 echo "ok: a full list takes a new expiry for a ban it holds"
-e2e_equal "$A still banned on a full list" "$(delivered "$A" 100)" 0
+e2e_equal "$A still banned on a full list" "$(e2e_delivered "$A" 100)" 0
 echo "PASS"

@@ -24,7 +24,6 @@ e2e_require
 e2e_realtime
 e2e_topology
 
-SINK=${SINK:-$ROOT/build/sluice-sink}
 PORT=9000
 PPS=1000
 POLL_S=1
@@ -114,41 +113,6 @@ policies:
 YAML
 e2e_start_agent "$WORK/policy.yaml"
 
-sink_start() {
-	REC=$WORK/$1.rec
-	ns_spawn "$NS_RX" "$SINK" record --port "$PORT" --out "$REC" --duration-ms 60000 \
-		>"$WORK/$1.sink"
-	SINK_PID=$SPAWNED_PID
-	local deadline=$((SECONDS + 10))
-	until grep -q '^ready' "$WORK/$1.sink"; do
-		kill -0 "$SINK_PID" 2>/dev/null || e2e_fail "$1: the sink exited"
-		((SECONDS < deadline)) || e2e_fail "$1: the sink not ready within 10 s"
-		sleep 0.02
-	done
-}
-sink_stop() {
-	kill -TERM "$SINK_PID"
-	wait "$SINK_PID" || e2e_fail "the sink exited with status $?"
-}
-# flood SRC COUNT: COUNT datagrams from SRC at $PPS, in the background.
-flood_bg() {
-	ns_spawn "$NS_TX" "$FLOOD" --iface "$VETH_TX" --dst-mac "$RX_MAC" --proto udp --dport "$PORT" \
-		--src "$1" --dst "$RX4" --pps "$PPS" --count "$2" --duration-ms 60000 >/dev/null
-	FLOOD_PID=$SPAWNED_PID
-}
-flood_wait() { wait "$FLOOD_PID" || e2e_fail "the flood exited with status $?"; }
-# got SRC [FROM_NS [TO_NS]]: datagrams from SRC recorded in [FROM, TO).
-got() {
-	awk -v s="$1" -v f="${2:-0}" -v t="${3:-9223372036854775807}" \
-		'$2 == s && $1 >= f && $1 < t { n++ } END { print n + 0 }' "$REC"
-}
-delivered() {
-	sink_start "d$1"
-	flood_bg "$1" "$2"
-	flood_wait
-	sink_stop
-	got "$1"
-}
 
 # ---- CS_BULK decisions at startup --------------------------------------------------------
 awk -v n="$CS_BULK" 'BEGIN { print "duration,scope,value"
@@ -183,7 +147,7 @@ write_ms=$(field ms "$(grep -m1 'event=crowdsec_apply' "$BLOG")")
 echo "measured: $CS_BULK decisions at startup in the maps $(((t1 - t0) / 1000000)) ms after the" \
 	"bouncer started: the local API answered in $http_ms ms, parsing took $((pull_ms - http_ms))" \
 	"ms, writing the list $write_ms ms"
-e2e_equal "10.64.0.5 (one of the $CS_BULK)" "$(delivered 10.64.0.5 100)" 0
+e2e_equal "10.64.0.5 (one of the $CS_BULK)" "$(e2e_delivered 10.64.0.5 100)" 0
 
 # watch SRC CMD...: SRC sends FLOOD_S s at $PPS; CMD runs after the first
 # second. Sets T_CMD (when CMD returned), BEFORE and AFTER (packets from SRC
@@ -193,15 +157,15 @@ FLOOD_S=4
 watch() {
 	local src=$1
 	shift
-	sink_start "w$src"
-	flood_bg "$src" $((FLOOD_S * PPS))
+	e2e_sink_start "w$src"
+	e2e_flood_bg "$src" $((FLOOD_S * PPS))
 	sleep 1
 	"$@" >/dev/null
 	T_CMD=$(now_ns)
-	flood_wait
-	sink_stop
-	BEFORE=$(got "$src" 0 "$T_CMD")
-	AFTER=$(got "$src" "$T_CMD")
+	e2e_flood_wait
+	e2e_sink_stop
+	BEFORE=$(e2e_got "$src" 0 "$T_CMD")
+	AFTER=$(e2e_got "$src" "$T_CMD")
 	read -r LAST_MS FIRST_MS < <(awk -v s="$src" -v t="$T_CMD" '$2 == s && $1 >= t {
 		if (!n++) first = $1; last = $1 }
 		END { if (n) printf "%d %d\n", (last - t) / 1e6, (first - t) / 1e6; else print "-1 -1" }' "$REC")
@@ -225,7 +189,7 @@ passes_after() {
 dropped_after "$A" cscli decisions add --ip "$A" --duration 2m
 echo "transcript: cscli decisions add --ip $A --duration 2m: $BEFORE packets passed before it," \
 	"$AFTER in the $LAST_MS ms after cscli returned, then none (poll ${POLL_S} s)"
-e2e_equal "$A, 2 s after the decision" "$(delivered "$A" 100)" 0
+e2e_equal "$A, 2 s after the decision" "$(e2e_delivered "$A" 100)" 0
 passes_after "$A" cscli decisions delete --ip "$A"
 echo "transcript: cscli decisions delete --ip $A: 0 packets passed before it, the first one" \
 	"$FIRST_MS ms after cscli returned, $AFTER in all (poll ${POLL_S} s)"
@@ -235,7 +199,7 @@ dropped_after "$IN_RANGE" cscli decisions add --range "$RANGE" --duration 2m
 left_ms=$("$SLUICE" bans --pin-root "$PIN_ROOT" --json |
 	jq -r --arg p "$RANGE" '.bans[] | select(.prefix == $p) | .expires_in_ms')
 e2e_within "ms left of the range's 2 min" "$left_ms" $((120000 - 3 * FLOOD_S * 1000)) 120000
-e2e_equal "$OUT_RANGE outside $RANGE" "$(delivered "$OUT_RANGE" 100)" 100
+e2e_equal "$OUT_RANGE outside $RANGE" "$(e2e_delivered "$OUT_RANGE" 100)" 100
 
 # ---- the local API restarts ------------------------------------------------------------------
 lapi_stop
