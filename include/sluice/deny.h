@@ -78,18 +78,27 @@ SLUICE_INLINE __u64 sluice_deny_stamp(__u64 generation, __u32 half)
 	return generation * SLUICE_POLICY_GENS + half;
 }
 
-/* @f's slot: the top bits of a multiplicative hash, which mix best. */
-SLUICE_INLINE __u32 sluice_deny_slot(const struct sluice_flow *f)
+/*
+ * A slot of 2^@bits for the @n words at @w: the top bits of a
+ * multiplicative hash, which mix best. Also the per-CPU batches' slot
+ * (bpf/limit.bpf.h).
+ */
+SLUICE_INLINE __u32 sluice_slot_hash(const __u32 *w, __u32 n, __u32 bits)
 {
-	const __u32 *w = (const __u32 *)f;
 	__u32 h = 0, i;
 
 #ifdef __clang__
 #pragma unroll
 #endif
-	for (i = 0; i < SLUICE_FLOW_WORDS; i++)
+	for (i = 0; i < n; i++)
 		h = (h ^ w[i]) * SLUICE_DENY_HASH_MUL;
-	return h >> (32 - SLUICE_DENY_SLOT_BITS);
+	return h >> (32 - bits);
+}
+
+/* @f's slot. */
+SLUICE_INLINE __u32 sluice_deny_slot(const struct sluice_flow *f)
+{
+	return sluice_slot_hash((const __u32 *)f, SLUICE_FLOW_WORDS, SLUICE_DENY_SLOT_BITS);
 }
 
 #endif /* SLUICE_DENY_H */

@@ -4,7 +4,9 @@
  * are slow enough (1/h) that nothing refills during a test, so exactly
  * `burst` of `burst + k` packets pass, per key, for IPv4 and IPv6 sources
  * and for each prefix length; two threads on two CPUs hammering one key
- * together admit no more than one thread would.
+ * together admit no more than one thread would, and under a fast limit,
+ * which CPUs take in batches (bpf/limit.bpf.h), no more than the batches
+ * add to the bound.
  */
 #include <linux/bpf.h>
 #include <linux/in.h>
@@ -239,6 +241,61 @@ static void test_two_cpus_layered(void **state)
 	harness_close(&h);
 }
 
+#define BATCH_RATE  100000 /* per second: batches of its packets per ms, SLUICE_BATCH_MAX */
+#define BATCH_BURST 20000  /* /16 = 1250: the batch is SLUICE_BATCH_MAX */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / SLUICE_NSEC_PER_SEC;
+}
+
+/*
+ * Two CPUs on one key of a fast limit, which they take in batches: over
+ * the run's t seconds the host admits at most burst + rate·t + CPUs ×
+ * batch (gcra.h), and at least the burst less what the CPUs' slots may
+ * hold unspent at the end, CPUs × batch. The precise clock keeps the
+ * coarse clock's lag out of the bound.
+ */
+static void test_two_cpus_batched(void **state)
+{
+	char yaml[320];
+	struct harness h;
+	struct status st;
+	struct pkt p;
+	__u64 passed, dropped, batch, most, least;
+	double start, t;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
+		skip();
+	snprintf(yaml, sizeof(yaml),
+		 "policies:\n  - name: limit\n    match: { proto: udp, dst_port: 53 }\n"
+		 "    rate: %d/s\n    burst: %d\n    clock: precise\n",
+		 BATCH_RATE, BATCH_BURST);
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	batch = harness_policy(&h, "limit").limit.batch;
+	assert_int_equal(batch, SLUICE_BATCH_MAX);
+	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
+	start = mono_s();
+	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
+	t = mono_s() - start;
+	harness_status(&h, &st);
+	passed = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED);
+	dropped = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_DROPPED);
+	status__free(&st);
+	most = BATCH_BURST + (__u64)(BATCH_RATE * t) + 1 + THREADS * batch;
+	least = BATCH_BURST - THREADS * batch;
+	print_message("two cpus, batches of %llu: passed %llu in %.3f s, bound %llu .. %llu\n",
+		      (unsigned long long)batch, (unsigned long long)passed, t,
+		      (unsigned long long)least, (unsigned long long)most);
+	assert_int_equal(passed + dropped, (__u64)THREADS * THREAD_REPEAT);
+	assert_in_range(passed, least, most);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_two_cpus_one_key),
 		cmocka_unit_test(test_two_cpus_layered),
+		cmocka_unit_test(test_two_cpus_batched),
 	};
 
 	harness_require_root();
