@@ -172,14 +172,6 @@ static __always_inline void limit_move(const struct sluice_key *key, __u64 now, 
  * Only ticks are held, not packets: a reload that slows the limit leaves
  * credit too small for one packet, which is given back with the slot.
  */
-#define SLUICE_CREDIT_SLOT_BITS 10 /* keys per CPU */
-
-struct sluice_credit {
-	struct sluice_key key; /* the key whose increments these are */
-	__u32 pad;
-	__u64 ticks; /* charged to the key's TAT, not yet spent */
-};
-
 /* Per CPU, so that a slot has one writer; not pinned: an upgrade strands what it held. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -187,8 +179,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sluice_credit);
 } sluice_credit SEC(".maps");
-
-#define SLUICE_KEY_WORDS (sizeof(struct sluice_key) / sizeof(__u32))
 
 /* Are the @n words at @x and @y equal? */
 static __always_inline int words_equal(const __u32 *x, const __u32 *y, __u32 n)
@@ -204,8 +194,7 @@ static __always_inline int words_equal(const __u32 *x, const __u32 *y, __u32 n)
 /* This CPU's slot of sluice_credit for @key, or NULL. */
 static __always_inline struct sluice_credit *credit_slot(const struct sluice_key *key)
 {
-	__u32 slot =
-		sluice_slot_hash((const __u32 *)key, SLUICE_KEY_WORDS, SLUICE_CREDIT_SLOT_BITS);
+	__u32 slot = sluice_credit_slot(key);
 
 	return bpf_map_lookup_elem(&sluice_credit, &slot);
 }

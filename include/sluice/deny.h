@@ -11,6 +11,7 @@
 #include "addr.h"
 #include "classify.h"
 #include "gcra.h"
+#include "key.h"
 #include "policy.h"
 
 #define SLUICE_DENY_SLOT_BITS  13 /* 2^13 flows per CPU */
@@ -68,6 +69,21 @@ struct sluice_walk_bits {
 };
 
 /*
+ * Value of sluice_credit: what this CPU holds of a key's per-CPU batch
+ * (bpf/limit.bpf.h), in a slot of 2^SLUICE_CREDIT_SLOT_BITS per CPU
+ * (sluice_slot_hash() of the key). Like the deny cache, never pinned.
+ */
+#define SLUICE_CREDIT_SLOT_BITS 10
+#define SLUICE_KEY_WORDS	(sizeof(struct sluice_key) / sizeof(__u32))
+
+struct sluice_credit {
+	struct sluice_key key; /* the key whose increments these are */
+	__u32 pad;
+	__u64 ticks; /* charged to the key's TAT, not yet spent */
+};
+SLUICE_ASSERT_SIZE(struct sluice_credit, 32);
+
+/*
  * Which policies decided: sluice_ctl.generation and the half (active_gen)
  * the packet read. A reload writes both in one map update, which a packet
  * may see half done; an entry decided on one half is then never valid
@@ -93,6 +109,12 @@ SLUICE_INLINE __u32 sluice_slot_hash(const __u32 *w, __u32 n, __u32 bits)
 	for (i = 0; i < n; i++)
 		h = (h ^ w[i]) * SLUICE_DENY_HASH_MUL;
 	return h >> (32 - bits);
+}
+
+/* @key's slot of sluice_credit. */
+SLUICE_INLINE __u32 sluice_credit_slot(const struct sluice_key *key)
+{
+	return sluice_slot_hash((const __u32 *)key, SLUICE_KEY_WORDS, SLUICE_CREDIT_SLOT_BITS);
 }
 
 /* @f's slot. */
