@@ -33,6 +33,7 @@ static __always_inline int step(struct xdp_md *ctx, __u32 layers)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct pkt_meta m = { .segs = 1, .len_bytes = end - data };
 	struct sluice_policy p = {};
+	struct sluice_gcra g = { .tolerance = BENCH_STEP_TOL }; /* no batch: the exact step */
 	struct limit_env env = {};
 	struct sluice_key key;
 	__u64 tat, retry;
@@ -48,8 +49,7 @@ static __always_inline int step(struct xdp_md *ctx, __u32 layers)
 		p.prefix4 = SLUICE_V4MAPPED_BITS + BENCH_V4_BITS - i;
 		p.prefix6 = BENCH_V6_BITS - i;
 		sluice_key_derive(&key, &p, m.src, family == 0);
-		if (limit_key(&key, env.now, BENCH_STEP_INCR, BENCH_STEP_TOL, &tat, &retry) !=
-		    LIMIT_ADMIT)
+		if (limit_key(&key, env.now, BENCH_STEP_INCR, &g, &tat, &retry) != LIMIT_ADMIT)
 			return XDP_DROP;
 		count_policy(i, SLUICE_PSTAT_PASSED, &m);
 	}

@@ -98,13 +98,7 @@ static __always_inline __u64 *deny_word(__u32 slot)
 
 static __always_inline int flow_equal(const struct sluice_flow *a, const struct sluice_flow *b)
 {
-	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
-	__u32 diff = 0, i;
-
-#pragma unroll
-	for (i = 0; i < SLUICE_FLOW_WORDS; i++)
-		diff |= x[i] ^ y[i];
-	return !diff;
+	return words_equal((const __u32 *)a, (const __u32 *)b, SLUICE_FLOW_WORDS);
 }
 
 /*

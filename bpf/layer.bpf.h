@@ -193,8 +193,8 @@ static __always_inline int layer_cold(const struct pkt_meta *m, const struct lim
 		hot_request(key, env->now);
 		return LIMIT_DENY;
 	}
-	r = op == LIMIT_OP_PEEK ? limit_peek(key, env->now, incr, g->tolerance, &retry)
-				: limit_key(key, env->now, incr, g->tolerance, &tat, &retry);
+	r = op == LIMIT_OP_PEEK ? limit_peek(key, env->now, incr, g, &retry)
+				: limit_key(key, env->now, incr, g, &tat, &retry);
 	if (cluster && (r == LIMIT_DENY || (r == LIMIT_ADMIT && op == LIMIT_OP_ADMIT &&
 					    tat - env->now > g->tolerance / 2)))
 		hot_request(key, env->now);

@@ -2,7 +2,8 @@
 /*
  * The map side of GCRA: the clock (this is the only reader of
  * bpf_ktime_get_ns()), the key lookup, the compare-and-swap and refunds,
- * and the answers they give (enum limit_result). The arithmetic itself is
+ * the per-CPU batches of a shared key, and the answers they give (enum
+ * limit_result). The arithmetic itself is
  * include/sluice/gcra.h; which key a packet is charged on, and how much,
  * is the layers' business (layer.bpf.h).
  *
@@ -19,6 +20,7 @@
 #include <linux/errno.h>
 
 #include "maps.bpf.h"
+#include "sluice/deny.h"
 #include "sluice/fail.h"
 #include "sluice/gcra.h"
 
@@ -114,62 +116,6 @@ struct limit_env {
 };
 
 /*
- * Charge @incr on @key under tolerance @tol; on LIMIT_ADMIT *@tat is the
- * key's new TAT, on LIMIT_DENY *@retry how long until it would admit.
- */
-static __always_inline enum limit_result limit_key(const struct sluice_key *key, __u64 now,
-						   __u64 incr, __u64 tol, __u64 *tat, __u64 *retry)
-{
-	struct sluice_state fresh, *st;
-	__u64 old, new_tat;
-	int err; /* not long: see below */
-	int i;
-
-	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
-		st = bpf_map_lookup_elem(&sluice_state, key);
-		if (!st) {
-			if (!sluice_gcra_admit(now, now, incr, tol, &new_tat, retry))
-				return LIMIT_DENY;
-			fresh.tat = new_tat;
-			*tat = new_tat;
-			/*
-			 * Before Linux 6.4 a map's update returned int, and the
-			 * verifier calls it directly: the error is in the low
-			 * 32 bits of r0 only (-EEXIST read as 4294967279 on
-			 * 6.1), so compare it as an int.
-			 */
-			err = (int)bpf_map_update_elem(&sluice_state, key, &fresh, BPF_NOEXIST);
-			if (!err)
-				return LIMIT_ADMIT;
-			if (err != -EEXIST)
-				return LIMIT_STATE_ERR;
-			continue; /* another CPU created it first: decide on its value */
-		}
-		old = *(volatile __u64 *)&st->tat;
-		if (!sluice_gcra_admit(old, now, incr, tol, &new_tat, retry))
-			return LIMIT_DENY;
-		*tat = new_tat;
-		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
-			return LIMIT_ADMIT;
-	}
-	return LIMIT_CAS_EXHAUSTED;
-}
-
-/*
- * Decide without writing: LIMIT_ADMIT or LIMIT_DENY for a packet of @incr
- * on @key now, and on LIMIT_DENY *@retry as limit_key() does. A key with
- * no state would admit (a fresh key's full burst).
- */
-static __always_inline enum limit_result limit_peek(const struct sluice_key *key, __u64 now,
-						    __u64 incr, __u64 tol, __u64 *retry)
-{
-	struct sluice_state *st = bpf_map_lookup_elem(&sluice_state, key);
-	__u64 tat = st ? *(volatile __u64 *)&st->tat : now, new_tat;
-
-	return sluice_gcra_admit(tat, now, incr, tol, &new_tat, retry) ? LIMIT_ADMIT : LIMIT_DENY;
-}
-
-/*
  * Move @key's TAT by @incr outside a decision, as @op says. LIMIT_OP_REFUND
  * gives back what a packet was charged, when a later layer dropped it: as
  * if it had never arrived. Packets admitted on the key since then were
@@ -202,6 +148,153 @@ static __always_inline void limit_move(const struct sluice_key *key, __u64 now, 
 		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old)
 			return;
 	}
+}
+
+/*
+ * Per-CPU batches. A key that many CPUs admit (one limit for a whole
+ * service, a /24 spread over every receive queue) is one cache line, and
+ * a compare-and-swap on it per packet made two CPUs pay 1.5 to 4.4 times
+ * what distinct keys cost (make bench, issue #32). So a CPU that admits a
+ * second packet of a key takes, with the same compare-and-swap, the
+ * increments of up to the limit's batch of packets more (struct
+ * sluice_gcra.batch, chosen by compile.c) and keeps them in its slot of
+ * sluice_credit: the next packets of the key on this CPU spend them
+ * without touching the key. A key's first packet on a CPU only claims the
+ * slot, so a source seen once is charged exactly.
+ *
+ * The bound (gcra.h): what a CPU holds was charged to the key before it
+ * is spent, at most batch packets, so over any window the host admits at
+ * most burst + rate·t + CPUs × batch. Nothing is lost: a slot taken by
+ * another key gives back what it held (limit_move(), as a refund), and a
+ * packet the batch does not fit is charged alone, as without batches. A
+ * CPU holds a key's credit until it spends it or the slot changes hands,
+ * so the rest of the host may see at most CPUs × batch packets fewer.
+ * Only ticks are held, not packets: a reload that slows the limit leaves
+ * credit too small for one packet, which is given back with the slot.
+ */
+/* Per CPU, so that a slot has one writer; not pinned: an upgrade strands what it held. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1U << SLUICE_CREDIT_SLOT_BITS);
+	__type(key, __u32);
+	__type(value, struct sluice_credit);
+} sluice_credit SEC(".maps");
+
+/* Are the @n words at @x and @y equal? */
+static __always_inline int words_equal(const __u32 *x, const __u32 *y, __u32 n)
+{
+	__u32 diff = 0, i;
+
+#pragma unroll
+	for (i = 0; i < n; i++)
+		diff |= x[i] ^ y[i];
+	return !diff;
+}
+
+/* This CPU's slot of sluice_credit for @key, or NULL. */
+static __always_inline struct sluice_credit *credit_slot(const struct sluice_key *key)
+{
+	__u32 slot = sluice_credit_slot(key);
+
+	return bpf_map_lookup_elem(&sluice_credit, &slot);
+}
+
+/* Does @c hold @key's credit? */
+static __always_inline int credit_is(const struct sluice_credit *c, const struct sluice_key *key)
+{
+	return words_equal((const __u32 *)&c->key, (const __u32 *)key, SLUICE_KEY_WORDS);
+}
+
+/* The ticks of limit @g's batch. */
+static __always_inline __u64 credit_batch(const struct sluice_gcra *g)
+{
+	return sluice_gcra_incr(g->batch, g->interval_mant, g->interval_shift);
+}
+
+/*
+ * Charge @incr on @key under limit @g; on LIMIT_ADMIT *@tat is the key's
+ * new TAT (now when the packet spent this CPU's batch), on LIMIT_DENY
+ * *@retry how long until it would admit.
+ */
+static __always_inline enum limit_result limit_key(const struct sluice_key *key, __u64 now,
+						   __u64 incr, const struct sluice_gcra *g,
+						   __u64 *tat, __u64 *retry)
+{
+	/* Kept only while a batch is to be taken: 6.1 has no stack for more locals here. */
+	struct sluice_credit *c = g->batch ? credit_slot(key) : NULL;
+	struct sluice_state fresh, *st;
+	__u64 old, new_tat;
+	int err; /* not long: see below */
+	int i;
+
+	if (c && !credit_is(c, key)) {
+		if (c->ticks)
+			limit_move(&c->key, now, c->ticks, LIMIT_OP_REFUND);
+		c->key = *key;
+		c->ticks = 0;
+		c = NULL;
+	} else if (c && c->ticks >= incr) {
+		c->ticks -= incr;
+		*tat = now;
+		return LIMIT_ADMIT;
+	}
+	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
+		st = bpf_map_lookup_elem(&sluice_state, key);
+		if (!st) {
+			if (!sluice_gcra_admit(now, now, incr, g->tolerance, &new_tat, retry))
+				return LIMIT_DENY;
+			fresh.tat = new_tat;
+			*tat = new_tat;
+			/*
+			 * Before Linux 6.4 a map's update returned int, and the
+			 * verifier calls it directly: the error is in the low
+			 * 32 bits of r0 only (-EEXIST read as 4294967279 on
+			 * 6.1), so compare it as an int.
+			 */
+			err = (int)bpf_map_update_elem(&sluice_state, key, &fresh, BPF_NOEXIST);
+			if (!err)
+				return LIMIT_ADMIT;
+			if (err != -EEXIST)
+				return LIMIT_STATE_ERR;
+			continue; /* another CPU created it first: decide on its value */
+		}
+		old = *(volatile __u64 *)&st->tat;
+		/* A batch that does not fit: this packet alone, as without batches. */
+		if (c && !sluice_gcra_admit(old, now, incr + credit_batch(g), g->tolerance,
+					    &new_tat, retry))
+			c = NULL;
+		if (!c && !sluice_gcra_admit(old, now, incr, g->tolerance, &new_tat, retry))
+			return LIMIT_DENY;
+		*tat = new_tat;
+		if (__sync_val_compare_and_swap(&st->tat, old, new_tat) == old) {
+			if (c)
+				c->ticks += credit_batch(g);
+			return LIMIT_ADMIT;
+		}
+	}
+	return LIMIT_CAS_EXHAUSTED;
+}
+
+/*
+ * Decide without writing: LIMIT_ADMIT or LIMIT_DENY for a packet of @incr
+ * on @key now under limit @g, and on LIMIT_DENY *@retry as limit_key()
+ * does. A key with no state would admit (a fresh key's full burst), and so
+ * would this CPU's batch of the key.
+ */
+static __always_inline enum limit_result limit_peek(const struct sluice_key *key, __u64 now,
+						    __u64 incr, const struct sluice_gcra *g,
+						    __u64 *retry)
+{
+	struct sluice_credit *c = g->batch ? credit_slot(key) : NULL;
+	struct sluice_state *st;
+	__u64 tat, new_tat;
+
+	if (c && credit_is(c, key) && c->ticks >= incr)
+		return LIMIT_ADMIT;
+	st = bpf_map_lookup_elem(&sluice_state, key);
+	tat = st ? *(volatile __u64 *)&st->tat : now;
+	return sluice_gcra_admit(tat, now, incr, g->tolerance, &new_tat, retry) ? LIMIT_ADMIT
+										: LIMIT_DENY;
 }
 
 /*

@@ -317,8 +317,7 @@ __u32 harness_policy_id(struct harness *h, const char *name)
 	return harness_policy(h, name).id;
 }
 
-/* The key policy @name derives for source @src (IPv4 or IPv6 text). */
-static struct sluice_key key_of(struct harness *h, const char *name, const char *src)
+struct sluice_key harness_key(struct harness *h, const char *name, const char *src)
 {
 	struct sluice_policy p = harness_policy(h, name);
 	__u32 addr[SLUICE_ADDR_LEN / sizeof(__u32)];
@@ -332,7 +331,7 @@ static struct sluice_key key_of(struct harness *h, const char *name, const char 
 
 int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 *tat)
 {
-	struct sluice_key key = key_of(h, name, src);
+	struct sluice_key key = harness_key(h, name, src);
 	struct sluice_state st;
 
 	if (bpf_map_lookup_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key, &st))
@@ -343,7 +342,7 @@ int harness_key_tat(struct harness *h, const char *name, const char *src, __u64 
 
 int harness_key_delete(struct harness *h, const char *name, const char *src)
 {
-	struct sluice_key key = key_of(h, name, src);
+	struct sluice_key key = harness_key(h, name, src);
 
 	return bpf_map_delete_elem(h->att.maps.fd[SLUICE_MAP_STATE], &key) ? -errno : 0;
 }

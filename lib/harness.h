@@ -89,6 +89,9 @@ struct sluice_policy harness_policy(struct harness *h, const char *name);
 /* The stable id of the active policy @name; aborts on an unknown name. */
 __u32 harness_policy_id(struct harness *h, const char *name);
 
+/* The key policy @name derives for source @src (IPv4 or IPv6 text). */
+struct sluice_key harness_key(struct harness *h, const char *name, const char *src);
+
 /*
  * The GCRA TAT of the key that policy @name derives for source @src (IPv4
  * or IPv6 text), read from sluice_state into *@tat: 0, or -ENOENT when the

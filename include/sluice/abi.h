@@ -33,14 +33,16 @@
 #include "policy.h"
 #include "stats.h"
 
-#define SLUICE_ABI_VERSION 10
+#define SLUICE_ABI_VERSION 11
 /*
  * The oldest ABI whose every map has the layout of this one: an upgrade
  * from it copies the maps whole (key state, policies, counters); from an
  * older or a newer one it starts fresh. ABI 8 moved the pins into a
  * directory per ABI and changed no map; ABI 9 added the ban maps, which an
  * upgrade from 7 or 8 starts empty; ABI 10 the event maps (events.h),
- * which an upgrade from an older one starts empty.
+ * which an upgrade from an older one starts empty; ABI 11 gave a policy's
+ * limits a batch (policy.h) in bytes that were reserved, and changed no
+ * map.
  */
 #define SLUICE_ABI_CARRY_SINCE 7
 
@@ -118,8 +120,8 @@ static const char *const sluice_map_names[SLUICE_MAP_MAX] = {
 #endif
 
 /*
- * The program's own maps, each beside the code that uses it (the clock in
- * bpf/limit.bpf.h, the deny cache in deny.bpf.h, the walk's bitmap in
+ * The program's own maps, each beside the code that uses it (the clock and
+ * the per-CPU batches in bpf/limit.bpf.h, the deny cache in deny.bpf.h, the walk's bitmap in
  * layer.bpf.h, the datagram table in frag.bpf.h): per-CPU caches and
  * scratch, and the datagram table (an LRU hash every CPU shares). Not
  * pinned, so a new program starts them empty, and nothing but the program
@@ -133,6 +135,7 @@ enum sluice_cache {
 	SLUICE_CACHE_FRAG_TMP,
 	SLUICE_CACHE_WALK,
 	SLUICE_CACHE_EVENT_TICK,
+	SLUICE_CACHE_CREDIT,
 	SLUICE_CACHE_MAX,
 };
 
@@ -141,7 +144,7 @@ static const char *const sluice_cache_names[SLUICE_CACHE_MAX] = {
 	[SLUICE_CACHE_CLOCK] = "sluice_clock",	       [SLUICE_CACHE_DENY] = "sluice_deny",
 	[SLUICE_CACHE_DENY_BITS] = "sluice_deny_bits", [SLUICE_CACHE_FRAGS] = "sluice_frags",
 	[SLUICE_CACHE_FRAG_TMP] = "sluice_frag_tmp",   [SLUICE_CACHE_WALK] = "sluice_walk",
-	[SLUICE_CACHE_EVENT_TICK] = "sluice_ev_tick",
+	[SLUICE_CACHE_EVENT_TICK] = "sluice_ev_tick",  [SLUICE_CACHE_CREDIT] = "sluice_credit",
 };
 #endif
 

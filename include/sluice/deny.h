@@ -11,6 +11,7 @@
 #include "addr.h"
 #include "classify.h"
 #include "gcra.h"
+#include "key.h"
 #include "policy.h"
 
 #define SLUICE_DENY_SLOT_BITS  13 /* 2^13 flows per CPU */
@@ -68,6 +69,21 @@ struct sluice_walk_bits {
 };
 
 /*
+ * Value of sluice_credit: what this CPU holds of a key's per-CPU batch
+ * (bpf/limit.bpf.h), in a slot of 2^SLUICE_CREDIT_SLOT_BITS per CPU
+ * (sluice_slot_hash() of the key). Like the deny cache, never pinned.
+ */
+#define SLUICE_CREDIT_SLOT_BITS 10
+#define SLUICE_KEY_WORDS	(sizeof(struct sluice_key) / sizeof(__u32))
+
+struct sluice_credit {
+	struct sluice_key key; /* the key whose increments these are */
+	__u32 pad;
+	__u64 ticks; /* charged to the key's TAT, not yet spent */
+};
+SLUICE_ASSERT_SIZE(struct sluice_credit, 32);
+
+/*
  * Which policies decided: sluice_ctl.generation and the half (active_gen)
  * the packet read. A reload writes both in one map update, which a packet
  * may see half done; an entry decided on one half is then never valid
@@ -78,18 +94,33 @@ SLUICE_INLINE __u64 sluice_deny_stamp(__u64 generation, __u32 half)
 	return generation * SLUICE_POLICY_GENS + half;
 }
 
-/* @f's slot: the top bits of a multiplicative hash, which mix best. */
-SLUICE_INLINE __u32 sluice_deny_slot(const struct sluice_flow *f)
+/*
+ * A slot of 2^@bits for the @n words at @w: the top bits of a
+ * multiplicative hash, which mix best. Also the per-CPU batches' slot
+ * (bpf/limit.bpf.h).
+ */
+SLUICE_INLINE __u32 sluice_slot_hash(const __u32 *w, __u32 n, __u32 bits)
 {
-	const __u32 *w = (const __u32 *)f;
 	__u32 h = 0, i;
 
 #ifdef __clang__
 #pragma unroll
 #endif
-	for (i = 0; i < SLUICE_FLOW_WORDS; i++)
+	for (i = 0; i < n; i++)
 		h = (h ^ w[i]) * SLUICE_DENY_HASH_MUL;
-	return h >> (32 - SLUICE_DENY_SLOT_BITS);
+	return h >> (32 - bits);
+}
+
+/* @key's slot of sluice_credit. */
+SLUICE_INLINE __u32 sluice_credit_slot(const struct sluice_key *key)
+{
+	return sluice_slot_hash((const __u32 *)key, SLUICE_KEY_WORDS, SLUICE_CREDIT_SLOT_BITS);
+}
+
+/* @f's slot. */
+SLUICE_INLINE __u32 sluice_deny_slot(const struct sluice_flow *f)
+{
+	return sluice_slot_hash((const __u32 *)f, SLUICE_FLOW_WORDS, SLUICE_DENY_SLOT_BITS);
 }
 
 #endif /* SLUICE_DENY_H */

@@ -30,6 +30,15 @@
  * rates), and never exceeds the limit.
  *
  * The bound: over any interval of length t, admitted cost ≤ burst + rate·t.
+ *
+ * Per-CPU batches: a CPU that admits a key's packets takes up to
+ * struct sluice_gcra.batch packets' increments from the key at once and
+ * spends them on its own (bpf/limit.bpf.h). What a CPU holds was charged
+ * before the window began, at most batch packets, so the bound becomes
+ * burst + rate·t + CPUs × batch. compile.c chooses the batch as the
+ * policy's packets per SLUICE_BATCH_WINDOW_NS, at most 1/SLUICE_BATCH_BURST_DIV
+ * of its burst and SLUICE_BATCH_MAX; below SLUICE_BATCH_MIN, none (0): a
+ * slow limit (10/min, or anything under 2000/s) stays exact.
  */
 #ifndef SLUICE_GCRA_H
 #define SLUICE_GCRA_H
@@ -42,6 +51,11 @@
 #define SLUICE_GCRA_TOL_MAX    (1ULL << 62)		 /* ticks */
 #define SLUICE_GCRA_INCR_SAT   (SLUICE_GCRA_TOL_MAX + 1) /* denied under any tolerance */
 #define SLUICE_GCRA_LOW_BITS   32 /* sluice_gcra_mul_sat() splits a factor here */
+
+#define SLUICE_BATCH_WINDOW_NS SLUICE_NSEC_PER_MSEC /* a batch is at most this much of the rate */
+#define SLUICE_BATCH_BURST_DIV 16		    /* and at most this part of the burst */
+#define SLUICE_BATCH_MAX       64		    /* packets */
+#define SLUICE_BATCH_MIN       2		    /* smaller: no batch */
 
 /*
  * How far a stored TAT may be ahead of our clock beyond the tolerance and

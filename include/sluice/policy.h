@@ -65,14 +65,19 @@ enum sluice_policy_flag {
  * One GCRA limit. The emission interval of one cost unit is
  * interval_mant / 2^interval_shift ticks; tolerance is burst × that
  * interval. compile.c derives both and guarantees the bounds gcra.h states.
+ * batch: how many cost units a CPU may take from a key at once and spend
+ * on its own (bpf/limit.bpf.h, "Per-CPU batches"); 0 takes none ahead,
+ * what a program older than the field did.
  */
 struct sluice_gcra {
 	__u64 interval_mant; /* ticks << interval_shift per cost unit */
 	__u64 tolerance;     /* ticks: burst × interval, at most SLUICE_GCRA_TOL_MAX */
 	__u8 interval_shift; /* 0 .. SLUICE_GCRA_SHIFT_MAX */
-	__u8 reserved[7];
+	__u8 reserved[3];
+	__u32 batch; /* 0 .. SLUICE_BATCH_MAX cost units (gcra.h) */
 };
 SLUICE_ASSERT_SIZE(struct sluice_gcra, 24);
+SLUICE_ASSERT_OFFSET(struct sluice_gcra, batch, 20);
 
 /* Value of sluice_policy, indexed by gen * SLUICE_MAX_POLICIES + id. */
 struct sluice_policy {

@@ -4,20 +4,30 @@
  * are slow enough (1/h) that nothing refills during a test, so exactly
  * `burst` of `burst + k` packets pass, per key, for IPv4 and IPv6 sources
  * and for each prefix length; two threads on two CPUs hammering one key
- * together admit no more than one thread would.
+ * together admit no more than one thread would, and under a fast limit,
+ * which CPUs take in batches (bpf/limit.bpf.h), no more than the batches
+ * add to the bound.
  */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <arpa/inet.h>
 #include <linux/in.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sluice/deny.h"
 #include "sluice/gcra.h"
+#include "sluice.skel.h"
 #include "lib/harness.h"
 
 #define DNS_PORT 53
@@ -239,6 +249,152 @@ static void test_two_cpus_layered(void **state)
 	harness_close(&h);
 }
 
+#define BATCH_RATE  100000 /* per second: batches of its packets per ms, SLUICE_BATCH_MAX */
+#define BATCH_BURST 20000  /* /16 = 1250: the batch is SLUICE_BATCH_MAX */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / SLUICE_NSEC_PER_SEC;
+}
+
+/*
+ * Two CPUs on one key of a fast limit, which they take in batches: over
+ * the run's t seconds the host admits at most burst + rate·t + CPUs ×
+ * batch (gcra.h), and at least the burst less what the CPUs' slots may
+ * hold unspent at the end, CPUs × batch. The precise clock keeps the
+ * coarse clock's lag out of the bound.
+ */
+static void test_two_cpus_batched(void **state)
+{
+	char yaml[320];
+	struct harness h;
+	struct status st;
+	struct pkt p;
+	__u64 passed, dropped, batch, most, least;
+	double start, t;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
+		skip();
+	snprintf(yaml, sizeof(yaml),
+		 "policies:\n  - name: limit\n    match: { proto: udp, dst_port: 53 }\n"
+		 "    rate: %d/s\n    burst: %d\n    clock: precise\n",
+		 BATCH_RATE, BATCH_BURST);
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	batch = harness_policy(&h, "limit").limit.batch;
+	assert_int_equal(batch, SLUICE_BATCH_MAX);
+	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
+	start = mono_s();
+	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
+	t = mono_s() - start;
+	harness_status(&h, &st);
+	passed = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED);
+	dropped = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_DROPPED);
+	status__free(&st);
+	most = BATCH_BURST + (__u64)(BATCH_RATE * t) + 1 + THREADS * batch;
+	least = BATCH_BURST - THREADS * batch;
+	print_message("two cpus, batches of %llu: passed %llu in %.3f s, bound %llu .. %llu\n",
+		      (unsigned long long)batch, (unsigned long long)passed, t,
+		      (unsigned long long)least, (unsigned long long)most);
+	assert_int_equal(passed + dropped, (__u64)THREADS * THREAD_REPEAT);
+	assert_in_range(passed, least, most);
+	harness_close(&h);
+}
+
+#define RETURN_SENT  10000 /* 100 ms of the rate ahead: a refund is never cut at now */
+#define SOURCES_MAX  65536 /* tried for a source whose slot is the first's */
+#define SOURCE_BYTES 256
+
+static __u64 now_ticks(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return sluice_gcra_ticks((__u64)ts.tv_sec * SLUICE_NSEC_PER_SEC + ts.tv_nsec);
+}
+
+/* CPU 0's slot of sluice_credit for @key: its ticks; *@holds: the slot is @key's. */
+static __u64 credit_on_cpu0(struct harness *h, const struct sluice_key *key, int *holds)
+{
+	int n = libbpf_num_possible_cpus();
+	struct sluice_credit *v = calloc(n > 0 ? n : 1, sizeof(*v));
+	__u32 slot = sluice_credit_slot(key);
+	__u64 ticks;
+
+	assert_non_null(v);
+	assert_int_equal(
+		bpf_map_lookup_elem(bpf_map__fd(h->att.skel->maps.sluice_credit), &slot, v), 0);
+	*holds = memcmp(&v[0].key, key, sizeof(*key)) == 0;
+	ticks = v[0].ticks;
+	free(v);
+	return ticks;
+}
+
+/*
+ * What a CPU holds of a batch is charged, and given back whole when
+ * another key takes its slot: on CPU 0, a key's TAT is where the packets
+ * that passed and CPU 0's credit put it, and a colliding source's packet
+ * takes the credit off it, exactly.
+ */
+static void test_batch_returned(void **state)
+{
+	char yaml[320], src[INET_ADDRSTRLEN];
+	cpu_set_t old, one;
+	struct sluice_key a, b;
+	struct harness h;
+	__u64 t0, t1, tat, tat2, held, incr;
+	struct pkt p;
+	int holds;
+	__u32 i;
+
+	(void)state;
+	snprintf(yaml, sizeof(yaml),
+		 "policies:\n  - name: limit\n    match: { proto: udp, dst_port: 53 }\n"
+		 "    key: { ipv4_prefix: 32, ipv6_prefix: 64 }\n"
+		 "    rate: %d/s\n    burst: %d\n    clock: precise\n",
+		 BATCH_RATE, BATCH_BURST);
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	incr = harness_policy(&h, "limit").limit.interval_mant; /* a packet limit: shift 0 */
+	a = harness_key(&h, "limit", "192.0.2.1");
+	for (i = 0; i < SOURCES_MAX; i++) {
+		snprintf(src, sizeof(src), "10.%u.%u.1", i / SOURCE_BYTES, i % SOURCE_BYTES);
+		b = harness_key(&h, "limit", src);
+		if (sluice_credit_slot(&b) == sluice_credit_slot(&a))
+			break;
+	}
+	assert_true(i < SOURCES_MAX);
+	assert_int_equal(sched_getaffinity(0, sizeof(old), &old), 0);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+
+	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
+	t0 = now_ticks();
+	assert_int_equal(harness_run_repeat(&h, &p, RETURN_SENT), 0);
+	t1 = now_ticks();
+	assert_int_equal(counted(&h, SLUICE_PSTAT_PASSED), RETURN_SENT);
+	assert_int_equal(harness_key_tat(&h, "limit", "192.0.2.1", &tat), 0);
+	held = credit_on_cpu0(&h, &a, &holds);
+	print_message("batch returned: CPU 0 holds %llu packets of 192.0.2.1, %s shares its slot\n",
+		      (unsigned long long)(held / incr), src);
+	assert_true(holds);
+	assert_in_range(held, incr, SLUICE_BATCH_MAX * incr);
+	/* Charged: every packet that passed, and what CPU 0 holds; from a time in the run. */
+	assert_in_range(tat - held - RETURN_SENT * incr, t0, t1);
+
+	harness_udp(&p, src, "198.51.100.53", DNS_PORT);
+	assert_int_equal(harness_run(&h, &p), XDP_PASS);
+	assert_int_equal(harness_key_tat(&h, "limit", "192.0.2.1", &tat2), 0);
+	assert_int_equal(tat - tat2, held);
+	assert_int_equal(credit_on_cpu0(&h, &b, &holds), 0);
+	assert_true(holds);
+	assert_int_equal(sched_setaffinity(0, sizeof(old), &old), 0);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +402,8 @@ int main(void)
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_two_cpus_one_key),
 		cmocka_unit_test(test_two_cpus_layered),
+		cmocka_unit_test(test_two_cpus_batched),
+		cmocka_unit_test(test_batch_returned),
 	};
 
 	harness_require_root();

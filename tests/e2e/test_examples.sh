@@ -78,7 +78,12 @@ expect_line examples/k8s-node.yaml \
 	"  match: tcp ports 30000-32767 SYN only (connection attempts)"
 expect_line examples/k8s-node.yaml \
 	"  if the agent dies: degraded to its own limit (local enforcement); never closed"
+# 2000/s: batches of 2 per CPU (docs/policy.md, "Burst math"), with this host's CPUs.
+cpus=$(getconf _NPROCESSORS_CONF)
+expect_line examples/k8s-node.yaml "  per-CPU batches: a CPU takes up to 2 packets of a key at \
+once: up to 2 packets per CPU more in any window ($((2 * cpus)) with the $cpus CPUs here)"
 check_file examples/prefilter.yaml
+! grep -q 'per-CPU batches' "$WORK/out" || e2e_fail "prefilter.yaml: a batch at 100/s"
 expect_line examples/prefilter.yaml "  limit: 100/s, burst 200 packets, on this node"
 expect_line examples/prefilter.yaml "  class: abuse (makes an attack uneconomical)"
 expect_line examples/prefilter.yaml \

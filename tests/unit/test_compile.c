@@ -299,6 +299,46 @@ static void test_clock(void **state)
 	}
 }
 
+/*
+ * Per-CPU batches (gcra.h): a fast packet limit's packets per
+ * SLUICE_BATCH_WINDOW_NS, at most 1/SLUICE_BATCH_BURST_DIV of its burst
+ * and SLUICE_BATCH_MAX; none under SLUICE_BATCH_MIN, for bytes, or for a
+ * cluster-scoped limit.
+ */
+static void test_batch(void **state)
+{
+	static const struct {
+		const char *limit; /* rate and burst lines */
+		__u32 batch;
+	} cases[] = {
+		{ "    rate: 10/min\n    burst: 5\n", 0 },
+		{ "    rate: 1999/s\n    burst: 100000\n", 0 },	  /* 1.999 per ms */
+		{ "    rate: 3000/s\n    burst: 100000\n", 3 },	  /* 3 per ms */
+		{ "    rate: 100000/s\n    burst: 20000\n", 64 }, /* SLUICE_BATCH_MAX */
+		{ "    rate: 100000/s\n    burst: 800\n", 50 },	  /* burst / 16 */
+		{ "    rate: 100000/s\n    burst: 31\n", 0 },	  /* burst / 16 < 2 */
+		{ "    rate: 1Gbit/s\n    burst: 1MB\n", 0 },	  /* bytes */
+	};
+	char yaml[256];
+	struct policy_set *ps;
+	struct compiled c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		snprintf(yaml, sizeof(yaml), "policies:\n  - name: a\n%s", cases[i].limit);
+		ps = parse_good(yaml);
+		compile_good(ps, 0, &c);
+		if (c.policies[0].limit.batch != cases[i].batch)
+			fail_msg("%s: batch %u, expected %u", cases[i].limit,
+				 c.policies[0].limit.batch, cases[i].batch);
+		assert_memory_equal(&c.policies[0].degraded, &c.policies[0].limit,
+				    sizeof(c.policies[0].limit));
+		compiled__free(&c);
+		policy_set__free(ps);
+	}
+}
+
 static void test_diag(void **state)
 {
 	const struct diag_case *t = *state;
@@ -907,9 +947,8 @@ int main(void)
 		{ .name = "lpm/policy values", .yaml = values_yaml },
 	};
 	static const struct CMUnitTest fixed[] = {
-		cmocka_unit_test(test_policy_values),
-		cmocka_unit_test(test_clock),
-		cmocka_unit_test(test_unparsed),
+		cmocka_unit_test(test_policy_values), cmocka_unit_test(test_clock),
+		cmocka_unit_test(test_batch),	      cmocka_unit_test(test_unparsed),
 		cmocka_unit_test(test_eight_layers),
 	};
 	static struct CMUnitTest tests[128];

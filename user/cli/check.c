@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/addr.h"
 #include "agent/agent.h"
@@ -253,6 +254,25 @@ static void print_header(struct line *l, const struct policy *p, const struct sl
 }
 
 /*
+ * Per-CPU batches (include/sluice/gcra.h): a fast packet limit lets each
+ * CPU take up to batch packets from a key at once, which loosens its
+ * bound by CPUs × batch.
+ */
+static void print_batch(struct line *l, const struct policy *p)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	__u32 batch = compile_batch(p);
+
+	if (!batch)
+		return;
+	line__add(l,
+		  "  per-CPU batches: a CPU takes up to %u packets of a key at once: up to %u "
+		  "packets per CPU more in any window (%ld with the %ld CPUs here)",
+		  batch, batch, cpus * (long)batch, cpus);
+	line__print(l);
+}
+
+/*
  * The burst math. Over any interval of length t a key admits at most
  * burst + rate·t; an idle key admits its whole burst back to back, and an
  * emptied bucket is full again after burst / rate.
@@ -296,6 +316,7 @@ static void print_burst_math(struct line *l, const struct policy *p)
 			  worst);
 		line__print(l);
 	}
+	print_batch(l, p);
 	/* A key's whole burst is the most one packet can cost: say when frames can't fit. */
 	if (bytes && p->burst < ETH_FRAME_MAX_BYTES) {
 		line__add(l,

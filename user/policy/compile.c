@@ -508,6 +508,21 @@ static int check_slots(const struct compiled *c, struct diag_list *diags)
 	return n < 0 ? (int)n : 0;
 }
 
+__u32 compile_batch(const struct policy *p)
+{
+	__u64 batch = p->burst / SLUICE_BATCH_BURST_DIV;
+	unsigned __int128 per_window;
+
+	if (p->scope != SLUICE_SCOPE_NODE || p->rate.cost != SLUICE_COST_PKTS || !p->rate.period_ns)
+		return 0;
+	per_window = (unsigned __int128)p->rate.amount * SLUICE_BATCH_WINDOW_NS / p->rate.period_ns;
+	if (per_window < batch)
+		batch = (__u64)per_window;
+	if (batch > SLUICE_BATCH_MAX)
+		batch = SLUICE_BATCH_MAX;
+	return batch < SLUICE_BATCH_MIN ? 0 : (__u32)batch;
+}
+
 /* One limit of policy @id; @local says it is the local (degraded) one. */
 static int compile_limit(const struct policy *p, __u32 id, int local, struct sluice_gcra *g,
 			 struct diag_list *diags)
@@ -534,6 +549,7 @@ static int compile_one(const struct policy *p, __u32 id, const char *iface, __u6
 
 	if (compile_limit(p, id, 0, &g, diags))
 		return -EINVAL;
+	g.batch = compile_batch(p);
 	degraded = g;
 	if (p->has_local_limit && compile_limit(p, id, 1, &degraded, diags))
 		return -EINVAL;

@@ -55,6 +55,14 @@ int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_matc
 void compiled__free(struct compiled *c);
 
 /*
+ * The packets a CPU may take from a key of @p at once (struct
+ * sluice_gcra.batch, gcra.h): its packets per SLUICE_BATCH_WINDOW_NS, at
+ * most 1/SLUICE_BATCH_BURST_DIV of its burst and SLUICE_BATCH_MAX; 0 below
+ * SLUICE_BATCH_MIN, and for a byte or cluster-scoped limit.
+ */
+__u32 compile_batch(const struct policy *p);
+
+/*
  * The GCRA parameters of @rate with @burst. Returns 0, or with a reason in
  * @err -ERANGE when the rate and -EOVERFLOW when the burst is beyond what
  * gcra.h can hold.
