@@ -152,16 +152,21 @@ e2e_equal "10.64.0.5 (one of the $CS_BULK)" "$(e2e_delivered 10.64.0.5 100)" 0
 # watch SRC CMD...: SRC sends FLOOD_S s at $PPS; CMD runs after the first
 # second. Sets T_CMD (when CMD returned), BEFORE and AFTER (packets from SRC
 # delivered before and after it), LAST_MS and FIRST_MS (the last and first
-# delivered after it, in ms from it; -1 for none).
-FLOOD_S=4
+# delivered after it, in ms from it; -1 for none). The flood must outlast
+# CMD by BOUND_MS, or a bound on what follows CMD would hold by default:
+# cscli took up to 2 s on a busy machine, so FLOOD_S leaves it 5.
+FLOOD_S=8
 watch() {
-	local src=$1
+	local src=$1 t_end
 	shift
 	e2e_sink_start "w$src"
+	t_end=$(($(now_ns) + FLOOD_S * 1000000000))
 	e2e_flood_bg "$src" $((FLOOD_S * PPS))
 	sleep 1
 	"$@" >/dev/null
 	T_CMD=$(now_ns)
+	((T_CMD + BOUND_MS * 1000000 <= t_end)) ||
+		e2e_fail "'$*' returned $(((t_end - T_CMD) / 1000000)) ms before the flood's end, less than $BOUND_MS"
 	e2e_flood_wait
 	e2e_sink_stop
 	BEFORE=$(e2e_got "$src" 0 "$T_CMD")
@@ -174,7 +179,7 @@ watch() {
 dropped_after() {
 	local src=$1
 	watch "$@"
-	e2e_within "packets from $src before '${*:2}'" "$BEFORE" $((PPS / 2)) $((2 * PPS))
+	e2e_within "packets from $src before '${*:2}'" "$BEFORE" $((PPS / 2)) $((FLOOD_S * PPS))
 	e2e_within "ms from '${*:2}' to the last packet from $src" "$LAST_MS" -1 "$BOUND_MS"
 }
 # passes_after SRC CMD...: SRC is dropped before CMD and passes within BOUND_MS of it.
