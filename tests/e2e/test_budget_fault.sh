@@ -27,6 +27,9 @@ FAULT_AT_MS=1000
 FAULT_MS=1500
 LEAD_MS=100 # floods to both nodes start together this long after they are spawned
 POLL_S=0.02
+# The restart's flood must outlast the agent's stop, FAULT_MS, its start
+# and resume_ms: the gap was 6 s with both CPUs at a load of 20.
+RESTART_FLOOD_MS=12000
 RESUME_MAX_MS=1000 # two intervals plus the agent's timeouts and this script's polling
 
 e2e_fleet_tx
@@ -69,8 +72,8 @@ leased() { # node policy: packets the node's leases decided
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# start_floods PORT SRC: both nodes at $PPS for $FLOOD_MS, in the background,
-# starting together LEAD_MS from now.
+# start_floods PORT SRC [MS]: both nodes at $PPS for MS (default
+# $FLOOD_MS), in the background, starting together LEAD_MS from now.
 FLOODS=()
 start_floods() {
 	local n t0
@@ -79,7 +82,7 @@ start_floods() {
 	for n in "${all[@]}"; do
 		ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[n]}" --dst-mac "${NODE_MAC[n]}" --proto udp \
 			--dport "$1" --src "$2" --dst "${NODE_ADDR[n]}" --pps "$PPS" \
-			--count $((PPS * FLOOD_MS / 1000)) --start-at-ns "$t0" >"$WORK/flood-$1-$n.out"
+			--count $((PPS * ${3:-$FLOOD_MS} / 1000)) --start-at-ns "$t0" >"$WORK/flood-$1-$n.out"
 		FLOODS+=("$SPAWNED_PID")
 	done
 }
@@ -198,7 +201,7 @@ restart_bound() { # span_ms gap_ms
 		RATE * INTERVAL_MS / 1000 + NODES))
 }
 s0=$(counted shared)
-start_floods 9100 10.3.0.6
+start_floods 9100 10.3.0.6 "$RESTART_FLOOD_MS"
 sleep_ms $((LEAD_MS + FAULT_AT_MS))
 stopped_ms=$(now_ms)
 e2e_fleet_stop_agent 1
