@@ -363,6 +363,9 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 	lease_policy_tags(p);
 	plan->att[0].pol = p;
 	plan->att[0].n_pol = 1;
+	nd->ls = lease_state__new(plan); /* owns @plan, and @p, from here on */
+	if (!nd->ls)
+		return -errno;
 	if (x->o.rate_leases) {
 		nd->rs = calloc(x->o.keys, sizeof(*nd->rs));
 		nd->req = calloc(x->o.keys, sizeof(*nd->req));
@@ -373,9 +376,6 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 		if (!id && rate_keys(x, p))
 			return -ENOMEM;
 	}
-	nd->ls = lease_state__new(plan);
-	if (!nd->ls)
-		return -errno;
 	if (x->mem) {
 		nd->be = backend_mem__open(x->mem);
 	} else {
