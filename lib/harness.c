@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -113,18 +114,38 @@ void harness_close(struct harness *h)
 	h->loaded = 0;
 }
 
-/* Remove every pin root of process @owner. */
+/*
+ * Is pin root @name one of process @owner's? With @owner 0, one of a process
+ * that no longer runs: a test killed together with its guard (kill -9 of its
+ * process group) leaves its pins, and the next test removes them.
+ */
+static int pins_of(const char *name, pid_t owner)
+{
+	const size_t len = strlen(PIN_ROOT_PREFIX);
+	char *end;
+	long pid;
+
+	if (strncmp(name, PIN_ROOT_PREFIX, len) != 0)
+		return 0;
+	pid = strtol(name + len, &end, 10);
+	if (end == name + len || *end != '-' || pid <= 0 || pid > INT_MAX)
+		return 0;
+	if (owner)
+		return pid == owner;
+	return kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
+/* Remove every pin root of process @owner (0: of every process that has ended). */
 static void cleanup_of(pid_t owner)
 {
-	char prefix[64], dir[PATH_MAX], pins[PATH_MAX];
+	char dir[PATH_MAX], pins[PATH_MAX];
 	struct dirent *e;
 	DIR *d = opendir(BPFFS_ROOT);
 
-	snprintf(prefix, sizeof(prefix), "%s%d-", PIN_ROOT_PREFIX, owner);
 	/* readdir_r() is deprecated (glibc 2.24); readdir() on a DIR of our own is safe. */
 	/* cppcheck-suppress readdirCalled */
 	while (d && (e = readdir(d))) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+		if (!pins_of(e->d_name, owner))
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", BPFFS_ROOT, e->d_name);
 		if (!pin_path(pins, dir, HARNESS_IFACE))
@@ -152,6 +173,7 @@ void harness_guard(void)
 
 	if (started)
 		return;
+	cleanup_of(0);
 	if (pipe2(fds, O_CLOEXEC)) {
 		perror("harness: no guard process (pipe2)");
 		return;

@@ -53,7 +53,8 @@ int harness_cleanup(int rc);
  * one ends without calling it: killed (SIGKILL and crashes too), or
  * ended by a signal to its process group, which the guard ignores. It
  * waits on a pipe only this process writes to, so it holds no BPF object:
- * call it before loading anything (harness_require_root() does).
+ * call it before loading anything (harness_require_root() does). It first
+ * removes the pins of tests that ended with their guard (kill -9 of both).
  */
 void harness_guard(void);
 
