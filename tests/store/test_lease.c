@@ -968,6 +968,104 @@ static void test_membership(void **state)
 		      (unsigned long long)SHORT_TTL_US);
 }
 
+/*
+ * @node beats with the newest layout it speaks, @layout, on Redis (@be
+ * NULL) or on the memory store @be; the fleet's layout, *@live its count.
+ */
+static unsigned layout_beat(struct fix *f, struct budget_backend *be, const char *node,
+			    unsigned layout, __u64 *live)
+{
+	struct budget_sync b = {
+		.fleet = MEMBER_FLEET, .node = node, .beat_ttl_us = SHORT_TTL_US, .layout = layout
+	};
+
+	if (be)
+		assert_int_equal(backend__sync(be, &b, f->err, sizeof(f->err)), 0);
+	else
+		assert_int_equal(store_budget_sync(&f->a, &b, f->err, sizeof(f->err)), 0);
+	*live = b.live_nodes;
+	return b.fleet_layout;
+}
+
+/*
+ * Rolling upgrades across the store layout: "old" beats as an agent of
+ * the lump layout alone, "n1" and "n2" speak the rate layout. The fleet's
+ * layout is the lump one while old's beat is live, on Redis as on the
+ * memory store, and the rate one from its expiry on (exactly at it on the
+ * memory store's clock, and never before it on Redis TIME); old beating
+ * again takes it back at once. A layout beyond the rate one is refused.
+ */
+static void test_layout(void **state)
+{
+	static const char *const nodes[] = { "n1", "n2" };
+	struct fix *f = *state;
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	__u64 live = 0, old_us, t0, t1;
+	struct counts before, d;
+	unsigned layout = STORE_LAYOUT_LUMP;
+	size_t i;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	/* The memory store: at old's beat + TTL exactly, not a µs before. */
+	mem_store__set_now(m, HOUR_US);
+	assert_int_equal(layout_beat(f, be, "old", 0, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(live, 2);
+	mem_store__set_now(m, HOUR_US + SHORT_TTL_US - 1);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_LUMP);
+	mem_store__set_now(m, HOUR_US + SHORT_TTL_US);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_RATE);
+	assert_int_equal(live, 1);
+	assert_int_equal(layout_beat(f, be, "old", STORE_LAYOUT_LUMP, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_LUMP);
+	backend__free(be);
+	mem_store__free(m);
+
+	/* Redis. */
+	assert_int_equal(beat(f, "old"), 1); /* BEAT_LUA, as an older agent runs it */
+	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
+		before = read_counts(f);
+		assert_int_equal(layout_beat(f, NULL, nodes[i], STORE_LAYOUT_RATE, &live),
+				 STORE_LAYOUT_LUMP);
+		d = counts_since(f, &before);
+		assert_int_equal(live, i + 2);
+	}
+	print_message("a beat of the rate layout: %llu commands\n", (unsigned long long)d.commands);
+	old_us = zscore(f, MEMBER_FLEET, "old");
+	do {
+		sleep_us(POLL_US);
+		t0 = redis_time_us(f);
+		for (i = 0; i < ARRAY_SIZE(nodes); i++)
+			layout = layout_beat(f, NULL, nodes[i], STORE_LAYOUT_RATE, &live);
+		t1 = redis_time_us(f);
+		if (layout == STORE_LAYOUT_LUMP)
+			assert_true(t0 <
+				    old_us + SHORT_TTL_US); /* old's beat must be gone by then */
+		assert_true(t1 - old_us < DEADLINE_US);
+	} while (layout != STORE_LAYOUT_RATE);
+	assert_int_equal(live, ARRAY_SIZE(nodes));
+	assert_true(t1 >= old_us + SHORT_TTL_US); /* not before old's beat expired */
+	print_message("layout: the rate layout %llu us after old's last beat (ttl %llu us)\n",
+		      (unsigned long long)(t1 - old_us), (unsigned long long)SHORT_TTL_US);
+	assert_int_equal(beat(f, "old"), ARRAY_SIZE(nodes) + 1);
+	assert_int_equal(layout_beat(f, NULL, nodes[0], STORE_LAYOUT_RATE, &live),
+			 STORE_LAYOUT_LUMP);
+	{
+		struct budget_sync b = { .fleet = MEMBER_FLEET,
+					 .node = nodes[0],
+					 .beat_ttl_us = SHORT_TTL_US,
+					 .layout = STORE_LAYOUT_RATE + 1 };
+
+		before = read_counts(f);
+		assert_int_equal(store_budget_sync(&f->a, &b, f->err, sizeof(f->err)), -EINVAL);
+		assert_non_null(strstr(f->err, "layout"));
+		assert_int_equal(counts_since(f, &before).commands, 0);
+	}
+}
+
 /* Members a hot set reply handed to on_member, per hot set, in order. */
 #define HOT_SETS   2
 #define SEEN_MAX   8
@@ -2123,7 +2221,7 @@ int main(void)
 		cmocka_unit_test(test_fleet),	       cmocka_unit_test(test_mem_parity),
 		cmocka_unit_test(test_rate_parity),    cmocka_unit_test(test_rate_cost),
 		cmocka_unit_test(test_rate_refused),   cmocka_unit_test(test_rate_parity_many),
-		cmocka_unit_test(test_rate_cost_many),
+		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_layout),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

@@ -40,7 +40,14 @@
  * key's field. "r2": a summary and a field a holder; "r1" held every
  * holder in one field of a group's hash.
  */
-#define LEASE_RATE_FMT "%s:r2:{%s:%u}" /* fleet, policy, group's tag: then ":<field>" */
+/*
+ * The fleet set's members that speak a layout (budget/backend.h,
+ * STORE_LAYOUT_*): the fleet set's whole name as the hash tag, so both
+ * are on one slot (a fleet name with braces is refused for cluster
+ * stores, above).
+ */
+#define LEASE_LAYOUT_FMT "{%s}:l%u"	 /* the fleet set, the layout */
+#define LEASE_RATE_FMT	 "%s:r2:{%s:%u}" /* fleet, policy, group's tag: then ":<field>" */
 
 /*
  * The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or

@@ -494,9 +494,33 @@ static const char BEAT_LUA[] =
 	"redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
 	"return redis.call('ZCARD', KEYS[1])\n";
 
+/*
+ * BEAT_LUA for a node that speaks STORE_LAYOUT_RATE: KEYS[1] the fleet
+ * set, KEYS[2] its speakers of that layout (LEASE_LAYOUT_FMT, on the
+ * fleet set's slot). ARGV as BEAT_LUA's. The node beats in both at one
+ * TIME, both drop the members past the TTL at the same cutoff, and the
+ * script returns {live members, live speakers}: the fleet may use the
+ * layout when they are equal (budget/backend.h, fleet_layout). A node
+ * of an older agent beats in the fleet set alone, so it is counted as
+ * one that does not speak the layout until its beat expires.
+ */
+static const char BEAT_LAYOUT_LUA[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local ttl = tonumber(ARGV[2])\n"
+	"local r = {}\n"
+	"for i = 1, 2 do\n"
+	"  redis.call('ZADD', KEYS[i], string.format('%d', now), ARGV[1])\n"
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - ttl))\n"
+	"  redis.call('PEXPIRE', KEYS[i], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
+	"  r[i] = redis.call('ZCARD', KEYS[i])\n"
+	"end\n"
+	"return r\n";
+
 const char *const redis_script_src[STORE_SCRIPT_MAX] = {
 	[STORE_SCRIPT_LEASE] = LEASE_LUA,
 	[STORE_SCRIPT_BEAT] = BEAT_LUA,
 	[STORE_SCRIPT_HOT] = HOT_LUA,
 	[STORE_SCRIPT_RATE] = RATE_LUA,
+	[STORE_SCRIPT_BEAT_LAYOUT] = BEAT_LAYOUT_LUA,
 };
