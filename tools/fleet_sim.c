@@ -86,13 +86,6 @@
 #define PCT	      100.0
 #define STATS_TIMEOUT 5 /* s, an INFO round trip */
 #define ERR_EXIT      2
-/*
- * Intervals from a node's first beat that reports the rate layout to its
- * first rate lease: every other node beats within one interval and its
- * lump leases live SLUICE_LEASE_KERNEL_SYNCS more, so no lump lease is
- * spent alongside a rate lease.
- */
-#define LAYOUT_SWITCH_SYNCS (1 + SLUICE_LEASE_KERNEL_SYNCS)
 
 struct opts {
 	char url[STORE_URL_LEN];
