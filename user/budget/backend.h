@@ -116,8 +116,8 @@ struct budget_sync {
  * every live member does (fleet_layout); a member of an older agent
  * counts as one that does not until its beat expires.
  */
-#define STORE_LAYOUT_LUMP 1
-#define STORE_LAYOUT_RATE 2
+#define STORE_LAYOUT_LUMP 1U
+#define STORE_LAYOUT_RATE 2U
 
 /*
  * Whether @b's input is in range (every key, TTL, limit and the holder);

@@ -31,7 +31,7 @@
  * interval, and its lump leases live LEASE_KERNEL_SYNCS more on its
  * kernel (docs/shared-budget.md, "Rolling upgrades across the layout").
  */
-#define LAYOUT_SWITCH_SYNCS	(1 + LEASE_KERNEL_SYNCS)
+#define LAYOUT_SWITCH_SYNCS	(1U + LEASE_KERNEL_SYNCS)
 #define LEASE_STARVED_EVERY_MAX 2    /* a starved key's early rounds: at most every this many */
 #define LEASE_LOOKAHEAD		1    /* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS	30   /* a key without demand this long gives its entry up */
