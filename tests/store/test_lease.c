@@ -2167,7 +2167,7 @@ static void test_rate_cost_many(void **state)
 	print_message("%d holders on a key, 2 rounds: %d commands a call, %llu PEXPIREs in all\n",
 		      RATE_MANY, RATE_CALL_CMDS + RATE_KEY_CMDS, (unsigned long long)pexpire);
 	assert_int_equal(command_u64(f, &found, "HLEN %s", hash), RATE_MANY + 1);
-	v = command(f, "HGET %s _", hash);
+	v = command(f, "HGET %s %s", hash, "");
 	assert_int_equal(v->type, REDIS_REPLY_STRING);
 	assert_int_equal(count_words(v->str), RATE_SUMMARY_WORDS);
 	freeReplyObject(v);
@@ -2194,11 +2194,11 @@ static void test_rate_refused(void **state)
 
 	rate_keys(k, 1);
 	freeReplyObject(
-		command(f, "HSET %s:%s _ %s", k[0].key, k[0].field, "99999999999999999 ra 1"));
+		command(f, "HSET %s:%s %s %s", k[0].key, k[0].field, "", "99999999999999999 ra 1"));
 	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EPROTO);
 	assert_int_equal(g.err, -EPROTO);
 	assert_non_null(strstr(f->err, "is not one"));
-	v = command(f, "HGET %s:%s _", k[0].key, k[0].field);
+	v = command(f, "HGET %s:%s %s", k[0].key, k[0].field, "");
 	assert_string_equal(v->str, "99999999999999999 ra 1");
 	freeReplyObject(v);
 	q.want_rate = (RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) + 1;

@@ -78,8 +78,9 @@ enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FI
  * The rate lease script (RATE_LUA): the call's arguments are the lease
  * script's (enum lease_arg, the node the holder), then RATE_KEY_ARGS per
  * key. Each key has a hash of its own, its group's name (LEASE_RATE_FMT),
- * ':' and its field, so a group's keys share a slot. Its field '_' is
- * the key's summary, RATE_SUMMARY_WORDS words separated by one space:
+ * ':' and its field, so a group's keys share a slot. Its field '' (no
+ * holder's name: a holder is a word of printable characters) is the
+ * key's summary, RATE_SUMMARY_WORDS words separated by one space:
  *   live tl ev np held_r held_b cap_r cap_b [c sum s hi lo] [c sum s hi lo]
  *   live    Redis TIME from which no holder may enforce anything, µs:
  *           past it the key is as good as absent, and is deleted
