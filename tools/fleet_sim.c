@@ -37,6 +37,19 @@
  * calls are) and writes each key's granted and expiry into its lease
  * entry, as the planner is to. No beat and no hot sets: their cost is
  * not in its figures.
+ *
+ * --old N (with --rate-leases) simulates a rolling upgrade across the
+ * store layout (budget/backend.h, STORE_LAYOUT_*): nodes 0 .. N-1 are
+ * agents of the lump layout alone (the planner's leases, its beat), and
+ * stop at --old-stop S seconds (their kernels with them). The others
+ * beat every full round as agents of the rate layout do, and use the
+ * layout the beat says the fleet speaks: the planner's leases while an
+ * old node's beat is live; on the switch they stop calling for them and
+ * take rate leases LAYOUT_SWITCH_SYNCS intervals later, once every lump
+ * lease any node may still spend has expired. --no-agree has them use
+ * rate leases from the start, old nodes or not: two buckets, each up to
+ * the limit. It prints when the old nodes last ran and when the others
+ * took rate leases.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -83,6 +96,9 @@ struct opts {
 	double demand, skew, cheat, warmup, seconds;
 	int json;
 	int rate_leases;
+	unsigned old;	 /* --old: nodes of the lump layout alone */
+	double old_stop; /* --old-stop: when they stop, s */
+	int no_agree;	 /* --no-agree: the others take rate leases regardless */
 };
 
 /* One key of one node's kernel: its lease and spend entries, and its demand. */
@@ -106,6 +122,9 @@ struct node {
 	size_t *req_key;		/* ... each call's key */
 	__u64 last_ns, next_ns, tick;
 	__u64 full_rounds, failed;
+	unsigned layout;    /* the store layout it uses: STORE_LAYOUT_* */
+	__u64 rate_from_ns; /* ... switching to rate leases: from then on (0: not) */
+	__u64 last_beat_ns; /* an old node's last full round, which beats */
 };
 
 struct sim {
@@ -117,6 +136,7 @@ struct sim {
 	__u64 *admit; /* [key][bucket]: units admitted across the fleet */
 	size_t n_buckets;
 	__u64 measured_full;  /* full rounds inside the measured time */
+	__u64 old_stop_ns;    /* --old-stop, in mono_ns() */
 	struct lease_key *lk; /* --rate-leases: each key's, as the store names it */
 };
 
@@ -366,6 +386,8 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 	nd->ls = lease_state__new(plan); /* owns @plan, and @p, from here on */
 	if (!nd->ls)
 		return -errno;
+	/* Without --old, rate leases from the start; with it, what the first beat says. */
+	nd->layout = x->o.rate_leases && !x->o.old ? STORE_LAYOUT_RATE : STORE_LAYOUT_LUMP;
 	if (x->o.rate_leases) {
 		nd->rs = calloc(x->o.keys, sizeof(*nd->rs));
 		nd->req = calloc(x->o.keys, sizeof(*nd->req));
@@ -433,13 +455,58 @@ static int rate_round(struct sim *x, struct node *nd, __u64 now_ns, char *err, s
 	return ret;
 }
 
+/*
+ * A new node's beat (--old), as an agent of the rate layout beats: the
+ * layout it uses from now on. 0, or the beat's error.
+ */
+static int layout_round(struct sim *x, struct node *nd, __u64 beat_us, char *err, size_t len)
+{
+	struct budget_sync b = { .fleet = x->fleet,
+				 .node = nd->name,
+				 .beat_ttl_us = beat_us,
+				 .layout = STORE_LAYOUT_RATE };
+	int ret = backend__sync(nd->be, &b, err, len);
+
+	if (ret)
+		return ret;
+	if (x->o.no_agree || b.fleet_layout == STORE_LAYOUT_LUMP) {
+		nd->layout = x->o.no_agree ? STORE_LAYOUT_RATE : STORE_LAYOUT_LUMP;
+		nd->rate_from_ns = 0;
+	} else if (nd->layout == STORE_LAYOUT_LUMP) {
+		nd->layout = STORE_LAYOUT_RATE;
+		/* from the answer: later than any old beat's expiry, on any clock */
+		nd->rate_from_ns = mono_ns() + LAYOUT_SWITCH_SYNCS * x->o.sync_ms * NS_PER_MS;
+	}
+	return 0;
+}
+
+/* One round of @nd on the layout it uses. */
+static int layout_sync(struct sim *x, struct node *nd, __u64 now_ns, int full, __u64 *live,
+		       char *err, size_t len)
+{
+	const __u64 beat_us = STORE_MEMBER_BEATS * x->o.sync_ms * US_PER_MS;
+	const int old = nd->id < x->o.old;
+
+	if (!old && x->o.old && full && layout_round(x, nd, beat_us, err, len))
+		return -1;
+	if (nd->layout == STORE_LAYOUT_RATE)
+		return full && now_ns >= nd->rate_from_ns ? rate_round(x, nd, now_ns, err, len) : 0;
+	return lease_round(nd->ls, nd->be, old || !x->o.old ? x->fleet : NULL, nd->name, beat_us,
+			   full, live, err, len);
+}
+
 /* One round of @nd at @now_ns, as the store's thread runs it. */
 static void node_round(struct sim *x, struct node *nd, __u64 now_ns)
 {
 	char err[STORE_ERR_LEN] = "";
 	int full = nd->tick++ % LEASE_EARLY_DIV == 0;
-	__u64 beat_us = STORE_MEMBER_BEATS * x->o.sync_ms * US_PER_MS, live = 0;
+	__u64 live = 0;
 
+	if (nd->id < x->o.old) {
+		if (x->old_stop_ns && now_ns >= x->old_stop_ns)
+			return; /* stopped, its kernel with it */
+		nd->last_beat_ns = full ? now_ns : nd->last_beat_ns;
+	}
 	kernel_step(x, nd, now_ns);
 	if (x->mem)
 		mem_store__set_now(x->mem, now_ns / SLUICE_NSEC_PER_USEC);
@@ -448,9 +515,7 @@ static void node_round(struct sim *x, struct node *nd, __u64 now_ns)
 		nd->failed += full;
 		return;
 	}
-	if (x->o.rate_leases ? full && rate_round(x, nd, now_ns, err, sizeof(err))
-			     : lease_round(nd->ls, nd->be, x->fleet, nd->name, beat_us, full, &live,
-					   err, sizeof(err))) {
+	if (layout_sync(x, nd, now_ns, full, &live, err, sizeof(err))) {
 		if (!nd->failed++)
 			fprintf(stderr, "fleet-sim: node %s: %s\n", nd->name, err);
 		nd->be->ops->drop(nd->be);
@@ -566,6 +631,10 @@ static void usage(FILE *f)
 		"  --warmup S       seconds before measuring (3)  --seconds S  measured (10)\n"
 		"  --cheat K        the nodes' policy at K x rate and burst, the bound not (1)\n"
 		"  --rate-leases    rate leases (budget/rateshare.h), not the planner's leases\n"
+		"  --old N          with --rate-leases: N nodes speak the planner's leases\n"
+		"                   alone; the others take rate leases once none of them is live\n"
+		"  --old-stop S     the old nodes stop after S s (never)\n"
+		"  --no-agree       the others take rate leases from the start, old nodes or not\n"
 		"  --json           one JSON object instead of the table\n");
 }
 
@@ -586,6 +655,9 @@ static int parse(int argc, char **argv, struct opts *o)
 					    { "cheat", required_argument, NULL, 'c' },
 					    { "json", no_argument, NULL, 'j' },
 					    { "rate-leases", no_argument, NULL, 'R' },
+					    { "old", required_argument, NULL, 'o' },
+					    { "old-stop", required_argument, NULL, 'O' },
+					    { "no-agree", no_argument, NULL, 'A' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int c;
@@ -622,6 +694,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'c': o->cheat = strtod(optarg, NULL); break;
 		case 'j': o->json = 1; break;
 		case 'R': o->rate_leases = 1; break;
+		case 'o': o->old = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'O': o->old_stop = strtod(optarg, NULL); break;
+		case 'A': o->no_agree = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -631,7 +706,9 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (optind != argc || !o->nodes || o->nodes > NODES_MAX || !o->keys || o->keys > KEYS_MAX ||
 	    !o->rate || !o->burst || o->sync_ms < LEASE_EARLY_DIV || !o->threads ||
 	    o->threads > THREADS_MAX || o->cheat < 1 || o->seconds * MS_PER_SEC < WINDOW_MS ||
-	    o->warmup < 0 || o->skew < 0)
+	    o->warmup < 0 || o->skew < 0 || o->old_stop < 0 ||
+	    (o->old && (!o->rate_leases || o->old >= o->nodes)) ||
+	    ((o->old_stop > 0 || o->no_agree) && !o->old))
 		return -1;
 	if (strcmp(o->url, "mem") == 0)
 		o->threads = 1; /* the in-memory store is not thread-safe */
@@ -665,6 +742,42 @@ static __u64 worst_window(const struct sim *x, size_t from, unsigned *key)
 	return worst;
 }
 
+/*
+ * --old: when the old nodes last beat, and when the others took rate
+ * leases (LAYOUT_SWITCH_SYNCS intervals after the answer of their first
+ * beat that allowed it), seconds from the start; how many did.
+ */
+struct layout_times {
+	double old_last, first, last;
+	unsigned n;
+};
+
+static struct layout_times layout_times(const struct sim *x)
+{
+	__u64 old_last = 0, first = 0, last = 0, t;
+	struct layout_times lt = { 0 };
+	unsigned i;
+
+	for (i = 0; i < x->o.nodes; i++) {
+		const struct node *nd = &x->node[i];
+
+		if (i < x->o.old) {
+			old_last = nd->last_beat_ns > old_last ? nd->last_beat_ns : old_last;
+			continue;
+		}
+		if (nd->layout != STORE_LAYOUT_RATE)
+			continue;
+		t = nd->rate_from_ns ? nd->rate_from_ns : x->t0_ns;
+		first = !lt.n || t < first ? t : first;
+		last = t > last ? t : last;
+		lt.n++;
+	}
+	lt.old_last = (double)(old_last - x->t0_ns) / SLUICE_NSEC_PER_SEC;
+	lt.first = lt.n ? (double)(first - x->t0_ns) / SLUICE_NSEC_PER_SEC : 0;
+	lt.last = lt.n ? (double)(last - x->t0_ns) / SLUICE_NSEC_PER_SEC : 0;
+	return lt;
+}
+
 /* Admitted units over the measured buckets, all keys. */
 static __u64 admitted(const struct sim *x, size_t from)
 {
@@ -686,6 +799,7 @@ int main(int argc, char **argv)
 	double wall, calls = 0, cmds, cpu, worst_ratio, steady, syncs, per_core;
 	__u64 worst, bound, failed = 0;
 	unsigned i, per, worst_key = 0;
+	struct layout_times lt;
 	size_t from;
 	int stats_ok = 1;
 
@@ -714,6 +828,8 @@ int main(int argc, char **argv)
 	x.t0_ns = mono_ns();
 	x.measure_ns = x.t0_ns + (__u64)(x.o.warmup * SLUICE_NSEC_PER_SEC);
 	x.end_ns = x.measure_ns + (__u64)(x.o.seconds * SLUICE_NSEC_PER_SEC);
+	if (x.o.old_stop > 0)
+		x.old_stop_ns = x.t0_ns + (__u64)(x.o.old_stop * SLUICE_NSEC_PER_SEC);
 	for (i = 0; i < x.o.nodes; i++) {
 		/* phases spread over an interval, as independent agents' are */
 		x.node[i].next_ns = x.t0_ns + (__u64)i * x.o.sync_ms * NS_PER_MS / x.o.nodes;
@@ -746,6 +862,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < x.o.nodes; i++)
 		failed += x.node[i].failed;
 
+	lt = layout_times(&x);
 	from = (size_t)(x.o.warmup * MS_PER_SEC / BUCKET_MS);
 	worst = worst_window(&x, 0, &worst_key); /* from the start: the first second too */
 	bound = x.o.burst + x.o.rate * WINDOW_MS / MS_PER_SEC;
@@ -769,7 +886,14 @@ int main(int argc, char **argv)
 		       worst_key, per_core);
 		for (per = 0; per < x.o.n_stats; per++)
 			printf("%s%.1f", per ? "," : "", PCT * (s1[per].cpu - s0[per].cpu) / wall);
-		printf("],\"ok\":%s}\n", worst <= bound ? "true" : "false");
+		printf("]");
+		if (x.o.old)
+			printf(",\"old_last_beat_s\":%.6f,\"rate_nodes\":%u,\"rate_from_s\":%.6f,"
+			       "\"rate_all_from_s\":%.6f,\"beat_ttl_s\":%.3f,\"switch_s\":%.3f",
+			       lt.old_last, lt.n, lt.first, lt.last,
+			       (double)(STORE_MEMBER_BEATS * x.o.sync_ms) / MS_PER_SEC,
+			       (double)(LAYOUT_SWITCH_SYNCS * x.o.sync_ms) / MS_PER_SEC);
+		printf(",\"ok\":%s}\n", worst <= bound ? "true" : "false");
 	} else {
 		printf("%-6s %-6s %-9s %-15s %-12s %-9s %-11s %-10s %s\n", "nodes", "keys",
 		       "cmds/s", "cmds/node/key/s", "syncs/node/s", "admit/lim", "worst/bound",
@@ -780,6 +904,11 @@ int main(int argc, char **argv)
 		for (per = 0; per < x.o.n_stats; per++)
 			printf("%s%.0f", per ? "+" : "", PCT * (s1[per].cpu - s0[per].cpu) / wall);
 		printf("%s\n", x.o.n_stats ? "" : "n/a");
+		if (x.o.old)
+			printf("layout: old nodes' last beat %.3f s; %u of %u others on rate "
+			       "leases, from %.3f s to %.3f s (%u intervals after their switch)\n",
+			       lt.old_last, lt.n, x.o.nodes - x.o.old, lt.first, lt.last,
+			       LAYOUT_SWITCH_SYNCS);
 		printf("plan: %llu syncs/node/s; failed rounds %llu; "
 		       "worst window %.3f of its bound (key %u): %s\n",
 		       MS_PER_SEC / x.o.sync_ms, failed, worst_ratio, worst_key,

@@ -9,7 +9,13 @@
 # store conserves tokens), so it is asserted exactly. The same two runs on
 # rate leases (--rate-leases, after a warm-up that lets the first shares
 # settle): within the bound at most COST_MAX commands per node, key and
-# second, and over it at 3×.
+# second, and over it at 3×. A rolling upgrade across the store layout
+# (--old): 2 nodes of the lump layout alone stop at OLD_STOP s while 2 of
+# the rate layout run on; every window stays within the one limit, and
+# the new nodes take rate leases only once the old nodes' last beat has
+# expired and every lump lease with it (no sooner than its TTL and the
+# switch's intervals after it: exact, the store's TIME decides it);
+# with --no-agree (rate leases at once) the two layouts admit over it.
 source "$(dirname "$0")/lib.sh"
 
 SIM=${SIM:-$ROOT/build/sluice-fleet-sim}
@@ -64,7 +70,28 @@ sim --rate-leases --warmup "$RATE_WARMUP" --cheat "$CHEAT"
 [ "$RC" = 1 ] || e2e_fail "rate leases at $CHEAT× the limit exited $RC, not 1: $OUT"
 echo "rate leases over: at ${CHEAT}× the limit the worst window is $(field worst_window) of $bound"
 
+OLD_STOP=2
+UPGRADE=(--rate-leases --old 2 --old-stop "$OLD_STOP" --seconds 3)
+sim "${UPGRADE[@]}"
+[ "$RC" = 0 ] || e2e_fail "a rolling upgrade exited $RC: $OUT"
+worst=$(field worst_window)
+((worst <= bound)) || e2e_fail "a rolling upgrade: worst window $worst over its bound $bound: $OUT"
+[ "$(field rate_nodes)" = 2 ] || e2e_fail "a rolling upgrade: not both new nodes took rate leases: $OUT"
+python3 -c 'import sys; o, f, t, s = map(float, sys.argv[1:]); sys.exit(not f >= o + t + s)' \
+	"$(field old_last_beat_s)" "$(field rate_from_s)" "$(field beat_ttl_s)" "$(field switch_s)" ||
+	e2e_fail "a rolling upgrade: rate leases before the old beat expired: $OUT"
+echo "rolling upgrade: worst window $worst of $bound; old nodes' last beat at" \
+	"$(field old_last_beat_s) s, rate leases from $(field rate_from_s) s" \
+	"(beat TTL $(field beat_ttl_s) s + switch $(field switch_s) s)"
+
+sim "${UPGRADE[@]}" --no-agree
+[ "$RC" = 1 ] || e2e_fail "two layouts at once exited $RC, not 1: $OUT"
+echo "no agreement: two layouts at once, the worst window is $(field worst_window) of $bound"
+
 RC=0
 "$SIM" --nodes 0 2>/dev/null || RC=$?
 [ "$RC" = 2 ] || e2e_fail "--nodes 0 exited $RC, not 2"
+RC=0
+"$SIM" --old 1 2>/dev/null || RC=$?
+[ "$RC" = 2 ] || e2e_fail "--old without --rate-leases exited $RC, not 2"
 echo PASS

@@ -29,6 +29,7 @@
 #include "budget/backend_mem.h"
 #include "budget/keys.h"
 #include "budget/redis.h"
+#include "budget/redis_scripts.h" /* the rate lease summary's words */
 #include "budget/store.h"
 #include "../unit/rows.h"
 
@@ -221,6 +222,7 @@ struct counts {
 	__u64 evalsha, eval, load; /* calls of EVALSHA, EVAL and SCRIPT LOAD */
 	__u64 pexpire;		   /* PEXPIRE, which the lease script runs */
 	__u64 hmget, hset;	   /* which it runs to read and write buckets */
+	__u64 hgetall;		   /* which the rate lease script runs to rebuild a summary */
 	__u64 zadd;		   /* ZADD, which the hot set script runs */
 	__u64 reads;		   /* socket read events: round trips of small pipelines */
 	__u64 commands;		   /* including those the scripts run */
@@ -245,6 +247,7 @@ static struct counts read_counts(struct fix *f)
 	n.pexpire = info_field(r->str, "\ncmdstat_pexpire:calls=");
 	n.hmget = info_field(r->str, "\ncmdstat_hmget:calls=");
 	n.hset = info_field(r->str, "\ncmdstat_hset:calls=");
+	n.hgetall = info_field(r->str, "\ncmdstat_hgetall:calls=");
 	n.zadd = info_field(r->str, "\ncmdstat_zadd:calls=");
 	n.reads = info_field(r->str, "\ntotal_reads_processed:");
 	n.commands = info_field(r->str, "\ntotal_commands_processed:");
@@ -265,6 +268,7 @@ static struct counts counts_since(struct fix *f, const struct counts *before)
 		.pexpire = now.pexpire - before->pexpire,
 		.hmget = now.hmget - before->hmget,
 		.hset = now.hset - before->hset,
+		.hgetall = now.hgetall - before->hgetall,
 		.zadd = now.zadd - before->zadd,
 		.reads = now.reads - before->reads - INFO_SELF,
 		.commands = now.commands - before->commands - INFO_SELF,
@@ -962,6 +966,104 @@ static void test_membership(void **state)
 	print_message("membership: '%s' left %llu us after its last beat (ttl %llu us)\n",
 		      nodes[STAYING], (unsigned long long)(t1 - c_us),
 		      (unsigned long long)SHORT_TTL_US);
+}
+
+/*
+ * @node beats with the newest layout it speaks, @layout, on Redis (@be
+ * NULL) or on the memory store @be; the fleet's layout, *@live its count.
+ */
+static unsigned layout_beat(struct fix *f, struct budget_backend *be, const char *node,
+			    unsigned layout, __u64 *live)
+{
+	struct budget_sync b = {
+		.fleet = MEMBER_FLEET, .node = node, .beat_ttl_us = SHORT_TTL_US, .layout = layout
+	};
+
+	if (be)
+		assert_int_equal(backend__sync(be, &b, f->err, sizeof(f->err)), 0);
+	else
+		assert_int_equal(store_budget_sync(&f->a, &b, f->err, sizeof(f->err)), 0);
+	*live = b.live_nodes;
+	return b.fleet_layout;
+}
+
+/*
+ * Rolling upgrades across the store layout: "old" beats as an agent of
+ * the lump layout alone, "n1" and "n2" speak the rate layout. The fleet's
+ * layout is the lump one while old's beat is live, on Redis as on the
+ * memory store, and the rate one from its expiry on (exactly at it on the
+ * memory store's clock, and never before it on Redis TIME); old beating
+ * again takes it back at once. A layout beyond the rate one is refused.
+ */
+static void test_layout(void **state)
+{
+	static const char *const nodes[] = { "n1", "n2" };
+	struct fix *f = *state;
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	__u64 live = 0, old_us, t0, t1;
+	struct counts before, d;
+	unsigned layout = STORE_LAYOUT_LUMP;
+	size_t i;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	/* The memory store: at old's beat + TTL exactly, not a µs before. */
+	mem_store__set_now(m, HOUR_US);
+	assert_int_equal(layout_beat(f, be, "old", 0, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(live, 2);
+	mem_store__set_now(m, HOUR_US + SHORT_TTL_US - 1);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_LUMP);
+	mem_store__set_now(m, HOUR_US + SHORT_TTL_US);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_RATE);
+	assert_int_equal(live, 1);
+	assert_int_equal(layout_beat(f, be, "old", STORE_LAYOUT_LUMP, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(layout_beat(f, be, nodes[0], STORE_LAYOUT_RATE, &live), STORE_LAYOUT_LUMP);
+	backend__free(be);
+	mem_store__free(m);
+
+	/* Redis. */
+	assert_int_equal(beat(f, "old"), 1); /* BEAT_LUA, as an older agent runs it */
+	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
+		before = read_counts(f);
+		assert_int_equal(layout_beat(f, NULL, nodes[i], STORE_LAYOUT_RATE, &live),
+				 STORE_LAYOUT_LUMP);
+		d = counts_since(f, &before);
+		assert_int_equal(live, i + 2);
+	}
+	print_message("a beat of the rate layout: %llu commands\n", (unsigned long long)d.commands);
+	old_us = zscore(f, MEMBER_FLEET, "old");
+	do {
+		sleep_us(POLL_US);
+		t0 = redis_time_us(f);
+		for (i = 0; i < ARRAY_SIZE(nodes); i++)
+			layout = layout_beat(f, NULL, nodes[i], STORE_LAYOUT_RATE, &live);
+		t1 = redis_time_us(f);
+		if (layout == STORE_LAYOUT_LUMP)
+			assert_true(t0 <
+				    old_us + SHORT_TTL_US); /* old's beat must be gone by then */
+		assert_true(t1 - old_us < DEADLINE_US);
+	} while (layout != STORE_LAYOUT_RATE);
+	assert_int_equal(live, ARRAY_SIZE(nodes));
+	assert_true(t1 >= old_us + SHORT_TTL_US); /* not before old's beat expired */
+	print_message("layout: the rate layout %llu us after old's last beat (ttl %llu us)\n",
+		      (unsigned long long)(t1 - old_us), (unsigned long long)SHORT_TTL_US);
+	assert_int_equal(beat(f, "old"), ARRAY_SIZE(nodes) + 1);
+	assert_int_equal(layout_beat(f, NULL, nodes[0], STORE_LAYOUT_RATE, &live),
+			 STORE_LAYOUT_LUMP);
+	{
+		struct budget_sync b = { .fleet = MEMBER_FLEET,
+					 .node = nodes[0],
+					 .beat_ttl_us = SHORT_TTL_US,
+					 .layout = STORE_LAYOUT_RATE + 1 };
+
+		before = read_counts(f);
+		assert_int_equal(store_budget_sync(&f->a, &b, f->err, sizeof(f->err)), -EINVAL);
+		assert_non_null(strstr(f->err, "layout"));
+		assert_int_equal(counts_since(f, &before).commands, 0);
+	}
 }
 
 /* Members a hot set reply handed to on_member, per hot set, in order. */
@@ -1739,6 +1841,37 @@ static size_t rate_reqs(const struct rate_step *st, const struct lease_key *k,
 }
 
 /*
+ * Call @r on Redis, then on the memory store @be at the TIME Redis
+ * answered with: every share, fair share, expiry and time agree exactly.
+ * @r->grants is Redis's answer.
+ */
+static void rate_both(struct fix *f, struct mem_store *m, struct budget_backend *be,
+		      struct rate_sync *r)
+{
+	struct rate_lease_grant gm[RATE_KEYS + 1] = { { 0 } }, *gr = r->grants;
+	char err[STORE_ERR_LEN];
+	size_t j;
+
+	assert_true(r->n_leases <= ARRAY_SIZE(gm));
+	assert_int_equal(store_rate_lease(&f->a, r, f->err, sizeof(f->err)), 0);
+	mem_store__set_now(m, gr[0].now_us);
+	r->grants = gm;
+	assert_int_equal(backend__rate_lease(be, r, err, sizeof(err)), 0);
+	r->grants = gr;
+	for (j = 0; j < r->n_leases; j++) {
+		assert_int_equal(gr[j].err, 0);
+		assert_int_equal(gm[j].err, 0);
+		assert_int_equal(gr[j].now_us, gr[0].now_us); /* one TIME a call */
+		assert_int_equal(gm[j].rate, gr[j].rate);
+		assert_int_equal(gm[j].burst, gr[j].burst);
+		assert_int_equal(gm[j].fair_rate, gr[j].fair_rate);
+		assert_int_equal(gm[j].fair_burst, gr[j].fair_burst);
+		assert_int_equal(gm[j].expires_us, gr[j].expires_us);
+		assert_int_equal(gm[j].now_us, gr[j].now_us);
+	}
+}
+
+/*
  * Each step on Redis (RATE_LUA, several keys of two hashes in one call),
  * then the same call on the memory store with its clock set to the TIME
  * Redis answered with: every share, fair share, expiry and time agree
@@ -1753,7 +1886,6 @@ static void test_rate_parity(void **state)
 	struct lease_key k[RATE_KEYS];
 	struct mem_store *m = mem_store__new(1);
 	struct budget_backend *be;
-	char err[STORE_ERR_LEN];
 	size_t i, j, n, x;
 
 	assert_non_null(m);
@@ -1765,8 +1897,7 @@ static void test_rate_parity(void **state)
 		const struct timespec nap = { .tv_nsec =
 						      (long)(st->sleep_ms * SLUICE_NSEC_PER_MSEC) };
 		struct rate_lease_req q[RATE_KEYS + 1];
-		struct rate_lease_grant gr[RATE_KEYS + 1] = { { 0 } },
-						       gm[RATE_KEYS + 1] = { { 0 } };
+		struct rate_lease_grant gr[RATE_KEYS + 1] = { { 0 } };
 		struct rate_sync r = { .holder = node[st->node],
 				       .lease_ttl_us = st->long_ttl ? RATE_LONG_US : RATE_SHORT_US,
 				       .leases = q,
@@ -1775,25 +1906,13 @@ static void test_rate_parity(void **state)
 
 		r.n_leases = n = rate_reqs(st, k, q);
 		assert_int_equal(nanosleep(&nap, NULL), 0);
-		assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), 0);
-		mem_store__set_now(m, gr[0].now_us);
-		r.grants = gm;
-		assert_int_equal(backend__rate_lease(be, &r, err, sizeof(err)), 0);
+		rate_both(f, m, be, &r);
 		for (j = 0; j < n; j++) {
 			print_message("step %zu key %zu: rate %llu burst %llu fair %llu %llu\n", i,
 				      j, (unsigned long long)gr[j].rate,
 				      (unsigned long long)gr[j].burst,
 				      (unsigned long long)gr[j].fair_rate,
 				      (unsigned long long)gr[j].fair_burst);
-			assert_int_equal(gr[j].err, 0);
-			assert_int_equal(gm[j].err, 0);
-			assert_int_equal(gr[j].now_us, gr[0].now_us); /* one TIME a call */
-			assert_int_equal(gm[j].rate, gr[j].rate);
-			assert_int_equal(gm[j].burst, gr[j].burst);
-			assert_int_equal(gm[j].fair_rate, gr[j].fair_rate);
-			assert_int_equal(gm[j].fair_burst, gr[j].fair_burst);
-			assert_int_equal(gm[j].expires_us, gr[j].expires_us);
-			assert_int_equal(gm[j].now_us, gr[j].now_us);
 			last[st->node][j < RATE_KEYS ? j : 0] = gr[j];
 		}
 		for (j = 0; j < RATE_KEYS; j++) {
@@ -1812,11 +1931,106 @@ static void test_rate_parity(void **state)
 	mem_store__free(m);
 }
 
+#define RATE_MANY	     200 /* holders of one key */
+#define RATE_MANY_ROUNDS     4
+#define RATE_MANY_NAME	     8	 /* "m199" and its NUL */
+#define RATE_MANY_SKIP	     5	 /* one holder in this many sits a round out: its lease lapses */
+#define RATE_MANY_SHORT	     3	 /* one in this many asks for a short lease */
+#define RATE_MANY_UNSETTLED  3	 /* one in this many calls is not settled */
+#define RATE_MANY_SMALL	     100 /* a small want, scaled: below the split's level for some */
+#define RATE_MANY_SMALL_STEP 7	 /* ... and above it for others */
+#define RATE_MANY_NAP_MS     60	 /* between rounds: the short leases lapse */
+
+/* Holder @i's want in @round: nothing (a hand-back), a small one, or the whole key, in turns. */
+static __u64 rate_many_want(size_t i, size_t round)
+{
+	switch ((i + round) % 4) {
+	case 0: return 0;
+	case 1: return RATE_MANY_SMALL + RATE_MANY_SMALL_STEP * i;
+	default: return RATE_UNITS * RATE_SCALE;
+	}
+}
+
+/*
+ * RATE_MANY holders on one key, in rounds: each renews (but one in
+ * RATE_MANY_SKIP, which lets its lease lapse), wanting nothing, a little
+ * or all of the key, for a short or a long lease, settled or not, on
+ * Redis and then on the memory store: every answer agrees exactly, and
+ * the live shares never add up to more than R or B. The short leases
+ * lapse within and between rounds, so the script's summary is rebuilt
+ * and its dead holders deleted (HGETALL counted), besides the renewals
+ * it settles from the summary alone.
+ */
+static void test_rate_parity_many(void **state)
+{
+	static struct rate_lease_grant last[RATE_MANY];
+	char name[RATE_MANY][RATE_MANY_NAME];
+	struct fix *f = *state;
+	struct lease_key k[1];
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	struct counts before = read_counts(f), d;
+	size_t i, x, round, calls = 0;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	rate_keys(k, 1);
+	memset(last, 0, sizeof(last));
+	for (i = 0; i < RATE_MANY; i++)
+		snprintf(name[i], sizeof(name[i]), "m%zu", i);
+	for (round = 0; round < RATE_MANY_ROUNDS; round++) {
+		const struct timespec nap = { .tv_nsec = (long)(RATE_MANY_NAP_MS *
+								SLUICE_NSEC_PER_MSEC) };
+
+		for (i = 0; i < RATE_MANY; i++) {
+			const __u64 want = rate_many_want(i, round);
+			struct rate_lease_req q = { .k = &k[0],
+						    .want_rate = want,
+						    .want_burst = want * RATE_BURST / RATE_UNITS,
+						    .settled = (i + round) % RATE_MANY_UNSETTLED !=
+							       0 };
+			struct rate_sync r = { .holder = name[i],
+					       .lease_ttl_us = (i + round) % RATE_MANY_SHORT
+								       ? RATE_LONG_US
+								       : RATE_SHORT_US,
+					       .leases = &q,
+					       .n_leases = 1,
+					       .grants = &last[i] };
+			__u64 sum_r = 0, sum_b = 0;
+
+			if (round && (i + round) % RATE_MANY_SKIP == 0)
+				continue;
+			rate_both(f, m, be, &r);
+			calls++;
+			for (x = 0; x < RATE_MANY; x++) {
+				if (last[x].expires_us <= last[i].now_us)
+					continue;
+				sum_r += last[x].rate;
+				sum_b += last[x].burst;
+			}
+			assert_true(sum_r <= RATE_UNITS * RATE_SCALE);
+			assert_true(sum_b <= RATE_BURST * RATE_SCALE);
+		}
+		assert_int_equal(nanosleep(&nap, NULL), 0);
+	}
+	d = counts_since(f, &before);
+	print_message("%zu holders, %zu calls: %llu summaries rebuilt\n", (size_t)RATE_MANY, calls,
+		      (unsigned long long)d.hgetall);
+	assert_true(d.hgetall > 0);
+	assert_true(d.hgetall < calls);
+	backend__free(be);
+	mem_store__free(m);
+}
+
 #define RATE_COST_KEYS	  STORE_LEASE_BATCH_MAX
 #define RATE_COST_TTL_US  (3 * US_PER_SEC)
 #define RATE_RENEW_PER_S  2 /* a lease of 3 s renewed at its half: every 1.5 s, 2 in 3 s */
-#define RATE_STEADY_CALLS 4 /* EVALSHA, TIME, HMGET, HSET */
-#define RATE_FIRST_CALLS  7 /* and SCRIPT LOAD, PEXPIRE (the hash's TTL), HRANDFIELD (reap) */
+#define RATE_CALL_CMDS	  2 /* EVALSHA, TIME */
+#define RATE_KEY_CMDS	  2 /* HMGET, HSET of the key's hash */
+#define RATE_FIRST_CMDS	  1 /* and on a first call SCRIPT LOAD, */
+#define RATE_FIRST_KEY	  1 /* ... and the PEXPIRE of each new key's hash */
+#define RATE_COST_LONG_US (60 * US_PER_SEC) /* no lease lapses while the test runs */
 
 /* One renewal by node "ca" of @n keys of one hash; what the server ran for it. */
 static struct counts rate_cost_run(struct fix *f, const struct lease_key *k, size_t n)
@@ -1873,17 +2087,90 @@ static void test_rate_cost(void **state)
 			snprintf(k[i].field, sizeof(k[i].field), "%zx", i + 1);
 		}
 		d = rate_cost_run(f, k, sizes[s]);
-		assert_int_equal(d.commands, RATE_FIRST_CALLS);
+		assert_int_equal(d.commands, RATE_CALL_CMDS + RATE_FIRST_CMDS +
+						     (RATE_KEY_CMDS + RATE_FIRST_KEY) * sizes[s]);
 		d = rate_cost_run(f, k, sizes[s]);
 		print_message("rate lease renewal of %zu keys: %llu commands, %llu reads: "
 			      "%.2f commands per hot key per second at a renewal every 1.5 s\n",
 			      sizes[s], (unsigned long long)d.commands, (unsigned long long)d.reads,
 			      (double)(d.commands * RATE_RENEW_PER_S * US_PER_SEC) /
 				      (double)(sizes[s] * RATE_COST_TTL_US));
-		assert_int_equal(d.commands, RATE_STEADY_CALLS);
+		assert_int_equal(d.commands, RATE_CALL_CMDS + RATE_KEY_CMDS * sizes[s]);
 		assert_int_equal(d.evalsha, 1);
 		assert_int_equal(d.reads, 1);
 	}
+}
+
+/* The words of @s, separated by one space. */
+static size_t count_words(const char *s)
+{
+	size_t n = 1;
+
+	for (; *s; s++)
+		n += *s == ' ';
+	return n;
+}
+
+/*
+ * What a renewal costs with RATE_MANY holders on its key: as with one,
+ * the call, its TIME, one HMGET and one HSET (and a PEXPIRE now and then),
+ * every call of RATE_MANY joining and then renewing, none rebuilding the
+ * summary (no HGETALL) while no lease lapses, but the second holder's
+ * join: every want fit the key with one holder, not with two, and the
+ * split is made again from the two. The key's hash is a field
+ * a holder and the summary, whose size does not grow with them: a call
+ * that read or wrote every holder would need the HGETALL, or a field
+ * that grows.
+ */
+static void test_rate_cost_many(void **state)
+{
+	char name[RATE_MANY_NAME], hash[LEASE_KEY_LEN + LEASE_FIELD_LEN + 1];
+	struct fix *f = *state;
+	struct lease_key k[1];
+	struct counts before, d;
+	__u64 pexpire = 0;
+	size_t i, round;
+	redisReply *v;
+	int found, rebuilt;
+
+	rate_keys(k, 1);
+	snprintf(hash, sizeof(hash), "%s:%s", k[0].key, k[0].field);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < RATE_MANY; i++) {
+			struct rate_lease_req q = { .k = &k[0],
+						    .want_rate = RATE_UNITS * RATE_SCALE,
+						    .want_burst = RATE_BURST * RATE_SCALE,
+						    .settled = (int)round };
+			struct rate_lease_grant g;
+			struct rate_sync r = { .holder = name,
+					       .lease_ttl_us = RATE_COST_LONG_US,
+					       .leases = &q,
+					       .n_leases = 1,
+					       .grants = &g };
+
+			snprintf(name, sizeof(name), "m%zu", i);
+			before = read_counts(f);
+			assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), 0);
+			d = counts_since(f, &before);
+			rebuilt = !round && i == 1;
+			assert_int_equal(g.err, 0);
+			assert_int_equal(g.fair_rate,
+					 RATE_UNITS * RATE_SCALE / (round ? RATE_MANY : i + 1));
+			assert_int_equal(d.commands - d.load - d.pexpire,
+					 RATE_CALL_CMDS + RATE_KEY_CMDS + rebuilt);
+			assert_int_equal(d.hmget, 1);
+			assert_int_equal(d.hset, 1);
+			assert_int_equal(d.hgetall, rebuilt);
+			pexpire += d.pexpire;
+		}
+	}
+	print_message("%d holders on a key, 2 rounds: %d commands a call, %llu PEXPIREs in all\n",
+		      RATE_MANY, RATE_CALL_CMDS + RATE_KEY_CMDS, (unsigned long long)pexpire);
+	assert_int_equal(command_u64(f, &found, "HLEN %s", hash), RATE_MANY + 1);
+	v = command(f, "HGET %s %s", hash, "");
+	assert_int_equal(v->type, REDIS_REPLY_STRING);
+	assert_int_equal(count_words(v->str), RATE_SUMMARY_WORDS);
+	freeReplyObject(v);
 }
 
 /*
@@ -1907,11 +2194,11 @@ static void test_rate_refused(void **state)
 
 	rate_keys(k, 1);
 	freeReplyObject(
-		command(f, "HSET %s %s %s", k[0].key, k[0].field, "99999999999999999 ra 1"));
+		command(f, "HSET %s:%s %s %s", k[0].key, k[0].field, "", "99999999999999999 ra 1"));
 	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EPROTO);
 	assert_int_equal(g.err, -EPROTO);
 	assert_non_null(strstr(f->err, "is not one"));
-	v = command(f, "HGET %s %s", k[0].key, k[0].field);
+	v = command(f, "HGET %s:%s %s", k[0].key, k[0].field, "");
 	assert_string_equal(v->str, "99999999999999999 ra 1");
 	freeReplyObject(v);
 	q.want_rate = (RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) + 1;
@@ -1925,15 +2212,16 @@ static void test_rate_refused(void **state)
 int main(void)
 {
 	static const struct CMUnitTest fixed[] = {
-		cmocka_unit_test(test_single_node),  cmocka_unit_test(test_invalid_wrappers),
-		cmocka_unit_test(test_expiry),	     cmocka_unit_test(test_pipeline),
-		cmocka_unit_test(test_batches),	     cmocka_unit_test(test_bucket_ttl),
-		cmocka_unit_test(test_membership),   cmocka_unit_test(test_hot_sets),
-		cmocka_unit_test(test_budget_sync),  cmocka_unit_test(test_script_error),
-		cmocka_unit_test(test_key_twice),    cmocka_unit_test(test_reap),
-		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_mem_parity),
-		cmocka_unit_test(test_rate_parity),  cmocka_unit_test(test_rate_cost),
-		cmocka_unit_test(test_rate_refused),
+		cmocka_unit_test(test_single_node),    cmocka_unit_test(test_invalid_wrappers),
+		cmocka_unit_test(test_expiry),	       cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_batches),	       cmocka_unit_test(test_bucket_ttl),
+		cmocka_unit_test(test_membership),     cmocka_unit_test(test_hot_sets),
+		cmocka_unit_test(test_budget_sync),    cmocka_unit_test(test_script_error),
+		cmocka_unit_test(test_key_twice),      cmocka_unit_test(test_reap),
+		cmocka_unit_test(test_fleet),	       cmocka_unit_test(test_mem_parity),
+		cmocka_unit_test(test_rate_parity),    cmocka_unit_test(test_rate_cost),
+		cmocka_unit_test(test_rate_refused),   cmocka_unit_test(test_rate_parity_many),
+		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_layout),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

@@ -72,6 +72,10 @@ static const struct pair_row pair_rows[] = {
 	  "sluice:b:{shared:07}:0a000002", 1 },
 	{ "two groups of one policy", "sluice:b:{shared:07}:0a000001",
 	  "sluice:b:{shared:08}:0a000001", 0 },
+	{ "a rate lease key and its group", "sluice:r2:{shared:07}:a1", "sluice:r2:{shared:07}",
+	  1 },
+	{ "the fleet set and its layout speakers (LEASE_LAYOUT_FMT)", "sluice:nodes",
+	  "{sluice:nodes}:l2", 1 },
 };
 
 static void test_pair(void **state)

@@ -178,7 +178,7 @@ static void test_fleet(void **state)
 	f->k = (struct lease_key){
 		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
 	};
-	snprintf(f->k.key, sizeof(f->k.key), "sim:r1:{p:0}");
+	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
 	snprintf(f->k.field, sizeof(f->k.field), "1");
 	for (i = 0; i < N_NODES; i++) {
 		f->n[i].be = backend_mem__open(f->m);

@@ -80,6 +80,11 @@ int budget_sync_check(const struct budget_sync *b, char *err, size_t len)
 	if ((b->fleet && !ttl_is_valid(b->beat_ttl_us, "member", err, len)) ||
 	    !reqs_are_valid(b->holder, b->lease_ttl_us, b->leases, b->n_leases, err, len))
 		return -EINVAL;
+	if (b->layout > STORE_LAYOUT_RATE) {
+		snprintf(err, len, "store layout %u is out of range (at most %u)", b->layout,
+			 STORE_LAYOUT_RATE);
+		return -EINVAL;
+	}
 	for (i = 0; i < b->n_hot; i++)
 		if (!ttl_is_valid(b->hot[i].ttl_us, "hot set", err, len) ||
 		    !limit_is_valid(b->hot[i].limit, err, len))

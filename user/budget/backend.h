@@ -88,8 +88,10 @@ struct hot_req {
 struct budget_sync {
 	const char *fleet; /* the membership set; NULL: no beat */
 	const char *node;
-	__u64 beat_ttl_us; /* members whose last beat is this old leave */
-	__u64 live_nodes;  /* out: the fleet's live count, @node included */
+	__u64 beat_ttl_us;     /* members whose last beat is this old leave */
+	__u64 live_nodes;      /* out: the fleet's live count, @node included */
+	unsigned layout;       /* the newest store layout @node speaks (0: STORE_LAYOUT_LUMP) */
+	unsigned fleet_layout; /* out, with @fleet: the layout every live member speaks */
 	const struct hot_req *hot;
 	size_t n_hot;
 	/* Each returned member; non-zero refuses it (not a key: the reply is wrong). */
@@ -104,6 +106,18 @@ struct budget_sync {
 				     * grants' err says which); the others' answers stand */
 	size_t hot_failed;	    /* out, on a sharded store: hot sets not read (shard failed) */
 };
+
+/*
+ * The store layouts (docs/shared-budget.md, "Rolling upgrades across the
+ * layout"): lump leases' buckets (LEASE_BUCKET_FMT), and rate leases'
+ * (LEASE_RATE_FMT). Agents of different layouts would draw on different
+ * buckets, each up to the limit: so a node that speaks the rate layout
+ * also beats in its speakers' set, and the fleet uses it only while
+ * every live member does (fleet_layout); a member of an older agent
+ * counts as one that does not until its beat expires.
+ */
+#define STORE_LAYOUT_LUMP 1U
+#define STORE_LAYOUT_RATE 2U
 
 /*
  * Whether @b's input is in range (every key, TTL, limit and the holder);

@@ -18,6 +18,7 @@
 
 #include "budget/backend_mem.h"
 #include "budget/fairshare.h"
+#include "budget/keys.h"
 #include "budget/redis_scripts.h" /* the scripts it mirrors: LEASE_LIVE_SLACK_US */
 
 #define MEM_HASH_SLOTS 1024 /* bucket chains: a simulated fleet's hot keys, a few per chain */
@@ -384,17 +385,39 @@ static int member_cmp(const void *a, const void *b)
 	return -strcmp(x->name, y->name);
 }
 
-/* BEAT_LUA: @b->node beats in @b->fleet; the live count into @b->live_nodes. */
-static int beat(struct mem_store *m, struct budget_sync *b)
+/* @node beats in set @key at the store's time; its live count into @live. */
+static int beat_in(struct mem_store *m, const char *key, const struct budget_sync *b, __u64 *live)
 {
-	struct mem_zset *z = zset_get(m, b->fleet);
+	struct mem_zset *z = zset_get(m, key);
 	int ret = z ? zset_add(z, b->node, m->now_us) : -ENOMEM;
 
 	if (ret)
 		return ret;
 	zset_expire(z, m->now_us, b->beat_ttl_us);
-	b->live_nodes = z->n;
+	*live = z->n;
 	return 0;
+}
+
+/*
+ * BEAT_LUA: @b->node beats in @b->fleet; the live count into
+ * @b->live_nodes. BEAT_LAYOUT_LUA, when it speaks the rate layout: and
+ * in that layout's speakers' set, which is the fleet's layout when it
+ * counts every live member.
+ */
+static int beat(struct mem_store *m, struct budget_sync *b)
+{
+	char set[LEASE_KEY_LEN];
+	__u64 speakers;
+	int ret = beat_in(m, b->fleet, b, &b->live_nodes);
+
+	b->fleet_layout = STORE_LAYOUT_LUMP;
+	if (ret || b->layout < STORE_LAYOUT_RATE)
+		return ret;
+	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE);
+	ret = beat_in(m, set, b, &speakers);
+	if (!ret && speakers == b->live_nodes)
+		b->fleet_layout = STORE_LAYOUT_RATE;
+	return ret;
 }
 
 /* HOT_LUA: add @h's members, drop the stale, hand the newest @h->limit to the callback. */

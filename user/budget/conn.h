@@ -21,7 +21,8 @@ enum store_script {
 	STORE_SCRIPT_LEASE = 0,
 	STORE_SCRIPT_BEAT,
 	STORE_SCRIPT_HOT,
-	STORE_SCRIPT_RATE, /* rate leases: a call of their own, not part of a budget sync */
+	STORE_SCRIPT_RATE,	  /* rate leases: a call of their own, not part of a budget sync */
+	STORE_SCRIPT_BEAT_LAYOUT, /* the beat of a node that speaks STORE_LAYOUT_RATE */
 	STORE_SCRIPT_MAX,
 };
 

@@ -34,11 +34,20 @@
 #define LEASE_BUCKET_FMT "%s:b2:{%s:%u}" /* fleet, policy, group's tag */
 #define LEASE_HOT_FMT	 "%s:hot:{%s}"	 /* fleet, policy */
 /*
- * Rate leases' hashes (redis_scripts.h, RATE_KEY_ARGS): the same groups
+ * Rate leases' names (redis_scripts.h, RATE_KEY_ARGS): the same groups
  * and tags as the buckets', so a group's rate leases are one call on one
- * slot, under a name of their own, whose fields hold another layout.
+ * slot; each key's leases are a hash of its own, this name, ':' and the
+ * key's field. "r2": a summary and a field a holder; "r1" held every
+ * holder in one field of a group's hash.
  */
-#define LEASE_RATE_FMT "%s:r1:{%s:%u}" /* fleet, policy, group's tag */
+/*
+ * The fleet set's members that speak a layout (budget/backend.h,
+ * STORE_LAYOUT_*): the fleet set's whole name as the hash tag, so both
+ * are on one slot (a fleet name with braces is refused for cluster
+ * stores, above).
+ */
+#define LEASE_LAYOUT_FMT "{%s}:l%u"	 /* the fleet set, the layout */
+#define LEASE_RATE_FMT	 "%s:r2:{%s:%u}" /* fleet, policy, group's tag: then ":<field>" */
 
 /*
  * The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or

@@ -21,9 +21,17 @@
 #include "budget/keys.h"
 #include "kernel/leases.h"
 
-#define LEASE_TTL_SYNCS		3 /* the store's lease lives this many intervals */
-#define LEASE_KERNEL_SYNCS	SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
-#define LEASE_EARLY_DIV		10   /* early top-ups at most every interval / this */
+#define LEASE_TTL_SYNCS	   3 /* the store's lease lives this many intervals */
+#define LEASE_KERNEL_SYNCS SLUICE_LEASE_KERNEL_SYNCS /* the kernel's, fewer: it stops first */
+#define LEASE_EARLY_DIV	   10 /* early top-ups at most every interval / this */
+/*
+ * A node whose beat first says the fleet speaks the rate layout stops
+ * calling for lump leases and takes rate leases this many intervals after
+ * that beat's answer: every other node's beat says so within one
+ * interval, and its lump leases live LEASE_KERNEL_SYNCS more on its
+ * kernel (docs/shared-budget.md, "Rolling upgrades across the layout").
+ */
+#define LAYOUT_SWITCH_SYNCS	(1U + LEASE_KERNEL_SYNCS)
 #define LEASE_STARVED_EVERY_MAX 2    /* a starved key's early rounds: at most every this many */
 #define LEASE_LOOKAHEAD		1    /* hold this many intervals of the last interval's demand */
 #define LEASE_IDLE_SYNCS	30   /* a key without demand this long gives its entry up */

@@ -16,6 +16,7 @@
 #include "sluice/compiler.h"
 #include "budget/cluster.h"
 #include "budget/redis.h"
+#include "budget/keys.h"
 #include "budget/redis_scripts.h"
 #include "budget/wire.h"
 
@@ -514,28 +515,52 @@ static int rate_grant_of(const redisReply *r, size_t i, size_t n, const struct r
 	return g->err;
 }
 
-/* Queue the membership beat of @node in @fleet. */
-static int add_beat(struct pipe *p, const char *fleet, const char *node, __u64 ttl_us)
+/*
+ * Queue the membership beat of @b->node in @b->fleet: with the speakers'
+ * set of the rate layout when it speaks that (BEAT_LAYOUT_LUA).
+ */
+static int add_beat(struct pipe *p, const struct budget_sync *b)
 {
-	char ttl[NUM_LEN];
-	const char *args[] = { node, ttl };
+	char ttl[NUM_LEN], set[LEASE_KEY_LEN];
+	const char *args[] = { b->node, ttl }, *keys[] = { b->fleet, set };
+	const int rate = b->layout >= STORE_LAYOUT_RATE;
 
-	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)ttl_us);
-	return pipe_add(p, STORE_SCRIPT_BEAT, &fleet, 1, ARRAY_SIZE(args), args, 1,
-			INT_REPLY_BYTES);
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)b->beat_ttl_us);
+	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE);
+	return pipe_add(p, rate ? STORE_SCRIPT_BEAT_LAYOUT : STORE_SCRIPT_BEAT, keys, rate ? 2 : 1,
+			ARRAY_SIZE(args), args, rate ? 3 : 1, (rate ? 2 : 1) * INT_REPLY_BYTES);
 }
 
-static int live_of(const redisReply *r, const char *fleet, __u64 *live, char *err, size_t len)
+/* A live count of the fleet: 1 .. STORE_NODES_MAX (the speakers' may be 0). */
+static int count_of(const redisReply *r, long long least, __u64 *n)
 {
-	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1 && r->integer <= STORE_NODES_MAX) {
-		*live = r->integer;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < least || r->integer > STORE_NODES_MAX)
+		return -1;
+	*n = (__u64)r->integer;
+	return 0;
+}
+
+/*
+ * The beat's answer: the live count, and the fleet's layout (the rate
+ * layout when every live member speaks it, by BEAT_LAYOUT_LUA's counts).
+ */
+static int live_of(const redisReply *r, struct budget_sync *b, char *err, size_t len)
+{
+	__u64 speakers;
+
+	b->fleet_layout = STORE_LAYOUT_LUMP;
+	if (b->layout < STORE_LAYOUT_RATE && !count_of(r, 1, &b->live_nodes))
+		return 0;
+	if (b->layout >= STORE_LAYOUT_RATE && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    !count_of(r->element[0], 1, &b->live_nodes) && !count_of(r->element[1], 1, &speakers)) {
+		if (speakers == b->live_nodes)
+			b->fleet_layout = STORE_LAYOUT_RATE;
 		return 0;
 	}
-	if (!err[0] && r->type == REDIS_REPLY_INTEGER)
-		snprintf(err, len, "member beat on '%s': %lld live nodes is out of range", fleet,
-			 r->integer);
+	if (!err[0] && r->type != REDIS_REPLY_ERROR)
+		snprintf(err, len, "member beat on '%s': a live count out of range", b->fleet);
 	else if (!err[0])
-		snprintf(err, len, "member beat on '%s': %s", fleet, store_reply_error(NULL, r));
+		snprintf(err, len, "member beat on '%s': %s", b->fleet, store_reply_error(NULL, r));
 	return -EPROTO;
 }
 
@@ -816,7 +841,7 @@ static int budget_queue(struct pipe *p, const struct budget_sync *b, const struc
 	int ret = 0;
 
 	if (b->fleet)
-		ret = add_beat(p, b->fleet, b->node, b->beat_ttl_us);
+		ret = add_beat(p, b);
 	for (i = 0; i < b->n_hot && !ret; i++)
 		ret = add_hot(p, &b->hot[i]);
 	if (!ret)
@@ -871,8 +896,7 @@ static int budget_read(struct pipe *p, struct budget_sync *b, const struct keys_
 	int ret = 0, bad;
 
 	if (b->fleet) {
-		bad = !p->calls[at].err &&
-		      live_of(p->replies[at], b->fleet, &b->live_nodes, err, len);
+		bad = !p->calls[at].err && live_of(p->replies[at], b, err, len);
 		if (note_bad(&p->calls[at++], bad, per_call))
 			ret = -EPROTO;
 	}

@@ -62,7 +62,7 @@ _Static_assert(RATE_KEY_ARGS == RATE_KEY_ARGS_N, "RATE_LUA reads RATE_KEY_ARGS_N
  */
 /* clang-format off */
 /*
- * What the lease and rate lease scripts share: reading each hash's fields
+ * The lease script's frame: reading each hash's fields
  * of the call at one TIME, the call's arguments (enum lease_arg) and n,
  * its keys (@args_n arguments each); and, after the keys, writing each
  * hash once, its TTL and the reaping of fields the script's dead()
@@ -206,24 +206,60 @@ static const char LEASE_LUA[] =
 /* clang-format on */
 
 /*
- * Rate leases (redis_scripts.h: RATE_KEY_ARGS, the field's words):
+ * Rate leases (redis_scripts.h: RATE_KEY_ARGS, the key's hash):
  * budget/fairshare.c's fs_renew() for each key of the call, in order,
- * after forgetting the holders that can enforce nothing any more (the
- * memory store's rate_lease(), which test_rate_lease holds to this
- * script's answers). KEYS, the call's arguments, one TIME and one HMGET
- * and HSET a hash as LEASE_LUA. Returns RATE_FIELDS a key, flat.
+ * on the same integers, so the memory store's rate_lease() gives the
+ * same answers (test_rate_parity holds them to it). Returns RATE_FIELDS
+ * a key, flat.
  *
- * Every share, want and capacity is below 2^53 (the C side checks), and
- * the others' held shares add up to at most the capacity, so Lua's
- * doubles are exact; a share of the fair split is floored by hand, since
- * a double quotient may round up to the next integer.
+ * A call costs O(1) of a key's holders: it reads the summary and its own
+ * holder (one HMGET), and writes them back (one HSET). The summary keeps
+ * what fs_renew() would sum over every holder: the shares they hold now
+ * (held), and the max-min split of the wants of the live ones, as the
+ * sets below and above its level s: their count and sum below, a bound
+ * on the largest want below (hi) and on the smallest above (lo). A
+ * renewal takes its holder's old want out and puts the new one in; the
+ * level that follows, s' = (cap - sum) / (live - count), is the split
+ * when hi <= s' < lo, since the split's level is the one fixed point.
+ * Otherwise, and once the summary's ev has come (a holder's share or
+ * want may have lapsed since: the earliest expiry it knows of), the call
+ * rebuilds the summary from every holder (HGETALL, O(n log n): the wants
+ * sorted), and deletes those that can enforce nothing any more. A
+ * holder renewing every T/2 leaves ev behind about once a T/2, so that
+ * is one rebuild a T/2 per key, not per call.
+ *
+ * Every share, want, capacity and sum is at most 2^53 (the C side checks
+ * the capacities against 2^52, and what the summary sums stays within
+ * a capacity but for one want), so Lua's doubles are exact; quotients
+ * are floored by hand, since a double quotient may round up.
  */
 /* clang-format off */
 static const char RATE_LUA[] =
-	HASHES_READ_LUA(RATE_KEY_ARGS_N)
-	"local dead = function(s)\n"
-	"  local l = tonumber(string.match(s, '^(%S+)'))\n"
-	"  return not l or l <= now\n"
+	"local node, ttl, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local fmt = function(x) return string.format('%d', x) end\n"
+	"local n = (#ARGV - 3) / " SLUICE_STR(RATE_KEY_ARGS_N) "\n"
+	"local INF = " SLUICE_STR(RATE_LUA_INF) "\n"
+	"local res = {}\n"
+	/* A summary's RATE_SUMMARY_WORDS words. */
+	"local SUM = '^' .. string.rep('(%d+) ', " SLUICE_STR(RATE_SUMMARY_WORDS) " - 1) .. '(%d+)$'\n"
+	"local summary = function(s, key)\n"
+	"  local x = { string.match(s, SUM) }\n"
+	"  if not x[" SLUICE_STR(RATE_SUMMARY_WORDS) "] then\n"
+	"    error({ err = 'rate lease ' .. key .. ' is not one' })\n"
+	"  end\n"
+	"  for i = 1, #x do x[i] = tonumber(x[i]) end\n"
+	"  return x\n"
+	"end\n"
+	/* A holder's RATE_HOLDER_WORDS words. */
+	"local PAT = '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$'\n"
+	"local lease = function(s, key)\n"
+	"  if not s then return { g = { 0, 0 }, exp = 0, p = { 0, 0 }, pexp = 0, w = { 0, 0 } } end\n"
+	"  local x = { string.match(s, PAT) }\n"
+	"  if not x[" SLUICE_STR(RATE_HOLDER_WORDS) "] then error({ err = 'rate lease ' .. key .. ' is not one' }) end\n"
+	"  for i = 1, 8 do x[i] = tonumber(x[i]) end\n"
+	"  return { g = { x[1], x[2] }, exp = x[3], p = { x[4], x[5] }, pexp = x[6], w = { x[7], x[8] } }\n"
 	"end\n"
 	/* fs_held(): what @l's node may enforce of dimension d. */
 	"local held = function(l, d)\n"
@@ -231,104 +267,191 @@ static const char RATE_LUA[] =
 	"  if l.pexp > now and l.p[d] > x then x = l.p[d] end\n"
 	"  return x\n"
 	"end\n"
-	/* fs_fair(): max-min by water-filling over the asker's and the live leases' wants. */
-	"local fair = function(cap, v, me, want, d)\n"
-	"  if want > cap then want = cap end\n"
-	"  local ws, level = {}, 0\n"
-	"  for j, l in ipairs(v) do\n"
-	"    if j == me then ws[#ws + 1] = want\n"
-	"    elseif l.exp > now then ws[#ws + 1] = math.min(l.w[d], cap) end\n"
-	"  end\n"
-	"  while true do\n"
-	"    local sum, sat = 0, 0\n"
-	"    for _, w in ipairs(ws) do\n"
-	"      if w <= level then sum, sat = sum + w, sat + 1 end\n"
+	/* When what @l holds or wants next changes by time alone. */
+	"local nextev = function(l)\n"
+	"  local e = INF\n"
+	"  if l.exp > now then e = l.exp end\n"
+	"  if l.pexp > now and l.pexp < e then e = l.pexp end\n"
+	"  return e\n"
+	"end\n"
+	"local fdiv = function(a, b)\n"
+	"  local q = math.floor(a / b)\n"
+	"  if q * b > a then q = q - 1 end\n"
+	"  return q\n"
+	"end\n"
+	/* The max-min split of the wants @ws (at most cap each): below and above its level. */
+	"local split = function(ws, cap)\n"
+	"  table.sort(ws)\n"
+	"  local m, c, sum = #ws, 0, 0\n"
+	"  while c < m do\n"
+	"    local s = fdiv(cap - sum, m - c)\n"
+	"    if ws[c + 1] > s then\n"
+	"      return { c = c, sum = sum, s = s, hi = c > 0 and ws[c] or 0, lo = ws[c + 1] }\n"
 	"    end\n"
-	"    if sat == #ws then return want end\n"
-	"    local share = math.floor((cap - sum) / (#ws - sat))\n"
-	"    if share * (#ws - sat) > cap - sum then share = share - 1 end\n"
-	"    local rises = 0\n"
-	"    for _, w in ipairs(ws) do\n"
-	"      if w > level and w <= share then rises = rises + 1 end\n"
-	"    end\n"
-	"    if rises == 0 then return math.min(want, share) end\n"
-	"    level = share\n"
+	"    c = c + 1\n"
+	"    sum = sum + ws[c]\n"
 	"  end\n"
+	"  return { c = m, sum = sum, s = INF, hi = m > 0 and ws[m] or 0, lo = INF }\n"
+	"end\n"
+	/* The split's level after a want went in or out, if the bounds show it; nil: rebuild. */
+	"local settle = function(x, cap, live)\n"
+	"  if x.sum > cap then return nil end\n"
+	"  if x.c == live then return INF end\n"
+	"  local s = fdiv(cap - x.sum, live - x.c)\n"
+	"  if x.hi > s or x.lo <= s then return nil end\n"
+	"  return s\n"
+	"end\n"
+	/*
+	 * The summary from every holder but the caller: what they hold, the
+	 * live ones' wants (in ws, to split with the caller's), the earliest
+	 * change; the dead are deleted.
+	 */
+	"local rebuild = function(key, cap, tl)\n"
+	"  local st = { live = 0, tl = tl, ev = INF, np = 0, h = { 0, 0 }, ws = { {}, {} } }\n"
+	"  local all, gone = redis.call('HGETALL', key), {}\n"
+	"  local h1, h2, ws1, ws2, np, ev, live = 0, 0, st.ws[1], st.ws[2], 0, INF, 0\n"
+	"  local max, min = math.max, math.min\n"
+	/* lease(), held() and nextev() inline: this loop is the rebuild's cost. */
+	"  for i = 1, #all, 2 do\n"
+	"    if all[i] ~= '' and all[i] ~= node then\n"
+	"      local g1, g2, e, p1, p2, pe, w1, w2 = string.match(all[i + 1], PAT)\n"
+	"      if not w2 then error({ err = 'rate lease ' .. key .. ' is not one' }) end\n"
+	"      e, pe = tonumber(e), tonumber(pe)\n"
+	"      if e <= now and pe <= now then\n"
+	"        gone[#gone + 1] = all[i]\n"
+	"      else\n"
+	"        local x1, x2, ne = 0, 0, INF\n"
+	"        if e > now then\n"
+	"          x1, x2, ne, np = tonumber(g1), tonumber(g2), e, np + 1\n"
+	"          ws1[#ws1 + 1] = min(tonumber(w1), cap[1])\n"
+	"          ws2[#ws2 + 1] = min(tonumber(w2), cap[2])\n"
+	"        end\n"
+	"        if pe > now then\n"
+	"          x1, x2, ne = max(x1, tonumber(p1)), max(x2, tonumber(p2)), min(ne, pe)\n"
+	"        end\n"
+	"        h1, h2, ev, live = h1 + x1, h2 + x2, min(ev, ne), max(live, e, pe)\n"
+	"      end\n"
+	"    end\n"
+	"  end\n"
+	"  st.h[1], st.h[2], st.np, st.ev, st.live = h1, h2, np, ev, live\n"
+	"  for i = 1, #gone, " SLUICE_STR(RATE_HDEL_FIELDS) " do\n"
+	"    redis.call('HDEL', key, unpack(gone, i, math.min(i + " SLUICE_STR(RATE_HDEL_FIELDS) " - 1, #gone)))\n"
+	"  end\n"
+	"  return st\n"
 	"end\n"
 	"for k = 1, n do\n"
 	"local a = 3 + (k - 1) * " SLUICE_STR(RATE_KEY_ARGS_N) "\n"
-	"local h, field = tonumber(ARGV[a + 1]), ARGV[a + 2]\n"
+	"local key = KEYS[tonumber(ARGV[a + 1])] .. ':' .. ARGV[a + 2]\n"
 	"local cap = { tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]) }\n"
 	"local want = { tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]) }\n"
 	"local settled = tonumber(ARGV[a + 7]) == 1\n"
-	"local v, me, s = {}, nil, val[h][field]\n"
-	"local w = s and string.gmatch(s, '%S+')\n"
-	"local live = w and tonumber(w() or '') or 0\n"
-	"if live <= now then\n"
-	"  born[h] = born[h] + 1\n"
-	"else\n"
-	"  for name in w do\n"
-	"    local x = {}\n"
-	"    for i = 1, 8 do x[i] = tonumber(w() or '') end\n"
-	"    if not x[8] then\n"
-	"      return redis.error_reply('rate lease ' .. KEYS[h] .. ' ' .. field .. ' is not one')\n"
+	"local r = redis.call('HMGET', key, '', node)\n"
+	"do\n"
+	"  local st, l\n"
+	"  if r[1] then\n"
+	"    local x = summary(r[1], key)\n"
+	"    st = { live = x[1], tl = x[2], ev = x[3], np = x[4], h = { x[5], x[6] },\n"
+	"           cap = { x[7], x[8] }, f = { { c = x[9], sum = x[10], s = x[11], hi = x[12], lo = x[13] },\n"
+	"                   { c = x[14], sum = x[15], s = x[16], hi = x[17], lo = x[18] } } }\n"
+	"  end\n"
+	"  l = lease(r[2], key)\n"
+	/* Nothing of it can be enforced any more: start afresh. */
+	"  if st and st.live <= now then\n"
+	"    redis.call('DEL', key)\n"
+	"    st, l = nil, lease(nil)\n"
+	"  end\n"
+	"  if not st then\n"
+	"    st = { live = 0, tl = 0, ev = INF, np = 0, h = { 0, 0 }, cap = cap,\n"
+	"           f = { { c = 0, sum = 0, s = INF, hi = 0, lo = INF },\n"
+	"                 { c = 0, sum = 0, s = INF, hi = 0, lo = INF } } }\n"
+	"  end\n"
+	"  if now >= st.ev or st.cap[1] ~= cap[1] or st.cap[2] ~= cap[2] then\n"
+	"    st = rebuild(key, cap, st.tl)\n"
+	"  else\n"
+	/* The others' sums: the caller's old lease out. */
+	"    for d = 1, 2 do\n"
+	"      st.h[d] = st.h[d] - held(l, d)\n"
+	"      local w = math.min(l.w[d], cap[d])\n"
+	"      if l.exp > now and w <= st.f[d].s then\n"
+	"        st.f[d].c, st.f[d].sum = st.f[d].c - 1, st.f[d].sum - w\n"
+	"      end\n"
 	"    end\n"
-	"    local l = { name = name, g = { x[1], x[2] }, exp = x[3], p = { x[4], x[5] },\n"
-	"                pexp = x[6], w = { x[7], x[8] } }\n"
-	"    if name == node then\n"
-	"      me = #v + 1\n"
-	"      v[me] = l\n"
-	"    elseif l.exp > now or l.pexp > now then\n"
-	"      v[#v + 1] = l\n"
+	"    if l.exp > now then st.np = st.np - 1 end\n"
+	"  end\n"
+	"  local nx = { g = { 0, 0 }, exp = now + ttl, p = { 0, 0 }, pexp = 0, w = { 0, 0 } }\n"
+	"  local f, fs = {}, {}\n"
+	"  st.np = st.np + 1\n"
+	"  for d = 1, 2 do\n"
+	"    nx.w[d] = math.min(want[d], cap[d])\n"
+	"    if st.ws then\n"
+	"      st.ws[d][#st.ws[d] + 1] = nx.w[d]\n"
+	"      st.f = st.f or {}\n"
+	"      st.f[d] = split(st.ws[d], cap[d])\n"
+	"      fs[d] = st.f[d].s\n"
+	"    else\n"
+	"      local x = st.f[d]\n"
+	"      if nx.w[d] <= x.s then\n"
+	"        x.c, x.sum, x.hi = x.c + 1, x.sum + nx.w[d], math.max(x.hi, nx.w[d])\n"
+	"      else\n"
+	"        x.lo = math.min(x.lo, nx.w[d])\n"
+	"      end\n"
+	"      fs[d] = settle(x, cap[d], st.np)\n"
 	"    end\n"
 	"  end\n"
-	"end\n"
-	"if not me then\n"
-	"  me = #v + 1\n"
-	"  v[me] = { name = node, g = { 0, 0 }, exp = 0, p = { 0, 0 }, pexp = 0, w = { 0, 0 } }\n"
-	"end\n"
-	"local l = v[me]\n"
-	"local nx = { name = node, g = { 0, 0 }, exp = now + ttl, p = { 0, 0 }, pexp = 0,\n"
-	"             w = { 0, 0 } }\n"
+	"  if not fs[1] or not fs[2] then\n"
+	"    st = rebuild(key, cap, st.tl)\n"
+	"    st.np = st.np + 1\n"
+	"    st.f = {}\n"
+	"    for d = 1, 2 do\n"
+	"      st.ws[d][#st.ws[d] + 1] = nx.w[d]\n"
+	"      st.f[d] = split(st.ws[d], cap[d])\n"
+	"      fs[d] = st.f[d].s\n"
+	"    end\n"
+	"  end\n"
+	"  for d = 1, 2 do\n"
+	"    st.f[d].s = fs[d]\n"
+	"    f[d] = nx.w[d] <= fs[d] and nx.w[d] or fs[d]\n"
+	"  end\n"
+	/* fs_renew() for the caller, the others' held shares summed in st.h. */
 	/* A settled node enforces at most its last answer, which lives until exp. */
-	"local pexp = settled and l.exp or math.max(l.exp, l.pexp)\n"
-	"local any_prev, f = false, {}\n"
-	"for d = 1, 2 do\n"
-	"  local others = 0\n"
-	"  for j, o in ipairs(v) do\n"
-	"    if j ~= me then others = others + held(o, d) end\n"
-	"  end\n"
-	"  nx.w[d] = math.min(want[d], cap[d])\n"
-	"  f[d] = fair(cap[d], v, me, nx.w[d], d)\n"
-	"  if others < cap[d] then nx.g[d] = math.min(f[d], cap[d] - others) end\n"
-	"  local ceiling = held(l, d)\n"
-	"  if settled then ceiling = l.exp > now and math.min(l.g[d], want[d]) or 0 end\n"
+	"  local pexp = settled and l.exp or math.max(l.exp, l.pexp)\n"
+	"  local any_prev = false\n"
+	"  for d = 1, 2 do\n"
+	"    if st.h[d] < cap[d] then nx.g[d] = math.min(f[d], cap[d] - st.h[d]) end\n"
+	"    local ceiling = held(l, d)\n"
+	"    if settled then ceiling = l.exp > now and math.min(l.g[d], want[d]) or 0 end\n"
 	/* Lowered, or renewed for less time than the lease it may still enforce. */
-	"  if ceiling > nx.g[d] or (ceiling > 0 and pexp > nx.exp) then\n"
-	"    nx.p[d], any_prev = ceiling, true\n"
+	"    if ceiling > nx.g[d] or (ceiling > 0 and pexp > nx.exp) then\n"
+	"      nx.p[d], any_prev = ceiling, true\n"
+	"    end\n"
 	"  end\n"
+	"  if any_prev then nx.pexp = pexp end\n"
+	"  for d = 1, 2 do st.h[d] = st.h[d] + held(nx, d) end\n"
+	"  st.ev = math.min(st.ev, nextev(nx))\n"
+	"  st.live = math.max(st.live, nx.exp, nx.pexp)\n"
+	"  local o = { st.live, st.tl, st.ev, st.np, st.h[1], st.h[2], cap[1], cap[2] }\n"
+	"  for d = 1, 2 do\n"
+	"    local x = st.f[d]\n"
+	"    for _, v in ipairs({ x.c, x.sum, x.s, x.hi, x.lo }) do o[#o + 1] = v end\n"
+	"  end\n"
+	"  local extend = st.live > st.tl\n"
+	"  if extend then o[2] = st.live + slack end\n"
+	"  for i = 1, #o do o[i] = fmt(o[i]) end\n"
+	"  redis.call('HSET', key, '', table.concat(o, ' '), node,\n"
+	"             string.format('%d %d %d %d %d %d %d %d', nx.g[1], nx.g[2], nx.exp, nx.p[1],\n"
+	"                           nx.p[2], nx.pexp, nx.w[1], nx.w[2]))\n"
+	"  if extend then\n"
+	"    redis.call('PEXPIRE', key, fmt(math.ceil((st.live + slack - now) / 1000) + 1))\n"
+	"  end\n"
+	"  res[#res + 1] = nx.g[1]\n"
+	"  res[#res + 1] = nx.g[2]\n"
+	"  res[#res + 1] = f[1]\n"
+	"  res[#res + 1] = f[2]\n"
+	"  res[#res + 1] = nx.exp\n"
+	"  res[#res + 1] = now\n"
 	"end\n"
-	"if any_prev then nx.pexp = pexp end\n"
-	"v[me] = nx\n"
-	"live = 0\n"
-	"local o = { '' }\n"
-	"for _, x in ipairs(v) do\n"
-	"  live = math.max(live, x.exp, x.pexp)\n"
-	"  o[#o + 1] = string.format('%s %d %d %d %d %d %d %d %d', x.name, x.g[1], x.g[2],\n"
-	"                            x.exp, x.p[1], x.p[2], x.pexp, x.w[1], x.w[2])\n"
 	"end\n"
-	"o[1] = fmt(live)\n"
-	"if live > hlive[h] then hlive[h] = live end\n"
-	"val[h][field] = table.concat(o, ' ')\n"
-	"put[h][field] = val[h][field]\n"
-	"res[#res + 1] = nx.g[1]\n"
-	"res[#res + 1] = nx.g[2]\n"
-	"res[#res + 1] = f[1]\n"
-	"res[#res + 1] = f[2]\n"
-	"res[#res + 1] = nx.exp\n"
-	"res[#res + 1] = now\n"
-	"end\n"
-	HASHES_WRITE_LUA;
+	"return res\n";
 /* clang-format on */
 
 /*
@@ -371,9 +494,33 @@ static const char BEAT_LUA[] =
 	"redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
 	"return redis.call('ZCARD', KEYS[1])\n";
 
+/*
+ * BEAT_LUA for a node that speaks STORE_LAYOUT_RATE: KEYS[1] the fleet
+ * set, KEYS[2] its speakers of that layout (LEASE_LAYOUT_FMT, on the
+ * fleet set's slot). ARGV as BEAT_LUA's. The node beats in both at one
+ * TIME, both drop the members past the TTL at the same cutoff, and the
+ * script returns {live members, live speakers}: the fleet may use the
+ * layout when they are equal (budget/backend.h, fleet_layout). A node
+ * of an older agent beats in the fleet set alone, so it is counted as
+ * one that does not speak the layout until its beat expires.
+ */
+static const char BEAT_LAYOUT_LUA[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local ttl = tonumber(ARGV[2])\n"
+	"local r = {}\n"
+	"for i = 1, 2 do\n"
+	"  redis.call('ZADD', KEYS[i], string.format('%d', now), ARGV[1])\n"
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - ttl))\n"
+	"  redis.call('PEXPIRE', KEYS[i], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
+	"  r[i] = redis.call('ZCARD', KEYS[i])\n"
+	"end\n"
+	"return r\n";
+
 const char *const redis_script_src[STORE_SCRIPT_MAX] = {
 	[STORE_SCRIPT_LEASE] = LEASE_LUA,
 	[STORE_SCRIPT_BEAT] = BEAT_LUA,
 	[STORE_SCRIPT_HOT] = HOT_LUA,
 	[STORE_SCRIPT_RATE] = RATE_LUA,
+	[STORE_SCRIPT_BEAT_LAYOUT] = BEAT_LAYOUT_LUA,
 };

@@ -77,14 +77,33 @@ enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FI
 /*
  * The rate lease script (RATE_LUA): the call's arguments are the lease
  * script's (enum lease_arg, the node the holder), then RATE_KEY_ARGS per
- * key. A key's field of its hash holds its holders' leases (struct
- * fs_lease of budget/fairshare.h), words separated by one space:
- *   live [holder g_rate g_burst exp p_rate p_burst p_exp w_rate w_burst]...
- *   live    Redis TIME from which no holder may enforce anything of it, µs
- *           (the latest exp or p_exp): past it the field is as good as absent
- * the rest as fs_lease's fields, shares scaled by 2^RATE_LEASE_SHIFT.
+ * key. Each key has a hash of its own, its group's name (LEASE_RATE_FMT),
+ * ':' and its field, so a group's keys share a slot. Its field '' (no
+ * holder's name: a holder is a word of printable characters) is the
+ * key's summary, RATE_SUMMARY_WORDS words separated by one space:
+ *   live tl ev np held_r held_b cap_r cap_b [c sum s hi lo] [c sum s hi lo]
+ *   live    Redis TIME from which no holder may enforce anything, µs:
+ *           past it the key is as good as absent, and is deleted
+ *   tl      the hash's TTL lasts until then, µs
+ *   ev      no holder's share or want lapses before then, µs
+ *   np      the holders whose lease is live (their wants are split)
+ *   held_*  the sum of what every holder may enforce (fs_held())
+ *   cap_*   the capacities the split was made for
+ *   c sum s hi lo
+ *           for the rate, then the burst: the max-min split of the live
+ *           wants, its level s (RATE_LUA_INF: every want fits), the
+ *           count and sum of the wants at most s, a bound above the
+ *           largest of them and one below the smallest want above s
+ * and each holder's field, named by the holder, its lease (struct
+ * fs_lease of budget/fairshare.h), RATE_HOLDER_WORDS words:
+ *   g_rate g_burst exp p_rate p_burst p_exp w_rate w_burst
+ * shares scaled by 2^RATE_LEASE_SHIFT.
  */
-#define RATE_KEY_ARGS_N 7
+#define RATE_SUMMARY_WORDS 18
+#define RATE_HOLDER_WORDS  8
+#define RATE_LUA_INF	   9007199254740992 /* 2^53: above any share, and exact in Lua */
+#define RATE_HDEL_FIELDS   1000 /* dead holders deleted an HDEL: well within unpack()'s 8,000 */
+#define RATE_KEY_ARGS_N	   7
 
 enum rate_key_arg {
 	RATE_KEY_HASH,	     /* its hash: an index into KEYS, from 1 */
