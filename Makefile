@@ -432,13 +432,14 @@ fuzz:
 fuzz-smoke:
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
-# install: the binary, the man page, the systemd unit (its paths rewritten
-# for SBINDIR), the deploy files (alerts, dashboard, fail2ban action) in
-# DATADIR, the default policy as SYSCONFDIR/sluice/policy.yaml unless one is
-# there already, and, once tools/completion/sluice.bash exists, the bash
-# completion. DESTDIR and PREFIX as usual; debian/rules sets
+# install: the binary, the man page, the systemd units of the agent and of
+# the CrowdSec bouncer (their paths rewritten for SBINDIR), the deploy files
+# (alerts, dashboard, fail2ban action) in DATADIR, the default policy as
+# SYSCONFDIR/sluice/policy.yaml and the bouncer's settings as
+# SYSCONFDIR/sluice/crowdsec.env unless they are there already, and, once
+# tools/completion/sluice.bash exists, the bash completion. DESTDIR and PREFIX as usual; debian/rules sets
 # UNITDIR=/lib/systemd/system (Debian 12's). uninstall removes the same but
-# the policy, which is the admin's (docs/packaging.md).
+# the files under SYSCONFDIR, which are the admin's (docs/packaging.md).
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
@@ -449,15 +450,18 @@ COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 COMPLETION := $(wildcard tools/completion/sluice.bash)
 SHARED := prometheus/alerts.yaml grafana/sluice.json fail2ban/action.d/sluice.conf
 POLICY := $(DESTDIR)$(SYSCONFDIR)/sluice/policy.yaml
-INSTALLED := $(SBINDIR)/sluice $(MANDIR)/man8/sluice.8 $(UNITDIR)/sluice.service \
+CROWDSEC_ENV := $(DESTDIR)$(SYSCONFDIR)/sluice/crowdsec.env
+UNITS := sluice.service sluice-crowdsec.service
+INSTALLED := $(SBINDIR)/sluice $(MANDIR)/man8/sluice.8 $(UNITS:%=$(UNITDIR)/%) \
 	$(SHARED:%=$(DATADIR)/%) $(if $(COMPLETION),$(COMPLETIONDIR)/sluice)
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/sluice
 	install -D -m 0644 user/cli/sluice.8 $(DESTDIR)$(MANDIR)/man8/sluice.8
-	sed 's|/usr/local/sbin/sluice|$(SBINDIR)/sluice|g' deploy/sluice.service > $(O)/sluice.service
-	install -D -m 0644 $(O)/sluice.service $(DESTDIR)$(UNITDIR)/sluice.service
+	$(foreach u,$(UNITS),sed 's|/usr/local/sbin/sluice|$(SBINDIR)/sluice|g' deploy/$(u) > $(O)/$(u) && \
+		install -D -m 0644 $(O)/$(u) $(DESTDIR)$(UNITDIR)/$(u) &&) true
 	$(foreach f,$(SHARED),install -D -m 0644 deploy/$(f) $(DESTDIR)$(DATADIR)/$(f) &&) true
 	[ -e $(POLICY) ] || install -D -m 0644 deploy/policy.yaml $(POLICY)
+	[ -e $(CROWDSEC_ENV) ] || install -D -m 0644 deploy/crowdsec.env $(CROWDSEC_ENV)
 	$(if $(COMPLETION),install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/sluice)
 
 uninstall:

@@ -4,7 +4,11 @@
 # `sluice crowdsec` against Debian's real CrowdSec (docs/bans.md,
 # "CrowdSec"): a local API of the test's own (crowdsec -no-cs, its own
 # port on 127.0.0.1, its own SQLite file in $WORK), the bouncer's key from
-# `cscli bouncers add`, decisions made with cscli, real traffic on a veth:
+# `cscli bouncers add`, decisions made with cscli, real traffic on a veth.
+# The bouncer runs as deploy/sluice-crowdsec.service starts it: its
+# ExecStart line with deploy/crowdsec.env's variables (the test's URL, key,
+# poll and pins in place of the shipped values), and only the unit's
+# capabilities:
 #   - CS_BULK decisions present at startup are applied; the time is printed;
 #   - `cscli decisions add --ip` drops that source at XDP within one poll
 #     (the last packet delivered at most POLL_S + SLACK_MS after cscli
@@ -119,9 +123,26 @@ awk -v n="$CS_BULK" 'BEGIN { print "duration,scope,value"
 	for (i = 0; i < n; i++) printf "2h,ip,10.64.%d.%d\n", int(i / 256), i % 256 }' >"$CS/bulk.csv"
 cscli decisions import -i "$CS/bulk.csv" >/dev/null 2>&1
 BLOG=$WORK/bouncer.log
+# The unit's command as systemd expands it (${VAR} one word, $VAR split at
+# spaces; none of these values holds one), each variable it names set in
+# the env file, the binary this tree's.
+unit=$ROOT/deploy/sluice-crowdsec.service
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+# shellcheck disable=SC2016 # a literal $
+for v in $(grep -oE '\$\{?[A-Z_]+' <<<"$exec_start" | tr -d '${'); do
+	grep -q "^$v=" "$ROOT/deploy/crowdsec.env" || e2e_fail "the unit's \$$v is not in deploy/crowdsec.env"
+done
+# shellcheck disable=SC2034 # the eval below reads them
+CROWDSEC_KEY_FILE=$CS/key CROWDSEC_LAPI_URL=$LAPI CROWDSEC_POLL=${POLL_S}s \
+	CROWDSEC_OPTS="--pin-root $PIN_ROOT --state-dir $STATE"
+cmd=()
+eval "cmd=($exec_start)"
+[[ ${cmd[0]} == */sbin/sluice ]] || e2e_fail "the unit runs ${cmd[0]}, not sluice"
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z ' 'a-z\n' | sed 's/^cap_/+/' | paste -sd, -)
+echo "ok: the unit's command: ${cmd[*]:1} (capabilities ${caps//+/})"
 t0=$(now_ns)
-"$SLUICE" -v crowdsec --key-file "$CS/key" --lapi-url "$LAPI" --poll "${POLL_S}s" \
-	--pin-root "$PIN_ROOT" --state-dir "$STATE" >"$BLOG" 2>&1 &
+setpriv --bounding-set=-all,"$caps" --inh-caps=-all,"$caps" --ambient-caps=-all,"$caps" \
+	"$SLUICE" "${cmd[@]:1}" >"$BLOG" 2>&1 &
 BOUNCER_PID=$!
 _pids+=("$BOUNCER_PID")
 # wait_log TEXT [N]: the bouncer has logged N (default 1) lines holding TEXT, within 60 s.

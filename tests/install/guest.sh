@@ -187,6 +187,71 @@ state=$(systemctl is-active sluice)
 verdict $? "with the file mended, systemctl restart: the unit is $state" \
 	"with the file mended, systemctl restart: the unit is $state"
 
+# The CrowdSec bouncer's unit: installed, not enabled, not started. A start
+# without the key fails at once (78, which the unit does not retry, so it
+# goes straight to failed), its last line naming the file and the command.
+# Then a key and a local API on crowdsec's default address, the env file's:
+# a socket unit of this test's that answers every pull with one decision.
+# The unit bans that address on wan0, in the maps and the state file,
+# from inside its sandbox with its one capability.
+CS=sluice-crowdsec
+CS_BAN=10.200.0.99
+enabled=$(systemctl is-enabled $CS 2>&1)
+state=$(systemctl is-active $CS)
+[ "$enabled" = disabled ] && [ "$state" = inactive ]
+verdict $? "$CS.service is installed $enabled and $state" \
+	"$CS.service is $enabled and $state after the install"
+systemctl start $CS >/dev/null 2>&1
+deadline=$((SECONDS + 30))
+while state=$(systemctl is-active $CS); [ "$state" != failed ] && ((SECONDS < deadline)); do
+	sleep 1
+done
+systemctl status $CS --no-pager -l -n 20 >cs-status.log 2>&1
+last=$(grep -v ' systemd\[1\]: ' cs-status.log | tail -n 1)
+if [ "$state" = failed ] && [[ $last == *"'/etc/sluice/crowdsec.key'"*"cscli bouncers add"* ]] &&
+	grep -q 'status=78/CONFIG' cs-status.log; then
+	pass "$CS without its key: $state (status=78/CONFIG); its last line: ${last#*]: }"
+else
+	fail "$CS without its key: the unit is $state; systemctl status: $(tail -n 5 cs-status.log | tr '\n' ' ')"
+fi
+body='{"new":[{"id":1,"origin":"cscli","scenario":"test-install","scope":"Ip","type":"ban","value":"'$CS_BAN'","duration":"1h"}],"deleted":null}'
+printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+	"${#body}" "$body" >lapi.http
+cat >lapi.sh <<'SH'
+#!/bin/sh
+# The request, up to its blank line; then the answer.
+sed -n '/^\r$/q'
+cat /sluice-test/lapi.http
+SH
+chmod +x lapi.sh
+cat >/run/systemd/system/lapi.socket <<'UNIT'
+[Socket]
+ListenStream=127.0.0.1:8080
+Accept=yes
+UNIT
+cat >/run/systemd/system/lapi@.service <<'UNIT'
+[Service]
+ExecStart=/sluice-test/lapi.sh
+StandardInput=socket
+UNIT
+systemctl daemon-reload
+systemctl start lapi.socket
+(umask 077 && echo sluice-test-key >/etc/sluice/crowdsec.key)
+systemctl start $CS >/dev/null 2>&1
+deadline=$((SECONDS + START_S))
+until bans=$(sluice bans --iface $IF --json 2>&1); [[ $bans == *"\"$CS_BAN/32\""* ]] || ((SECONDS >= deadline)); do
+	sleep 1
+done
+state=$(systemctl is-active $CS)
+saved=$(grep -c "^crowdsec $CS_BAN/32 " /var/lib/sluice/bans/$IF 2>&1)
+if [ "$state" = active ] && [[ $bans == *"\"$CS_BAN/32\""* ]] && [ "$saved" = 1 ]; then
+	pass "$CS with a key and a local API: $state, $CS_BAN/32 banned on $IF and in /var/lib/sluice/bans/$IF"
+else
+	fail "$CS with a key and a local API: $state; bans: $bans; state file: $saved; $(journalctl -u $CS --no-pager -o cat | tail -n 3 | tr '\n' ' ')"
+fi
+systemctl stop $CS lapi.socket
+rm -f /etc/sluice/crowdsec.key # the admin's: the purge leaves it
+
 # Purge: no enforcement, no pin, no unit.
 if dpkg --purge sluice >purge.log 2>&1; then
 	pass "dpkg --purge sluice: exit 0"

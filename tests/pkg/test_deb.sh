@@ -11,6 +11,8 @@
 #      line, a broken copy of it refused with only its error; the binary
 #      runs, the unit enabled; with systemd as PID 1 it is active,
 #      otherwise `systemd-analyze verify` checks the installed unit;
+#      the CrowdSec bouncer's unit installed, disabled and inactive, its
+#      settings a conffile, `systemd-analyze verify` and `security` of it;
 #      The installed agent attaches to a veth of a namespace of the test's
 #      own, and exits, leaving the program attached (as a stopped unit does);
 #   4. dpkg --purge: every file, the policy and the enablement gone again,
@@ -81,8 +83,11 @@ sed 's/^/  /' "$TMP/lintian.log"
 installed=1
 dpkg -i "$deb" >"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "dpkg -i failed"; }
 policy=/etc/sluice/policy.yaml
+cs_env=/etc/sluice/crowdsec.env
+cs_unit=/lib/systemd/system/sluice-crowdsec.service
 files=(/usr/sbin/sluice /usr/share/man/man8/sluice.8.gz /lib/systemd/system/sluice.service
 	/usr/share/doc/sluice/copyright /usr/share/doc/sluice/examples/host.yaml "$policy"
+	"$cs_unit" "$cs_env"
 	/usr/share/sluice/prometheus/alerts.yaml /usr/share/sluice/grafana/sluice.json
 	/usr/share/sluice/fail2ban/action.d/sluice.conf)
 if [ -f "$ROOT/tools/completion/sluice.bash" ]; then
@@ -93,9 +98,9 @@ for f in "${files[@]}"; do
 	[ -f "$f" ] || fail "$f is missing"
 done
 ok "installed: ${files[*]}"
-conffiles=$(dpkg-query -W -f='${Conffiles}' sluice | awk 'NF { print $1 }')
-[ "$conffiles" = "$policy" ] || fail "conffiles: '$conffiles', expected $policy alone"
-ok "conffile: $policy"
+conffiles=$(dpkg-query -W -f='${Conffiles}' sluice | awk 'NF { print $1 }' | sort | paste -sd' ' -)
+[ "$conffiles" = "$cs_env $policy" ] || fail "conffiles: '$conffiles', expected $cs_env $policy"
+ok "conffiles: $conffiles"
 
 # The shipped policy passes `sluice -q check` in one line, and nothing else.
 rc=0
@@ -158,6 +163,37 @@ exposure=$(systemd-analyze security --offline=yes /lib/systemd/system/sluice.ser
 awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.0) }' ||
 	fail "systemd-analyze security: exposure '$exposure', more than 3.0"
 ok "systemd-analyze security: exposure $exposure (at most 3.0)"
+
+# The CrowdSec bouncer's unit: shipped, not enabled (it needs a key), not
+# started; it runs the installed binary with the settings of its conffile,
+# and stays failed on a missing key (78) rather than retrying.
+grep -qx "ExecStart=/usr/sbin/sluice -v crowdsec --key-file \${CROWDSEC_KEY_FILE} --lapi-url \${CROWDSEC_LAPI_URL} --poll \${CROWDSEC_POLL} \$CROWDSEC_OPTS" \
+	"$cs_unit" || fail "$cs_unit does not run /usr/sbin/sluice crowdsec: $(grep '^ExecStart=' "$cs_unit")"
+for line in EnvironmentFile=$cs_env RestartPreventExitStatus=2\ 78 CapabilityBoundingSet=CAP_BPF; do
+	grep -qx "$line" "$cs_unit" || fail "$cs_unit has no $line"
+done
+for v in CROWDSEC_KEY_FILE=/etc/sluice/crowdsec.key CROWDSEC_LAPI_URL=http://127.0.0.1:8080 CROWDSEC_POLL=10s; do
+	grep -qx "$v" "$cs_env" || fail "$cs_env does not set $v"
+done
+grep -q 'cscli bouncers add sluice -o raw > /etc/sluice/crowdsec.key' "$cs_env" ||
+	fail "$cs_env does not say how to make the key"
+ok "$cs_unit runs /usr/sbin/sluice crowdsec with $cs_env, which says how to make the key"
+links=$(find /etc/systemd -name sluice-crowdsec.service)
+[ -z "$links" ] || fail "the bouncer's unit is enabled: $links"
+ok "the bouncer's unit is not enabled"
+if [ "$(ps -p 1 -o comm=)" = systemd ]; then
+	state=$(systemctl is-active sluice-crowdsec || true)
+	[ "$state" = inactive ] || fail "the bouncer's unit is $state after the install"
+	ok "systemd: the bouncer's unit is inactive"
+fi
+out=$(systemd-analyze verify "$cs_unit" 2>&1) || fail "systemd-analyze verify $cs_unit: $out"
+[ -z "$out" ] || fail "systemd-analyze verify $cs_unit warned: $out"
+ok "systemd-analyze verify $cs_unit: no output, exit 0"
+exposure=$(systemd-analyze security --offline=yes "$cs_unit" 2>/dev/null |
+	sed -n 's/.*Overall exposure level for sluice-crowdsec.service: \([0-9.]*\).*/\1/p')
+awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 2.0) }' ||
+	fail "systemd-analyze security $cs_unit: exposure '$exposure', more than 2.0"
+ok "systemd-analyze security $cs_unit: exposure $exposure (at most 2.0)"
 
 # The installed agent, with the default pin root, on a veth of our own
 # namespace (nsenter, not `ip netns exec`, whose /sys hides bpffs). SIGTERM
