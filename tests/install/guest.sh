@@ -128,6 +128,15 @@ if [ "$state" = active ]; then
 else
 	fail "sluice.service is $state after the install: $(systemctl status sluice --no-pager -n 5 2>&1 | tail -n 3 | tr '\n' ' ')"
 fi
+# Where the agent keeps its bans (escalation's, the ban API's) across
+# restarts, writable in the unit's own mount namespace (ProtectSystem=strict
+# leaves everything else read-only but the pins).
+pid=$(systemctl show -p MainPID --value sluice)
+if nsenter -t "$pid" -m test -w /var/lib/sluice; then
+	pass "/var/lib/sluice is writable in the unit's namespace ($(stat -c %a /var/lib/sluice))"
+else
+	fail "/var/lib/sluice is not writable in the unit's namespace (pid ${pid:-none})"
+fi
 status=$(sluice status --json --iface $IF 2>&1)
 if [[ $status == *'"policies":[{'* ]]; then
 	pass "attached to $IF, the interface with the default route: $(echo "$status" | grep -o '"mode":"[a-z]*"' | head -n 1)"
