@@ -1814,11 +1814,11 @@ static void print_targets(const struct bench_result *all, const int *keep)
 			continue;
 		if (!head++)
 			printf("\n#32's targets, ns over the floor (IPv4 UDP):\n"
-			       "  %-*s %7s  %-*s %7s %6s %7s  %s\n",
+			       "  %-*s %7s  %-*s %7s %6s  %-8s  %s\n",
 			       TARGET_PATH_WIDTH, "path", "ns", TARGET_PARTS_WIDTH, "its parts",
 			       "ns", "ratio", "target", "met");
-		printf("  %-*s %7.1f  %-*s %7.1f %5.2fx %6.2fx  %s\n", TARGET_PATH_WIDTH, t->path,
-		       path, TARGET_PARTS_WIDTH, t->parts, a + b, path / (a + b), t->max_x,
+		printf("  %-*s %7.1f  %-*s %7.1f %5.2fx  <= %4.2fx  %s\n", TARGET_PATH_WIDTH,
+		       t->path, path, TARGET_PARTS_WIDTH, t->parts, a + b, path / (a + b), t->max_x,
 		       path / (a + b) <= t->max_x ? "met" : "not met");
 	}
 }
