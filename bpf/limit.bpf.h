@@ -171,6 +171,8 @@ static __always_inline void limit_move(const struct sluice_key *key, __u64 now, 
  * so the rest of the host may see at most CPUs × batch packets fewer.
  * Only ticks are held, not packets: a reload that slows the limit leaves
  * credit too small for one packet, which is given back with the slot.
+ * The same ticks spend a byte limit's batch, which compile.c counts in
+ * bytes: there, read bytes for packets above.
  */
 /* Per CPU, so that a slot has one writer; not pinned: an upgrade strands what it held. */
 struct {

@@ -32,13 +32,15 @@
  * The bound: over any interval of length t, admitted cost ≤ burst + rate·t.
  *
  * Per-CPU batches: a CPU that admits a key's packets takes up to
- * struct sluice_gcra.batch packets' increments from the key at once and
+ * struct sluice_gcra.batch cost units' increments from the key at once and
  * spends them on its own (bpf/limit.bpf.h). What a CPU holds was charged
- * before the window began, at most batch packets, so the bound becomes
+ * before the window began, at most batch units, so the bound becomes
  * burst + rate·t + CPUs × batch. compile.c chooses the batch as the
- * policy's packets per SLUICE_BATCH_WINDOW_NS, at most 1/SLUICE_BATCH_BURST_DIV
- * of its burst and SLUICE_BATCH_MAX; below SLUICE_BATCH_MIN, none (0): a
- * slow limit (10/min, or anything under 2000/s) stays exact.
+ * policy's cost per SLUICE_BATCH_WINDOW_NS, at most 1/SLUICE_BATCH_BURST_DIV
+ * of its burst and SLUICE_BATCH_MAX packets; below SLUICE_BATCH_MIN, none
+ * (0): a slow limit (10/min, or anything under 2000/s) stays exact. A byte
+ * limit counts its batch in full-size frames of SLUICE_BATCH_FRAME_BYTES:
+ * at most 64 of them, none under 2 (about 24.2 Mbit/s).
  */
 #ifndef SLUICE_GCRA_H
 #define SLUICE_GCRA_H
@@ -52,10 +54,11 @@
 #define SLUICE_GCRA_INCR_SAT   (SLUICE_GCRA_TOL_MAX + 1) /* denied under any tolerance */
 #define SLUICE_GCRA_LOW_BITS   32 /* sluice_gcra_mul_sat() splits a factor here */
 
-#define SLUICE_BATCH_WINDOW_NS SLUICE_NSEC_PER_MSEC /* a batch is at most this much of the rate */
-#define SLUICE_BATCH_BURST_DIV 16		    /* and at most this part of the burst */
-#define SLUICE_BATCH_MAX       64		    /* packets */
-#define SLUICE_BATCH_MIN       2		    /* smaller: no batch */
+#define SLUICE_BATCH_WINDOW_NS	 SLUICE_NSEC_PER_MSEC /* a batch is at most this much of the rate */
+#define SLUICE_BATCH_BURST_DIV	 16		      /* and at most this part of the burst */
+#define SLUICE_BATCH_MAX	 64		      /* packets */
+#define SLUICE_BATCH_MIN	 2		      /* smaller: no batch */
+#define SLUICE_BATCH_FRAME_BYTES 1514 /* a byte limit's batch unit: 1500 B of MTU + Ethernet */
 
 /*
  * How far a stored TAT may be ahead of our clock beyond the tolerance and

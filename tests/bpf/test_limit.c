@@ -249,8 +249,11 @@ static void test_two_cpus_layered(void **state)
 	harness_close(&h);
 }
 
-#define BATCH_RATE  100000 /* per second: batches of its packets per ms, SLUICE_BATCH_MAX */
-#define BATCH_BURST 20000  /* /16 = 1250: the batch is SLUICE_BATCH_MAX */
+#define BATCH_RATE	 100000	  /* per second: batches of its packets per ms, SLUICE_BATCH_MAX */
+#define BATCH_BURST	 20000	  /* /16 = 1250: the batch is SLUICE_BATCH_MAX */
+#define BATCH_BYTE_RATE	 12500000 /* B/s, 100Mbit/s: batches of 12500 B, its bytes per ms */
+#define BATCH_BYTE_BURST 1000000  /* B: /16 = 62500, above the batch */
+#define BATCH_BYTE_BATCH 12500
 
 static double mono_s(void)
 {
@@ -261,32 +264,33 @@ static double mono_s(void)
 }
 
 /*
- * Two CPUs on one key of a fast limit, which they take in batches: over
- * the run's t seconds the host admits at most burst + rate·t + CPUs ×
- * batch (gcra.h), and at least the burst less what the CPUs' slots may
+ * Two CPUs on one key of a fast limit of @rate/s and @burst @unit ("" or
+ * "B"), which they take in batches of @want: over the run's t seconds the
+ * host admits at most burst + rate·t + CPUs × batch (gcra.h) and one
+ * packet's rounding, and at least the burst less what the CPUs' slots may
  * hold unspent at the end, CPUs × batch. The precise clock keeps the
- * coarse clock's lag out of the bound.
+ * coarse clock's lag out of the bound. Counted in the limit's cost unit.
  */
-static void test_two_cpus_batched(void **state)
+static void two_cpus_batched(__u64 rate, __u64 burst, const char *unit, __u32 want)
 {
 	char yaml[320];
 	struct harness h;
 	struct status st;
 	struct pkt p;
-	__u64 passed, dropped, batch, most, least;
+	__u64 passed, dropped, batch, most, least, cost;
 	double start, t;
 
-	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < THREADS)
 		skip();
 	snprintf(yaml, sizeof(yaml),
 		 "policies:\n  - name: limit\n    match: { proto: udp, dst_port: 53 }\n"
-		 "    rate: %d/s\n    burst: %d\n    clock: precise\n",
-		 BATCH_RATE, BATCH_BURST);
+		 "    rate: %llu%s/s\n    burst: %llu%s\n    clock: precise\n",
+		 (unsigned long long)rate, unit, (unsigned long long)burst, unit);
 	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
 	batch = harness_policy(&h, "limit").limit.batch;
-	assert_int_equal(batch, SLUICE_BATCH_MAX);
+	assert_int_equal(batch, want);
 	harness_udp(&p, "192.0.2.1", "198.51.100.53", DNS_PORT);
+	cost = *unit ? p.len : 1; /* a frame's bytes, as sluice counts them, or one packet */
 	start = mono_s();
 	assert_int_equal(harness_run_on_cpus(&h, &p, THREADS, THREAD_REPEAT), 0);
 	t = mono_s() - start;
@@ -294,14 +298,28 @@ static void test_two_cpus_batched(void **state)
 	passed = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_PASSED);
 	dropped = harness_policy_pkts(&st, "limit", SLUICE_PSTAT_DROPPED);
 	status__free(&st);
-	most = BATCH_BURST + (__u64)(BATCH_RATE * t) + 1 + THREADS * batch;
-	least = BATCH_BURST - THREADS * batch;
-	print_message("two cpus, batches of %llu: passed %llu in %.3f s, bound %llu .. %llu\n",
-		      (unsigned long long)batch, (unsigned long long)passed, t,
+	most = burst + (__u64)((double)rate * t) + cost + THREADS * batch;
+	least = burst - THREADS * batch;
+	print_message("two cpus, batches of %llu%s: passed %llu%s in %.3f s, bound %llu .. %llu\n",
+		      (unsigned long long)batch, unit, (unsigned long long)(passed * cost), unit, t,
 		      (unsigned long long)least, (unsigned long long)most);
 	assert_int_equal(passed + dropped, (__u64)THREADS * THREAD_REPEAT);
-	assert_in_range(passed, least, most);
+	assert_true(dropped > 0); /* the flood went past the bound, which it then tests */
+	assert_in_range(passed * cost, least, most);
 	harness_close(&h);
+}
+
+static void test_two_cpus_batched(void **state)
+{
+	(void)state;
+	two_cpus_batched(BATCH_RATE, BATCH_BURST, "", SLUICE_BATCH_MAX);
+}
+
+/* A byte limit's batch is bytes: the same bound, in bytes. */
+static void test_two_cpus_batched_bytes(void **state)
+{
+	(void)state;
+	two_cpus_batched(BATCH_BYTE_RATE, BATCH_BYTE_BURST, "B", BATCH_BYTE_BATCH);
 }
 
 #define RETURN_SENT  10000 /* 100 ms of the rate ahead: a refund is never cut at now */
@@ -403,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_two_cpus_one_key),
 		cmocka_unit_test(test_two_cpus_layered),
 		cmocka_unit_test(test_two_cpus_batched),
+		cmocka_unit_test(test_two_cpus_batched_bytes),
 		cmocka_unit_test(test_batch_returned),
 	};
 

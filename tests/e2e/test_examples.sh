@@ -81,9 +81,12 @@ expect_line examples/k8s-node.yaml \
 # 2000/s: batches of 2 per CPU (docs/policy.md, "Burst math"), with this host's CPUs.
 cpus=$(getconf _NPROCESSORS_CONF)
 expect_line examples/k8s-node.yaml "  per-CPU batches: a CPU takes up to 2 packets of a key at \
-once: up to 2 packets per CPU more in any window ($((2 * cpus)) with the $cpus CPUs here)"
+once: up to 2 packets per CPU more in any window ($((2 * cpus)) packets with the $cpus CPUs here)"
 check_file examples/prefilter.yaml
-! grep -q 'per-CPU batches' "$WORK/out" || e2e_fail "prefilter.yaml: a batch at 100/s"
+# One batch line: 200Mbit/s takes 25kB per ms; 100/s and 10/min take none.
+e2e_equal "prefilter.yaml: batches" "$(grep -c 'per-CPU batches' "$WORK/out")" 1
+unwrap "$WORK/out" | grep -qF "  per-CPU batches: a CPU takes up to 25kB of a key at once: \
+up to 25kB per CPU more in any window (" || e2e_fail "prefilter.yaml: no 25kB batch: $(cat "$WORK/out")"
 expect_line examples/prefilter.yaml "  limit: 100/s, burst 200 packets, on this node"
 expect_line examples/prefilter.yaml "  class: abuse (makes an attack uneconomical)"
 expect_line examples/prefilter.yaml \

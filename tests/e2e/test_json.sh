@@ -36,6 +36,8 @@ policies:
     rate: 1/min
     burst: $BURST
 YAML
+BATCH=2
+printf 'policies:\n  - { name: fast, rate: 2000/s, burst: 1000 }\n' >"$WORK/batch.yaml"
 printf 'policies:\n  - name: broken\n    rate: 100/sek\n    burst: 1\n' >"$WORK/bad.yaml"
 
 # json CMD ARGS...: `sluice CMD --json ARGS...` into $WORK/CMD.json, valid
@@ -99,6 +101,13 @@ e2e_equal "check: rate as written" "$(field check '.policies[0].limit.rate')" 1/
 e2e_equal "check: burst" "$(field check '.policies[0].limit.burst')" "$BURST"
 e2e_equal "check: refill" "$(field check '.policies[0].burst_math.refill_ms')" $((BURST * 60000))
 e2e_equal "check: key" "$(field check '.policies[0].key.ipv4_prefix')" 32
+e2e_equal "check: 1/min has no per-CPU batch" "$(field check '.policies[0].burst_math.cpu_batch')" null
+e2e_equal "check: nor its bound" "$(field check '.policies[0].burst_math.cpu_batch_extra')" null
+# 2000/s: batches of 2 packets (2000 per s over 1 ms), CPUs × 2 more at most (docs/policy.md).
+json check "$WORK/batch.yaml"
+e2e_equal "check: per-CPU batch" "$(field check '.policies[0].burst_math.cpu_batch')" "$BATCH"
+e2e_equal "check: its bound" "$(field check '.policies[0].burst_math.cpu_batch_extra')" \
+	$((BATCH * $(getconf _NPROCESSORS_CONF)))
 JSON_RC=78 json check "$WORK/bad.yaml"
 e2e_equal "check of a bad file: ok" "$(field check .ok)" false
 e2e_equal "check of a bad file: the error" \

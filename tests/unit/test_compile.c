@@ -302,8 +302,8 @@ static void test_clock(void **state)
 /*
  * Per-CPU batches (gcra.h): a fast packet limit's packets per
  * SLUICE_BATCH_WINDOW_NS, at most 1/SLUICE_BATCH_BURST_DIV of its burst
- * and SLUICE_BATCH_MAX; none under SLUICE_BATCH_MIN, for bytes, or for a
- * cluster-scoped limit.
+ * and SLUICE_BATCH_MAX; none under SLUICE_BATCH_MIN, or for a
+ * cluster-scoped limit. A byte limit's in frames of SLUICE_BATCH_FRAME_BYTES.
  */
 static void test_batch(void **state)
 {
@@ -312,12 +312,16 @@ static void test_batch(void **state)
 		__u32 batch;
 	} cases[] = {
 		{ "    rate: 10/min\n    burst: 5\n", 0 },
-		{ "    rate: 1999/s\n    burst: 100000\n", 0 },	  /* 1.999 per ms */
-		{ "    rate: 3000/s\n    burst: 100000\n", 3 },	  /* 3 per ms */
-		{ "    rate: 100000/s\n    burst: 20000\n", 64 }, /* SLUICE_BATCH_MAX */
-		{ "    rate: 100000/s\n    burst: 800\n", 50 },	  /* burst / 16 */
-		{ "    rate: 100000/s\n    burst: 31\n", 0 },	  /* burst / 16 < 2 */
-		{ "    rate: 1Gbit/s\n    burst: 1MB\n", 0 },	  /* bytes */
+		{ "    rate: 1999/s\n    burst: 100000\n", 0 },	     /* 1.999 per ms */
+		{ "    rate: 3000/s\n    burst: 100000\n", 3 },	     /* 3 per ms */
+		{ "    rate: 100000/s\n    burst: 20000\n", 64 },    /* SLUICE_BATCH_MAX */
+		{ "    rate: 100000/s\n    burst: 800\n", 50 },	     /* burst / 16 */
+		{ "    rate: 100000/s\n    burst: 31\n", 0 },	     /* burst / 16 < 2 */
+		{ "    rate: 1Gbit/s\n    burst: 1MB\n", 62500 },    /* bytes: burst / 16 */
+		{ "    rate: 10Gbit/s\n    burst: 100MB\n", 96896 }, /* 64 full frames */
+		{ "    rate: 24Mbit/s\n    burst: 1MB\n", 0 },	     /* 3000 B per ms < 2 frames */
+		{ "    rate: 25Mbit/s\n    burst: 1MB\n", 3125 },    /* 3125 B per ms */
+		{ "    rate: 25Mbit/s\n    burst: 48000\n", 0 },     /* burst / 16 < 2 frames */
 	};
 	char yaml[256];
 	struct policy_set *ps;

@@ -254,21 +254,23 @@ static void print_header(struct line *l, const struct policy *p, const struct sl
 }
 
 /*
- * Per-CPU batches (include/sluice/gcra.h): a fast packet limit lets each
- * CPU take up to batch packets from a key at once, which loosens its
- * bound by CPUs × batch.
+ * Per-CPU batches (include/sluice/gcra.h): a fast limit lets each CPU take
+ * up to batch packets or bytes from a key at once, which loosens its bound
+ * by CPUs × batch.
  */
 static void print_batch(struct line *l, const struct policy *p)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
 	__u32 batch = compile_batch(p);
+	char one[UNITS_TEXT_LEN], all[UNITS_TEXT_LEN];
 
 	if (!batch)
 		return;
+	amount_text(one, batch, p->rate.cost);
 	line__add(l,
-		  "  per-CPU batches: a CPU takes up to %u packets of a key at once: up to %u "
-		  "packets per CPU more in any window (%ld with the %ld CPUs here)",
-		  batch, batch, cpus * (long)batch, cpus);
+		  "  per-CPU batches: a CPU takes up to %s of a key at once: up to %s per CPU "
+		  "more in any window (%s with the %ld CPUs here)",
+		  one, one, amount_text(all, (__u64)cpus * batch, p->rate.cost), cpus);
 	line__print(l);
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/addr.h"
 #include "base/escape.h"
@@ -111,11 +112,13 @@ static void put_match(const struct policy_match *m)
 /*
  * Over any t seconds a key admits at most limit.burst + limit.per_sec·t;
  * an emptied bucket is full again after refill_ms. A coarse clock admits
- * up to coarse_extra_per_tick more per tick of lag.
+ * up to coarse_extra_per_tick more per tick of lag; per-CPU batches of
+ * cpu_batch packets, up to cpu_batch_extra more with this host's CPUs.
  */
 static void put_burst_math(const struct policy *p)
 {
 	double per_sec = units_per_sec(&p->rate);
+	__u32 batch = compile_batch(p);
 	struct coarse_lag lag;
 
 	printf(",\"burst_math\":{\"refill_ms\":" NUM_FMT ",\"clock\":\"%s\"",
@@ -130,6 +133,11 @@ static void put_burst_math(const struct policy *p)
 		       ",\"coarse_extra_worst\":" NUM_FMT,
 		       lag.tick_ns, lag.per_tick, lag.worst);
 	}
+	if (batch)
+		printf(",\"cpu_batch\":%u,\"cpu_batch_extra\":%ld", batch,
+		       sysconf(_SC_NPROCESSORS_CONF) * (long)batch);
+	else
+		printf(",\"cpu_batch\":null,\"cpu_batch_extra\":null");
 	printf(",\"burst_below_frame\":%s}",
 	       p->rate.cost == SLUICE_COST_BYTES && p->burst < ETH_FRAME_MAX_BYTES ? "true"
 										   : "false");

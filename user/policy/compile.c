@@ -511,16 +511,17 @@ static int check_slots(const struct compiled *c, struct diag_list *diags)
 __u32 compile_batch(const struct policy *p)
 {
 	__u64 batch = p->burst / SLUICE_BATCH_BURST_DIV;
+	__u64 unit = p->rate.cost == SLUICE_COST_BYTES ? SLUICE_BATCH_FRAME_BYTES : 1;
 	unsigned __int128 per_window;
 
-	if (p->scope != SLUICE_SCOPE_NODE || p->rate.cost != SLUICE_COST_PKTS || !p->rate.period_ns)
+	if (p->scope != SLUICE_SCOPE_NODE || !p->rate.period_ns)
 		return 0;
 	per_window = (unsigned __int128)p->rate.amount * SLUICE_BATCH_WINDOW_NS / p->rate.period_ns;
 	if (per_window < batch)
 		batch = (__u64)per_window;
-	if (batch > SLUICE_BATCH_MAX)
-		batch = SLUICE_BATCH_MAX;
-	return batch < SLUICE_BATCH_MIN ? 0 : (__u32)batch;
+	if (batch > SLUICE_BATCH_MAX * unit)
+		batch = SLUICE_BATCH_MAX * unit;
+	return batch < SLUICE_BATCH_MIN * unit ? 0 : (__u32)batch;
 }
 
 /* One limit of policy @id; @local says it is the local (degraded) one. */

@@ -55,10 +55,11 @@ int compile_classes(const struct compiled *c, __u32 *classes, struct sluice_matc
 void compiled__free(struct compiled *c);
 
 /*
- * The packets a CPU may take from a key of @p at once (struct
- * sluice_gcra.batch, gcra.h): its packets per SLUICE_BATCH_WINDOW_NS, at
- * most 1/SLUICE_BATCH_BURST_DIV of its burst and SLUICE_BATCH_MAX; 0 below
- * SLUICE_BATCH_MIN, and for a byte or cluster-scoped limit.
+ * The cost a CPU may take from a key of @p at once (struct
+ * sluice_gcra.batch, gcra.h): its cost per SLUICE_BATCH_WINDOW_NS, at most
+ * 1/SLUICE_BATCH_BURST_DIV of its burst and SLUICE_BATCH_MAX packets (a
+ * byte limit: as many frames of SLUICE_BATCH_FRAME_BYTES); 0 below
+ * SLUICE_BATCH_MIN of them, and for a cluster-scoped limit.
  */
 __u32 compile_batch(const struct policy *p);
 
