@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 #include <cmocka.h>
 
 #include "base/addr.h"
@@ -226,12 +228,50 @@ static void test_expired_host_live_prefix(void **state)
 	harness_close(&h);
 }
 
+/*
+ * More prefixes than one lookup batch holds (BAN_BATCH, 4096, in
+ * kernel/bans.c): the gate counts every one, key by key, and ends. Counted in the kernel's
+ * batches with the hash's token instead, the count started over at each
+ * batch and never ended; the alarm turns such a hang into a failure.
+ */
+#define MANY_PREFIXES	(4096 + 4)
+#define MANY_PREFIXES_S 60 /* the count takes well under a second here, seconds under QEMU */
+
+static void test_many_prefixes(void **state)
+{
+	struct sluice_ban b = { .since_ns = mono_ns() };
+	struct sluice_addr_key k;
+	struct ban_entry *e;
+	char text[INET_ADDRSTRLEN + sizeof("/24")];
+	struct harness h;
+	__u32 i, entries;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	for (i = 0; i < MANY_PREFIXES; i++) {
+		snprintf(text, sizeof(text), "10.%u.%u.0/24", i / 256, i % 256);
+		ban_key(text, &k);
+		assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
+	}
+	alarm(MANY_PREFIXES_S);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	alarm(0);
+	assert_int_equal(bans__read_gate(&h.att.maps, &entries), 0);
+	assert_int_equal(entries, MANY_PREFIXES);
+	assert_int_equal(bans__read(&h.att.maps, &e, &n), 0);
+	assert_int_equal(n, MANY_PREFIXES);
+	free(e);
+	harness_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_reban_unban),
 		cmocka_unit_test(test_expired_host_live_prefix),
+		cmocka_unit_test(test_many_prefixes),
 	};
 
 	harness_require_root();

@@ -71,15 +71,23 @@ static int read_hash(int fd, struct ban_entry *e, size_t *i, size_t max)
 	return err == -KERNEL_ENOTSUPP ? -EOPNOTSUPP : err;
 }
 
-/* The keys in map @fd into *@n. 0 or -errno. */
-static int count_keys(int fd, __u32 *n)
+/*
+ * The keys in map @fd into *@n: in batches if @hash (and the kernel has
+ * them), else key by key. Only a hash may be batched here: read_hash()'s
+ * token is the hash's bucket number, while the batch the kernel gives a
+ * trie (generic_map_lookup_batch()) takes a whole key as its token, and a
+ * bucket number there reads as a key not in the trie, from which the next
+ * batch starts over: past BAN_BATCH prefixes the count never ended.
+ * 0 or -errno.
+ */
+static int count_keys(int fd, int hash, __u32 *n)
 {
 	struct sluice_addr_key k[2];
-	int cur = 0;
-
+	int cur = 0, err = -EOPNOTSUPP;
 	size_t i = 0;
-	int err = read_hash(fd, NULL, &i, SIZE_MAX);
 
+	if (hash)
+		err = read_hash(fd, NULL, &i, SIZE_MAX);
 	*n = (__u32)i;
 	if (err != -EOPNOTSUPP && err != -EINVAL)
 		return err;
@@ -95,8 +103,8 @@ static int count_keys(int fd, __u32 *n)
 /* Entries in both maps into *@gate. 0 or -errno. */
 static int count_bans(const struct sluice_maps *m, struct sluice_ban_gate *gate)
 {
-	return count_keys(m->fd[SLUICE_MAP_BAN_HOST], &gate->hosts)
-		       ?: count_keys(m->fd[SLUICE_MAP_BAN], &gate->prefixes);
+	return count_keys(m->fd[SLUICE_MAP_BAN_HOST], 1, &gate->hosts)
+		       ?: count_keys(m->fd[SLUICE_MAP_BAN], 0, &gate->prefixes);
 }
 
 int bans__capacity(const struct sluice_maps *m, __u32 *capacity)
