@@ -37,6 +37,9 @@
  * A cached drop is thus never an admission the full path would not make,
  * and at worst an over-drop of one flow for 100 ms after such a refund.
  *
+ * A ban's drop is cached too (ban.bpf.h, deny_store_ban()), under the
+ * same stamp (so the same allowlist) and the ban gate's epoch.
+ *
  * Layered, the full path attributes a drop to the most specific layer that
  * denies. A more specific layer that starts denying while a less specific
  * one's drop is cached (other flows used up its key) gets the flow's drops
