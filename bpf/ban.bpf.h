@@ -15,6 +15,7 @@
 #define SLUICE_BAN_BPF_H
 
 #include "sluice/gcra.h"
+#include "deny.bpf.h"
 #include "limit.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
@@ -41,8 +42,19 @@ static __always_inline struct sluice_ban *ban_live(struct sluice_ban *ban, struc
  * the address itself does not hide a live ban of a prefix around it. The
  * counter is an atomic add on the shared entry, not per-CPU: the trie has
  * no per-CPU kind, and only packets already being dropped pay it.
+ *
+ * With @f (the deny cache's flow, in @slot, under policy stamp @stamp;
+ * NULL where the cache is not used) the drop is remembered there (deny_store_ban()): the flow's
+ * next packets on this CPU are dropped by deny_cached() for the price of a cached drop, without the
+ * allowlist, the gate's counts, the lookup or the shared counter. That stands while the policies
+ * (and with them the allowlist) and the gate's epoch (every change to the ban maps) are what they
+ * were, for at most sluice_deny_ttl_ticks and never past the ban's expiry: so exactly when this
+ * path would drop too. The slot counts those drops; this path adds them to the ban at the flow's
+ * next look (so a ban's count lags its drops by at most one entry's life per flow and CPU). Drops
+ * of an entry whose ban went, or whose slot another flow took, are in the `banned` total only.
  */
-static __always_inline int ban_drop(const struct pkt_meta *m, struct limit_env *env)
+static __always_inline int ban_drop(const struct pkt_meta *m, struct limit_env *env,
+				    const struct sluice_flow *f, __u32 slot, __u64 stamp)
 {
 	struct sluice_addr_key k = {
 		.prefixlen = SLUICE_ADDR_KEY_BITS(SLUICE_ADDR_BITS),
@@ -62,8 +74,18 @@ static __always_inline int ban_drop(const struct pkt_meta *m, struct limit_env *
 		ban = ban_live(bpf_map_lookup_elem(&sluice_ban, &k), env);
 	if (!ban)
 		return 0;
-	__sync_fetch_and_add(&ban->drops_pkts, 1);
+	__sync_fetch_and_add(&ban->drops_pkts, 1 + (f ? deny_store_ban(f, slot, stamp, gate->epoch,
+								       ban->expires_ns, env->now)
+						      : 0));
 	return 1;
+}
+
+/* Is any ban in the maps? Inline, so that a packet pays no call when none is. */
+static __always_inline int ban_any(void)
+{
+	struct sluice_ban_gate *gate = bpf_map_lookup_elem(&sluice_ban_gate, &deny_gate_key);
+
+	return gate && (gate->hosts | gate->prefixes);
 }
 
 #endif /* SLUICE_BAN_BPF_H */

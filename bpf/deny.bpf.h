@@ -37,6 +37,9 @@
  * A cached drop is thus never an admission the full path would not make,
  * and at worst an over-drop of one flow for 100 ms after such a refund.
  *
+ * A ban's drop is cached too (ban.bpf.h, deny_store_ban()), under the
+ * same stamp (so the same allowlist) and the ban gate's epoch.
+ *
  * Layered, the full path attributes a drop to the most specific layer that
  * denies. A more specific layer that starts denying while a less specific
  * one's drop is cached (other flows used up its key) gets the flow's drops
@@ -101,13 +104,35 @@ static __always_inline int flow_equal(const struct sluice_flow *a, const struct 
 	return words_equal((const __u32 *)a, (const __u32 *)b, SLUICE_FLOW_WORDS);
 }
 
+/* The key of sluice_ban_gate's one entry, in memory: the pipeline's stack has no room. */
+static const __u32 deny_gate_key = 0;
+
+/*
+ * A ban's drop of @d's flow, if the ban maps are still what they were when
+ * it was decided (the gate's epoch): counted in @d, until the next look at
+ * the ban adds it to the ban's own count (deny_store_ban()).
+ */
+static __always_inline long deny_banned(struct sluice_deny *d, __u64 *word, __u32 slot)
+{
+	struct sluice_ban_gate *gate = bpf_map_lookup_elem(&sluice_ban_gate, &deny_gate_key);
+
+	if (!gate || gate->epoch != d->ban_epoch) {
+		*word &= ~BITMAP_BIT(slot);
+		return -1;
+	}
+	d->ban_drops++;
+	return SLUICE_DENY_BAN;
+}
+
 /*
  * The policy that denies flow @f (in @slot, sluice_deny_slot) now without
- * looking (its id), or -1. Reads @env's clock only when the slot's bit is
- * set. An entry past its time or of another generation clears the bit,
+ * looking (its id), SLUICE_DENY_BAN for a ban, or -1. Reads @env's clock
+ * only when the slot's bit is set. An entry past its time or of another
+ * generation clears the bit,
  * whichever flow it holds: left set, a slot whose flow never came back
  * cost every other flow hashed to it a read of the slot per packet, and a
- * flood of many sources left the bitmap full of them for good.
+ * flood of many sources left the bitmap full of them for good. A ban's
+ * drop stands while the agent is lost, as the ban itself does.
  */
 static __always_inline long deny_cached(struct limit_env *env, const struct sluice_flow *f,
 					__u32 slot, __u64 stamp)
@@ -127,6 +152,8 @@ static __always_inline long deny_cached(struct limit_env *env, const struct slui
 	}
 	if (!flow_equal(&d->flow, f))
 		return -1; /* another flow's live drop: it keeps the bit */
+	if (d->policy_id == SLUICE_DENY_BAN)
+		return deny_banned(d, word, slot);
 	return env->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
 }
 
@@ -149,6 +176,36 @@ static __always_inline void deny_store(const struct sluice_flow *f, __u32 slot, 
 	d->stamp = stamp;
 	d->until = now + ttl;
 	*word |= BITMAP_BIT(slot);
+}
+
+/*
+ * Remember in @slot that a ban decided in gate epoch @epoch drops @f from
+ * @now (GCRA ticks), for sluice_deny_ttl_ticks or until the ban expires at
+ * @expires_ns (0: never), whichever is sooner. Returns the drops the slot
+ * held for @f's last such entry, which the caller adds to the ban's count;
+ * another flow's are lost with its entry.
+ */
+static __always_inline __u64 deny_store_ban(const struct sluice_flow *f, __u32 slot, __u64 stamp,
+					    __u64 epoch, __u64 expires_ns, __u64 now)
+{
+	__u64 until = now + sluice_deny_ttl_ticks, held = 0;
+	__u64 *word = deny_word(slot);
+	struct sluice_deny *d = bpf_map_lookup_elem(&sluice_deny, &slot);
+
+	if (!d || !word)
+		return 0;
+	if (d->policy_id == SLUICE_DENY_BAN && flow_equal(&d->flow, f))
+		held = d->ban_drops;
+	if (expires_ns && (__s64)(sluice_gcra_ticks(expires_ns) - until) < 0)
+		until = sluice_gcra_ticks(expires_ns);
+	d->flow = *f;
+	d->policy_id = SLUICE_DENY_BAN;
+	d->stamp = stamp;
+	d->until = until;
+	d->ban_epoch = epoch;
+	d->ban_drops = 0;
+	*word |= BITMAP_BIT(slot);
+	return held;
 }
 
 #endif /* SLUICE_DENY_BPF_H */

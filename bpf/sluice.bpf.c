@@ -243,6 +243,19 @@ static __always_inline void drop_event_call(void *ctx, int hook, const struct pk
 }
 
 /*
+ * ban_drop(), global as drop_event_xdp() is: verified on its own, its frame
+ * is not the pipeline's, which has no byte of 6.1's 512 to spare. Called
+ * only while a ban is in the maps (ban_any()).
+ */
+__attribute__((noinline)) int ban_drop_global(const struct pkt_meta *m, struct limit_env *env,
+					      const struct sluice_flow *f, __u32 slot, __u64 stamp)
+{
+	if (!m || !env)
+		return 0;
+	return ban_drop(m, env, f, slot, stamp);
+}
+
+/*
  * The pipeline, for a frame as parse_frame() takes it; returns XDP_PASS or
  * XDP_DROP. What the parser learned is in m, what the packet is decided
  * under in env, and the answer in v: its result is written here alone,
@@ -289,6 +302,11 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		flow_of(&m, &flow);
 		slot = sluice_deny_slot(&flow);
 		denied_by = deny_cached(&env, &flow, slot, stamp);
+		if (denied_by == SLUICE_DENY_BAN) {
+			why = SLUICE_TOTAL_BANNED;
+			v.result = LIMIT_REFUSED;
+			goto decided;
+		}
 		if (denied_by >= 0) {
 			v.result = LIMIT_DENY;
 			v.id = denied_by;
@@ -299,7 +317,7 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		why = SLUICE_TOTAL_ALLOWED;
 		goto decided;
 	}
-	if (ban_drop(&m, &env)) {
+	if (ban_any() && ban_drop_global(&m, &env, cache ? &flow : NULL, slot, stamp)) {
 		why = SLUICE_TOTAL_BANNED;
 		v.result = LIMIT_REFUSED;
 		goto decided;

@@ -33,7 +33,7 @@
 #include "policy.h"
 #include "stats.h"
 
-#define SLUICE_ABI_VERSION 11
+#define SLUICE_ABI_VERSION 12
 /*
  * The oldest ABI whose every map has the layout of this one: an upgrade
  * from it copies the maps whole (key state, policies, counters); from an
@@ -42,7 +42,8 @@
  * upgrade from 7 or 8 starts empty; ABI 10 the event maps (events.h),
  * which an upgrade from an older one starts empty; ABI 11 gave a policy's
  * limits a batch (policy.h) in bytes that were reserved, and changed no
- * map.
+ * map; ABI 12 gave sluice_ban_gate an epoch (ban.h), which an upgrade
+ * from 11 recounts instead of copying.
  */
 #define SLUICE_ABI_CARRY_SINCE 7
 

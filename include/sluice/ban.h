@@ -41,12 +41,16 @@ SLUICE_ASSERT_SIZE(struct sluice_ban, 64);
  * Value of sluice_ban_gate, a one-element array: which ban maps the program
  * looks up at all. Only the ban commands write it, under a lock on the pin
  * root, never the agent (which rewrites sluice_ctl whole and would lose a
- * concurrent write there).
+ * concurrent write there). Every write gives it a new epoch, after the
+ * change to the ban maps: the program caches a ban's drop per flow
+ * (bpf/ban.bpf.h) only while the epoch it was decided in stands, so an
+ * unban or a shorter ban takes effect at once.
  */
 struct sluice_ban_gate {
 	__u32 hosts;	/* entries in sluice_ban_host, expired ones included; 0: skip it */
 	__u32 prefixes; /* entries in sluice_ban, likewise */
+	__u64 epoch;	/* CLOCK_MONOTONIC ns of the write: new on each */
 };
-SLUICE_ASSERT_SIZE(struct sluice_ban_gate, 8);
+SLUICE_ASSERT_SIZE(struct sluice_ban_gate, 16);
 
 #endif /* SLUICE_ABI_BAN_H */

@@ -45,14 +45,20 @@ _Static_assert(SLUICE_MATCH_SLOTS <= 1U << 16, "a match slot must fit sluice_flo
 
 #define SLUICE_FLOW_WORDS (sizeof(struct sluice_flow) / sizeof(__u32))
 
-/* Value of sluice_deny: a flow some policy denied, and until when. */
+/* sluice_deny.policy_id of a flow a ban drops (bpf/ban.bpf.h): no policy. */
+#define SLUICE_DENY_BAN 0xffffffffU
+_Static_assert(SLUICE_DENY_BAN >= SLUICE_MAX_POLICIES, "a ban's drop must not name a policy");
+
+/* Value of sluice_deny: a flow some policy or a ban denied, and until when. */
 struct sluice_deny {
 	struct sluice_flow flow;
-	__u32 policy_id; /* the policy that dropped it, for its counters */
+	__u32 policy_id; /* the policy that dropped it, for its counters; or SLUICE_DENY_BAN */
 	__u64 stamp;	 /* sluice_deny_stamp() of the policies it was decided by */
 	__u64 until;	 /* GCRA ticks: drop without looking before then */
+	__u64 ban_epoch; /* a ban's drop: sluice_ban_gate.epoch it was decided in */
+	__u64 ban_drops; /* a ban's drop: packets dropped since, not yet in the ban's count */
 };
-SLUICE_ASSERT_SIZE(struct sluice_deny, 40);
+SLUICE_ASSERT_SIZE(struct sluice_deny, 56);
 
 /* Value of sluice_deny_bits: which slots may hold a live drop, a bit each. */
 struct sluice_deny_bits {

@@ -9,9 +9,17 @@
  * source passes despite a ban, and with the gate at 0 (no bans) neither
  * map is consulted at all. Single addresses go to the hash, prefixes to
  * the trie: the rows cover both.
+ *
+ * A ban's drop is cached per flow (bpf/ban.bpf.h): the cached drops count
+ * in the banned total at once and in the ban's own count at the flow's
+ * next look, an unban or a changed allowlist ends them at once, and the
+ * ban's expiry ends them even when the cache's own time is longer. The
+ * process stays on one CPU, whose cache every run meets.
  */
+#define _GNU_SOURCE /* sched_setaffinity() */
 #include <linux/bpf.h>
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "base/addr.h"
@@ -28,7 +37,11 @@
 #include "lib/harness.h"
 #include "policy/policy.h"
 
-#define DNS_PORT 53
+#define DNS_PORT      53
+#define CACHED_RUNS   5	   /* packets of a flow in one run: the first looks, the rest are cached */
+#define EXPIRY_MS     3000 /* a ban's life in the expiry test: longer than a step under QEMU */
+#define EXPIRY_LAG_MS 200  /* waited past the expiry: over the coarse clock's lag */
+#define LONG_TTL_NS   (60 * SLUICE_NSEC_PER_SEC) /* the cache's own time, past the ban's */
 
 /* A policy that passes every test packet, and an allowlisted /28 and /48. */
 static const char yaml[] = "allow: [192.0.2.0/28, \"2001:db8:a::/48\"]\n"
@@ -191,9 +204,15 @@ static void test_reban_unban(void **state)
 	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
 	harness_udp(&p, "198.51.100.7", "203.0.113.53", DNS_PORT);
 	assert_int_equal(harness_run_repeat(&h, &p, 3), 0);
+	/* The first looked the ban up; the cache holds the other two. */
+	assert_int_equal(ban_drops(&h.att.maps, &k), 1);
 	snprintf(b.reason, sizeof(b.reason), "again");
 	assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
-	assert_int_equal(ban_drops(&h.att.maps, &k), 3);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	assert_int_equal(ban_drops(&h.att.maps, &k), 1);
+	/* The new epoch sends the flow to the ban again, which takes what the cache held. */
+	assert_int_equal(harness_run(&h, &p), XDP_DROP);
+	assert_int_equal(ban_drops(&h.att.maps, &k), 4);
 	assert_int_equal(bans__read_gate(&h.att.maps, &entries), 0);
 	assert_int_equal(entries, 1);
 	assert_int_equal(bans__del(&h.att.maps, &k), 0);
@@ -225,6 +244,111 @@ static void test_expired_host_live_prefix(void **state)
 	assert_int_equal(harness_run(&h, &p), XDP_DROP);
 	assert_int_equal(ban_drops(&h.att.maps, &net), 1);
 	assert_int_equal(ban_drops(&h.att.maps, &host), 0);
+	harness_close(&h);
+}
+
+/*
+ * N packets of a banned flow: N in the banned total at once, 1 in the ban's
+ * count until a new epoch (an API rewrite's) makes the next look take the
+ * other N − 1; an unban then passes the flow at once, its cache entry live.
+ */
+static void test_cached_counts_unban(void **state)
+{
+	struct sluice_ban b = { .since_ns = mono_ns() };
+	struct counts before, after;
+	struct sluice_addr_key k;
+	struct harness h;
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	ban_key("198.51.100.0/24", &k);
+	assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	harness_udp(&p, "198.51.100.9", "203.0.113.53", DNS_PORT);
+	snap(&h, &before);
+	assert_int_equal(harness_run_repeat(&h, &p, CACHED_RUNS), 0);
+	snap(&h, &after);
+	assert_int_equal(after.banned - before.banned, CACHED_RUNS);
+	assert_int_equal(after.passed - before.passed, 0);
+	assert_int_equal(ban_drops(&h.att.maps, &k), 1);
+	assert_int_equal(bans__new_epoch(&h.att.maps), 0);
+	assert_int_equal(harness_run(&h, &p), XDP_DROP);
+	assert_int_equal(ban_drops(&h.att.maps, &k), CACHED_RUNS + 1);
+	/* The run above cached the flow again: the unban must end that at once. */
+	assert_int_equal(harness_run(&h, &p), XDP_DROP);
+	assert_int_equal(bans__del(&h.att.maps, &k), 0);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	snap(&h, &before);
+	assert_int_equal(harness_run(&h, &p), XDP_PASS);
+	snap(&h, &after);
+	assert_int_equal(after.banned - before.banned, 0);
+	assert_int_equal(after.passed - before.passed, 1);
+	harness_close(&h);
+}
+
+/* A cached ban's drop ends at the ban's expiry, though the cache's own time is a minute. */
+static void test_cached_expiry(void **state)
+{
+	struct sluice_ban b = { 0 };
+	struct sluice_addr_key k;
+	struct harness h;
+	struct pkt p;
+	__u64 left_ns;
+
+	(void)state;
+	harness_set_deny_ttl(LONG_TTL_NS);
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	harness_set_deny_ttl(0);
+	b.since_ns = mono_ns(); /* after the load, which may take seconds */
+	b.expires_ns = b.since_ns + EXPIRY_MS * SLUICE_NSEC_PER_MSEC;
+	ban_key("198.51.100.7", &k);
+	assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	harness_udp(&p, "198.51.100.7", "203.0.113.53", DNS_PORT);
+	assert_int_equal(harness_run(&h, &p), XDP_DROP);
+	assert_int_equal(harness_run(&h, &p), XDP_DROP);
+	if (mono_ns() >= b.expires_ns)
+		fail_msg("the ban expired before its drops were cached: a step took over %d ms",
+			 EXPIRY_MS);
+	assert_int_equal(ban_drops(&h.att.maps, &k), 1); /* the second was the cache's */
+	left_ns = b.expires_ns - mono_ns() + EXPIRY_LAG_MS * SLUICE_NSEC_PER_MSEC;
+	nanosleep(&(struct timespec){ .tv_sec = left_ns / SLUICE_NSEC_PER_SEC,
+				      .tv_nsec = left_ns % SLUICE_NSEC_PER_SEC },
+		  NULL);
+	assert_int_equal(harness_run(&h, &p), XDP_PASS);
+	harness_close(&h);
+}
+
+/* A source allowlisted by a reload passes at once, its ban's drop cached before. */
+static void test_cached_allowlist(void **state)
+{
+	static const char allowed[] = "allow: [198.51.100.0/24]\n"
+				      "policies:\n"
+				      "  - name: limit\n"
+				      "    match: { proto: udp, dst_port: 53 }\n"
+				      "    rate: 1/h\n"
+				      "    burst: 1000\n";
+	struct sluice_ban b = { .since_ns = mono_ns() };
+	struct counts before, after;
+	struct sluice_addr_key k;
+	struct harness h;
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	ban_key("198.51.100.7", &k);
+	assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
+	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
+	harness_udp(&p, "198.51.100.7", "203.0.113.53", DNS_PORT);
+	assert_int_equal(harness_run_repeat(&h, &p, CACHED_RUNS), 0);
+	assert_int_equal(ban_drops(&h.att.maps, &k), 1);
+	assert_int_equal(harness_apply(&h, allowed), 0);
+	snap(&h, &before);
+	assert_int_equal(harness_run(&h, &p), XDP_PASS);
+	snap(&h, &after);
+	assert_int_equal(after.allowed - before.allowed, 1);
+	assert_int_equal(after.banned - before.banned, 0);
 	harness_close(&h);
 }
 
@@ -272,8 +396,16 @@ int main(void)
 		cmocka_unit_test(test_reban_unban),
 		cmocka_unit_test(test_expired_host_live_prefix),
 		cmocka_unit_test(test_many_prefixes),
+		cmocka_unit_test(test_cached_counts_unban),
+		cmocka_unit_test(test_cached_expiry),
+		cmocka_unit_test(test_cached_allowlist),
 	};
+	cpu_set_t one;
 
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one)) /* each run meets the same CPU's cache */
+		return perror("sched_setaffinity"), 1;
 	harness_require_root();
 	return harness_cleanup(cmocka_run_group_tests_name("bpf_ban", tests, NULL, NULL));
 }

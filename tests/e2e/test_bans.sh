@@ -31,6 +31,7 @@ e2e_topology
 BPFTOOL=${BPFTOOL:-bpftool}
 PORT=9000
 PPS=1000
+DENY_TTL_MS=100 # SLUICE_DENY_TTL_NS: the longest a cached drop stands
 BAN_MS=100         # the issue's bound: a ban drops within 100 ms of the command
 FOR_S=2            # the expiring ban
 # The coarse clock's lag (2 ticks of 4 ms), a packet's spacing at $PPS (1 ms),
@@ -108,7 +109,10 @@ e2e_equal "status --json: the top ban" "$(jq -r '.bans.top[0] | "\(.prefix) \(.d
 json=$("$SLUICE" bans --pin-root "$PIN_ROOT" --json)
 e2e_equal "bans --json" "$(jq -r '.bans[0] | "\(.prefix) \(.expired) \(.reason)"' <<<"$json")" \
 	"$A/32 false e2e-drop"
-e2e_equal "metrics: sluice_ban_drops_total = the ban's count" "$(metric sluice_ban_drops_total)" "$dropped"
+# The total counts each drop at once; the ban's own count takes a flow's cached drops at its
+# next look (docs/bans.md): it may lag by up to DENY_TTL_MS of the flood on each CPU.
+e2e_within "metrics: sluice_ban_drops_total, from the ban's count" "$(metric sluice_ban_drops_total)" \
+	"$dropped" $((dropped + $(nproc) * (3 * PPS * DENY_TTL_MS / 1000 + 1)))
 
 # ---- bans survive kill -9 of the agent ---------------------------------------
 kill -KILL "$AGENT_PID"

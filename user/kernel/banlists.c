@@ -811,6 +811,7 @@ int banlist_counts__write(const struct sluice_maps *m, struct banlist_counts *c)
 
 	if (!c->stale)
 		return 0;
+	c->gate.epoch = mono_ns();
 	if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &c->gate, BPF_ANY))
 		return -errno;
 	c->stale = 0;
@@ -843,7 +844,7 @@ int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, stru
 	__u32 *count = host ? &c->gate.hosts : &c->gate.prefixes, was = *count;
 	struct sluice_ban b;
 	struct plan p = { 0 };
-	int err = 0;
+	int err = 0, rewritten = 0;
 
 	/* A prefix new to the maps on a full table: refused before anything changes. */
 	if (list && c->gate.hosts + c->gate.prefixes >= c->capacity &&
@@ -860,9 +861,11 @@ int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, stru
 		if (err < 0)
 			return err;
 		*count += (__u32)err;
+		rewritten = !err;
 		err = 0;
 	} else if (!bpf_map_delete_elem(fd, k)) {
 		(*count)--;
+		rewritten = 1;
 	} else if (errno != ENOENT) { /* ENOENT: not in the maps (deleted by hand) */
 		return -errno;
 	}
@@ -870,5 +873,8 @@ int banlist__set_one(const struct sluice_maps *m, struct banlist_counts *c, stru
 	/* The program must see a map that gains its first entry before the answer. */
 	if (!was != !*count)
 		err = banlist_counts__write(m, c);
+	/* Nor may a drop it cached under a ban that went or changed outlive the answer. */
+	else if (rewritten)
+		err = bans__new_epoch(m);
 	return err;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/addr.h"
+#include "base/clock.h"
 #include "kernel/bans.h"
 
 #define KERNEL_ENOTSUPP 524 /* what a map without batch operations answers (maps.c) */
@@ -284,6 +285,18 @@ int bans__sync_gate(const struct sluice_maps *m)
 
 	if (err)
 		return err;
+	gate.epoch = mono_ns();
+	return bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY) ? -errno : 0;
+}
+
+int bans__new_epoch(const struct sluice_maps *m)
+{
+	struct sluice_ban_gate gate;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate))
+		return -errno;
+	gate.epoch = mono_ns();
 	return bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY) ? -errno : 0;
 }
 

@@ -57,8 +57,15 @@ int bans__read(const struct sluice_maps *m, struct ban_entry **out, size_t *n);
 /* Delete the entries expired at @now_ns (CLOCK_MONOTONIC). 0 or -errno. */
 int bans__prune(const struct sluice_maps *m, __u64 now_ns);
 
-/* Count the entries of both maps into sluice_ban_gate. 0 or -errno. */
+/* Count the entries of both maps into sluice_ban_gate, in a new epoch. 0 or -errno. */
 int bans__sync_gate(const struct sluice_maps *m);
+
+/*
+ * A new epoch in sluice_ban_gate, its counts as they are: after a ban was
+ * deleted or rewritten, so that no drop the program cached under the old
+ * one stands (bpf/ban.bpf.h). 0 or -errno.
+ */
+int bans__new_epoch(const struct sluice_maps *m);
 
 /* The entries sluice_ban_gate counts, in both maps, into *@entries. 0 or -errno. */
 int bans__read_gate(const struct sluice_maps *m, __u32 *entries);

@@ -36,6 +36,7 @@
 #include "sluice.skel.h"
 #include "sluice/deny.h"
 #include "sluice/frag.h"
+#include "kernel/bans.h"
 #include "kernel/dispatch.h"
 #include "kernel/loader.h"
 #include "base/clock.h"
@@ -420,6 +421,9 @@ static int carry_set(struct attachment *a)
 	if (!err) {
 		start_ns = mono_ns();
 		err = maps__copy(&old, &a->maps, &bad);
+		if (!err && a->maps.fd[SLUICE_MAP_BAN_GATE] >= 0)
+			err = bans__sync_gate(
+				&a->maps); /* what the copied bans count, in an epoch */
 		a->copy_ns = mono_ns() - start_ns;
 		maps__close(&old);
 	}

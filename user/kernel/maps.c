@@ -420,8 +420,11 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 		    (i == SLUICE_MAP_STATE || i == SLUICE_MAP_BAN || i == SLUICE_MAP_BAN_HOST ||
 		     fi[i].max_entries == ti.max_entries))
 			continue;
-		/* The interface-wide totals gain a counter now and then: they restart. */
-		if (i != SLUICE_MAP_TOTALS)
+		/*
+		 * The interface-wide totals gain a counter now and then: they
+		 * restart. The ban gate gained its epoch: the loader recounts it.
+		 */
+		if (i != SLUICE_MAP_TOTALS && i != SLUICE_MAP_BAN_GATE)
 			return -EPROTO;
 		skip[i] = 1;
 	}
