@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <time.h>
 #include <cmocka.h>
+#include <bpf/bpf.h>
 
 #include "base/addr.h"
 #include "base/clock.h"
@@ -376,7 +377,9 @@ static void test_many_prefixes(void **state)
 	for (i = 0; i < MANY_PREFIXES; i++) {
 		snprintf(text, sizeof(text), "10.%u.%u.0/24", i / 256, i % 256);
 		ban_key(text, &k);
-		assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
+		/* Straight into the trie: one call each, the count is what is tested. */
+		assert_int_equal(
+			bpf_map_update_elem(h.att.maps.fd[SLUICE_MAP_BAN], &k, &b, BPF_ANY), 0);
 	}
 	alarm(MANY_PREFIXES_S);
 	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
