@@ -70,7 +70,7 @@ BENCH_BIN := $(O)/bench/sluice-bench
 BENCH_GEN := $(O)/bench/sluice-bench-gen
 
 .PHONY: graph fuzz fuzz-smoke
-.PHONY: all hooks deps test test-unit test-bpf test-e2e test-deploy test-kernels test-kernels-build test-install image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
+.PHONY: all hooks deps test test-unit test-bpf test-e2e test-deploy test-kernels test-install image test-image soak bench bench-path bench-agent demo format check-format clean install uninstall vmlinux
 .PHONY: check check-graph check-tidy check-cppcheck check-shellcheck check-asan check-valgrind
 
 # The one-line hint: a clone without the commit-msg hook (not in CI, nor
@@ -260,10 +260,7 @@ test-image: image $(BIN) $(FLOOD)
 # test-kernels: the BPF tier and an attach-and-enforce smoke test on Debian
 # 12's oldest and current kernels and Debian 13's, each booted under QEMU,
 # and on the running kernel (tests/kernel/matrix.sh; about 20 minutes under TCG). Root.
-# test-kernels-build: what it runs, built first (.ci/run runs the QEMU rows
-# beside `make test`, which must then find nothing of theirs to rebuild).
-test-kernels-build: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN) $(O)/bench/pass.bpf.o # test_libxdp's foreign program
-test-kernels: test-kernels-build
+test-kernels: $(BIN) $(FLOOD) $(SINK) $(BPFT_BIN) $(O)/bench/pass.bpf.o # test_libxdp's foreign program
 	$(Q)tools/deps.sh kernels
 	$(Q)O=$(O) tests/kernel/matrix.sh
 
