@@ -249,6 +249,20 @@ static void test_expired_host_live_prefix(void **state)
 }
 
 /*
+ * Load the policy file and ban @prefix with @b (its key into @k), the gate
+ * synced; @p is a DNS packet from @src.
+ */
+static void load_banned(struct harness *h, const struct sluice_ban *b, const char *prefix,
+			struct sluice_addr_key *k, const char *src, struct pkt *p)
+{
+	assert_int_equal(harness_load(h, yaml, HARNESS_MAX_KEYS), 0);
+	ban_key(prefix, k);
+	assert_int_equal(bans__put(&h->att.maps, k, b), 0);
+	assert_int_equal(bans__sync_gate(&h->att.maps), 0);
+	harness_udp(p, src, "203.0.113.53", DNS_PORT);
+}
+
+/*
  * N packets of a banned flow: N in the banned total at once, 1 in the ban's
  * count until a new epoch (an API rewrite's) makes the next look take the
  * other N − 1; an unban then passes the flow at once, its cache entry live.
@@ -262,11 +276,7 @@ static void test_cached_counts_unban(void **state)
 	struct pkt p;
 
 	(void)state;
-	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
-	ban_key("198.51.100.0/24", &k);
-	assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
-	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
-	harness_udp(&p, "198.51.100.9", "203.0.113.53", DNS_PORT);
+	load_banned(&h, &b, "198.51.100.0/24", &k, "198.51.100.9", &p);
 	snap(&h, &before);
 	assert_int_equal(harness_run_repeat(&h, &p, CACHED_RUNS), 0);
 	snap(&h, &after);
@@ -337,11 +347,7 @@ static void test_cached_allowlist(void **state)
 	struct pkt p;
 
 	(void)state;
-	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
-	ban_key("198.51.100.7", &k);
-	assert_int_equal(bans__put(&h.att.maps, &k, &b), 0);
-	assert_int_equal(bans__sync_gate(&h.att.maps), 0);
-	harness_udp(&p, "198.51.100.7", "203.0.113.53", DNS_PORT);
+	load_banned(&h, &b, "198.51.100.7", &k, "198.51.100.7", &p);
 	assert_int_equal(harness_run_repeat(&h, &p, CACHED_RUNS), 0);
 	assert_int_equal(ban_drops(&h.att.maps, &k), 1);
 	assert_int_equal(harness_apply(&h, allowed), 0);
