@@ -1794,9 +1794,9 @@ static double part_over(const struct bench_result *all, const int *keep, enum be
 
 /*
  * #32's targets, each path beside the floor of its parts in this run
- * (docs/performance.md, "Issue #32's targets"; the receive path's is
- * bench/path.sh's), and whether it is met. A target whose rows --only
- * left out is not printed.
+ * (docs/performance.md, "Targets against each path's parts"; the
+ * receive path's is bench/path.sh's), and whether it is met. A target
+ * whose rows --only left out is not printed.
  */
 static void print_targets(const struct bench_result *all, const int *keep)
 {

@@ -241,7 +241,7 @@ analyze() {
 # With the floods at most 2 ms late that is 31 (L ± 8 %), with 9 ms 37,
 # and 27 more in 80/20 with 4 nodes, whose 3 small nodes hold 9 each; the
 # windows measured stay within 0.96 L .. 1.03 L (docs/shared-budget.md,
-# "Fewer calls per hot key"). The bound used to
+# "Measured figures"). The bound used to
 # be 0.95 L .. 1.1 L, the lowest and about the highest window of five runs
 # on an idle machine; on a busy one, without SCHED_FIFO, store calls timed
 # out (issue #15).
