@@ -2101,6 +2101,58 @@ static void test_rate_cost(void **state)
 	}
 }
 
+#define RATE_ALONE_TTL_US (2 * US_PER_SEC)
+#define RATE_ALONE_RENEWS 4 /* at each half life: the hash's TTL grows once in these */
+
+/*
+ * A key one node holds, renewed at each half life as rateshare.c does:
+ * the hash's TTL (RATE_LIVE_SLACK_TTLS lives past the latest expiry)
+ * grows once in RATE_ALONE_RENEWS renewals, so a renewal is the 4
+ * commands of test_rate_cost and a PEXPIRE now and then. A slack below
+ * the half life would PEXPIRE at every renewal: 5 commands, not 4. Nor
+ * does a renewal past the holder's own last expiry (the summary's ev)
+ * read the hash (HGETALL): the summary counts its holder fields, and
+ * the caller's is the only one. Holds while each renewal comes within
+ * twice the half life.
+ */
+static void test_rate_cost_alone(void **state)
+{
+	struct lease_key k[1];
+	struct fix *f = *state;
+	struct counts before, d;
+	struct rate_lease_req q;
+	struct rate_lease_grant g;
+	struct rate_sync r = { .holder = "alone",
+			       .lease_ttl_us = RATE_ALONE_TTL_US,
+			       .leases = &q,
+			       .n_leases = 1,
+			       .grants = &g };
+	int i;
+
+	assert_non_null(command(f, "FLUSHALL"));
+	rate_keys(k, 1);
+	q = (struct rate_lease_req){ .k = &k[0],
+				     .want_rate = RATE_UNITS * RATE_SCALE,
+				     .want_burst = RATE_BURST * RATE_SCALE };
+	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), 0);
+	before = read_counts(f);
+	for (i = 0; i < RATE_ALONE_RENEWS; i++) {
+		sleep_us(RATE_ALONE_TTL_US / 2);
+		q.settled = 1;
+		assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), 0);
+		assert_int_equal(g.err, 0);
+		assert_int_equal(g.rate, RATE_UNITS * RATE_SCALE);
+	}
+	d = counts_since(f, &before);
+	print_message("a lone holder, %d renewals: %llu commands, %llu PEXPIREs\n",
+		      RATE_ALONE_RENEWS, (unsigned long long)d.commands,
+		      (unsigned long long)d.pexpire);
+	assert_true(d.pexpire <= 1);
+	assert_int_equal(d.hgetall, 0);
+	assert_int_equal(d.commands - d.pexpire,
+			 (RATE_CALL_CMDS + RATE_KEY_CMDS) * RATE_ALONE_RENEWS);
+}
+
 /* The words of @s, separated by one space. */
 static size_t count_words(const char *s)
 {
@@ -2221,7 +2273,8 @@ int main(void)
 		cmocka_unit_test(test_fleet),	       cmocka_unit_test(test_mem_parity),
 		cmocka_unit_test(test_rate_parity),    cmocka_unit_test(test_rate_cost),
 		cmocka_unit_test(test_rate_refused),   cmocka_unit_test(test_rate_parity_many),
-		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_rate_cost_alone),
+		cmocka_unit_test(test_layout),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

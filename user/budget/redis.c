@@ -272,12 +272,13 @@ static int pipe_run(struct store_conn *conn, struct pipe *p, char *err, size_t l
 }
 
 /* The arguments of a lease or rate lease call (enum lease_arg), before its keys'. */
-static void call_head(const char **args, char (*num)[NUM_LEN], const char *node, __u64 ttl_us)
+static void call_head(const char **args, char (*num)[NUM_LEN], const char *node, __u64 ttl_us,
+		      __u64 slack_us)
 {
 	args[LEASE_ARG_NODE] = node;
 	snprintf(num[LEASE_ARG_TTL], NUM_LEN, "%" PRIu64, (uint64_t)ttl_us);
 	args[LEASE_ARG_TTL] = num[LEASE_ARG_TTL];
-	snprintf(num[LEASE_ARG_LIVE_SLACK], NUM_LEN, "%" PRIu64, (uint64_t)LEASE_LIVE_SLACK_US);
+	snprintf(num[LEASE_ARG_LIVE_SLACK], NUM_LEN, "%" PRIu64, (uint64_t)slack_us);
 	args[LEASE_ARG_LIVE_SLACK] = num[LEASE_ARG_LIVE_SLACK];
 }
 
@@ -319,7 +320,7 @@ static int add_leases(struct pipe *p, const char *node, __u64 ttl_us, const stru
 	size_t i, n_hashes = 0;
 	int err;
 
-	call_head(args, num, node, ttl_us);
+	call_head(args, num, node, ttl_us, LEASE_LIVE_SLACK_US);
 	for (i = 0; i < n; i++) {
 		const struct lease_req *q = &r[p->order[first + i]];
 		__u64 v[LEASE_KEY_ARGS] = {
@@ -356,7 +357,7 @@ static int add_rates(struct pipe *p, const struct rate_sync *r, size_t first, si
 	size_t i, n_hashes = 0;
 	int err;
 
-	call_head(args, num, r->holder, r->lease_ttl_us);
+	call_head(args, num, r->holder, r->lease_ttl_us, RATE_LIVE_SLACK_TTLS * r->lease_ttl_us);
 	for (i = 0; i < n; i++) {
 		const struct rate_lease_req *q = &r->leases[p->order[first + i]];
 		__u64 v[RATE_KEY_ARGS] = {

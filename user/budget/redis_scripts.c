@@ -304,15 +304,21 @@ static const char RATE_LUA[] =
 	/*
 	 * The summary from every holder but the caller: what they hold, the
 	 * live ones' wants (in ws, to split with the caller's), the earliest
-	 * change; the dead are deleted.
+	 * change; the dead are deleted. @alone (the caller's field count, when
+	 * it is the hash's only holder field): there is nothing to read.
 	 */
-	"local rebuild = function(key, cap, tl)\n"
-	"  local st = { live = 0, tl = tl, ev = INF, np = 0, h = { 0, 0 }, ws = { {}, {} } }\n"
+	"local rebuild = function(key, cap, tl, alone)\n"
+	"  local st = { live = 0, tl = tl, ev = INF, np = 0, nf = 0, h = { 0, 0 }, ws = { {}, {} } }\n"
+	"  if alone then\n"
+	"    st.nf = alone\n"
+	"    return st\n"
+	"  end\n"
 	"  local all, gone = redis.call('HGETALL', key), {}\n"
-	"  local h1, h2, ws1, ws2, np, ev, live = 0, 0, st.ws[1], st.ws[2], 0, INF, 0\n"
+	"  local h1, h2, ws1, ws2, np, ev, live, nf = 0, 0, st.ws[1], st.ws[2], 0, INF, 0, 0\n"
 	"  local max, min = math.max, math.min\n"
 	/* lease(), held() and nextev() inline: this loop is the rebuild's cost. */
 	"  for i = 1, #all, 2 do\n"
+	"    if all[i] ~= '' then nf = nf + 1 end\n"
 	"    if all[i] ~= '' and all[i] ~= node then\n"
 	"      local g1, g2, e, p1, p2, pe, w1, w2 = string.match(all[i + 1], PAT)\n"
 	"      if not w2 then error({ err = 'rate lease ' .. key .. ' is not one' }) end\n"
@@ -334,6 +340,7 @@ static const char RATE_LUA[] =
 	"    end\n"
 	"  end\n"
 	"  st.h[1], st.h[2], st.np, st.ev, st.live = h1, h2, np, ev, live\n"
+	"  st.nf = nf - #gone\n"
 	"  for i = 1, #gone, " SLUICE_STR(RATE_HDEL_FIELDS) " do\n"
 	"    redis.call('HDEL', key, unpack(gone, i, math.min(i + " SLUICE_STR(RATE_HDEL_FIELDS) " - 1, #gone)))\n"
 	"  end\n"
@@ -352,21 +359,24 @@ static const char RATE_LUA[] =
 	"    local x = summary(r[1], key)\n"
 	"    st = { live = x[1], tl = x[2], ev = x[3], np = x[4], h = { x[5], x[6] },\n"
 	"           cap = { x[7], x[8] }, f = { { c = x[9], sum = x[10], s = x[11], hi = x[12], lo = x[13] },\n"
-	"                   { c = x[14], sum = x[15], s = x[16], hi = x[17], lo = x[18] } } }\n"
+	"                   { c = x[14], sum = x[15], s = x[16], hi = x[17], lo = x[18] } }, nf = x[19] }\n"
 	"  end\n"
 	"  l = lease(r[2], key)\n"
+	"  local mine = r[2] and 1 or 0\n"
 	/* Nothing of it can be enforced any more: start afresh. */
 	"  if st and st.live <= now then\n"
 	"    redis.call('DEL', key)\n"
-	"    st, l = nil, lease(nil)\n"
+	"    st, l, mine = nil, lease(nil), 0\n"
 	"  end\n"
 	"  if not st then\n"
-	"    st = { live = 0, tl = 0, ev = INF, np = 0, h = { 0, 0 }, cap = cap,\n"
+	"    st = { live = 0, tl = 0, ev = INF, np = 0, nf = 0, h = { 0, 0 }, cap = cap,\n"
 	"           f = { { c = 0, sum = 0, s = INF, hi = 0, lo = INF },\n"
 	"                 { c = 0, sum = 0, s = INF, hi = 0, lo = INF } } }\n"
 	"  end\n"
+	/* The caller's field the only one: a rebuild would read only it. */
+	"  local alone = st.nf == mine and mine or nil\n"
 	"  if now >= st.ev or st.cap[1] ~= cap[1] or st.cap[2] ~= cap[2] then\n"
-	"    st = rebuild(key, cap, st.tl)\n"
+	"    st = rebuild(key, cap, st.tl, alone)\n"
 	"  else\n"
 	/* The others' sums: the caller's old lease out. */
 	"    for d = 1, 2 do\n"
@@ -399,7 +409,7 @@ static const char RATE_LUA[] =
 	"    end\n"
 	"  end\n"
 	"  if not fs[1] or not fs[2] then\n"
-	"    st = rebuild(key, cap, st.tl)\n"
+	"    st = rebuild(key, cap, st.tl, alone)\n"
 	"    st.np = st.np + 1\n"
 	"    st.f = {}\n"
 	"    for d = 1, 2 do\n"
@@ -434,6 +444,7 @@ static const char RATE_LUA[] =
 	"    local x = st.f[d]\n"
 	"    for _, v in ipairs({ x.c, x.sum, x.s, x.hi, x.lo }) do o[#o + 1] = v end\n"
 	"  end\n"
+	"  o[#o + 1] = st.nf + 1 - mine\n"
 	"  local extend = st.live > st.tl\n"
 	"  if extend then o[2] = st.live + slack end\n"
 	"  for i = 1, #o do o[i] = fmt(o[i]) end\n"

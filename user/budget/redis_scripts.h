@@ -39,6 +39,12 @@
 #define LEASE_REAP_PER_KEY 2
 /* A bucket hash's TTL is set with this much to spare (µs), so not at every call. */
 #define LEASE_LIVE_SLACK_US 1000000
+/*
+ * A rate lease hash's TTL is set this many lease lives beyond its latest
+ * expiry: a lone holder renewing every half life extends it once in four
+ * renewals, not at each (a slack below the half life would).
+ */
+#define RATE_LIVE_SLACK_TTLS 2
 
 /* The lease script's arguments a key (enum lease_key_arg, which it must match). */
 #define LEASE_KEY_ARGS_N 10
@@ -47,7 +53,7 @@
 enum lease_arg {
 	LEASE_ARG_NODE,
 	LEASE_ARG_TTL,
-	LEASE_ARG_LIVE_SLACK, /* LEASE_LIVE_SLACK_US */
+	LEASE_ARG_LIVE_SLACK, /* LEASE_LIVE_SLACK_US; rate leases': RATE_LIVE_SLACK_TTLS lives */
 	LEASE_ARG_KEYS,	      /* then each key's */
 };
 
@@ -81,7 +87,7 @@ enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FI
  * ':' and its field, so a group's keys share a slot. Its field '' (no
  * holder's name: a holder is a word of printable characters) is the
  * key's summary, RATE_SUMMARY_WORDS words separated by one space:
- *   live tl ev np held_r held_b cap_r cap_b [c sum s hi lo] [c sum s hi lo]
+ *   live tl ev np held_r held_b cap_r cap_b [c sum s hi lo] [c sum s hi lo] nf
  *   live    Redis TIME from which no holder may enforce anything, µs:
  *           past it the key is as good as absent, and is deleted
  *   tl      the hash's TTL lasts until then, µs
@@ -94,12 +100,15 @@ enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FI
  *           wants, its level s (RATE_LUA_INF: every want fits), the
  *           count and sum of the wants at most s, a bound above the
  *           largest of them and one below the smallest want above s
+ *   nf      the holders' fields in the hash, live or not: when the
+ *           caller's is the only one, nothing of another can lapse, and
+ *           a call past ev needs no HGETALL (a key one node holds)
  * and each holder's field, named by the holder, its lease (struct
  * fs_lease of budget/fairshare.h), RATE_HOLDER_WORDS words:
  *   g_rate g_burst exp p_rate p_burst p_exp w_rate w_burst
  * shares scaled by 2^RATE_LEASE_SHIFT.
  */
-#define RATE_SUMMARY_WORDS 18
+#define RATE_SUMMARY_WORDS 19
 #define RATE_HOLDER_WORDS  8
 #define RATE_LUA_INF	   9007199254740992 /* 2^53: above any share, and exact in Lua */
 #define RATE_HDEL_FIELDS   1000 /* dead holders deleted an HDEL: well within unpack()'s 8,000 */

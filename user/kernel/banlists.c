@@ -807,15 +807,14 @@ int banlist_counts__read(const struct sluice_maps *m, struct banlist_counts *c)
 
 int banlist_counts__write(const struct sluice_maps *m, struct banlist_counts *c)
 {
-	__u32 zero = 0;
+	int err;
 
 	if (!c->stale)
 		return 0;
-	c->gate.epoch = mono_ns();
-	if (bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &c->gate, BPF_ANY))
-		return -errno;
-	c->stale = 0;
-	return 0;
+	err = bans__write_gate(m, &c->gate);
+	if (!err)
+		c->stale = 0;
+	return err;
 }
 
 /*

@@ -277,16 +277,19 @@ int bans__prune(const struct sluice_maps *m, __u64 now_ns)
 	return err;
 }
 
+int bans__write_gate(const struct sluice_maps *m, struct sluice_ban_gate *gate)
+{
+	__u32 zero = 0;
+
+	gate->epoch = mono_ns();
+	return bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, gate, BPF_ANY) ? -errno : 0;
+}
+
 int bans__sync_gate(const struct sluice_maps *m)
 {
 	struct sluice_ban_gate gate = { 0 };
-	__u32 zero = 0;
-	int err = count_bans(m, &gate);
 
-	if (err)
-		return err;
-	gate.epoch = mono_ns();
-	return bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY) ? -errno : 0;
+	return count_bans(m, &gate) ?: bans__write_gate(m, &gate);
 }
 
 int bans__new_epoch(const struct sluice_maps *m)
@@ -296,8 +299,7 @@ int bans__new_epoch(const struct sluice_maps *m)
 
 	if (bpf_map_lookup_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate))
 		return -errno;
-	gate.epoch = mono_ns();
-	return bpf_map_update_elem(m->fd[SLUICE_MAP_BAN_GATE], &zero, &gate, BPF_ANY) ? -errno : 0;
+	return bans__write_gate(m, &gate);
 }
 
 int bans__read_gate(const struct sluice_maps *m, __u32 *entries)

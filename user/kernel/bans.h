@@ -57,6 +57,13 @@ int bans__read(const struct sluice_maps *m, struct ban_entry **out, size_t *n);
 /* Delete the entries expired at @now_ns (CLOCK_MONOTONIC). 0 or -errno. */
 int bans__prune(const struct sluice_maps *m, __u64 now_ns);
 
+/*
+ * Write @gate as sluice_ban_gate, in a new epoch (stamped into @gate), so
+ * that no drop the program cached under the old one stands
+ * (bpf/ban.bpf.h): every gate write goes through here. 0 or -errno.
+ */
+int bans__write_gate(const struct sluice_maps *m, struct sluice_ban_gate *gate);
+
 /* Count the entries of both maps into sluice_ban_gate, in a new epoch. 0 or -errno. */
 int bans__sync_gate(const struct sluice_maps *m);
 
