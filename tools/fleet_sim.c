@@ -19,9 +19,10 @@
  * Reported after --warmup s, over --seconds s: the store's commands (INFO
  * commandstats deltas, which count Lua scripts' own calls, summed over
  * every --stats server) per node, hot key and second; the store's CPU
- * (INFO cpu deltas over wall time, per server); the full syncs a node
- * achieved per second against the plan's (where the machine, not the
- * design, becomes the limit); the (node, hot key) pairs one core of the
+ * (INFO cpu deltas over wall time, per server); the simulator's own CPU
+ * (all its threads, over wall time); the full syncs a node achieved per
+ * second against the plan's (where the machine, not the design, becomes
+ * the limit); the (node, hot key) pairs one core of the
  * store would serve at the plan's sync rate (pairs × achieved / planned
  * syncs, over the store's CPU); and the worst fleet window: admitted units of
  * one key across all nodes over any 1 s from the start (warm-up included:
@@ -58,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -563,6 +565,18 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* This process's CPU seconds so far, all threads. */
+static double self_cpu(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
+		       (double)(MS_PER_SEC * US_PER_MS);
+}
+
 /* A store server's INFO figures: commands (INFO itself not counted) and CPU seconds. */
 struct server_stats {
 	double calls, cpu;
@@ -796,7 +810,7 @@ int main(int argc, char **argv)
 	struct worker w[THREADS_MAX];
 	pthread_t th[THREADS_MAX];
 	static struct sim x; /* static: the_sim, which the wrapped map calls use, points at it */
-	double wall, calls = 0, cmds, cpu, worst_ratio, steady, syncs, per_core;
+	double wall, calls = 0, cmds, cpu, worst_ratio, steady, syncs, per_core, sim0, sim_cpu;
 	__u64 worst, bound, failed = 0;
 	unsigned i, per, worst_key = 0;
 	struct layout_times lt;
@@ -850,9 +864,11 @@ int main(int argc, char **argv)
 		usleep(BUCKET_MS * US_PER_MS);
 	for (per = 0; per < x.o.n_stats; per++)
 		stats_ok &= !server_stats(x.o.stats[per], &s0[per]);
+	sim0 = self_cpu();
 	while (i--)
 		pthread_join(th[i], NULL);
 	wall = (double)(mono_ns() - x.measure_ns) / SLUICE_NSEC_PER_SEC;
+	sim_cpu = PCT * (self_cpu() - sim0) / wall;
 	for (per = 0; per < x.o.n_stats; per++) {
 		stats_ok &= !server_stats(x.o.stats[per], &s1[per]);
 		calls += s1[per].calls - s0[per].calls;
@@ -880,10 +896,10 @@ int main(int argc, char **argv)
 		       "\"cmds_per_node_key_s\":%.2f,\"syncs_per_node_s\":%.2f,"
 		       "\"failed_rounds\":%llu,\"admitted_per_limit\":%.3f,\"worst_window\":%llu,"
 		       "\"bound\":%llu,\"worst_key\":%u,\"pairs_per_core\":%.0f,"
-		       "\"store_cpu_pct\":[",
+		       "\"sim_cpu_pct\":%.1f,\"store_cpu_pct\":[",
 		       x.o.nodes, x.o.keys, x.o.rate, x.o.burst, x.o.sync_ms, x.o.demand, x.o.cheat,
 		       wall, cmds, cmds / x.o.nodes / x.o.keys, syncs, failed, steady, worst, bound,
-		       worst_key, per_core);
+		       worst_key, per_core, sim_cpu);
 		for (per = 0; per < x.o.n_stats; per++)
 			printf("%s%.1f", per ? "," : "", PCT * (s1[per].cpu - s0[per].cpu) / wall);
 		printf("]");
@@ -909,9 +925,9 @@ int main(int argc, char **argv)
 			       "leases, from %.3f s to %.3f s (%u intervals after their switch)\n",
 			       lt.old_last, lt.n, x.o.nodes - x.o.old, lt.first, lt.last,
 			       LAYOUT_SWITCH_SYNCS);
-		printf("plan: %llu syncs/node/s; failed rounds %llu; "
+		printf("plan: %llu syncs/node/s; failed rounds %llu; simulator CPU %.0f %%; "
 		       "worst window %.3f of its bound (key %u): %s\n",
-		       MS_PER_SEC / x.o.sync_ms, failed, worst_ratio, worst_key,
+		       MS_PER_SEC / x.o.sync_ms, failed, sim_cpu, worst_ratio, worst_key,
 		       worst <= bound ? "within" : "OVER");
 	}
 	for (i = 0; i < x.o.nodes; i++) {

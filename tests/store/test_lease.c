@@ -2023,6 +2023,67 @@ static void test_rate_parity_many(void **state)
 	mem_store__free(m);
 }
 
+#define RATE_SUB_HOLDERS (RATE_BURST + RATE_BURST / 2) /* more holders than burst units */
+#define RATE_SUB_ROUNDS	 4 /* the first holds all; lowered; confirms; the others theirs */
+#define RATE_SUB_TTL_US	 (60 * US_PER_SEC) /* no lease lapses while the test runs */
+
+/*
+ * More holders of a key than it has burst units, each wanting all of it,
+ * in rounds of settled renewals on Redis and then on the memory store:
+ * every answer agrees exactly. An even split of the burst (40 units over
+ * 60 holders) is below a unit, which a kernel spending whole units never
+ * reaches, so no holder would admit anything; burst shares are whole
+ * units instead: in the end the first RATE_BURST holders to ask hold one
+ * unit each, the others none, every fair burst share is one unit, and
+ * the burst shares add up to RATE_BURST exactly.
+ */
+static void test_rate_parity_sub_unit(void **state)
+{
+	static struct rate_lease_grant last[RATE_SUB_HOLDERS];
+	char name[RATE_SUB_HOLDERS][RATE_MANY_NAME];
+	struct fix *f = *state;
+	struct lease_key k[1];
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	size_t i, round, holding = 0;
+	__u64 sum_b = 0;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	rate_keys(k, 1);
+	memset(last, 0, sizeof(last));
+	for (i = 0; i < RATE_SUB_HOLDERS; i++)
+		snprintf(name[i], sizeof(name[i]), "s%zu", i);
+	for (round = 0; round < RATE_SUB_ROUNDS; round++) {
+		for (i = 0; i < RATE_SUB_HOLDERS; i++) {
+			struct rate_lease_req q = { .k = &k[0],
+						    .want_rate = RATE_UNITS * RATE_SCALE,
+						    .want_burst = RATE_BURST * RATE_SCALE,
+						    .settled = round > 0 };
+			struct rate_sync r = { .holder = name[i],
+					       .lease_ttl_us = RATE_SUB_TTL_US,
+					       .leases = &q,
+					       .n_leases = 1,
+					       .grants = &last[i] };
+
+			rate_both(f, m, be, &r);
+			assert_int_equal(last[i].burst % RATE_SCALE, 0);
+		}
+	}
+	for (i = 0; i < RATE_SUB_HOLDERS; i++) {
+		assert_int_equal(last[i].fair_burst, RATE_SCALE);
+		assert_int_equal(last[i].burst, i < RATE_BURST ? RATE_SCALE : 0);
+		holding += last[i].burst != 0;
+		sum_b += last[i].burst;
+	}
+	print_message("%d holders, burst %d: %zu hold a unit\n", RATE_SUB_HOLDERS, RATE_BURST,
+		      holding);
+	assert_int_equal(sum_b, RATE_BURST * RATE_SCALE);
+	backend__free(be);
+	mem_store__free(m);
+}
+
 #define RATE_COST_KEYS	  STORE_LEASE_BATCH_MAX
 #define RATE_COST_TTL_US  (3 * US_PER_SEC)
 #define RATE_RENEW_PER_S  2 /* a lease of 3 s renewed at its half: every 1.5 s, 2 in 3 s */
@@ -2274,7 +2335,7 @@ int main(void)
 		cmocka_unit_test(test_rate_parity),    cmocka_unit_test(test_rate_cost),
 		cmocka_unit_test(test_rate_refused),   cmocka_unit_test(test_rate_parity_many),
 		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_rate_cost_alone),
-		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_layout),	       cmocka_unit_test(test_rate_parity_sub_unit),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

@@ -4,7 +4,8 @@
  * the grants of standard cases renewal by renewal, and, over thousands of
  * random sequences of renewals, lost answers and expiries, that what the
  * nodes' kernels enforce never adds up to more than the key's rate and
- * burst, and that renewals reach the max-min fair shares.
+ * burst, and that renewals reach the max-min fair shares (half of the
+ * sequences with the burst granted in whole quanta).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,6 +142,61 @@ static void test_one_small_demand(void **state)
 	assert_grants(&s, r, b);
 	assert_int_equal(s.a[0].fair[FS_RATE], 100);
 	assert_int_equal(s.a[1].fair[FS_RATE], 300);
+}
+
+#define QUANTUM	     20ULL     /* a burst quantum: BURST is 5 of them */
+#define MANY_NODES   MAX_NODES /* more nodes than quanta */
+#define FEW_NODES    3	       /* fewer */
+#define WHOLE_ROUNDS 4
+
+/*
+ * The burst in whole quanta (fs_ask's quantum), @n nodes wanting the
+ * whole key, settled renewals in rounds: each node's burst share is its
+ * fair share rounded down to a quantum, at least one quantum while one
+ * is free; the rate, without a quantum, is split as before. Returns the
+ * nodes that hold a burst share in the end; checks every grant is whole
+ * and the burst shares held never add up to more than BURST.
+ */
+static size_t whole_units(size_t n, __u64 fair_burst)
+{
+	const struct fs_ask q = { .want = { RATE, BURST },
+				  .ttl_us = TTL_US,
+				  .quantum = { [FS_BURST] = QUANTUM },
+				  .settled = 1 };
+	struct key_state s = { .n = n };
+	size_t i, k, holding = 0;
+	__u64 held;
+
+	for (k = 0; k < WHOLE_ROUNDS; k++) {
+		for (i = 0; i < n; i++) {
+			fs_renew(caps, s.v, s.n, i, &q, T0_US + k, &s.a[i]);
+			assert_int_equal(s.a[i].grant[FS_BURST] % QUANTUM, 0);
+		}
+		for (held = 0, i = 0; i < n; i++)
+			held += fs_held(&s.v[i], FS_BURST, T0_US + k);
+		assert_true(held <= BURST);
+	}
+	for (i = 0; i < n; i++) {
+		assert_int_equal(s.a[i].grant[FS_RATE], RATE / n);
+		assert_int_equal(s.a[i].fair[FS_BURST], fair_burst);
+		assert_true(s.a[i].grant[FS_BURST] == fair_burst || !s.a[i].grant[FS_BURST]);
+		holding += s.a[i].grant[FS_BURST] != 0;
+	}
+	return holding;
+}
+
+/*
+ * More nodes than burst quanta: an even split (BURST / 8 = 12) is below
+ * a quantum, which a kernel spending whole units never reaches, so no
+ * node would admit; in whole quanta the first BURST / QUANTUM = 5 nodes
+ * to ask hold one each, the other 3 none. Fewer nodes than quanta: each
+ * holds its fair share rounded down (33 → 20).
+ */
+static void test_whole_units(void **state)
+{
+	(void)state;
+	assert_int_equal(whole_units(MANY_NODES, QUANTUM), BURST / QUANTUM);
+	assert_int_equal(whole_units(FEW_NODES, QUANTUM), FEW_NODES);
 }
 
 struct move_row {
@@ -309,6 +365,7 @@ struct node_sim {
 
 struct fleet_sim {
 	__u64 cap[FS_DIMS];
+	__u64 quantum; /* the burst's (fs_ask's quantum), or 0 */
 	struct key_state s;
 	struct node_sim k[MAX_NODES];
 	__u64 now;
@@ -343,6 +400,17 @@ static __u64 reference_fair(const struct fleet_sim *f, size_t me, int d)
 	return mine;
 }
 
+/* The fair share in whole quanta, as fs_renew() rounds it: down, or one for a node wanting one. */
+static __u64 expected_fair(const struct fleet_sim *f, size_t me, int d)
+{
+	__u64 fair = reference_fair(f, me, d), q = d == FS_BURST ? f->quantum : 0;
+
+	if (q <= 1)
+		return fair;
+	fair -= fair % q;
+	return fair || f->s.v[me].want[d] < q ? fair : q;
+}
+
 /*
  * The invariant: no kernel enforces more than the store counts it for,
  * and the store counts no more than the capacity, in each dimension.
@@ -360,6 +428,8 @@ static void check_invariant(const struct fleet_sim *f)
 			__u64 h = fs_held(&f->s.v[i], d, f->now);
 
 			assert_true(k <= h);
+			if (d == FS_BURST && f->quantum)
+				assert_int_equal(f->s.v[i].grant[d] % f->quantum, 0);
 			if (f->s.v[i].exp_us > f->now)
 				assert_true(f->s.v[i].grant[d] <= f->s.v[i].want[d]);
 			enforced += k;
@@ -377,7 +447,9 @@ static void check_invariant(const struct fleet_sim *f)
 static void node_call(struct fleet_sim *f, size_t i, int fail)
 {
 	struct node_sim *k = &f->k[i];
-	struct fs_ask q = { .ttl_us = 1 + rnd_below(TTL_US), .settled = k->answered };
+	struct fs_ask q = { .ttl_us = 1 + rnd_below(TTL_US),
+			    .quantum = { [FS_BURST] = f->quantum },
+			    .settled = k->answered };
 	int d;
 
 	for (d = 0; d < FS_DIMS; d++) {
@@ -390,7 +462,7 @@ static void node_call(struct fleet_sim *f, size_t i, int fail)
 		return; /* the store never ran it */
 	fs_renew(f->cap, f->s.v, f->s.n, i, &q, f->now, &f->s.a[i]);
 	for (d = 0; d < FS_DIMS; d++)
-		assert_int_equal(f->s.a[i].fair[d], reference_fair(f, i, d));
+		assert_int_equal(f->s.a[i].fair[d], expected_fair(f, i, d));
 	k->pending = 1;
 }
 
@@ -437,6 +509,23 @@ static void random_step(struct fleet_sim *f)
 	check_invariant(f);
 }
 
+/*
+ * Node @i holds its fair share of @d; in whole quanta, or none where it
+ * is the one quantum more nodes than quanta want and the others hold
+ * all that is whole.
+ */
+static int converged(const struct fleet_sim *f, size_t i, int d)
+{
+	__u64 fair = expected_fair(f, i, d), g = f->s.a[i].grant[d], others = 0;
+	size_t j;
+
+	if (g == fair)
+		return 1;
+	for (j = 0; j < f->s.n; j++)
+		others += j == i ? 0 : fs_held(&f->s.v[j], d, f->now);
+	return d == FS_BURST && !g && fair == f->quantum && others + f->quantum > f->cap[d];
+}
+
 /* Rounds of settled renewals, answered, in random orders: the grants become the fair shares. */
 static size_t converge(struct fleet_sim *f)
 {
@@ -463,7 +552,7 @@ static size_t converge(struct fleet_sim *f)
 		done = 1;
 		for (i = 0; i < f->s.n; i++)
 			for (d = 0; d < FS_DIMS; d++)
-				done &= f->s.a[i].grant[d] == reference_fair(f, i, d);
+				done &= converged(f, i, d);
 	}
 	assert_true(done);
 	return round - 1;
@@ -482,6 +571,7 @@ static void test_random_sequences(void **state)
 		f.cap[FS_RATE] = 1 + rnd_below(RAND_CAP_MAX);
 		f.cap[FS_BURST] = 1 + rnd_below(RAND_CAP_MAX);
 		f.s.n = 1 + rnd_below(MAX_NODES);
+		f.quantum = seq % 2 ? 1 + rnd_below(f.cap[FS_BURST]) : 0;
 		f.now = T0_US;
 		for (i = 0; i < f.s.n; i++)
 			random_wants(&f, i);
@@ -500,13 +590,14 @@ static void test_random_sequences(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[7 + ARRAY_SIZE(fair_rows) + ARRAY_SIZE(move_rows)];
+	struct CMUnitTest tests[8 + ARRAY_SIZE(fair_rows) + ARRAY_SIZE(move_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
 	SUITE_ADD_ROWS(&s, test_fair, fair_rows);
 	SUITE_ADD(&s, test_equal_demands);
 	SUITE_ADD(&s, test_one_small_demand);
+	SUITE_ADD(&s, test_whole_units);
 	SUITE_ADD_ROWS(&s, test_demand_moves, move_rows);
 	SUITE_ADD(&s, test_dead_node);
 	SUITE_ADD(&s, test_lost_answer);

@@ -236,8 +236,9 @@ static void test_fleet(void **state)
 
 /*
  * A node asking for less than it holds stops enforcing the rest before it
- * asks (the store frees it at once when the call is settled); a call
- * after a failed one is not settled.
+ * asks (the store frees it at once when the call is settled), its burst
+ * in whole units (7.5 asked as 8); a call after a failed one is not
+ * settled.
  */
 static void test_request_lowers(void **state)
 {
@@ -251,7 +252,7 @@ static void test_request_lowers(void **state)
 			    .demand = LIGHT * SCALE,
 			    .answered = 1 };
 	const __u64 want = LIGHT * SCALE + LIGHT * SCALE / RS_DEMAND_DIV;
-	const __u64 want_b = (BURST * want + RATE - 1) / RATE;
+	const __u64 want_b = ((BURST * want + RATE - 1) / RATE + SCALE - 1) / SCALE * SCALE;
 	struct rate_lease_req q;
 
 	(void)state;

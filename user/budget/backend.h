@@ -130,9 +130,12 @@ int budget_sync_check(const struct budget_sync *b, char *err, size_t len);
  * key's rate and burst until an expiry, max-min fair among the nodes
  * that ask (budget/fairshare.h). Shares are in 2^-RATE_LEASE_SHIFT of a
  * unit, so the floor of an even split loses less than a unit in all for
- * up to that many nodes.
+ * up to that many nodes. Burst shares are granted in whole units
+ * (RATE_LEASE_UNIT): a kernel spends whole units, so a share below one
+ * would admit nothing.
  */
 #define RATE_LEASE_SHIFT     10
+#define RATE_LEASE_UNIT	     1024	  /* 1 << RATE_LEASE_SHIFT, a literal for RATE_LUA */
 #define RATE_LEASE_UNITS_MAX (1ULL << 42) /* rate_units, burst: scaled, within FS_CAP_MAX */
 
 struct rate_lease_req {

@@ -288,6 +288,7 @@ static int rate_lease(struct mem_store *m, const char *holder, __u64 ttl_us,
 	const struct fs_ask ask = {
 		.want = { [FS_RATE] = q->want_rate, [FS_BURST] = q->want_burst },
 		.ttl_us = ttl_us,
+		.quantum = { [FS_BURST] = RATE_LEASE_UNIT },
 		.settled = q->settled,
 	};
 	struct mem_rate *r = rate_get(m, q->k->key, q->k->field);

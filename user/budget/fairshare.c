@@ -74,6 +74,19 @@ __u64 fs_fair(__u64 cap, const struct fs_lease *v, size_t n, size_t me, __u64 wa
 	}
 }
 
+/* @x in whole quanta of @q, rounded down. */
+static __u64 whole(__u64 x, __u64 q)
+{
+	return q > 1 ? x - x % q : x;
+}
+
+/* A fair share @fair in whole quanta: rounded down, or one for a node that wants one. */
+static __u64 fair_whole(__u64 fair, __u64 want, __u64 q)
+{
+	fair = whole(fair, q);
+	return fair || q <= 1 || want < q ? fair : q;
+}
+
 void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
 	      const struct fs_ask *a, __u64 now_us, struct fs_answer *out)
 {
@@ -92,8 +105,10 @@ void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
 			if (j != me)
 				others += fs_held(&v[j], d, now_us);
 		next.want[d] = min_u64(a->want[d], cap[d]);
-		out->fair[d] = fs_fair(cap[d], v, n, me, next.want[d], d, now_us);
-		g = others < cap[d] ? min_u64(out->fair[d], cap[d] - others) : 0;
+		out->fair[d] = fair_whole(fs_fair(cap[d], v, n, me, next.want[d], d, now_us),
+					  next.want[d], a->quantum[d]);
+		g = others < cap[d] ? whole(min_u64(out->fair[d], cap[d] - others), a->quantum[d])
+				    : 0;
 		if (a->settled)
 			ceiling = l->exp_us > now_us ? min_u64(l->grant[d], a->want[d]) : 0;
 		else

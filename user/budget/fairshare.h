@@ -47,6 +47,14 @@ struct fs_ask {
 	__u64 want[FS_DIMS]; /* the share it wants from now on (its demand, with headroom) */
 	__u64 ttl_us;	     /* the new lease lives this long */
 	/*
+	 * Grant @d only in multiples of quantum[d] (0 or 1: any amount):
+	 * the fair share rounded down, but one quantum to a node that wants
+	 * one where more nodes than quanta split the capacity, so that
+	 * min(n, cap / quantum) nodes hold one instead of every node a
+	 * fraction no kernel can spend.
+	 */
+	__u64 quantum[FS_DIMS];
+	/*
 	 * The answer to the node's previous call arrived and its kernel
 	 * enforces, since before this call, at most that answer's share and
 	 * at most @want: what it held beyond either is free at once.

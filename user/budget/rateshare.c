@@ -82,7 +82,10 @@ void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_r
 {
 	const __u64 r = k->rate_units << RATE_LEASE_SHIFT, b = k->burst << RATE_LEASE_SHIFT;
 	const __u64 want = min_u64(s->demand + s->demand / RS_DEMAND_DIV, r);
-	const __u64 want_b = (__u64)(((u128)b * want + r - 1) / r);
+	/* in whole units: the store grants a burst share in those (RATE_LEASE_UNIT) */
+	const __u64 want_b = min_u64((__u64)(((u128)b * want + r - 1) / r + RATE_LEASE_UNIT - 1) /
+					     RATE_LEASE_UNIT * RATE_LEASE_UNIT,
+				     b);
 
 	s->rate = min_u64(s->rate, want);
 	s->burst = min_u64(s->burst, want_b);

@@ -63,7 +63,7 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
 
 /*
  * The call for @s: its demand plus 1/RS_DEMAND_DIV, the burst in
- * proportion. What it asks below its share it stops enforcing first, so
+ * proportion, rounded up to a whole unit. What it asks below its share it stops enforcing first, so
  * that the store may give it away at once (settled).
  */
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);

@@ -5,10 +5,12 @@
  * docs/shared-budget.md and at the top of LEASE_LUA.
  */
 #include "sluice/compiler.h"
+#include "budget/backend.h" /* RATE_LEASE_UNIT */
 #include "budget/redis_scripts.h"
 
 _Static_assert(LEASE_KEY_ARGS == LEASE_KEY_ARGS_N, "LEASE_LUA reads LEASE_KEY_ARGS_N a key");
 _Static_assert(RATE_KEY_ARGS == RATE_KEY_ARGS_N, "RATE_LUA reads RATE_KEY_ARGS_N a key");
+_Static_assert(RATE_LEASE_UNIT == 1ULL << RATE_LEASE_SHIFT, "RATE_LUA's unit of a burst share");
 
 /*
  * KEYS[1..m] bucket hashes (redis.h), one call for several keys (#17: a
@@ -241,6 +243,7 @@ static const char RATE_LUA[] =
 	"local fmt = function(x) return string.format('%d', x) end\n"
 	"local n = (#ARGV - 3) / " SLUICE_STR(RATE_KEY_ARGS_N) "\n"
 	"local INF = " SLUICE_STR(RATE_LUA_INF) "\n"
+	"local Q = " SLUICE_STR(RATE_LEASE_UNIT) "\n"
 	"local res = {}\n"
 	/* A summary's RATE_SUMMARY_WORDS words. */
 	"local SUM = '^' .. string.rep('(%d+) ', " SLUICE_STR(RATE_SUMMARY_WORDS) " - 1) .. '(%d+)$'\n"
@@ -422,12 +425,16 @@ static const char RATE_LUA[] =
 	"    st.f[d].s = fs[d]\n"
 	"    f[d] = nx.w[d] <= fs[d] and nx.w[d] or fs[d]\n"
 	"  end\n"
+	/* A burst share in whole units: rounded down, or one for a node that wants one. */
+	"  f[2] = f[2] - f[2] % Q\n"
+	"  if f[2] == 0 and nx.w[2] >= Q then f[2] = Q end\n"
 	/* fs_renew() for the caller, the others' held shares summed in st.h. */
 	/* A settled node enforces at most its last answer, which lives until exp. */
 	"  local pexp = settled and l.exp or math.max(l.exp, l.pexp)\n"
 	"  local any_prev = false\n"
 	"  for d = 1, 2 do\n"
 	"    if st.h[d] < cap[d] then nx.g[d] = math.min(f[d], cap[d] - st.h[d]) end\n"
+	"    if d == 2 then nx.g[d] = nx.g[d] - nx.g[d] % Q end\n"
 	"    local ceiling = held(l, d)\n"
 	"    if settled then ceiling = l.exp > now and math.min(l.g[d], want[d]) or 0 end\n"
 	/* Lowered, or renewed for less time than the lease it may still enforce. */
