@@ -73,6 +73,7 @@
 #define TARGET_STEP_MANY_X 1.3	/* key step at 10^6 sources: lookup+insert over as many */
 #define TARGET_PASS_MANY_X 1.15 /* a pass at 10^6 sources: the key step over as many */
 #define TARGET_SHARED_X	   1.15 /* 2 CPUs passing one key: distinct keys */
+#define TARGET_SAMPLED_X   1.05 /* #30: a drop sampled 1 in 1000: a cached drop */
 #define TARGET_PATH_WIDTH  28	/* the targets' columns: the longest label fits */
 #define TARGET_PARTS_WIDTH 32
 #define LABEL_WIDTH	   40
@@ -1784,6 +1785,11 @@ static const struct bench_target targets[] = {
 	  ROW_MT_PASS_SAME,
 	  { ROW_MT_PASS_DISTINCT, ROW_EMPTY },
 	  TARGET_SHARED_X },
+	{ "drop sampled 1/1000",
+	  "1 policy, drop (cached)",
+	  ROW_POL_SAMPLED,
+	  { ROW_POL_ONE, ROW_EMPTY },
+	  TARGET_SAMPLED_X },
 };
 
 /* A part's ns over its floor; ROW_EMPTY, the floor itself, adds nothing. */
@@ -1795,8 +1801,9 @@ static double part_over(const struct bench_result *all, const int *keep, enum be
 /*
  * #32's targets, each path beside the floor of its parts in this run
  * (docs/performance.md, "Targets against each path's parts"; the
- * receive path's is bench/path.sh's), and whether it is met. A target
- * whose rows --only left out is not printed.
+ * receive path's is bench/path.sh's), and #30's sampled drop beside a
+ * cached one, and whether each is met. A target whose rows --only left
+ * out is not printed.
  */
 static void print_targets(const struct bench_result *all, const int *keep)
 {
@@ -1813,7 +1820,7 @@ static void print_targets(const struct bench_result *all, const int *keep)
 		if (path <= 0 || a < 0 || b < 0 || a + b <= 0)
 			continue;
 		if (!head++)
-			printf("\n#32's targets, ns over the floor (IPv4 UDP):\n"
+			printf("\nTargets of #32 and #30, ns over the floor (IPv4 UDP):\n"
 			       "  %-*s %7s  %-*s %7s %6s  %-8s  %s\n",
 			       TARGET_PATH_WIDTH, "path", "ns", TARGET_PARTS_WIDTH, "its parts",
 			       "ns", "ratio", "target", "met");

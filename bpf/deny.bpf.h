@@ -50,6 +50,7 @@
 #define SLUICE_DENY_BPF_H
 
 #include "bitmap.bpf.h"
+#include "events.bpf.h"
 #include "limit.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
@@ -104,6 +105,13 @@ static __always_inline int flow_equal(const struct sluice_flow *a, const struct 
 	return words_equal((const __u32 *)a, (const __u32 *)b, SLUICE_FLOW_WORDS);
 }
 
+/*
+ * Or'ed into the policy id deny_cached() returns: this drop is the one in
+ * N its entry samples (event_due_cached()), above every policy id and
+ * SLUICE_DENY_BAN.
+ */
+#define DENY_SAMPLED (1L << 32)
+
 /* The key of sluice_ban_gate's one entry, in memory: the pipeline's stack has no room. */
 static const __u32 deny_gate_key = 0;
 
@@ -126,7 +134,8 @@ static __always_inline long deny_banned(struct sluice_deny *d, __u64 *word, __u3
 
 /*
  * The policy that denies flow @f (in @slot, sluice_deny_slot) now without
- * looking (its id), SLUICE_DENY_BAN for a ban, or -1. Reads @env's clock
+ * looking (its id, with DENY_SAMPLED when the drop is to be sampled),
+ * SLUICE_DENY_BAN for a ban, or -1. Reads @env's clock
  * only when the slot's bit is set. An entry past its time or of another
  * generation clears the bit,
  * whichever flow it holds: left set, a slot whose flow never came back
@@ -148,13 +157,16 @@ static __always_inline long deny_cached(struct limit_env *env, const struct slui
 	clock_read(env);
 	if (d->stamp != stamp || (__s64)(d->until - env->now) <= 0) {
 		*word &= ~BITMAP_BIT(slot);
+		event_disarm(d, stamp);
 		return -1;
 	}
 	if (!flow_equal(&d->flow, f))
 		return -1; /* another flow's live drop: it keeps the bit */
 	if (d->policy_id == SLUICE_DENY_BAN)
 		return deny_banned(d, word, slot);
-	return env->agent_lost_ns ? -1L : (long)d->policy_id; /* not a __u32 -1 */
+	if (env->agent_lost_ns)
+		return -1;
+	return (long)d->policy_id | (event_due_cached(d) ? DENY_SAMPLED : 0); /* not a __u32 -1 */
 }
 
 /*
@@ -171,11 +183,25 @@ static __always_inline void deny_store(const struct sluice_flow *f, __u32 slot, 
 
 	if (!d || !word)
 		return;
+	event_disarm(d, stamp); /* another flow's, whose drop ends early */
 	d->flow = *f;
 	d->policy_id = id;
 	d->stamp = stamp;
 	d->until = now + ttl;
+	d->ev_left = 0; /* until event_arm() */
 	*word |= BITMAP_BIT(slot);
+}
+
+/*
+ * Give @slot's entry, a drop of policy @id just stored, its countdown of
+ * sampled events (event_arm()) in policy-map half @gen, @stamp.
+ */
+static __always_inline void deny_arm(__u32 slot, __u32 id, __u32 gen, __u64 stamp)
+{
+	struct sluice_deny *d = bpf_map_lookup_elem(&sluice_deny, &slot);
+
+	if (d && id < SLUICE_MAX_POLICIES && gen < SLUICE_POLICY_GENS)
+		event_arm(d, id, gen * SLUICE_EVENT_SLOTS + id, stamp);
 }
 
 /*
@@ -196,6 +222,7 @@ static __always_inline __u64 deny_store_ban(const struct sluice_flow *f, __u32 s
 		return 0;
 	if (d->policy_id == SLUICE_DENY_BAN && flow_equal(&d->flow, f))
 		held = d->ban_drops;
+	event_disarm(d, stamp);
 	if (expires_ns && (__s64)(sluice_gcra_ticks(expires_ns) - until) < 0)
 		until = sluice_gcra_ticks(expires_ns);
 	d->flow = *f;
@@ -204,6 +231,7 @@ static __always_inline __u64 deny_store_ban(const struct sluice_flow *f, __u32 s
 	d->until = until;
 	d->ban_epoch = epoch;
 	d->ban_drops = 0;
+	d->ev_left = 0; /* a ban's drops count down sluice_ev_tick's (event_counted_cached()) */
 	*word |= BITMAP_BIT(slot);
 	return held;
 }

@@ -186,11 +186,12 @@ static __always_inline const __u32 *drop_event_key(const struct verdict *v)
 
 /*
  * The sampled event of a drop (events.bpf.h), once the caller found it
- * due (event_counted()): why, from what the stages left in @v and @why,
- * and which policy. The generation is read again: this is one drop in N.
+ * may be due (event_counted()), or is (@due: event_due_cached()): why,
+ * from what the stages left in @v and @why, and which policy. The
+ * generation is read again: this is one drop in N.
  */
 static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta *m,
-				      const struct verdict *v, int why)
+				      const struct verdict *v, int why, int due)
 {
 	int reason = v->result == LIMIT_CLOSED ? SLUICE_EVENT_FAIL : SLUICE_EVENT_LIMIT;
 	struct sluice_ctl *ctl = ctl_get();
@@ -207,7 +208,7 @@ static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta
 			reason = SLUICE_EVENT_FRAGMENT;
 	}
 	gen = ctl->active_gen % SLUICE_POLICY_GENS;
-	return event_send(ctx, hook, m, gen, event_stamp(ctl), *drop_event_key(v), reason);
+	return event_send(ctx, hook, m, gen, event_stamp(ctl), *drop_event_key(v), reason, due);
 }
 
 /*
@@ -217,29 +218,40 @@ static __always_inline int drop_event(void *ctx, int hook, const struct pkt_meta
  * drop in N only (drop_event_call() after event_counted()): a call costs.
  */
 __attribute__((noinline)) int drop_event_xdp(struct xdp_md *ctx, const struct pkt_meta *m,
-					     const struct verdict *v, int why)
+					     const struct verdict *v, int why, int due)
 {
 	if (!ctx || !m || !v)
 		return 0;
-	return drop_event(ctx, FRAME_XDP, m, v, why);
+	return drop_event(ctx, FRAME_XDP, m, v, why, due);
 }
 
 __attribute__((noinline)) int drop_event_skb(struct __sk_buff *skb, const struct pkt_meta *m,
-					     const struct verdict *v, int why)
+					     const struct verdict *v, int why, int due)
 {
 	if (!skb || !m || !v)
 		return 0;
-	return drop_event(skb, FRAME_SKB, m, v, why);
+	return drop_event(skb, FRAME_SKB, m, v, why, due);
 }
 
-/* The event of a drop event_counted() found due, from hook @hook. */
+/* The event of a drop event_counted() found may be due (@due: is), from hook @hook. */
 static __always_inline void drop_event_call(void *ctx, int hook, const struct pkt_meta *m,
-					    const struct verdict *v, int why)
+					    const struct verdict *v, int why, int due)
 {
 	if (hook == FRAME_SKB)
-		drop_event_skb(ctx, m, v, why);
+		drop_event_skb(ctx, m, v, why, due);
 	else
-		drop_event_xdp(ctx, m, v, why);
+		drop_event_xdp(ctx, m, v, why, due);
+}
+
+/*
+ * deny_arm(), global as drop_event_xdp() is: its lookups' keys would need
+ * the pipeline's stack. Called when the full path stores a drop in the
+ * deny cache while its generation samples some.
+ */
+__attribute__((noinline)) int deny_arm_global(__u32 slot, __u32 id, __u32 gen, __u64 stamp)
+{
+	deny_arm(slot, id, gen, stamp);
+	return 0;
 }
 
 /*
@@ -259,8 +271,10 @@ __attribute__((noinline)) int ban_drop_global(const struct pkt_meta *m, struct l
  * The pipeline, for a frame as parse_frame() takes it; returns XDP_PASS or
  * XDP_DROP. What the parser learned is in m, what the packet is decided
  * under in env, and the answer in v: its result is written here alone,
- * and becomes the XDP verdict at out: (verdict_xdp()). A first fragment's
- * answer is kept for its later fragments at decided:.
+ * and becomes the XDP verdict at out: (verdict_xdp()). A drop's sampled
+ * event is sent at decided:, or for a drop of the deny cache where it is
+ * found, without the generation (events.bpf.h). A first fragment's answer
+ * is kept for its later fragments at remember:.
  */
 static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void *data_end,
 					   __u64 len_bytes, __u32 gso_segs, __u32 gso_size)
@@ -305,12 +319,17 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 		if (denied_by == SLUICE_DENY_BAN) {
 			why = SLUICE_TOTAL_BANNED;
 			v.result = LIMIT_REFUSED;
-			goto decided;
+			if ((env.gen_flags & SLUICE_GEN_F_EVENTS) &&
+			    !event_counted_cached(&drop_event_unowned))
+				drop_event_call(ctx, hook, &m, &v, why, 0);
+			goto remember;
 		}
 		if (denied_by >= 0) {
 			v.result = LIMIT_DENY;
-			v.id = denied_by;
-			goto decided;
+			v.id = (__u32)denied_by;
+			if (denied_by & DENY_SAMPLED)
+				drop_event_call(ctx, hook, &m, &v, why, 1);
+			goto remember;
 		}
 	}
 	if (classify_addrs(&m, &env)) {
@@ -329,14 +348,18 @@ static __always_inline int sluice_pipeline(void *ctx, int hook, void *data, void
 	}
 	v.match_slot = flow.match_slot;
 	v.result = walk_layers(&m, &env, match, &v);
-	if (v.result == LIMIT_DENY && v.deny_ticks && cache)
+	if (v.result == LIMIT_DENY && v.deny_ticks && cache) {
 		deny_store(&flow, slot, stamp, v.id, env.now, v.deny_ticks);
+		if (env.gen_flags & SLUICE_GEN_F_EVENTS)
+			deny_arm_global(slot, v.id, env.gen, stamp);
+	}
 decided:
 	if (is_drop(v.result) && (env.gen_flags & SLUICE_GEN_F_EVENTS)) {
 		ctl = bpf_map_lookup_elem(&sluice_ctl, &zero); /* again: no stack to keep it */
 		if (ctl && !event_counted(drop_event_key(&v), event_stamp(ctl)))
-			drop_event_call(ctx, hook, &m, &v, why);
+			drop_event_call(ctx, hook, &m, &v, why, 0);
 	}
+remember:
 	if (m.frag == PKT_FRAG_FIRST) {
 		clock_read(&env);
 		frag_remember(&m, env.now, v.result, v.id, v.noted);

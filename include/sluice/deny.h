@@ -57,8 +57,10 @@ struct sluice_deny {
 	__u64 until;	 /* GCRA ticks: drop without looking before then */
 	__u64 ban_epoch; /* a ban's drop: sluice_ban_gate.epoch it was decided in */
 	__u64 ban_drops; /* a ban's drop: packets dropped since, not yet in the ban's count */
+	__u32 ev_left;	 /* a policy's drop: its sampled events' countdown (bpf/events.bpf.h) */
+	__u32 ev_every;	 /* likewise, what it starts again from after an event; 0: not sampled */
 };
-SLUICE_ASSERT_SIZE(struct sluice_deny, 56);
+SLUICE_ASSERT_SIZE(struct sluice_deny, 64);
 
 /* Value of sluice_deny_bits: which slots may hold a live drop, a bit each. */
 struct sluice_deny_bits {

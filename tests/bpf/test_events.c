@@ -6,19 +6,25 @@
  * multiple of N from one CPU, so every CPU's countdown ends where it
  * began); a drop nobody samples and a pass make none; a full ring counts
  * every event past its 1310 as lost; past SLUICE_EVENTS_CPU_PER_SEC in a
- * second a CPU counts the rest as capped. Each event names the policy,
- * the reason, the addresses and port, and carries the frame's first bytes.
+ * second a CPU counts the rest as capped. A flood's drops after its first
+ * come from the deny cache, whose entries count down a copy of their
+ * policy's countdown: each flow is sampled 1 in N, a new generation
+ * starts it again. Each event names the policy, the reason, the addresses
+ * and port, and carries the frame's first bytes.
  */
+#define _GNU_SOURCE /* sched_setaffinity() */
 #include <linux/bpf.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "base/addr.h"
@@ -27,6 +33,7 @@
 #include "kernel/events.h"
 #include "lib/harness.h"
 #include "policy/policy.h"
+#include "sluice/deny.h"
 
 #define DNS_PORT  53
 #define WEB_PORT  80
@@ -40,6 +47,10 @@
 #define CAP_TRIES	3    /* runs that may straddle a second before the test gives up */
 #define LOST_BEAT_NS	1    /* a heartbeat at boot: the agent is lost for the whole uptime */
 #define LOSS_TIMEOUT_NS SLUICE_NSEC_PER_SEC
+#define BAN_DROPS	10 /* a ban's cached drops, sampled 1 in 1 */
+#define RELOAD_N	2  /* yaml_reload's rate: fewer drops than SAMPLE_N's countdown has left */
+#define EXPIRY_FIRST	6  /* drops before a deny entry ends: 1 event, 2 of SAMPLE_N counted */
+#define EXPIRY_THEN	2  /* drops after: with those 2, the second event */
 
 /* dns is sampled 1 in SAMPLE_N, web is not; shut fails closed; the top level samples bans. */
 static const char yaml[] = "events: { sample: 1/1 }\n"
@@ -59,6 +70,14 @@ static const char yaml[] = "events: { sample: 1/1 }\n"
 			   "    burst: 1000\n"
 			   "    on_agent_loss: closed\n"
 			   "    events: { sample: 1/1 }\n";
+
+/* dns as in yaml, sampled 1 in RELOAD_N. */
+static const char yaml_reload[] = "policies:\n"
+				  "  - name: dns\n"
+				  "    match: { proto: udp, dst_port: 53 }\n"
+				  "    rate: 1/h\n"
+				  "    burst: 1\n"
+				  "    events: { sample: 1/2 }\n";
 
 /* Every policy samples 1 in 1, for the ring and the cap. */
 static const char yaml_all[] = "policies:\n"
@@ -176,6 +195,11 @@ static void test_reasons(void **state)
 	assert_int_equal(s.n, 1);
 	expect_event(&s.e[0], &p, "198.51.100.9", "203.0.113.53", DNS_PORT, SLUICE_EVENT_UNOWNED,
 		     SLUICE_EVENT_BAN);
+	assert_int_equal(harness_run_repeat(&h, &p, BAN_DROPS), 0); /* from the deny cache */
+	drain(&h, &s);
+	assert_int_equal(s.n, BAN_DROPS);
+	expect_event(&s.e[BAN_DROPS - 1], &p, "198.51.100.9", "203.0.113.53", DNS_PORT,
+		     SLUICE_EVENT_UNOWNED, SLUICE_EVENT_BAN);
 
 	{
 		struct sluice_ctl ctl;
@@ -191,6 +215,74 @@ static void test_reasons(void **state)
 	assert_int_equal(s.n, 1);
 	expect_event(&s.e[0], &p, "198.51.100.10", "203.0.113.53", 443,
 		     harness_policy_id(&h, "shut"), SLUICE_EVENT_FAIL);
+	harness_close(&h);
+}
+
+/* The events of @s from source @src. */
+static size_t events_from(const struct seen *s, const char *src)
+{
+	__u8 a[SLUICE_ADDR_LEN];
+	size_t i, n = 0;
+
+	assert_true(addr_parse(src, a) >= 0);
+	for (i = 0; i < s->n && i < EVENT_MAX; i++)
+		n += memcmp(s->e[i].src, a, SLUICE_ADDR_LEN) == 0;
+	return n;
+}
+
+/*
+ * Two flows of dns (two sources, one key), each cached after its first
+ * drop: 1 in SAMPLE_N of each one's drops. A new generation starts the countdown again, this
+ * drop its first: a flow SAMPLE_N drops into its countdown, had it kept
+ * it, would send nothing in the next RELOAD_N.
+ */
+static void test_flows(void **state)
+{
+	static struct seen s;
+	struct harness h;
+	struct pkt a, b;
+
+	(void)state;
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	harness_udp(&a, "198.51.100.7", "203.0.113.53", DNS_PORT);
+	harness_udp(&b, "198.51.100.8", "203.0.113.53", DNS_PORT);
+	assert_int_equal(harness_run(&h, &a), XDP_PASS); /* the burst of dns's one key */
+	assert_int_equal(harness_run_repeat(&h, &a, DROPS), 0);
+	assert_int_equal(harness_run_repeat(&h, &b, DROPS), 0);
+	drain(&h, &s);
+	assert_int_equal(s.n, 2 * DROPS / SAMPLE_N);
+	assert_int_equal(events_from(&s, "198.51.100.7"), DROPS / SAMPLE_N);
+	assert_int_equal(events_from(&s, "198.51.100.8"), DROPS / SAMPLE_N);
+	assert_int_equal(harness_apply(&h, yaml_reload), 0);
+	assert_int_equal(harness_run_repeat(&h, &a, RELOAD_N), 0);
+	drain(&h, &s);
+	assert_int_equal(s.n, 1);
+	expect_event(&s.e[0], &a, "198.51.100.7", "203.0.113.53", DNS_PORT,
+		     harness_policy_id(&h, "dns"), SLUICE_EVENT_LIMIT);
+	harness_close(&h);
+}
+
+/*
+ * A deny entry that ends hands its countdown back to its policy's: the
+ * flow's drops after it go on from where they were, not from where the
+ * entry started. Both runs on one CPU (main()): one countdown.
+ */
+static void test_expiry(void **state)
+{
+	const struct timespec nap = { .tv_nsec = 2 * SLUICE_DENY_TTL_NS };
+	static struct seen s;
+	struct harness h;
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(harness_load(&h, yaml, HARNESS_MAX_KEYS), 0);
+	harness_udp(&p, "198.51.100.7", "203.0.113.53", DNS_PORT);
+	assert_int_equal(harness_run(&h, &p), XDP_PASS);
+	assert_int_equal(harness_run_repeat(&h, &p, EXPIRY_FIRST), 0);
+	assert_int_equal(nanosleep(&nap, NULL), 0); /* past the entry's time */
+	assert_int_equal(harness_run_repeat(&h, &p, EXPIRY_THEN), 0);
+	drain(&h, &s);
+	assert_int_equal(s.n, (EXPIRY_FIRST + EXPIRY_THEN) / SAMPLE_N);
 	harness_close(&h);
 }
 
@@ -256,12 +348,16 @@ static void test_cap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sample),
-		cmocka_unit_test(test_reasons),
-		cmocka_unit_test(test_lost),
-		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_sample), cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_flows),  cmocka_unit_test(test_expiry),
+		cmocka_unit_test(test_lost),   cmocka_unit_test(test_cap),
 	};
+	cpu_set_t one;
 
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one)) /* test_expiry's runs meet one countdown */
+		return perror("sched_setaffinity"), 1;
 	harness_require_root();
 	return harness_cleanup(cmocka_run_group_tests_name("bpf_events", tests, NULL, NULL));
 }
