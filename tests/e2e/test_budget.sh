@@ -24,7 +24,8 @@
 #     proof that the harness sees over-admission;
 #   - a key offered 0.5 L (80/20) passes at least 99 % of what was sent;
 #   - the agents' Redis commands per sync interval and node do not grow
-#     with the offered load: 2 L and 4 L differ by less than 10 %.
+#     with the offered load: 4 L's are at most 2 L's and 10 %, and a rate
+#     lease's renewal (its 4 commands: a key's renewals follow its demand).
 #
 # Every figure is printed whether its check passes or not, and failed checks
 # are collected: the test fails at the end, so one run shows every shape.
@@ -68,10 +69,12 @@ HANDOVER_MS=$((EARLY_MS * 5))
 # the checks, in integer arithmetic
 UNDER_PCT=99
 CONTROL_PCT=80
-# Commands per sync, measured at 2 L and 4 L: 72.8 to 77.4 across runs of one
-# build (the early top-ups a round holds vary with timing), so 10 %; growth
-# with the load would be of the order of the load, 100 %.
+# Commands per sync, measured at 2 L and 4 L: 10.6 to 13.9 across runs of
+# one build (the beat and the hot set, 10 or so, and the renewals, which
+# demand moving by a quarter brings forward), so 10 % and a renewal;
+# growth with the load would be of the order of the load, 100 %.
 REDIS_DIFF_PCT=10
+RENEWAL_CMDS=4 # EVALSHA, TIME, HMGET, HSET (docs/shared-budget.md, "The store's cost")
 
 FAILS=()
 # check LABEL OK: print the figure as ok: or FAIL:, and collect a failure.
@@ -386,9 +389,9 @@ run_redis() {
 	low=$REDIS_PER_SYNC
 	redis_rate $((4 * RATE))
 	high=$REDIS_PER_SYNC
-	check "k=$K redis commands per node per sync: $low at 2 L, $high at 4 L, differ by < $REDIS_DIFF_PCT %" \
-		"$(awk -v a="$low" -v b="$high" -v p=$REDIS_DIFF_PCT \
-			'BEGIN { m = a > b ? a : b; d = a > b ? a - b : b - a; print (m > 0 && d * 100 < p * m) }')"
+	check "k=$K redis commands per node per sync: $low at 2 L, $high at 4 L, at most $REDIS_DIFF_PCT % and $RENEWAL_CMDS more" \
+		"$(awk -v a="$low" -v b="$high" -v p=$REDIS_DIFF_PCT -v r=$RENEWAL_CMDS \
+			'BEGIN { print (a > 0 && b * 100 <= a * (100 + p) + r * 100) }')"
 }
 
 agents=0

@@ -52,17 +52,31 @@ static void note_act(struct rs_key *s, __u64 now_ns, __u64 act)
 	s->act = act;
 }
 
+/* Whether @s's traffic has been quiet for RS_QUIET_UNITS of its demand at @now_ns. */
+static int is_quiet(const struct rs_key *s, const struct lease_key *k, __u64 now_ns)
+{
+	__u64 quiet_us = (now_ns - s->active_ns) / SLUICE_NSEC_PER_USEC;
+
+	return s->demand && (u128)s->demand * quiet_us >= (u128)RS_QUIET_UNITS * k->rate_period_us
+								  << RATE_LEASE_SHIFT;
+}
+
 /* The demand since the last measure, up to @now_ns, and a new measure from there. */
 static void measure(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 {
-	__u64 dt_us = 0;
+	__u64 dt_us = 0, m;
 
 	if (now_ns > s->seen_ns)
 		dt_us = (now_ns - s->seen_ns) / SLUICE_NSEC_PER_USEC;
 	if (!dt_us)
 		return;
-	s->demand = (__u64)min_u64((__u64)((u128)(s->act - s->seen) * unit_of(k) / dt_us),
-				   RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT);
+	m = (__u64)min_u64((__u64)((u128)(s->act - s->seen) * unit_of(k) / dt_us),
+			   RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT);
+	/* Up at once, down at once when quiet, else by 1/RS_DECAY_DIV of the fall: a sparse key. */
+	if (m >= s->demand || is_quiet(s, k, now_ns))
+		s->demand = m;
+	else
+		s->demand -= (s->demand - m) / RS_DECAY_DIV;
 	s->seen = s->act;
 	s->seen_ns += dt_us * SLUICE_NSEC_PER_USEC;
 }
@@ -91,8 +105,6 @@ void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 sp
 
 int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 {
-	__u64 quiet_us = (now_ns - s->active_ns) / SLUICE_NSEC_PER_USEC;
-
 	if (!s->last_ns)
 		return 0;
 	if (!s->rate) {
@@ -103,8 +115,7 @@ int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 	}
 	if (s->rate < s->fair_rate)
 		return 1;
-	if (!s->demand || (u128)s->demand * quiet_us < (u128)RS_QUIET_UNITS * k->rate_period_us
-							       << RATE_LEASE_SHIFT)
+	if (!is_quiet(s, k, now_ns))
 		return 0;
 	/* Traffic stopped: hand the share back, and measure afresh from now. */
 	s->demand = 0;

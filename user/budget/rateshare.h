@@ -34,6 +34,13 @@
  * share within a round or two, and a sparse key keeps its share.
  */
 #define RS_QUIET_UNITS 8
+/*
+ * A measured demand below the last one lowers it by 1/this of the fall: a
+ * key of a few packets an interval measures 0 in many intervals, and would
+ * hand its share back and be denied its next packet. Traffic that stops is
+ * seen between syncs (RS_QUIET_UNITS).
+ */
+#define RS_DECAY_DIV 2
 
 /* One hot key's rate lease on this node. */
 struct rs_key {
