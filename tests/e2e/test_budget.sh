@@ -22,7 +22,9 @@
 #     the run measures: about 0.95 L .. 1.05 L;
 #   - the node-scoped control admits at least 0.8 k·L in every such window:
 #     proof that the harness sees over-admission;
-#   - a key offered 0.5 L (80/20) passes at least 99 % of what was sent;
+#   - a key offered 0.5 L (80/20) passes all that was sent but what each
+#     node's traffic brings before its first rate share can pay for it
+#     (under_loss), and at least 95 %;
 #   - the agents' Redis commands per sync interval and node do not grow
 #     with the offered load: 4 L's are at most 2 L's and 10 %, and a rate
 #     lease's renewal (its 4 commands: a key's renewals follow its demand).
@@ -67,7 +69,7 @@ RS_DEMAND_DIV=4 # a node asks for its demand and 1/this (user/budget/rateshare.h
 # the round after when it asked first; one round more for the machine.
 HANDOVER_MS=$((EARLY_MS * 5))
 # the checks, in integer arithmetic
-UNDER_PCT=99
+UNDER_PCT=95
 CONTROL_PCT=80
 # Commands per sync, measured at 2 L and 4 L: 10.6 to 13.9 across runs of
 # one build (the beat and the hot set, 10 or so, and the renewals, which
@@ -330,11 +332,24 @@ run_control() {
 		$((A_steady_min >= lo))
 }
 
+# under_loss HEAVY_PPS LIGHT_PPS: what 80/20's nodes may be denied while the
+# key turns hot. A node's first rate share starts spent (its burst may
+# have been spent elsewhere, docs/shared-budget.md) and the node that
+# turned the key hot asked for all of L, which it gives up at its next
+# sync: each node's traffic of an interval and two early rounds (its ask,
+# and the refill of its first unit), and a unit of rounding.
+under_loss() {
+	local ms=$((INTERVAL_MS + 2 * EARLY_MS))
+	echo $(($1 * ms / 1000 + 1 + (K - 1) * ($2 * ms / 1000 + 1)))
+}
+
 run_under() {
 	phase "k$K-under" shape_80_20 $PORT_SHARED $((RATE / 2)) $UNDER_MS
 	analyze $PORT_SHARED $UNDER_MS
-	check "k=$K under the limit (0.5 L, 80/20): passed $A_passed of $SENT sent (by node $A_by_file) >= $UNDER_PCT %" \
-		$((A_passed * 100 >= SENT * UNDER_PCT))
+	local loss
+	loss=$(under_loss $((RATE * 8 / 20)) $((RATE * 2 / 20 / (K - 1))))
+	check "k=$K under the limit (0.5 L, 80/20): passed $A_passed of $SENT sent (by node $A_by_file) >= $((SENT - loss)) (all but $loss) and >= $UNDER_PCT %" \
+		$((A_passed >= SENT - loss && A_passed * 100 >= SENT * UNDER_PCT))
 }
 
 # "ALL EVALSHA ZCARD": the commands Redis has run (those inside scripts

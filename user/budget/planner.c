@@ -53,6 +53,7 @@ struct lease_state {
 	__u64 live;		  /* the fleet's size at the last beat; 0 unknown */
 	unsigned int layout;	  /* the fleet's store layout, as the last beat said */
 	__u64 layout_from_ns;	  /* its leases from then on; before, none (hold) */
+	__u64 ok_ns;		  /* when the last full sync the store answered began */
 	struct rate_table **rate; /* by attachment */
 	unsigned int early;	  /* early rounds since the last full sync */
 	struct lease_stats stats;
@@ -702,17 +703,20 @@ static void note_layout(struct lease_state *ls, unsigned int layout, __u64 now_n
 static int rate_step(struct round *r, int full, int call, int ok, char *err, size_t len)
 {
 	struct rate_key *v = calloc(r->n ? r->n : 1, sizeof(*v));
+	struct backend_report rep;
 	struct rate_round rr = { .be = ok ? r->be : NULL,
 				 .full = full,
 				 .call = call,
 				 .holder = r->att->holder,
 				 .interval_ns = r->ls->plan->interval_ns,
-				 .now_ns = mono_ns() };
+				 .now_ns = mono_ns(),
+				 .ok_ns = r->ls->ok_ns };
 	size_t i, n = 0;
 	int ret;
 
 	if (!v)
 		return -ENOMEM;
+	r->be->ops->report(r->be, &rep);
 	for (i = 0; i < r->n; i++) {
 		const struct entry *e = &r->e[i];
 
@@ -722,7 +726,9 @@ static int rate_step(struct round *r, int full, int call, int ok, char *err, siz
 					  .l = e->l,
 					  .s = e->s,
 					  .pending = is_pending(e),
-					  .fault_closed = e->p->fault_closed };
+					  .fault_closed = e->p->fault_closed,
+					  /* a closed key's shard, checked as lump leases were */
+					  .every_sync = e->p->fault_closed && rep.n_shards };
 		bucket_key(r->ls, e->p, &e->key, &v[n++].lk, 1);
 	}
 	ret = rate_table__step(r->ls->rate[r->att_i], &rr, v, n, err, len);
@@ -741,6 +747,7 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .be = be };
 	enum round_mode mode = mode_of(ls, mono_ns());
 	int ret = -ENOMEM, beat = b->fleet != NULL;
+	__u64 sent_ns;
 
 	if (!full && mode == MODE_WAIT)
 		return 0;
@@ -762,9 +769,12 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 		plan_full(&r, mode == MODE_LUMP);
 	else if (!plan_early(&r))
 		goto out; /* nothing running low: no call */
+	sent_ns = mono_ns();
 	ret = send_round(&r, b, full, err, len);
 	if (!full || !ls->plan->rate_leases)
 		goto out;
+	if (!ret)
+		ls->ok_ns = sent_ns;
 	if (!ret && beat && b->live_nodes)
 		note_layout(ls, b->fleet_layout, mono_ns());
 	mode = mode_of(ls, mono_ns());

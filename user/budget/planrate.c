@@ -64,24 +64,36 @@ static void first_demand(struct rs_key *s, const struct rate_key *k)
 		s->demand = k->lk.rate_units << RATE_LEASE_SHIFT;
 }
 
-/* Fill @k->l from its share @s; @ok: the store answered this key's shard. */
+/*
+ * Fill @k->l from its share @s; @ok: this key's shard answered. As lump
+ * leases are, an entry lives LEASE_KERNEL_SYNCS intervals past the last
+ * sync the store answered (@r->ok_ns), so a store that fails sends each
+ * key into its policy's fail mode as soon as it did; a closed policy's key
+ * whose shard alone failed is denied at once.
+ */
 static void entry_of(struct rate_key *k, const struct rs_key *s, const struct rate_round *r, int ok)
 {
-	__u64 until = r->now_ns + SLUICE_LEASE_KERNEL_SYNCS * r->interval_ns;
+	const __u64 life_ns = SLUICE_LEASE_KERNEL_SYNCS * r->interval_ns;
+	__u64 until = r->ok_ns + life_ns;
 
 	k->write = 0;
-	if (s->until_ns) {
+	if (!r->be || (k->pending && !s->until_ns)) {
+		return; /* the store failed: nothing renewed; or cold until its first share */
+	} else if (!ok) {
+		if (!k->fault_closed)
+			return;		   /* it expires into the policy's fail mode */
+		k->l.granted = k->s.spent; /* closed: denied */
+		until = r->now_ns + life_ns;
+	} else if (s->until_ns) {
 		until = min_u64(until, s->until_ns);
 		k->l.granted = rs_granted(s, &k->lk);
-	} else if (k->pending || !r->full) {
-		return; /* stays cold until its first share; or a sync holds it */
-	} else if (ok || k->fault_closed) {
-		k->l.granted = k->s.spent; /* held, or closed: denied, its demand counted */
+	} else if (r->full) {
+		k->l.granted = k->s.spent; /* held: denied, its demand counted */
 	} else {
-		return; /* the store failed: it expires into the policy's fail mode */
+		return; /* a sync holds it */
 	}
-	k->l.reported =
-		k->s.spent; /* granted − reported <= a burst share: the ceiling never binds */
+	/* granted − reported <= a burst share: the kernel's ceiling never binds */
+	k->l.reported = k->s.spent;
 	k->l.expires = sluice_gcra_ticks(until);
 	k->l.flags = 0;
 	k->l.want = 0;
@@ -116,7 +128,7 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 			rs_tick(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
 		}
 		if (!r->be || !r->call ||
-		    !(r->full ? rs_due(s, r->now_ns, r->interval_ns)
+		    !(r->full ? v[i].every_sync || rs_due(s, r->now_ns, r->interval_ns)
 			      : rs_early(s, &v[i].lk, r->now_ns)))
 			continue;
 		rs_request(s, &v[i].lk, &q[m]);

@@ -33,7 +33,8 @@ struct rate_key {
 	struct sluice_lease l; /* in: the entry; out: what to write, when @write */
 	struct sluice_spend s;
 	int pending;	  /* asked to turn hot here, no lease yet: it stays cold until one */
-	int fault_closed; /* a failed call denies it (on_store_error closed) */
+	int fault_closed; /* its shard failing denies it (on_store_error closed) */
+	int every_sync;	  /* renewed at every sync: so its shard's failure is seen within one */
 	int write;	  /* out: write @l */
 };
 
@@ -46,6 +47,7 @@ struct rate_round {
 	const char *holder;
 	__u64 interval_ns;
 	__u64 now_ns; /* mono_ns() when the round began */
+	__u64 ok_ns;  /* mono_ns() when the last sync the store answered began */
 	__u64 calls;  /* out: renewals sent */
 };
 
@@ -54,11 +56,12 @@ struct rate_round {
  * each key's @l (between syncs, only those with a share, refilled without
  * a call): a key with a share spends granted = rs_granted() from
  * reported = spent (so the kernel's lease_max ceiling never binds), live
- * until its share's end or two intervals, whichever is first; a key
- * without one is held (granted = spent: denied, its demand counted) while
- * the store answers, closed when its call failed under a closed policy,
- * else left to expire. Keys not in @v leave @t. 0, or the call's error
- * with the cause in @err (the shares stand until their ends).
+ * until its share's end or two intervals past @ok_ns, whichever is first;
+ * a key without one is held (granted = spent: denied, its demand counted).
+ * A key whose shard failed is closed under a closed policy (denied), else
+ * left to expire into its policy's fail mode; with @be NULL nothing is
+ * written. Keys not in @v leave @t. 0, or the call's error with the cause
+ * in @err.
  */
 int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key *v, size_t n,
 		     char *err, size_t len);
