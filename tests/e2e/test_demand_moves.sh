@@ -136,7 +136,6 @@ ms=$(arrival "$WORK/$PHASE.rec.2" $move_ns)
 echo "  steady windows $(awk -v a="${A[steady_min]}" -v b="${A[steady_max]}" -v l=$RATE \
 	'BEGIN { printf "%.3f..%.3f", a / l, b / l }') L; node 2 admits its fair share" \
 	"(L: $ARRIVE_MIN in $ARRIVE_MS ms) from $ms ms after the move"
-e2e_fleet_no_fault 1 2
 e2e_within "every 1 s window, the first and the move's included, within B + L" "${A[max]}" 0 \
 	$((BURST + RATE))
 e2e_within "steady windows' least (L $RATE, tolerance $slack, the move $((RATE * HANDOVER_MS / 1000)))" \
