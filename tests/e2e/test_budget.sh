@@ -22,9 +22,12 @@
 #     the run measures: about 0.95 L .. 1.05 L;
 #   - the node-scoped control admits at least 0.8 k·L in every such window:
 #     proof that the harness sees over-admission;
-#   - a key offered 0.5 L (80/20) passes at least 99 % of what was sent;
+#   - a key offered 0.5 L (80/20) passes all that was sent but what each
+#     node's traffic brings before its first rate share can pay for it
+#     (under_loss), and at least 95 %;
 #   - the agents' Redis commands per sync interval and node do not grow
-#     with the offered load: 2 L and 4 L differ by less than 10 %.
+#     with the offered load: 4 L's are at most 2 L's and 10 %, and a rate
+#     lease's renewal (its 4 commands: a key's renewals follow its demand).
 #
 # Every figure is printed whether its check passes or not, and failed checks
 # are collected: the test fails at the end, so one run shows every shape.
@@ -56,15 +59,24 @@ PORT_SHARED=9100
 PORT_CONTROL=9101
 PORT_STRICT=9102
 NODES_MAX=$(printf '%s\n' "${K_NODES[@]}" | sort -n | tail -n 1) # the namespaces to build
-EARLY_MS=$((INTERVAL_MS / 10)) # early top-ups: every interval / LEASE_EARLY_DIV (user/budget/planner.h)
-STARVED_MS=$((EARLY_MS * 2))   # a starved key's: every LEASE_STARVED_EVERY_MAX rounds at most
+EARLY_MS=$((INTERVAL_MS / 10)) # early rounds: every interval / LEASE_EARLY_DIV (user/budget/planner.h)
+STARVED_MS=$((EARLY_MS * 2))   # a kernel grant's refill, and the round a share arrives in
+RS_DEMAND_DIV=4 # a node asks for its demand and 1/this (user/budget/rateshare.h)
+# A busy node's share moves to the next one within HANDOVER_MS (rotating):
+# the old node sees its traffic stop at its next early round (RS_QUIET_UNITS
+# of its demand take under a millisecond here) and hands its share back, the
+# new one sees its traffic start at its next round and asks, and asks again
+# the round after when it asked first; one round more for the machine.
+HANDOVER_MS=$((EARLY_MS * 5))
 # the checks, in integer arithmetic
-UNDER_PCT=99
+UNDER_PCT=95
 CONTROL_PCT=80
-# Commands per sync, measured at 2 L and 4 L: 72.8 to 77.4 across runs of one
-# build (the early top-ups a round holds vary with timing), so 10 %; growth
-# with the load would be of the order of the load, 100 %.
+# Commands per sync, measured at 2 L and 4 L: 10.6 to 13.9 across runs of
+# one build (the beat and the hot set, 10 or so, and the renewals, which
+# demand moving by a quarter brings forward), so 10 % and a renewal;
+# growth with the load would be of the order of the load, 100 %.
 REDIS_DIFF_PCT=10
+RENEWAL_CMDS=4 # EVALSHA, TIME, HMGET, HSET (docs/shared-budget.md, "The store's cost")
 
 FAILS=()
 # check LABEL OK: print the figure as ok: or FAIL:, and collect a failure.
@@ -146,14 +158,15 @@ phase_begin() {
 
 # flood I PORT PPS COUNT SPAN_MS [OFFSET_MS [FLOOD-OPTIONS...]]: COUNT packets
 # from $SRC to node I at PPS, starting at T0 + OFFSET_MS, stopped at SPAN_MS.
-# A node offered less than an even share of the rate adds to HELD what it
-# may hold unspent: it asks for one interval of its demand
-# (LEASE_LOOKAHEAD, user/budget/planner.h), so PPS x interval, and 1 for rounding.
+# A node offered less than an even share of the rate adds to HELD what its
+# rate share holds back unspent: it asks for its demand and a quarter
+# (RS_DEMAND_DIV, user/budget/rateshare.h), and the fair split leaves that
+# quarter to no one, so PPS / 4 a second, and 1 for rounding.
 flood() {
 	local i=$1 port=$2 pps=$3 count=$4 span_ms=$5 offset_ms=${6:-0}
 	shift $(($# < 6 ? $# : 6))
 	((count > 0)) || return 0
-	if ((pps * K < RATE)); then HELD=$((HELD + pps * INTERVAL_MS / 1000 + 1)); fi
+	if ((pps * K < RATE)); then HELD=$((HELD + pps / RS_DEMAND_DIV + 1)); fi
 	FLOOD_OUTS+=("$WORK/$PHASE.flood.${#FLOOD_OUTS[@]}")
 	ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[i]}" --dst-mac "${NODE_MAC[i]}" --proto udp \
 		--dport "$port" --src "$SRC" --dst "${NODE_ADDR[i]}" --pps "$pps" --count "$count" \
@@ -223,28 +236,25 @@ analyze() {
 }
 
 # steady_slack: how far a steady window may be from L. From 2 s on the key
-# is hot on every node and the fleet is offered 3 L. The key's bucket in
-# Redis refills at L, and no unit is lost or counted twice
-# (docs/shared-budget.md, "Top-up, not hand-back"; the cap, burst, is far
-# above what is held here), so a window admits L plus the stock of units
-# refilled but not yet spent at its start, minus that at its end: within
-# L ± the most that stock can be. That is
-#   - what the bucket gains between two top-ups of a node with traffic: two
-#     early rounds (STARVED_MS: a key whose bucket is dry asks every other
-#     round, docs/shared-budget.md), the store's round trip (at most its timeout,
-#     E2E_STORE_TIMEOUT_MS; a slower call fails), and how late the node's
-#     agent may wake and its packets arrive, each at most the floods'
-#     LATE_MAX (the same machine and SCHED_FIFO, measured this phase), plus
-#     the fraction of a token the store keeps back;
-#   - HELD: what nodes offered less than an even share hold unspent
-#     (flood). A node offered more spends what it gets as it gets it.
+# is hot on every node and the fleet is offered 3 L. Each node holds a rate
+# lease: a share of L and of B, the shares summing to at most L and B
+# (docs/shared-budget.md, "Rate leases"), and its agent refills a bucket at
+# its share and writes what it may spend into the kernel every early round.
+# So a window admits the shares' refill, L, plus the stock refilled but not
+# yet spent at its start, minus that at its end: within L ± the most that
+# stock can be. That is
+#   - what a busy node's bucket gains before its kernel may spend it: two
+#     early rounds (STARVED_MS: the grant the last round wrote, and the
+#     round a share arrives in), the store's round trip (at most its
+#     timeout, E2E_STORE_TIMEOUT_MS; a slower call fails), and how late the
+#     node's agent may wake and its packets arrive, each at most the
+#     floods' LATE_MAX (the same machine and SCHED_FIFO, measured this
+#     phase), plus a unit of rounding;
+#   - HELD: what the shares of nodes offered less than an even share hold
+#     back (flood). A node offered more spends its refill as it comes.
 # With the floods at most 2 ms late that is 31 (L ± 8 %), with 9 ms 37,
-# and 27 more in 80/20 with 4 nodes, whose 3 small nodes hold 9 each; the
-# windows measured stay within 0.96 L .. 1.03 L (docs/shared-budget.md,
-# "Measured figures"). The bound used to
-# be 0.95 L .. 1.1 L, the lowest and about the highest window of five runs
-# on an idle machine; on a busy one, without SCHED_FIFO, store calls timed
-# out (issue #15).
+# and 63 more in 80/20 with 4 nodes, whose 3 small nodes hold back 21 each.
+# On a busy machine without SCHED_FIFO, store calls timed out (issue #15).
 steady_slack() {
 	echo $(((RATE * (STARVED_MS + E2E_STORE_TIMEOUT_MS + 2 * LATE_MAX) + 999) / 1000 + 1 + HELD))
 }
@@ -252,10 +262,11 @@ steady_slack() {
 # The figures of one cluster-policy run, and its bounds. ALLOWANCE is what
 # windows holding the first second may admit beyond L + B.
 check_cluster() {
-	local label=$1 allowance=$2
+	local label=$1 allowance=$2 moved=${3:-0}
 	local hi=$((RATE + BURST)) hi_first=$((RATE + BURST + allowance)) first_bound="L+B+L*interval"
-	local slack
+	local slack lo
 	slack=$(steady_slack)
+	lo=$((RATE - slack - moved))
 	((allowance)) || first_bound=L+B
 	echo "  $label: sent $SENT, passed $A_passed (by node $A_by_file);" \
 		"fullest 1 s window $A_max at +$A_max_at_ms ms"
@@ -263,8 +274,8 @@ check_cluster() {
 	check "$label: windows holding the first second: max $A_max_first <= $first_bound=$hi_first" \
 		$((A_max_first <= hi_first))
 	check "$label: later windows: max $A_max_after <= L+B=$hi" $((A_max_after <= hi))
-	check "$label: steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) within L±$slack=$((RATE - slack))..$((RATE + slack)) (floods late by at most $LATE_MAX ms)" \
-		$((A_steady_min >= RATE - slack && A_steady_max <= RATE + slack))
+	check "$label: steady windows $A_steady_min..$A_steady_max ($(ratio "$A_steady_min" "$RATE")..$(ratio "$A_steady_max" "$RATE") L) within L-$slack-$moved..L+$slack=$lo..$((RATE + slack)) (floods late by at most $LATE_MAX ms; $moved lost to moves)" \
+		$((A_steady_min >= lo && A_steady_max <= RATE + slack))
 }
 
 # ---- the shapes: OFFERED pps in all, over the first $K nodes ----
@@ -297,9 +308,12 @@ shape_shift() { # port total_pps ms: everything on node 1, then on node 2
 }
 
 run_shape() { # shape
+	local moved=0
+	# rotating moves the traffic every ROTATE_MS: each move idles L for HANDOVER_MS
+	[ "$1" != rotating ] || moved=$((RATE * HANDOVER_MS / ROTATE_MS))
 	phase "k$K-${1//\//_}" "shape_${1//\//_}" $PORT_SHARED $OFFERED "$SHAPE_MS"
 	analyze $PORT_SHARED "$SHAPE_MS"
-	check_cluster "k=$K $1" $((RATE * INTERVAL_MS / 1000))
+	check_cluster "k=$K $1" $((RATE * INTERVAL_MS / 1000)) $moved
 }
 
 run_strict() {
@@ -318,11 +332,24 @@ run_control() {
 		$((A_steady_min >= lo))
 }
 
+# under_loss HEAVY_PPS LIGHT_PPS: what 80/20's nodes may be denied while the
+# key turns hot. A node's first rate share starts spent (its burst may
+# have been spent elsewhere, docs/shared-budget.md) and the node that
+# turned the key hot asked for all of L, which it gives up at its next
+# sync: each node's traffic of an interval and two early rounds (its ask,
+# and the refill of its first unit), and a unit of rounding.
+under_loss() {
+	local ms=$((INTERVAL_MS + 2 * EARLY_MS))
+	echo $(($1 * ms / 1000 + 1 + (K - 1) * ($2 * ms / 1000 + 1)))
+}
+
 run_under() {
 	phase "k$K-under" shape_80_20 $PORT_SHARED $((RATE / 2)) $UNDER_MS
 	analyze $PORT_SHARED $UNDER_MS
-	check "k=$K under the limit (0.5 L, 80/20): passed $A_passed of $SENT sent (by node $A_by_file) >= $UNDER_PCT %" \
-		$((A_passed * 100 >= SENT * UNDER_PCT))
+	local loss
+	loss=$(under_loss $((RATE * 8 / 20)) $((RATE * 2 / 20 / (K - 1))))
+	check "k=$K under the limit (0.5 L, 80/20): passed $A_passed of $SENT sent (by node $A_by_file) >= $((SENT - loss)) (all but $loss) and >= $UNDER_PCT %" \
+		$((A_passed >= SENT - loss && A_passed * 100 >= SENT * UNDER_PCT))
 }
 
 # "ALL EVALSHA ZCARD": the commands Redis has run (those inside scripts
@@ -377,9 +404,9 @@ run_redis() {
 	low=$REDIS_PER_SYNC
 	redis_rate $((4 * RATE))
 	high=$REDIS_PER_SYNC
-	check "k=$K redis commands per node per sync: $low at 2 L, $high at 4 L, differ by < $REDIS_DIFF_PCT %" \
-		"$(awk -v a="$low" -v b="$high" -v p=$REDIS_DIFF_PCT \
-			'BEGIN { m = a > b ? a : b; d = a > b ? a - b : b - a; print (m > 0 && d * 100 < p * m) }')"
+	check "k=$K redis commands per node per sync: $low at 2 L, $high at 4 L, at most $REDIS_DIFF_PCT % and $RENEWAL_CMDS more" \
+		"$(awk -v a="$low" -v b="$high" -v p=$REDIS_DIFF_PCT -v r=$RENEWAL_CMDS \
+			'BEGIN { print (a > 0 && b * 100 <= a * (100 + p) + r * 100) }')"
 }
 
 agents=0

@@ -171,14 +171,16 @@ hex_of() {
 	printf '00000000000000000000ffff%02x%02x%02x%02x' "$a" "$b" "$c" "$d"
 }
 # bucket_of IPV4: its bucket's hash into BUCKET and its field into FIELD,
-# LEASE_BUCKET_FMT (user/budget/keys.h), the field the hex address:
+# LEASE_BUCKET_FMT (user/budget/keys.h), the field the hex address, and
+# its rate leases' hash into RATE_KEY (LEASE_RATE_FMT, then the field), on
+# the bucket's slot:
 # the group is the key's slot (CLUSTER KEYSLOT of the hex address) mod
 # LEASE_GROUPS, and a group's tag the first of group, group + LEASE_GROUPS,
 # ... whose slot is in the group's range of slots (lease_policy_tags()).
 LEASE_GROUPS=24
 CLUSTER_SLOTS=16384
 declare -A GROUP_TAG=()
-BUCKET='' FIELD=''
+BUCKET='' RATE_KEY=''
 bucket_of() {
 	local hex group n
 	hex=$(hex_of "$1")
@@ -190,7 +192,8 @@ bucket_of() {
 		done
 		GROUP_TAG[$group]=$n
 	fi
-	BUCKET="$FLEET:b2:{shared:${GROUP_TAG[$group]}}" FIELD=$hex
+	BUCKET="$FLEET:b2:{shared:${GROUP_TAG[$group]}}"
+	RATE_KEY="$FLEET:r2:{shared:${GROUP_TAG[$group]}}:$hex"
 }
 # pick_keys PHASE: N_KEYS fresh sources (10.K.PHASE.y: cold keys, as
 # test_budget.sh gives each phase), N_KEYS / SHARDS on each primary; sets
@@ -339,11 +342,12 @@ run_shapes() {
 	phase_begin "k$K-shapes"
 	flood_all $((OFFERED / K)) $SHAPE_MS
 	phase_end
-	# The layout above is the agents': each key's bucket is where it says (before it expires).
+	# The layout above is the agents': each key's rate leases are where it says (before they
+	# expire); the fleet speaks the rate layout, so no lump bucket is made.
 	for i in "${!KEYS[@]}"; do
 		bucket_of "${KEYS[i]}"
-		n=$(cli "${KEY_PORT[i]}" hexists "$BUCKET" "$FIELD")
-		check "k=$K key ${KEYS[i]}: its bucket $BUCKET $FIELD is on shard :${KEY_PORT[i]} (HEXISTS: $n)" \
+		n=$(cli "${KEY_PORT[i]}" exists "$RATE_KEY")
+		check "k=$K key ${KEYS[i]}: its rate leases $RATE_KEY are on shard :${KEY_PORT[i]} (EXISTS: $n)" \
 			"$([ "$n" = 1 ] && echo 1 || echo 0)"
 	done
 	slack=$(steady_slack)

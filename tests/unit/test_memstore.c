@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "budget/backend_mem.h"
@@ -210,6 +211,9 @@ struct sim {
 	char err[STORE_ERR_LEN];
 };
 
+/* The node whose planner speaks rate leases (test_layout_switch); N_NODES: none. */
+static size_t rate_node = N_NODES;
+
 static struct lease_state *node_new(size_t i)
 {
 	struct lease_plan *plan = calloc(1, sizeof(*plan));
@@ -218,6 +222,7 @@ static struct lease_state *node_new(size_t i)
 
 	assert_non_null(plan);
 	plan->interval_ns = SYNC_US * SLUICE_NSEC_PER_USEC;
+	plan->rate_leases = i == rate_node;
 	snprintf(plan->prefix, sizeof(plan->prefix), "%s", PREFIX);
 	plan->att = calloc(1, sizeof(*plan->att));
 	assert_non_null(plan->att);
@@ -528,9 +533,88 @@ static void test_rate_lease_refusals(void **state)
 	sim_close(&x);
 }
 
+/* Sleep @us of the planner's clock (CLOCK_MONOTONIC): it times a layout switch. */
+static void sleep_us(__u64 us)
+{
+	struct timespec ts = { .tv_sec = (time_t)(us / US_PER_SEC),
+			       .tv_nsec = (long)(us % US_PER_SEC * 1000) };
+
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+/* What node @i's kernel may still spend of the_key. */
+static __u64 spendable(size_t i)
+{
+	const struct lease_maps m = { .lease = (int)i };
+	const struct fake_entry *e = entry_of(&m, &the_key);
+
+	assert_non_null(e);
+	return e->l.granted > e->s.spent ? e->l.granted - e->s.spent : 0;
+}
+
+/*
+ * Node 0 speaks rate leases, node 1 is an older agent (lump leases only).
+ * While node 1 beats, node 0 takes lump leases; once node 1's beat has
+ * expired node 0 calls for neither layout and its kernel may spend
+ * nothing for LAYOUT_SWITCH_SYNCS intervals, then its rate share refills;
+ * when node 1 beats again, node 0 waits as long again, with nothing to
+ * spend, and takes lump leases after. Both ways, no moment where a lease
+ * of each layout can be spent on node 0.
+ */
+static void test_layout_switch(void **state)
+{
+	const __u64 wait_us = LAYOUT_SWITCH_SYNCS * SYNC_US, beat_us = LEASE_TTL_US;
+	__u64 t = 0;
+	struct sim x;
+
+	(void)state;
+	rate_node = 0;
+	sim_open(&x);
+	rate_node = N_NODES;
+	kern[1].n_hot = 0; /* node 1 only beats */
+	round_ok(&x, 1, t);
+	round_ok(&x, 0, t);
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_true(spendable(0) > 0); /* a lump lease, while node 1 beats */
+
+	t += beat_us + SYNC_US; /* node 1 stopped: its beat expires */
+	spend(0, DEMAND);
+	round_ok(&x, 0, t);
+	assert_int_equal(spendable(0), 0); /* the switch's wait: nothing to spend */
+	sleep_us(SYNC_US / 2);		   /* a share taken now would refill by then */
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US);
+	sleep_us(SYNC_US / 2);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_int_equal(spendable(0), 0);
+	sleep_us(wait_us);
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US); /* the rate share: it starts spent */
+	sleep_us(SYNC_US);
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_true(spendable(0) > 0); /* its refill */
+
+	round_ok(&x, 1, t += SYNC_US); /* node 1 beats again */
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_int_equal(spendable(0), 0); /* back to the wait */
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US); /* a lump lease now would be one to spend */
+	assert_int_equal(spendable(0), 0);
+	sleep_us(wait_us);
+	spend(0, DEMAND);
+	round_ok(&x, 1, t += SYNC_US);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_true(spendable(0) > 0); /* a lump lease again */
+	sim_close(&x);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[4 + ARRAY_SIZE(expiry_rows)];
+	struct CMUnitTest tests[5 + ARRAY_SIZE(expiry_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
@@ -539,5 +623,6 @@ int main(void)
 	SUITE_ADD(&s, test_failed_round_writes_nothing);
 	SUITE_ADD(&s, test_rate_leases_converge);
 	SUITE_ADD(&s, test_rate_lease_refusals);
+	SUITE_ADD(&s, test_layout_switch);
 	return _cmocka_run_group_tests("memstore", tests, s.n, NULL, NULL);
 }

@@ -164,6 +164,7 @@ static struct lease_plan *plan_of(struct agent_stores *s, enum agent_store k)
 		return NULL;
 	snprintf(plan->prefix, sizeof(plan->prefix), "%s", s->v.ps->fleet);
 	plan->interval_ns = s->v.ps->sync_interval_ns;
+	plan->rate_leases = 1;
 	plan->att = calloc(s->v.n_att ? s->v.n_att : 1, sizeof(*plan->att));
 	if (!plan->att)
 		goto oom;

@@ -24,6 +24,7 @@
 #include "sluice/compiler.h"
 #include "sluice/gcra.h"
 #include "budget/planner.h"
+#include "budget/planrate.h"
 #include "kernel/leases.h"
 
 #define HEX_ADDR_LEN (2 * SLUICE_ADDR_LEN + 1)
@@ -37,6 +38,7 @@ struct entry {
 	int send;    /* part of this round's pipeline */
 	int release; /* that call hands what is left back to the bucket */
 	int hold;    /* kept without a call: nothing left to spend, expiry renewed */
+	int gone;    /* deleted this round */
 };
 
 /* The fleet's hot keys of one interface, from the last full sync, sorted. */
@@ -47,9 +49,13 @@ struct key_set {
 
 struct lease_state {
 	struct lease_plan *plan;
-	struct key_set *fleet; /* by attachment */
-	__u64 live;	       /* the fleet's size at the last beat; 0 unknown */
-	unsigned int early;    /* early rounds since the last full sync */
+	struct key_set *fleet;	  /* by attachment */
+	__u64 live;		  /* the fleet's size at the last beat; 0 unknown */
+	unsigned int layout;	  /* the fleet's store layout, as the last beat said */
+	__u64 layout_from_ns;	  /* its leases from then on; before, none (hold) */
+	__u64 ok_ns;		  /* when the last full sync the store answered began */
+	struct rate_table **rate; /* by attachment */
+	unsigned int early;	  /* early rounds since the last full sync */
 	struct lease_stats stats;
 };
 
@@ -347,7 +353,7 @@ static int can_release(const struct entry *e, __u64 d)
  *
  * A hot key the fleet knows and this node never saw is held from the start.
  */
-static void plan_full(struct round *r)
+static void plan_full(struct round *r, int lump)
 {
 	size_t i;
 
@@ -360,12 +366,15 @@ static void plan_full(struct round *r)
 		e->l.idle = d ? 0 : e->l.idle + 1;
 		if (e->l.idle >= LEASE_IDLE_SYNCS && !set_has(&r->ls->fleet[r->att_i], &e->key)) {
 			count_map_err(r, lease_maps__delete(&r->att->maps, &e->key));
+			e->gone = 1;
 			continue;
 		}
 		if (d >= hot_threshold(r, e->p))
 			note_hot(r, e->p, &e->key);
 		e->l.seen = e->s.spent + e->s.denied;
-		if (is_pending(e)) {
+		if (!lump) {
+			continue; /* rate leases, or between layouts */
+		} else if (is_pending(e)) {
 			e->send = 1; /* its first want stands */
 		} else if (d) {
 			/* No demand since the last top-up: the traffic stopped; ask for no more. */
@@ -462,15 +471,28 @@ void lease_policy_tags(struct lease_policy *p)
 	keys_group_tags(p->name, p->tag);
 }
 
-/* The group of @p's bucket for @k and its field there, into @lk (keys.h). */
+/*
+ * The group of @p's bucket for @k and its field there, into @lk (keys.h):
+ * a lump lease's (LEASE_BUCKET_FMT), or with @rate a rate lease's
+ * (LEASE_RATE_FMT), with @p's limit.
+ */
 static void bucket_key(const struct lease_state *ls, const struct lease_policy *p,
-		       const struct sluice_key *k, struct lease_key *lk)
+		       const struct sluice_key *k, struct lease_key *lk, int rate)
 {
 	_Static_assert(HEX_ADDR_LEN <= LEASE_FIELD_LEN, "a bucket's field is its key in hex");
+	unsigned int tag;
 
 	hex_of(k->addr, lk->field);
-	snprintf(lk->key, sizeof(lk->key), LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
-		 p->tag[keys_group(lk->field)]);
+	tag = p->tag[keys_group(lk->field)];
+	if (rate)
+		snprintf(lk->key, sizeof(lk->key), LEASE_RATE_FMT, ls->plan->prefix, p->name, tag);
+	else
+		snprintf(lk->key, sizeof(lk->key), LEASE_BUCKET_FMT, ls->plan->prefix, p->name,
+			 tag);
+	lk->rate_units = p->rate_units;
+	lk->rate_period_us = p->rate_period_us;
+	lk->burst = lk->cap = p->burst;
+	lk->start_empty = !p->strict;
 }
 
 /* Whether the shard of @e's bucket answered (always, but on a cluster). */
@@ -478,7 +500,7 @@ static int is_reachable(const struct round *r, const struct entry *e)
 {
 	struct lease_key lk;
 
-	bucket_key(r->ls, e->p, &e->key, &lk);
+	bucket_key(r->ls, e->p, &e->key, &lk, 0);
 	return backend__is_reachable(r->be, lk.key);
 }
 
@@ -585,11 +607,7 @@ static int send_round(struct round *r, struct budget_sync *beat, int full, char 
 
 		if (!e->send)
 			continue;
-		bucket_key(r->ls, e->p, &e->key, &keys[n]);
-		keys[n].rate_units = e->p->rate_units;
-		keys[n].rate_period_us = e->p->rate_period_us;
-		keys[n].burst = keys[n].cap = e->p->burst;
-		keys[n].start_empty = !e->p->strict;
+		bucket_key(r->ls, e->p, &e->key, &keys[n], 0);
 		q[n].k = &keys[n];
 		q[n].held = sat_sub(e->l.granted, e->l.reported);
 		q[n].used = sat_sub(e->s.spent, e->l.reported);
@@ -621,6 +639,7 @@ static int send_round(struct round *r, struct budget_sync *beat, int full, char 
 	if (ret)
 		goto out; /* a wrong reply is a lie about all of them: install nothing */
 	beat->live_nodes = bp->live_nodes;
+	beat->fleet_layout = bp->fleet_layout;
 	install(r, g, sent_ns);
 	if (full && !bp->hot_failed) {
 		if (r->seen.n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
@@ -640,12 +659,98 @@ out:
 	return ret;
 }
 
+/* The leases a round calls for, as the fleet's layout and its switch say. */
+enum round_mode {
+	MODE_LUMP, /* lump leases (STORE_LAYOUT_LUMP) */
+	MODE_RATE, /* rate leases (STORE_LAYOUT_RATE), at full syncs only */
+	MODE_WAIT, /* none: the layout changed, the old one's leases may still be spent */
+};
+
+static enum round_mode mode_of(const struct lease_state *ls, __u64 now_ns)
+{
+	if (now_ns < ls->layout_from_ns)
+		return MODE_WAIT;
+	return ls->layout == STORE_LAYOUT_RATE ? MODE_RATE : MODE_LUMP;
+}
+
+/*
+ * The beat's answer, @layout, at @now_ns. A change stops this node's calls
+ * of the old layout at once and starts the new one's LAYOUT_SWITCH_SYNCS
+ * intervals later, both ways: every other node's beat says so within an
+ * interval, and the old layout's leases live LEASE_KERNEL_SYNCS intervals
+ * more on its kernel. Meanwhile the keys are held (rate_step()).
+ */
+static void note_layout(struct lease_state *ls, unsigned int layout, __u64 now_ns)
+{
+	size_t i;
+
+	if (layout != STORE_LAYOUT_RATE)
+		layout = STORE_LAYOUT_LUMP;
+	if (layout == ls->layout)
+		return;
+	ls->layout = layout;
+	ls->layout_from_ns = now_ns + LAYOUT_SWITCH_SYNCS * ls->plan->interval_ns;
+	for (i = 0; i < ls->plan->n_att; i++)
+		rate_table__clear(ls->rate[i]);
+}
+
+/*
+ * The rate-lease half of a round (planrate.h): at a @full sync, renew what
+ * is due when @call, refill every key and write its entry; between syncs,
+ * refill the keys with shares and write theirs. @ok: the round's sync
+ * succeeded (else shares stand until their ends and nothing is held).
+ */
+static int rate_step(struct round *r, int full, int call, int ok, char *err, size_t len)
+{
+	struct rate_key *v = calloc(r->n ? r->n : 1, sizeof(*v));
+	struct backend_report rep;
+	struct rate_round rr = { .be = ok ? r->be : NULL,
+				 .full = full,
+				 .call = call,
+				 .holder = r->att->holder,
+				 .interval_ns = r->ls->plan->interval_ns,
+				 .now_ns = mono_ns(),
+				 .ok_ns = r->ls->ok_ns };
+	size_t i, n = 0;
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	r->be->ops->report(r->be, &rep);
+	for (i = 0; i < r->n; i++) {
+		const struct entry *e = &r->e[i];
+
+		if (e->gone)
+			continue;
+		v[n] = (struct rate_key){ .key = e->key,
+					  .l = e->l,
+					  .s = e->s,
+					  .pending = is_pending(e),
+					  .fault_closed = e->p->fault_closed,
+					  /* a closed key's shard, checked as lump leases were */
+					  .every_sync = e->p->fault_closed && rep.n_shards };
+		bucket_key(r->ls, e->p, &e->key, &v[n++].lk, 1);
+	}
+	ret = rate_table__step(r->ls->rate[r->att_i], &rr, v, n, err, len);
+	r->ls->stats.rounds += rr.calls > 0;
+	r->ls->stats.leases += rr.calls;
+	for (i = 0; i < n; i++)
+		if (v[i].write)
+			count_map_err(r, lease_maps__write(&r->att->maps, &v[i].key, &v[i].l));
+	free(v);
+	return ret;
+}
+
 static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *be,
 		     struct budget_sync *b, int full, char *err, size_t len)
 {
 	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .be = be };
-	int ret = -ENOMEM;
+	enum round_mode mode = mode_of(ls, mono_ns());
+	int ret = -ENOMEM, beat = b->fleet != NULL;
+	__u64 sent_ns;
 
+	if (!full && mode == MODE_WAIT)
+		return 0;
 	r.add = calloc(r.att->n_pol * LEASE_HOT_LIMIT + 1, sizeof(*r.add));
 	r.n_add = calloc(r.att->n_pol + 1, sizeof(*r.n_add));
 	if (!r.add || !r.n_add)
@@ -655,11 +760,30 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 	ret = collect(&r);
 	if (ret)
 		goto out;
+	if (!full && mode == MODE_RATE) {
+		/* a share below its fair share asks again every RATE_EARLY_EVERY rounds */
+		ret = rate_step(&r, 0, ls->early % RATE_EARLY_EVERY == 0, 1, err, len);
+		goto out;
+	}
 	if (full)
-		plan_full(&r);
+		plan_full(&r, mode == MODE_LUMP);
 	else if (!plan_early(&r))
 		goto out; /* nothing running low: no call */
+	sent_ns = mono_ns();
 	ret = send_round(&r, b, full, err, len);
+	if (!full || !ls->plan->rate_leases)
+		goto out;
+	if (!ret)
+		ls->ok_ns = sent_ns;
+	if (!ret && beat && b->live_nodes)
+		note_layout(ls, b->fleet_layout, mono_ns());
+	mode = mode_of(ls, mono_ns());
+	if (mode != MODE_LUMP) {
+		/* a failed sync's cause stays in @err: the step then calls nothing */
+		int step = rate_step(&r, 1, mode == MODE_RATE, !ret, err, len);
+
+		ret = ret ? ret : step;
+	}
 out:
 	if (ret == -ENOMEM)
 		snprintf(err, len, "lease sync: %s", strerror(ENOMEM));
@@ -672,7 +796,9 @@ int lease_round(struct lease_state *ls, struct budget_backend *be, const char *f
 {
 	struct budget_sync b = { .fleet = full ? fleet : NULL,
 				 .node = node,
-				 .beat_ttl_us = beat_ttl_us };
+				 .beat_ttl_us = beat_ttl_us,
+				 .layout = ls->plan && ls->plan->rate_leases ? STORE_LAYOUT_RATE
+									     : 0 };
 	size_t n_att = ls->plan ? ls->plan->n_att : 0, i;
 	int ret = 0;
 
@@ -699,15 +825,31 @@ struct lease_state *lease_state__new(struct lease_plan *plan)
 {
 	struct lease_state *ls = calloc(1, sizeof(*ls));
 
-	if (ls)
-		ls->fleet = calloc(plan && plan->n_att ? plan->n_att : 1, sizeof(*ls->fleet));
-	if (!ls || !ls->fleet) {
+	size_t i, n_att = plan ? plan->n_att : 0;
+
+	if (ls) {
+		ls->fleet = calloc(n_att ? n_att : 1, sizeof(*ls->fleet));
+		ls->rate = calloc(n_att ? n_att : 1, sizeof(*ls->rate));
+	}
+	for (i = 0; ls && ls->rate && i < n_att; i++) {
+		ls->rate[i] = rate_table__new();
+		if (!ls->rate[i])
+			break;
+	}
+	if (!ls || !ls->fleet || !ls->rate || i < n_att) {
+		for (i = 0; ls && ls->rate && i < n_att; i++)
+			rate_table__free(ls->rate[i]);
+		if (ls) {
+			free(ls->rate);
+			free(ls->fleet);
+		}
 		free(ls);
 		lease_plan__free(plan);
 		errno = ENOMEM;
 		return NULL;
 	}
 	ls->plan = plan;
+	ls->layout = STORE_LAYOUT_LUMP;
 	return ls;
 }
 
@@ -729,9 +871,12 @@ void lease_state__free(struct lease_state *ls)
 
 	if (!ls)
 		return;
-	for (i = 0; ls->plan && i < ls->plan->n_att; i++)
+	for (i = 0; ls->plan && i < ls->plan->n_att; i++) {
 		free(ls->fleet[i].v);
+		rate_table__free(ls->rate[i]);
+	}
 	free(ls->fleet);
+	free(ls->rate);
 	lease_plan__free(ls->plan);
 	free(ls);
 }

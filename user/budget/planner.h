@@ -6,7 +6,9 @@
  * one pipelined round trip beat in the fleet, share the hot sets and top
  * up every lease; then write each answer into sluice_lease. Between syncs,
  * a lease that is running low is topped up early, at most once per
- * LEASE_EARLY_DIV-th of the interval. Nothing here blocks the agent's loop.
+ * LEASE_EARLY_DIV-th of the interval. Once the fleet speaks the rate layout
+ * (LAYOUT_SWITCH_SYNCS), the leases are rate leases instead (planrate.h),
+ * renewed on a timer at full syncs only. Nothing here blocks the agent's loop.
  */
 #ifndef SLUICE_LEASE_H
 #define SLUICE_LEASE_H
@@ -32,12 +34,19 @@
  * kernel (docs/shared-budget.md, "Rolling upgrades across the layout").
  */
 #define LAYOUT_SWITCH_SYNCS	(1U + LEASE_KERNEL_SYNCS)
-#define LEASE_STARVED_EVERY_MAX 2    /* a starved key's early rounds: at most every this many */
-#define LEASE_LOOKAHEAD		1    /* hold this many intervals of the last interval's demand */
-#define LEASE_IDLE_SYNCS	30   /* a key without demand this long gives its entry up */
-#define LEASE_HOT_SYNCS		30   /* a key nobody saw hot this long leaves the hot set */
-#define LEASE_HOT_LIMIT		4096 /* hot keys read back per policy and sync */
-#define LEASE_HOLDER_LEN	(STORE_NAME_LEN + IF_NAMESIZE + 1)
+#define LEASE_STARVED_EVERY_MAX 2 /* a starved key's early rounds: at most every this many */
+/*
+ * A rate share below its fair share (others still hold it: they give it up
+ * when their demand drops, at their next sync) asks again at most every this
+ * many early rounds, so that a share that moves arrives within a round or
+ * two of its release, not a whole interval later. Only while it is below.
+ */
+#define RATE_EARLY_EVERY 1
+#define LEASE_LOOKAHEAD	 1    /* hold this many intervals of the last interval's demand */
+#define LEASE_IDLE_SYNCS 30   /* a key without demand this long gives its entry up */
+#define LEASE_HOT_SYNCS	 30   /* a key nobody saw hot this long leaves the hot set */
+#define LEASE_HOT_LIMIT	 4096 /* hot keys read back per policy and sync */
+#define LEASE_HOLDER_LEN (STORE_NAME_LEN + IF_NAMESIZE + 1)
 
 /* One cluster-scoped policy on one interface. */
 struct lease_policy {
@@ -66,6 +75,7 @@ struct lease_plan {
 	__u64 interval_ns;
 	struct lease_att *att; /* owned */
 	size_t n_att;
+	int rate_leases; /* speak STORE_LAYOUT_RATE: rate leases once the whole fleet does */
 };
 
 struct lease_state;
@@ -86,7 +96,7 @@ void lease_policy_tags(struct lease_policy *p);
 /* What a round did, for the store's report and the metrics. */
 struct lease_stats {
 	__u64 rounds;	  /* pipelines sent */
-	__u64 leases;	  /* lease calls in them */
+	__u64 leases;	  /* lease calls in them, rate leases' renewals included */
 	__u64 hot_keys;	  /* keys holding a lease entry now */
 	__u64 map_errors; /* lease map writes or deletes that failed */
 };

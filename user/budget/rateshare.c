@@ -20,23 +20,15 @@ static __u64 unit_of(const struct lease_key *k)
 	return k->rate_period_us << RATE_LEASE_SHIFT;
 }
 
-void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
+/* The refill up to @now_ns, then what was spent since the last; a lapsed share dropped. */
+static void refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent)
 {
 	const __u64 unit = unit_of(k), cap = s->burst * k->rate_period_us;
 	__u64 dt_us = 0, gap, used;
 
-	if (!s->last_ns) {
-		s->last_ns = now_ns;
-		s->spent = spent;
-		s->seen = spent + denied;
-		return;
-	}
 	if (now_ns > s->last_ns)
 		dt_us = (now_ns - s->last_ns) / SLUICE_NSEC_PER_USEC;
 	if (dt_us) {
-		s->demand = (__u64)min_u64((__u64)((u128)(spent + denied - s->seen) * unit / dt_us),
-					   RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT);
-		s->seen = spent + denied;
 		s->last_ns += dt_us * SLUICE_NSEC_PER_USEC;
 		gap = cap > s->level ? cap - s->level : 0;
 		/* Refill first, as if the interval's units were spent at its end. */
@@ -50,6 +42,86 @@ void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 
 	s->level = used > s->level / unit ? 0 : s->level - used * unit;
 	if (s->until_ns && now_ns >= s->until_ns)
 		s->rate = s->burst = s->fair_rate = s->level = s->until_ns = 0;
+}
+
+/* Note the traffic up to @now_ns: @act = spent + denied. */
+static void note_act(struct rs_key *s, __u64 now_ns, __u64 act)
+{
+	if (act != s->act || !s->active_ns)
+		s->active_ns = now_ns;
+	s->act = act;
+}
+
+/* Whether @s's traffic has been quiet for RS_QUIET_UNITS of its demand at @now_ns. */
+static int is_quiet(const struct rs_key *s, const struct lease_key *k, __u64 now_ns)
+{
+	__u64 quiet_us = (now_ns - s->active_ns) / SLUICE_NSEC_PER_USEC;
+
+	return s->demand && (u128)s->demand * quiet_us >= (u128)RS_QUIET_UNITS * k->rate_period_us
+								  << RATE_LEASE_SHIFT;
+}
+
+/* The demand since the last measure, up to @now_ns, and a new measure from there. */
+static void measure(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
+{
+	__u64 dt_us = 0, m;
+
+	if (now_ns > s->seen_ns)
+		dt_us = (now_ns - s->seen_ns) / SLUICE_NSEC_PER_USEC;
+	if (!dt_us)
+		return;
+	m = (__u64)min_u64((__u64)((u128)(s->act - s->seen) * unit_of(k) / dt_us),
+			   RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT);
+	/* Up at once, down at once when quiet, else by 1/RS_DECAY_DIV of the fall: a sparse key. */
+	if (m >= s->demand || is_quiet(s, k, now_ns))
+		s->demand = m;
+	else
+		s->demand -= (s->demand - m) / RS_DECAY_DIV;
+	s->seen = s->act;
+	s->seen_ns += dt_us * SLUICE_NSEC_PER_USEC;
+}
+
+void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
+{
+	if (!s->last_ns) {
+		s->last_ns = s->seen_ns = now_ns;
+		s->spent = spent;
+		s->seen = spent + denied;
+		note_act(s, now_ns, spent + denied);
+		return;
+	}
+	note_act(s, now_ns, spent + denied);
+	measure(s, k, now_ns);
+	refill(s, k, now_ns, spent);
+}
+
+void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
+{
+	if (!s->last_ns)
+		return;
+	note_act(s, now_ns, spent + denied);
+	refill(s, k, now_ns, spent);
+}
+
+int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
+{
+	if (!s->last_ns)
+		return 0;
+	if (!s->rate) {
+		if (s->act == s->seen)
+			return s->until_ns && s->fair_rate > 0; /* others are giving it up */
+		measure(s, k, now_ns);				/* traffic started */
+		return 1;
+	}
+	if (s->rate < s->fair_rate)
+		return 1;
+	if (!is_quiet(s, k, now_ns))
+		return 0;
+	/* Traffic stopped: hand the share back, and measure afresh from now. */
+	s->demand = 0;
+	s->seen = s->act;
+	s->seen_ns = now_ns;
+	return 1;
 }
 
 __u64 rs_granted(const struct rs_key *s, const struct lease_key *k)

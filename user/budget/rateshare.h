@@ -26,6 +26,21 @@
 #define RS_RENEW_DIV	       2  /* renew once less than 1/this of the lease is left */
 #define RS_DEMAND_DIV	       4  /* ask again when demand moves by more than 1/this; headroom */
 #define RS_KERNEL_MARGIN_SYNCS 2  /* enforce a share until this many intervals before its expiry */
+/*
+ * Between syncs, a share whose traffic has been quiet for as long as its
+ * last demand takes to bring this many units is handed back (rs_early()):
+ * at its demand a quiet spell that long comes by chance with probability
+ * about e^-RS_QUIET_UNITS, so a node whose flood moved away frees its
+ * share within a round or two, and a sparse key keeps its share.
+ */
+#define RS_QUIET_UNITS 8
+/*
+ * A measured demand below the last one lowers it by 1/this of the fall: a
+ * key of a few packets an interval measures 0 in many intervals, and would
+ * hand its share back and be denied its next packet. Traffic that stops is
+ * seen between syncs (RS_QUIET_UNITS).
+ */
+#define RS_DECAY_DIV 2
 
 /* One hot key's rate lease on this node. */
 struct rs_key {
@@ -34,6 +49,9 @@ struct rs_key {
 	__u64 until_ns;	   /* local time from which the share is not enforced (0: none) */
 	__u64 level;	   /* the bucket: units × 2^RATE_LEASE_SHIFT × rate_period_us */
 	__u64 last_ns;	   /* local time of the last refill (0: none yet) */
+	__u64 seen_ns;	   /* local time of the last demand measure (rs_refill()) */
+	__u64 act;	   /* spent + denied at the last refill or tick */
+	__u64 active_ns;   /* local time at which act last moved */
 	__u64 spent, seen; /* the kernel's spent, and spent + denied, at the last refill */
 	__u64 demand;	   /* spent + denied over the last interval: scaled units a period */
 	__u64 reported;	   /* the demand the last call reported */
@@ -49,6 +67,23 @@ struct rs_key {
  */
 void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent,
 	       __u64 denied);
+
+/*
+ * Refill @s up to @now_ns and take off what the kernel spent since (@spent),
+ * as rs_refill() does, without measuring the demand: between two syncs, so
+ * that the kernel's grant follows the refill more closely than once an
+ * interval. Nothing before the first rs_refill().
+ */
+void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied);
+
+/*
+ * Whether to call the store for @s between syncs, after rs_tick(): a share
+ * below its fair share (others are giving it up); a key without a rate
+ * share whose traffic started (its demand measured since the last
+ * measure); or a share whose traffic stopped (RS_QUIET_UNITS: its demand
+ * is then 0, measured afresh from now). Each call's rs_request() follows.
+ */
+int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns);
 
 /* What the kernel may have spent in all, at most, until the next refill. */
 __u64 rs_granted(const struct rs_key *s, const struct lease_key *k);

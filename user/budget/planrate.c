@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The planner's rate-lease half; see budget/planrate.h. A table per
+ * interface keeps each hot key's rs_key between rounds; each round
+ * rebuilds it from the keys the kernel holds now, so a key the planner
+ * deleted leaves it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/compiler.h"
+#include "sluice/gcra.h"
+#include "budget/planrate.h"
+
+struct rate_slot {
+	struct sluice_key key; /* first: slot_cmp() */
+	struct rs_key rs;
+};
+
+struct rate_table {
+	struct rate_slot *v; /* sorted by key */
+	size_t n;
+};
+
+static int slot_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct sluice_key));
+}
+
+struct rate_table *rate_table__new(void)
+{
+	return calloc(1, sizeof(struct rate_table));
+}
+
+void rate_table__clear(struct rate_table *t)
+{
+	if (!t)
+		return;
+	free(t->v);
+	t->v = NULL;
+	t->n = 0;
+}
+
+void rate_table__free(struct rate_table *t)
+{
+	rate_table__clear(t);
+	free(t);
+}
+
+static __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * A key asked to turn hot here has no measured demand (its packets took
+ * the cold share): it asks for the whole rate, which the store splits
+ * max-min fairly; its next call asks for what it then spent and was denied.
+ */
+static void first_demand(struct rs_key *s, const struct rate_key *k)
+{
+	if (k->pending && !s->until_ns && !s->demand)
+		s->demand = k->lk.rate_units << RATE_LEASE_SHIFT;
+}
+
+/*
+ * Fill @k->l from its share @s; @ok: this key's shard answered. As lump
+ * leases are, an entry lives LEASE_KERNEL_SYNCS intervals past the last
+ * sync the store answered (@r->ok_ns), so a store that fails sends each
+ * key into its policy's fail mode as soon as it did; a closed policy's key
+ * whose shard alone failed is denied at once.
+ */
+static void entry_of(struct rate_key *k, const struct rs_key *s, const struct rate_round *r, int ok)
+{
+	const __u64 life_ns = SLUICE_LEASE_KERNEL_SYNCS * r->interval_ns;
+	__u64 until = r->ok_ns + life_ns;
+
+	k->write = 0;
+	if (!r->be || (k->pending && !s->until_ns)) {
+		return; /* the store failed: nothing renewed; or cold until its first share */
+	} else if (!ok) {
+		if (!k->fault_closed)
+			return;		   /* it expires into the policy's fail mode */
+		k->l.granted = k->s.spent; /* closed: denied */
+		until = r->now_ns + life_ns;
+	} else if (s->until_ns) {
+		until = min_u64(until, s->until_ns);
+		k->l.granted = rs_granted(s, &k->lk);
+	} else if (r->full) {
+		k->l.granted = k->s.spent; /* held: denied, its demand counted */
+	} else {
+		return; /* a sync holds it */
+	}
+	/* granted − reported <= a burst share: the kernel's ceiling never binds */
+	k->l.reported = k->s.spent;
+	k->l.expires = sluice_gcra_ticks(until);
+	k->l.flags = 0;
+	k->l.want = 0;
+	k->write = 1;
+}
+
+int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key *v, size_t n,
+		     char *err, size_t len)
+{
+	const __u64 ttl_us = RS_TTL_SYNCS * r->interval_ns / SLUICE_NSEC_PER_USEC;
+	struct rate_slot *nv = calloc(n ? n : 1, sizeof(*nv)), *old;
+	struct rate_lease_req *q = calloc(n ? n : 1, sizeof(*q));
+	struct rate_lease_grant *g = calloc(n ? n : 1, sizeof(*g));
+	size_t *at = calloc(n ? n : 1, sizeof(*at));
+	struct rate_sync rq = { .holder = r->holder, .lease_ttl_us = ttl_us };
+	size_t i, m = 0;
+	int ret = -ENOMEM, *failed = calloc(n ? n : 1, sizeof(*failed));
+
+	if (!nv || !q || !g || !at || !failed)
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct rs_key *s = &nv[i].rs;
+
+		nv[i].key = v[i].key;
+		old = t->n ? bsearch(&v[i].key, t->v, t->n, sizeof(*t->v), slot_cmp) : NULL;
+		if (old)
+			*s = old->rs;
+		if (r->full) {
+			rs_refill(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
+			first_demand(s, &v[i]);
+		} else {
+			rs_tick(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
+		}
+		if (!r->be || !r->call ||
+		    !(r->full ? v[i].every_sync || rs_due(s, r->now_ns, r->interval_ns)
+			      : rs_early(s, &v[i].lk, r->now_ns)))
+			continue;
+		rs_request(s, &v[i].lk, &q[m]);
+		at[m++] = i;
+	}
+	rq.leases = q;
+	rq.grants = g;
+	rq.n_leases = m;
+	ret = m ? backend__rate_lease(r->be, &rq, err, len) : 0;
+	r->calls += m;
+	for (i = 0; i < m; i++) {
+		if (!ret && !g[i].err) {
+			rs_answer(&nv[at[i]].rs, &v[at[i]].lk, &g[i], r->now_ns, ttl_us,
+				  r->interval_ns);
+		} else {
+			rs_failed(&nv[at[i]].rs);
+			failed[at[i]] = 1;
+		}
+	}
+	for (i = 0; i < n; i++)
+		entry_of(&v[i], &nv[i].rs, r,
+			 r->be && !failed[i] && backend__is_reachable(r->be, v[i].lk.key));
+	if (n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
+		qsort(nv, n, sizeof(*nv), slot_cmp);
+	free(t->v);
+	t->v = nv;
+	t->n = n;
+	nv = NULL;
+out:
+	free(nv);
+	free(q);
+	free(g);
+	free(at);
+	free(failed);
+	return ret;
+}
