@@ -99,9 +99,14 @@ wait_metric "sluice_policy_fail_mode{$L,mode=\"normal\"}" 1
 # The flooded key turned hot: it holds a lease entry, and the agent syncs it.
 S="store=\"unix://$REDIS_SOCK\""
 wait_metric "sluice_store_hot_keys{$S}" 1
+# Its first lease call waits out the layout switch the fleet's first beat
+# starts (LAYOUT_SWITCH_SYNCS intervals, user/budget/planner.h): polled.
 for m in sluice_store_syncs_total sluice_store_lease_calls_total; do
-	v=$(metric "$m{$S}")
-	((v > 0)) || e2e_fail "$m is '$v', expected more than 0"
+	deadline=$((SECONDS + 5))
+	until v=$(metric "$m{$S}") && ((v > 0)); do
+		((SECONDS < deadline)) || e2e_fail "$m is '$v' after 5 s, expected more than 0"
+		sleep 0.1
+	done
 	echo "ok: $m = $v"
 done
 
