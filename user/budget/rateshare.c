@@ -188,21 +188,21 @@ static void clamp_level(struct rs_key *s, const struct lease_key *k)
 }
 
 /*
- * The demand a call reports (rs_request()): while it has not moved and
- * the share was not outgrown, the lower of the measure and the mean since
- * call_ns, which starts afresh when it moved, or when the mean spans a
- * lease's life (so that it follows a drift within 1/RS_DEMAND_DIV).
+ * The demand a call reports (rs_request()): the lower of the measure and
+ * the mean since call_ns, or the measure where the share was outgrown.
+ * The mean starts afresh at a node's first call, when the share was
+ * outgrown, when the measure fell by more than 1/RS_DEMAND_DIV below it,
+ * or once it spans a lease's life, so that it follows a drift. A rise
+ * does not restart it: a measure is noisy (a unit an interval, and more
+ * between syncs), and a real rise is denied and then outgrown.
  */
 static __u64 call_demand(struct rs_key *s, const struct lease_key *k)
 {
-	const __u64 moved =
-		s->demand > s->reported ? s->demand - s->reported : s->reported - s->demand;
+	const __u64 mean = mean_demand(s, k);
 	const __u64 life_ns = s->until_ns > s->renewed_ns ? s->until_ns - s->renewed_ns : 0;
-	__u64 d = s->demand;
+	const __u64 d = s->outgrown ? s->demand : min_u64(s->demand, mean);
 
-	if (s->call_ns && !s->outgrown && moved <= s->reported / RS_DEMAND_DIV)
-		d = min_u64(d, mean_demand(s, k));
-	if (!s->call_ns || s->outgrown || moved > s->reported / RS_DEMAND_DIV ||
+	if (!s->call_ns || s->outgrown || s->demand + s->demand / RS_DEMAND_DIV < mean ||
 	    s->seen_ns - s->call_ns >= life_ns) {
 		s->call_seen = s->seen;
 		s->call_ns = s->seen_ns;
