@@ -31,13 +31,14 @@
  * --cheat K runs the nodes' policy at K× the rate and burst while the bound
  * stays the real one: a check that can fail.
  *
- * --rate-leases runs rate leases instead of the planner (which does not
- * call them yet): every key is hot from the start, and each full round
- * of a node refills each key's bucket (budget/rateshare.h), renews the
- * keys that are due in one backend rate_lease call (batched as lease
- * calls are) and writes each key's granted and expiry into its lease
- * entry, as the planner is to. No beat and no hot sets: their cost is
- * not in its figures.
+ * --rate-leases runs rate leases through budget/rateshare.h directly,
+ * not through the planner (whose rate half, budget/planrate.c, the
+ * simulator leaves off: its kernel model has no cold path): every key is
+ * hot from the start, and each full round of a node refills each key's
+ * bucket, renews the keys that are due in one backend rate_lease call
+ * (batched as lease calls are) and writes each key's granted and expiry
+ * into its lease entry, as the planner does at each sync. No beat, no
+ * hot sets and no early rounds: their cost is not in its figures.
  *
  * --old N (with --rate-leases) simulates a rolling upgrade across the
  * store layout (budget/backend.h, STORE_LAYOUT_*): nodes 0 .. N-1 are
