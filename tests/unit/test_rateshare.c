@@ -11,7 +11,8 @@
  * and C light; then A's demand moves to B (B is served first in each
  * round, so it asks before A hands its share back); then C's node dies.
  * Every run of ticks is checked against the fleet bound, BURST + RATE·t,
- * exactly.
+ * exactly. test_skewed and test_rotating run test_budget.sh's shapes on
+ * the same fleet, test_rotating with early rounds between the syncs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,6 +50,24 @@
 
 enum node { NODE_A, NODE_B, NODE_C };
 
+/*
+ * Rotating, as test_budget.sh runs it (R = 400/s, B = 100): 3 R on one
+ * node, the next every ROT_TICKS (300 ms), half an interval off the syncs;
+ * early rounds every tick between syncs (interval / LEASE_EARLY_DIV,
+ * user/budget/planner.h). A move costs the new node's first early ask,
+ * its partial measure (200/s), until the next sync: 0.85-0.90 R in the
+ * steady windows. Asking for a mean that spans the node's idle time
+ * (41/s) held 0.78 R over 2 nodes.
+ */
+#define ROT_RATE	 400ULL
+#define ROT_BURST	 100ULL
+#define ROT_OFFERED	 (3 * ROT_RATE)
+#define ROT_TICKS	 30
+#define ROT_OFFSET_TICKS (SYNC_TICKS / 2)
+#define ROT_RUN_TICKS	 540 /* 5.4 s, test_budget.sh's SHAPE_MS */
+#define ROT_STEADY_FROM	 100 /* its steady windows start after a second */
+#define ROT_MIN_PCT	 84  /* of R, in every steady 1-second window */
+
 static const char *const holder[MAX_NODES] = { "a/eth0", "b/eth0", "c/eth0", "d/eth0" };
 static const enum node order[N_NODES] = { NODE_B, NODE_A, NODE_C };
 
@@ -67,7 +86,9 @@ struct fleet {
 	struct lease_key k;
 	struct node_sim n[MAX_NODES];
 	size_t n_nodes;
-	const __u64 *fixed; /* each node's demand throughout, or NULL: demand_of()'s phases */
+	const __u64 *fixed;  /* each node's demand throughout, or NULL: demand_of()'s phases */
+	__u64 rotate_rate;   /* else, where nonzero: this on one node, the next every ... */
+	size_t rotate_ticks; /* ... this many ticks */
 	__u64 admitted[TICKS];
 	size_t b_calls_after_move; /* B's calls since A's demand moved to it */
 	size_t b_fair_call;	   /* ... the first that brought its fair share: 1, 2 ... */
@@ -84,6 +105,10 @@ static __u64 demand_of(const struct fleet *f, size_t i, size_t tick)
 		{ 0, BUSY, LIGHT },
 	};
 
+	if (f->rotate_ticks)
+		return (tick + ROT_OFFSET_TICKS) / f->rotate_ticks % f->n_nodes == i
+			       ? f->rotate_rate
+			       : 0;
 	return f->fixed ? f->fixed[i] : d[tick / PHASE_TICKS][i];
 }
 
@@ -92,8 +117,11 @@ static __u64 now_ns(size_t tick)
 	return (T0_US + tick * TICK_US) * SLUICE_NSEC_PER_USEC;
 }
 
-/* One node's sync at @tick: refill, renew when due, write granted. */
-static void node_sync(struct fleet *f, size_t i, size_t tick)
+/*
+ * One node's round at @tick: at a sync, refill and renew when due; between
+ * syncs (@early), tick and call when rs_early() says so. Write granted.
+ */
+static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 {
 	struct node_sim *n = &f->n[i];
 	struct rate_lease_req q;
@@ -106,8 +134,11 @@ static void node_sync(struct fleet *f, size_t i, size_t tick)
 	char err[STORE_ERR_LEN];
 	__u64 t = now_ns(tick);
 
-	rs_refill(&n->s, &f->k, t, n->spent, n->denied);
-	if (rs_due(&n->s, t, SYNC_NS)) {
+	if (early)
+		rs_tick(&n->s, &f->k, t, n->spent, n->denied);
+	else
+		rs_refill(&n->s, &f->k, t, n->spent, n->denied);
+	if (early ? rs_early(&n->s, &f->k, t) : rs_due(&n->s, t, SYNC_NS)) {
 		rs_request(&n->s, &f->k, &q);
 		assert_int_equal(backend__rate_lease(n->be, &r, err, sizeof(err)), 0);
 		assert_int_equal(g.err, 0);
@@ -126,6 +157,12 @@ static void node_sync(struct fleet *f, size_t i, size_t tick)
 	}
 	n->granted = rs_granted(&n->s, &f->k);
 	n->expires_ns = n->s.until_ns ? MIN(n->s.until_ns, t + KERNEL_SYNCS * SYNC_NS) : 0;
+}
+
+/* One node's sync at @tick: refill, renew when due, write granted. */
+static void node_sync(struct fleet *f, size_t i, size_t tick)
+{
+	node_round(f, i, tick, 0);
 }
 
 /* The traffic of one tick: each unit owed is admitted while the lump allows. */
@@ -312,6 +349,60 @@ static void test_skewed(void **state)
 	free(f);
 }
 
+/* Rotating over @n nodes: every steady 1-second window admits ROT_MIN_PCT of R. */
+static void rotating(size_t n)
+{
+	struct fleet *f = calloc(1, sizeof(*f));
+	const size_t win = US_PER_SEC / TICK_US;
+	size_t tick, i;
+	__u64 sum, lo = ~0ULL, hi = 0;
+
+	assert_non_null(f);
+	f->m = mem_store__new(T0_US);
+	assert_non_null(f->m);
+	f->k = (struct lease_key){ .rate_units = ROT_RATE,
+				   .rate_period_us = US_PER_SEC,
+				   .burst = ROT_BURST,
+				   .cap = ROT_BURST };
+	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
+	snprintf(f->k.field, sizeof(f->k.field), "1");
+	f->n_nodes = n;
+	f->rotate_rate = ROT_OFFERED;
+	f->rotate_ticks = ROT_TICKS;
+	for (i = 0; i < n; i++) {
+		f->n[i].be = backend_mem__open(f->m);
+		assert_non_null(f->n[i].be);
+	}
+	for (tick = 0; tick < ROT_RUN_TICKS; tick++) {
+		mem_store__set_now(f->m, T0_US + tick * TICK_US);
+		for (i = 0; i < n; i++)
+			node_round(f, i, tick, tick % SYNC_TICKS != 0);
+		traffic(f, tick);
+	}
+	check_bound(f);
+	for (tick = ROT_STEADY_FROM; tick + win <= ROT_RUN_TICKS; tick++) {
+		for (sum = 0, i = 0; i < win; i++)
+			sum += f->admitted[tick + i];
+		lo = MIN(lo, sum);
+		hi = sum > hi ? sum : hi;
+	}
+	print_message("rotating over %zu nodes: steady 1-second windows %llu..%llu of %llu\n", n,
+		      (unsigned long long)lo, (unsigned long long)hi, ROT_RATE);
+	assert_true(lo * 100 >= ROT_RATE * ROT_MIN_PCT);
+
+	for (i = 0; i < n; i++)
+		backend__free(f->n[i].be);
+	mem_store__free(f->m);
+	free(f);
+}
+
+static void test_rotating(void **state)
+{
+	(void)state;
+	rotating(2);
+	rotating(4);
+}
+
 /*
  * A node granted all it asked, whose demand rises by less than
  * 1/RS_DEMAND_DIV, asks again at the next sync once its kernel denies
@@ -430,7 +521,7 @@ int main(void)
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_skewed),
 		cmocka_unit_test(test_outgrown),     cmocka_unit_test(test_request_lowers),
-		cmocka_unit_test(test_refill_order),
+		cmocka_unit_test(test_refill_order), cmocka_unit_test(test_rotating),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,10 +189,14 @@ static void clamp_level(struct rs_key *s, const struct lease_key *k)
 
 /*
  * The demand a call reports (rs_request()): the lower of the measure and
- * the mean since call_ns, or the measure where the share was outgrown.
- * The mean starts afresh at a node's first call, when the share was
- * outgrown, when the measure fell by more than 1/RS_DEMAND_DIV below it,
- * or once it spans a lease's life, so that it follows a drift. A rise
+ * the mean since call_ns, or the measure at a node's first call, where the
+ * last call reported no demand, or where the share was outgrown; the mean
+ * starts afresh from there. The last call reporting none handed the share
+ * back (its traffic stopped): a mean since then spans the idle time, a
+ * small part of a demand that just came back (rotating over 2 nodes asked
+ * for 41/s of 1200/s), which would hold until the next sync. The mean also
+ * starts afresh when the measure fell by more than 1/RS_DEMAND_DIV below
+ * it, or once it spans a lease's life, so that it follows a drift. A rise
  * does not restart it: a measure is noisy (a unit an interval, and more
  * between syncs), and a real rise is denied and then outgrown.
  */
@@ -200,9 +204,10 @@ static __u64 call_demand(struct rs_key *s, const struct lease_key *k)
 {
 	const __u64 mean = mean_demand(s, k);
 	const __u64 life_ns = s->until_ns > s->renewed_ns ? s->until_ns - s->renewed_ns : 0;
-	const __u64 d = s->outgrown ? s->demand : min_u64(s->demand, mean);
+	const int fresh = !s->call_ns || !s->reported || s->outgrown;
+	const __u64 d = fresh ? s->demand : min_u64(s->demand, mean);
 
-	if (!s->call_ns || s->outgrown || s->demand + s->demand / RS_DEMAND_DIV < mean ||
+	if (fresh || s->demand + s->demand / RS_DEMAND_DIV < mean ||
 	    s->seen_ns - s->call_ns >= life_ns) {
 		s->call_seen = s->seen;
 		s->call_ns = s->seen_ns;

@@ -112,13 +112,15 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
 
 /*
  * The call for @s: its demand plus 1/RS_HEADROOM_DIV, the burst in
- * proportion, rounded up to a whole unit. Unless its share was outgrown,
- * the demand is the lower of the measure and its mean over up to a lease's
- * life: a measure is a unit over or under an interval (packets at its
- * edges, more between syncs) and rises at once, so it stands above a
- * steady demand by up to a unit an interval (10/s at 100 ms), where the
- * mean over seconds does not. What it asks below its share it stops
- * enforcing first, so that the store may give it away at once (settled).
+ * proportion, rounded up to a whole unit. Unless its share was outgrown
+ * or the last call reported no demand (its traffic stopped, and a mean
+ * would span the idle time), the demand is the lower of the measure and
+ * its mean over up to a lease's life: a measure is a unit over or under
+ * an interval (packets at its edges, more between syncs) and rises at
+ * once, so it stands above a steady demand by up to a unit an interval
+ * (10/s at 100 ms), where the mean over seconds does not. What it asks
+ * below its share it stops enforcing first, so that the store may give it
+ * away at once (settled).
  */
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);
 
