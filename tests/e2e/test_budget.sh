@@ -61,7 +61,7 @@ PORT_STRICT=9102
 NODES_MAX=$(printf '%s\n' "${K_NODES[@]}" | sort -n | tail -n 1) # the namespaces to build
 EARLY_MS=$((INTERVAL_MS / 10)) # early rounds: every interval / LEASE_EARLY_DIV (user/budget/planner.h)
 STARVED_MS=$((EARLY_MS * 2))   # a kernel grant's refill, and the round a share arrives in
-RS_DEMAND_DIV=4 # a node asks for its demand and 1/this (user/budget/rateshare.h)
+RS_HEADROOM_DIV=32 # a node asks for its demand and 1/this (user/budget/rateshare.h)
 # A busy node's share moves to the next one within HANDOVER_MS (rotating):
 # the old node sees its traffic stop at its next early round (RS_QUIET_UNITS
 # of its demand take under a millisecond here) and hands its share back, the
@@ -159,14 +159,20 @@ phase_begin() {
 # flood I PORT PPS COUNT SPAN_MS [OFFSET_MS [FLOOD-OPTIONS...]]: COUNT packets
 # from $SRC to node I at PPS, starting at T0 + OFFSET_MS, stopped at SPAN_MS.
 # A node offered less than an even share of the rate adds to HELD what its
-# rate share holds back unspent: it asks for its demand and a quarter
-# (RS_DEMAND_DIV, user/budget/rateshare.h), and the fair split leaves that
-# quarter to no one, so PPS / 4 a second, and 1 for rounding.
+# rate share holds back unspent: it asks for its demand and 1/32
+# (RS_HEADROOM_DIV, user/budget/rateshare.h), and the fair split leaves that
+# to no one, so PPS / 32 a second, and 1 for rounding. Its first asks, before
+# it has a mean, are its interval's measure, up to a unit an interval above
+# its demand, and a busy node keeps the share those asks left it until its
+# next timed renewal, which may come after the steady windows begin: a unit
+# an interval more (1000 / INTERVAL_MS a second).
 flood() {
 	local i=$1 port=$2 pps=$3 count=$4 span_ms=$5 offset_ms=${6:-0}
 	shift $(($# < 6 ? $# : 6))
 	((count > 0)) || return 0
-	if ((pps * K < RATE)); then HELD=$((HELD + pps / RS_DEMAND_DIV + 1)); fi
+	if ((pps * K < RATE)); then
+		HELD=$((HELD + pps / RS_HEADROOM_DIV + 1 + 1000 / INTERVAL_MS))
+	fi
 	FLOOD_OUTS+=("$WORK/$PHASE.flood.${#FLOOD_OUTS[@]}")
 	ns_spawn "$NS_TX" "$FLOOD" --iface "${TX_IF[i]}" --dst-mac "${NODE_MAC[i]}" --proto udp \
 		--dport "$port" --src "$SRC" --dst "${NODE_ADDR[i]}" --pps "$pps" --count "$count" \
@@ -253,7 +259,7 @@ analyze() {
 #   - HELD: what the shares of nodes offered less than an even share hold
 #     back (flood). A node offered more spends its refill as it comes.
 # With the floods at most 2 ms late that is 31 (L ± 8 %), with 9 ms 37,
-# and 63 more in 80/20 with 4 nodes, whose 3 small nodes hold back 21 each.
+# and 39 more in 80/20 with 4 nodes, whose 3 small nodes hold back 13 each.
 # On a busy machine without SCHED_FIFO, store calls timed out (issue #15).
 steady_slack() {
 	echo $(((RATE * (STARVED_MS + E2E_STORE_TIMEOUT_MS + 2 * LATE_MAX) + 999) / 1000 + 1 + HELD))

@@ -81,18 +81,45 @@ static void measure(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 	s->seen_ns += dt_us * SLUICE_NSEC_PER_USEC;
 }
 
+/* The mean demand since call_ns, or the measure where there is none. */
+static __u64 mean_demand(const struct rs_key *s, const struct lease_key *k)
+{
+	__u64 span_us = (s->seen_ns - s->call_ns) / SLUICE_NSEC_PER_USEC;
+
+	if (!s->call_ns || !span_us)
+		return s->demand;
+	return (__u64)((u128)(s->seen - s->call_seen) * unit_of(k) / span_us);
+}
+
+/*
+ * Whether @s's demand outgrew a share granted all it asked, below the
+ * whole rate: the kernel denied units since the last refill (@denied),
+ * and the demand, its measure and its mean, is above the share. Then
+ * asking again raises it. A fresh share's bucket starts empty, so an
+ * interval's measure a unit high is denied a unit: the mean keeps that
+ * from calling.
+ */
+static int outgrown(const struct rs_key *s, const struct lease_key *k, __u64 denied)
+{
+	return denied > s->denied && s->demand > s->rate && mean_demand(s, k) > s->rate &&
+	       s->rate >= s->asked && s->asked < k->rate_units << RATE_LEASE_SHIFT;
+}
+
 void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
 {
 	if (!s->last_ns) {
 		s->last_ns = s->seen_ns = now_ns;
 		s->spent = spent;
 		s->seen = spent + denied;
+		s->denied = denied;
 		note_act(s, now_ns, spent + denied);
 		return;
 	}
 	note_act(s, now_ns, spent + denied);
 	measure(s, k, now_ns);
 	refill(s, k, now_ns, spent);
+	s->outgrown = outgrown(s, k, denied);
+	s->denied = denied;
 }
 
 void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
@@ -101,6 +128,16 @@ void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 sp
 		return;
 	note_act(s, now_ns, spent + denied);
 	refill(s, k, now_ns, spent);
+}
+
+/*
+ * Whether @s is short of its fair share by more than its headroom: others
+ * still hold it. Short by less, it holds its demand, and the next timed
+ * renewal brings the rest.
+ */
+static int below_fair(const struct rs_key *s)
+{
+	return s->fair_rate > s->rate && s->fair_rate - s->rate > s->fair_rate / RS_HEADROOM_DIV;
 }
 
 int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
@@ -113,7 +150,7 @@ int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 		measure(s, k, now_ns);				/* traffic started */
 		return 1;
 	}
-	if (s->rate < s->fair_rate)
+	if (below_fair(s))
 		return 1;
 	if (!is_quiet(s, k, now_ns))
 		return 0;
@@ -135,7 +172,7 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 
 	if (!s->until_ns)
 		return s->demand > 0;
-	if (s->confirm || s->rate < s->fair_rate)
+	if (s->confirm || below_fair(s) || s->outgrown)
 		return 1;
 	if (!s->demand && !s->rate && !s->burst)
 		return 0; /* handed back: let it lapse */
@@ -150,10 +187,39 @@ static void clamp_level(struct rs_key *s, const struct lease_key *k)
 	s->level = min_u64(s->level, s->burst * k->rate_period_us);
 }
 
+/*
+ * The demand a call reports (rs_request()): the lower of the measure and
+ * the mean since call_ns, or the measure at a node's first call, where the
+ * last call reported no demand, or where the share was outgrown; the mean
+ * starts afresh from there. The last call reporting none handed the share
+ * back (its traffic stopped): a mean since then spans the idle time, a
+ * small part of a demand that just came back (rotating over 2 nodes asked
+ * for 41/s of 1200/s), which would hold until the next sync. The mean also
+ * starts afresh when the measure fell by more than 1/RS_DEMAND_DIV below
+ * it, or once it spans a lease's life, so that it follows a drift. A rise
+ * does not restart it: a measure is noisy (a unit an interval, and more
+ * between syncs), and a real rise is denied and then outgrown.
+ */
+static __u64 call_demand(struct rs_key *s, const struct lease_key *k)
+{
+	const __u64 mean = mean_demand(s, k);
+	const __u64 life_ns = s->until_ns > s->renewed_ns ? s->until_ns - s->renewed_ns : 0;
+	const int fresh = !s->call_ns || !s->reported || s->outgrown;
+	const __u64 d = fresh ? s->demand : min_u64(s->demand, mean);
+
+	if (fresh || s->demand + s->demand / RS_DEMAND_DIV < mean ||
+	    s->seen_ns - s->call_ns >= life_ns) {
+		s->call_seen = s->seen;
+		s->call_ns = s->seen_ns;
+	}
+	return d;
+}
+
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q)
 {
 	const __u64 r = k->rate_units << RATE_LEASE_SHIFT, b = k->burst << RATE_LEASE_SHIFT;
-	const __u64 want = min_u64(s->demand + s->demand / RS_DEMAND_DIV, r);
+	const __u64 d = call_demand(s, k);
+	const __u64 want = min_u64(d + d / RS_HEADROOM_DIV, r);
 	/* in whole units: the store grants a burst share in those (RATE_LEASE_UNIT) */
 	const __u64 want_b = min_u64((__u64)(((u128)b * want + r - 1) / r + RATE_LEASE_UNIT - 1) /
 					     RATE_LEASE_UNIT * RATE_LEASE_UNIT,
@@ -166,6 +232,7 @@ void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_r
 		.k = k, .want_rate = want, .want_burst = want_b, .settled = s->answered
 	};
 	s->reported = s->demand;
+	s->asked = want;
 }
 
 void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,

@@ -24,8 +24,16 @@
 
 #define RS_TTL_SYNCS	       30 /* a rate lease lives this many sync intervals (3 s at 100 ms) */
 #define RS_RENEW_DIV	       2  /* renew once less than 1/this of the lease is left */
-#define RS_DEMAND_DIV	       4  /* ask again when demand moves by more than 1/this; headroom */
+#define RS_DEMAND_DIV	       4  /* ask again when demand moves by more than 1/this */
 #define RS_KERNEL_MARGIN_SYNCS 2  /* enforce a share until this many intervals before its expiry */
+/*
+ * A call asks for its demand and 1/this. A node granted all it asked
+ * holds that headroom unspent, and where others are starved no one else
+ * may spend it: the satisfied nodes' headroom is at most 1/this of R in
+ * all, 3 %. A demand that outgrows it is seen by the denials it brings
+ * (rs_due()), not by the headroom covering it until the next renewal.
+ */
+#define RS_HEADROOM_DIV 32
 /*
  * Between syncs, a share whose traffic has been quiet for as long as its
  * last demand takes to bring this many units is handed back (rs_early()):
@@ -55,6 +63,11 @@ struct rs_key {
 	__u64 spent, seen; /* the kernel's spent, and spent + denied, at the last refill */
 	__u64 demand;	   /* spent + denied over the last interval: scaled units a period */
 	__u64 reported;	   /* the demand the last call reported */
+	__u64 asked;	   /* the rate share the last call asked for */
+	__u64 call_seen;   /* seen at the mean's start (a call's measure) ... */
+	__u64 call_ns;	   /* ... and its seen_ns (0: no call yet) */
+	__u64 denied;	   /* the kernel's denied at the last refill */
+	int outgrown;	   /* units denied in the last interval, demand above a full grant */
 	__u64 renewed_ns;  /* local send time of the last answered call */
 	int answered;	   /* the last call's answer arrived: the next call is settled */
 	int confirm;	   /* the last answer lowered the share: ask once more to confirm */
@@ -92,14 +105,22 @@ __u64 rs_granted(const struct rs_key *s, const struct lease_key *k);
  * Whether to call the store for @s at @now_ns: no share yet and demand,
  * less than 1/RS_RENEW_DIV of the lease left, demand moved by more than
  * 1/RS_DEMAND_DIV of what was reported, a share below its fair share
- * (others still hold it), or a lowering to confirm.
+ * (others still hold it), a lowering to confirm, or a share granted in
+ * full that its demand outgrew: units denied in the last interval.
  */
 int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
 
 /*
- * The call for @s: its demand plus 1/RS_DEMAND_DIV, the burst in
- * proportion, rounded up to a whole unit. What it asks below its share it stops enforcing first, so
- * that the store may give it away at once (settled).
+ * The call for @s: its demand plus 1/RS_HEADROOM_DIV, the burst in
+ * proportion, rounded up to a whole unit. Unless its share was outgrown
+ * or the last call reported no demand (its traffic stopped, and a mean
+ * would span the idle time), the demand is the lower of the measure and
+ * its mean over up to a lease's life: a measure is a unit over or under
+ * an interval (packets at its edges, more between syncs) and rises at
+ * once, so it stands above a steady demand by up to a unit an interval
+ * (10/s at 100 ms), where the mean over seconds does not. What it asks
+ * below its share it stops enforcing first, so that the store may give it
+ * away at once (settled).
  */
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);
 
