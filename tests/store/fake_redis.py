@@ -9,7 +9,8 @@ EVAL: the membership beat, the hot sets and the leases) are answered with
 one bad shape each:
 
   pass         pass everything through (the start)
-  huge         lease replies with every key's held and granted set to 2^62
+  huge         lease replies with every key's held and granted (a rate
+               lease's shares and fair shares) set to 2^62
   endless      "$1000000000" then one byte every 3 ms, forever
   array        "*2147483647" then integer elements, as fast as they go
   oom, noperm, moved
@@ -81,8 +82,9 @@ async def read_value(reader):
 
 
 def is_lease(cmd):
-    """A script call on lease buckets: its first key <fleet>:b2:{<policy>:<group>}."""
-    return len(cmd) > 3 and b":b2:" in cmd[3]
+    """A script call on leases: its first key a lump lease's bucket,
+    <fleet>:b2:{<policy>:<group>}, or a rate lease's hash, <fleet>:r2:{...}."""
+    return len(cmd) > 3 and (b":b2:" in cmd[3] or b":r2:" in cmd[3])
 
 
 def encode(items):
@@ -118,8 +120,12 @@ async def bad_reply(st, cmd, up_r, up_w, writer):
         up_w.write(encode(cmd))
         await up_w.drain()
         raw, v = await read_value(up_r)
-        if isinstance(v, list) and v and len(v) % 4 == 0:  # 4 per key: held, exp, now, granted
-            raw = encode([HUGE if i % 4 in (0, 3) else x for i, x in enumerate(v)])
+        if b":r2:" in cmd[3]:  # 6 a key: rate, burst, fair rate, fair burst, expires, now
+            per, lies = 6, (0, 1, 2, 3)
+        else:  # 4 a key: held, expires, now, granted
+            per, lies = 4, (0, 3)
+        if isinstance(v, list) and v and len(v) % per == 0:
+            raw = encode([HUGE if i % per in lies else x for i, x in enumerate(v)])
         writer.write(raw)
     else:
         return False
