@@ -75,7 +75,7 @@ static const struct pair_row pair_rows[] = {
 	{ "a rate lease key and its group", "sluice:r2:{shared:07}:a1", "sluice:r2:{shared:07}",
 	  1 },
 	{ "the fleet set and its layout speakers (LEASE_LAYOUT_FMT)", "sluice:nodes",
-	  "{sluice:nodes}:l2", 1 },
+	  "sluice:nodes:l2:{sluice:nodes}", 1 },
 };
 
 static void test_pair(void **state)

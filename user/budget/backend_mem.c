@@ -414,7 +414,7 @@ static int beat(struct mem_store *m, struct budget_sync *b)
 	b->fleet_layout = STORE_LAYOUT_LUMP;
 	if (ret || b->layout < STORE_LAYOUT_RATE)
 		return ret;
-	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE);
+	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE, b->fleet);
 	ret = beat_in(m, set, b, &speakers);
 	if (!ret && speakers == b->live_nodes)
 		b->fleet_layout = STORE_LAYOUT_RATE;

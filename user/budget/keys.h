@@ -42,11 +42,12 @@
  */
 /*
  * The fleet set's members that speak a layout (budget/backend.h,
- * STORE_LAYOUT_*): the fleet set's whole name as the hash tag, so both
- * are on one slot (a fleet name with braces is refused for cluster
- * stores, above).
+ * STORE_LAYOUT_*): named after the fleet set, so that an ACL user's key
+ * pattern for the fleet (~<fleet>:*, docs/shared-budget.md) covers it,
+ * with the fleet set's whole name as the hash tag, so both are on one
+ * slot (a fleet name with braces is refused for cluster stores, above).
  */
-#define LEASE_LAYOUT_FMT "{%s}:l%u"	 /* the fleet set, the layout */
+#define LEASE_LAYOUT_FMT "%s:l%u:{%s}"	 /* the fleet set, the layout, the fleet set */
 #define LEASE_RATE_FMT	 "%s:r2:{%s:%u}" /* fleet, policy, group's tag: then ":<field>" */
 
 /*

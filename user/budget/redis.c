@@ -527,7 +527,7 @@ static int add_beat(struct pipe *p, const struct budget_sync *b)
 	const int rate = b->layout >= STORE_LAYOUT_RATE;
 
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)b->beat_ttl_us);
-	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE);
+	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE, b->fleet);
 	return pipe_add(p, rate ? STORE_SCRIPT_BEAT_LAYOUT : STORE_SCRIPT_BEAT, keys, rate ? 2 : 1,
 			ARRAY_SIZE(args), args, rate ? 3 : 1, (rate ? 2 : 1) * INT_REPLY_BYTES);
 }
