@@ -607,7 +607,7 @@ static void test_layout_switch(void **state)
 	sleep_us(wait_us);
 	spend(0, DEMAND);
 	round_ok(&x, 1, t += SYNC_US);
-	round_ok(&x, 0, t += SYNC_US);
+	round_ok(&x, 0, t + SYNC_US);
 	assert_true(spendable(0) > 0); /* a lump lease again */
 	sim_close(&x);
 }

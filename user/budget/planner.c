@@ -829,7 +829,7 @@ struct lease_state *lease_state__new(struct lease_plan *plan)
 
 	if (ls) {
 		ls->fleet = calloc(n_att ? n_att : 1, sizeof(*ls->fleet));
-		ls->rate = calloc(n_att ? n_att : 1, sizeof(*ls->rate));
+		ls->rate = calloc(n_att ? n_att : 1, sizeof(struct rate_table *));
 	}
 	for (i = 0; ls && ls->rate && i < n_att; i++) {
 		ls->rate[i] = rate_table__new();

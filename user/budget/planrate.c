@@ -77,9 +77,9 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 	__u64 until = r->ok_ns + life_ns;
 
 	k->write = 0;
-	if (!r->be || (k->pending && !s->until_ns)) {
+	if (!r->be || (k->pending && !s->until_ns))
 		return; /* the store failed: nothing renewed; or cold until its first share */
-	} else if (!ok) {
+	if (!ok) {
 		if (!k->fault_closed)
 			return;		   /* it expires into the policy's fail mode */
 		k->l.granted = k->s.spent; /* closed: denied */
