@@ -52,6 +52,7 @@ enum sluice_lease_flag {
 	SLUICE_LEASE_F_FROZEN = 1 << 0,	  /* idle: granted lowered to spent, no call */
 	SLUICE_LEASE_F_RELEASED = 1 << 1, /* frozen, and what was left handed back */
 	SLUICE_LEASE_F_STARVED = 1 << 2,  /* the last answer held less than wanted */
+	SLUICE_LEASE_F_RATE = 1 << 3,	  /* written from a rate lease, not a lump */
 };
 
 struct sluice_spend {

@@ -612,9 +612,74 @@ static void test_layout_switch(void **state)
 	sim_close(&x);
 }
 
+/* The syncs after a restart before a new rate share has refilled (test_restart_keeps_layout). */
+#define RESTART_REFILL_SYNCS 2
+
+/* Node 0's agent restarts (or reloads): a new planner on the same kernel maps. */
+static void restart(struct sim *x)
+{
+	lease_state__free(x->ls[0]);
+	rate_node = 0;
+	x->ls[0] = node_new(0);
+	rate_node = N_NODES;
+}
+
+/*
+ * Node 0 speaks rate leases and is the whole fleet. Restarted on its own
+ * rate leases, it takes a rate share at its first sync, which has refilled
+ * by its third: no switch's wait, as there is nothing of the lump layout
+ * to spend (a start on the lump layout held the key through the switch).
+ * Restarted while its kernel holds a live lump
+ * lease (node 1, an older agent, beat until then), it waits as a switch
+ * does.
+ */
+static void test_restart_keeps_layout(void **state)
+{
+	__u64 t = 0;
+	int i;
+	struct sim x;
+
+	(void)state;
+	rate_node = 0;
+	sim_open(&x);
+	rate_node = N_NODES;
+	kern[1].n_hot = 0;
+	round_ok(&x, 0, t); /* node 0 alone: the rate layout at once */
+	sleep_us(SYNC_US);
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_true(spendable(0) > 0);
+	restart(&x);
+	for (i = 0; i <= (int)LAYOUT_SWITCH_SYNCS; i++) {
+		sleep_us(SYNC_US);
+		spend(0, DEMAND);
+		round_ok(&x, 0, t += SYNC_US);
+		/* its new share starts spent and refills from its second sync on;
+		 * a start on the lump layout would hold the key through the switch */
+		if (i >= RESTART_REFILL_SYNCS)
+			assert_true(spendable(0) > 0);
+	}
+	sim_close(&x);
+
+	rate_node = 0;
+	sim_open(&x);
+	rate_node = N_NODES;
+	kern[1].n_hot = 0;
+	round_ok(&x, 1, t = 0); /* node 1 beats: the lump layout */
+	round_ok(&x, 0, t);
+	spend(0, DEMAND);
+	round_ok(&x, 0, t += SYNC_US);
+	assert_true(spendable(0) > 0); /* a live lump lease */
+	restart(&x);
+	t += LEASE_TTL_US + SYNC_US; /* node 1 stopped: its beat expires */
+	round_ok(&x, 0, t);
+	assert_int_equal(spendable(0), 0); /* the lump lease's layout is gone: the wait */
+	sim_close(&x);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[5 + ARRAY_SIZE(expiry_rows)];
+	struct CMUnitTest tests[6 + ARRAY_SIZE(expiry_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
@@ -624,5 +689,6 @@ int main(void)
 	SUITE_ADD(&s, test_rate_leases_converge);
 	SUITE_ADD(&s, test_rate_lease_refusals);
 	SUITE_ADD(&s, test_layout_switch);
+	SUITE_ADD(&s, test_restart_keeps_layout);
 	return _cmocka_run_group_tests("memstore", tests, s.n, NULL, NULL);
 }

@@ -659,6 +659,8 @@ out:
 	return ret;
 }
 
+#define LAYOUT_UNKNOWN 0U /* ls->layout before the first beat's answer (STORE_LAYOUT_* from 1) */
+
 /* The leases a round calls for, as the fleet's layout and its switch say. */
 enum round_mode {
 	MODE_LUMP, /* lump leases (STORE_LAYOUT_LUMP) */
@@ -668,28 +670,56 @@ enum round_mode {
 
 static enum round_mode mode_of(const struct lease_state *ls, __u64 now_ns)
 {
-	if (now_ns < ls->layout_from_ns)
+	if (ls->layout == LAYOUT_UNKNOWN || now_ns < ls->layout_from_ns)
 		return MODE_WAIT;
 	return ls->layout == STORE_LAYOUT_RATE ? MODE_RATE : MODE_LUMP;
 }
 
-/*
- * The beat's answer, @layout, at @now_ns. A change stops this node's calls
- * of the old layout at once and starts the new one's LAYOUT_SWITCH_SYNCS
- * intervals later, both ways: every other node's beat says so within an
- * interval, and the old layout's leases live LEASE_KERNEL_SYNCS intervals
- * more on its kernel. Meanwhile the keys are held (rate_step()).
- */
-static void note_layout(struct lease_state *ls, unsigned int layout, __u64 now_ns)
+/* Whether @r's kernel holds a lease of a layout other than @layout that can still be spent. */
+static int other_layout_live(const struct round *r, unsigned int layout, __u64 now_ns)
 {
+	const __u64 now = sluice_gcra_ticks(now_ns);
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct entry *e = &r->e[i];
+		unsigned int of =
+			e->l.flags & SLUICE_LEASE_F_RATE ? STORE_LAYOUT_RATE : STORE_LAYOUT_LUMP;
+
+		if (!e->gone && of != layout && e->l.expires > now && e->l.granted > e->s.spent)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The beat's answer, @layout, at @now_ns, with @r's kernel entries. A
+ * change stops this node's calls of the old layout at once and starts the
+ * new one's LAYOUT_SWITCH_SYNCS intervals later, both ways: every other
+ * node's beat says so within an interval, and the old layout's leases live
+ * LEASE_KERNEL_SYNCS intervals more on its kernel. Meanwhile the keys are
+ * held (rate_step()). The first answer after a start or a reload (the
+ * layout unknown, no calls made yet) waits so only for leases of the other
+ * layout that the kernel could still spend: an agent restarted on its own
+ * rate leases takes rate leases at once.
+ */
+static void note_layout(struct lease_state *ls, const struct round *r, unsigned int layout,
+			__u64 now_ns)
+{
+	const __u64 wait_ns = LAYOUT_SWITCH_SYNCS * ls->plan->interval_ns;
 	size_t i;
 
 	if (layout != STORE_LAYOUT_RATE)
 		layout = STORE_LAYOUT_LUMP;
 	if (layout == ls->layout)
 		return;
+	if (ls->layout == LAYOUT_UNKNOWN) {
+		ls->layout = layout;
+		ls->layout_from_ns = other_layout_live(r, layout, now_ns) ? now_ns + wait_ns : 0;
+		return;
+	}
 	ls->layout = layout;
-	ls->layout_from_ns = now_ns + LAYOUT_SWITCH_SYNCS * ls->plan->interval_ns;
+	ls->layout_from_ns = now_ns + wait_ns;
 	for (i = 0; i < ls->plan->n_att; i++)
 		rate_table__clear(ls->rate[i]);
 }
@@ -745,9 +775,13 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 		     struct budget_sync *b, int full, char *err, size_t len)
 {
 	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .be = be };
-	enum round_mode mode = mode_of(ls, mono_ns());
 	int ret = -ENOMEM, beat = b->fleet != NULL;
+	enum round_mode mode;
 	__u64 sent_ns;
+
+	if (full && !beat && ls->layout == LAYOUT_UNKNOWN)
+		ls->layout = STORE_LAYOUT_LUMP; /* no beat, no answer to wait for: lump leases */
+	mode = mode_of(ls, mono_ns());
 
 	if (!full && mode == MODE_WAIT)
 		return 0;
@@ -776,9 +810,9 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 	if (!ret)
 		ls->ok_ns = sent_ns;
 	if (!ret && beat && b->live_nodes)
-		note_layout(ls, b->fleet_layout, mono_ns());
+		note_layout(ls, &r, b->fleet_layout, mono_ns());
 	mode = mode_of(ls, mono_ns());
-	if (mode != MODE_LUMP) {
+	if (mode != MODE_LUMP && ls->layout != LAYOUT_UNKNOWN) {
 		/* a failed sync's cause stays in @err: the step then calls nothing */
 		int step = rate_step(&r, 1, mode == MODE_RATE, !ret, err, len);
 
@@ -849,7 +883,8 @@ struct lease_state *lease_state__new(struct lease_plan *plan)
 		return NULL;
 	}
 	ls->plan = plan;
-	ls->layout = STORE_LAYOUT_LUMP;
+	/* a speaker of rate leases calls for none until the first beat's answer */
+	ls->layout = plan && plan->rate_leases ? LAYOUT_UNKNOWN : STORE_LAYOUT_LUMP;
 	return ls;
 }
 

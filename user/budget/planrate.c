@@ -95,7 +95,7 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 	/* granted − reported <= a burst share: the kernel's ceiling never binds */
 	k->l.reported = k->s.spent;
 	k->l.expires = sluice_gcra_ticks(until);
-	k->l.flags = 0;
+	k->l.flags = SLUICE_LEASE_F_RATE; /* an agent that starts on these needs no switch */
 	k->l.want = 0;
 	k->write = 1;
 }
