@@ -13,8 +13,10 @@
 #     B + L: the flood reaches one node at a time, so no other node spends
 #     a cold share while the key turns hot, and a rate share's burst
 #     arrives spent;
-#   - every 1-second window from 2 s on, the move included, admits L
-#     within the tolerance steady_slack derives (about 0.95 L .. 1.05 L);
+#   - every 1-second window from 2 s on, the move and a reload of node
+#     1's agent mid-flood included, admits L within the tolerance
+#     steady_slack derives (about 0.95 L .. 1.05 L): the reload carries the
+#     key's share on;
 #   - node 2 admits at its fair share (all of L: node 1 wants nothing any
 #     more) within two renewals of the move, RS_TTL_SYNCS / RS_RENEW_DIV
 #     sync intervals each (user/budget/rateshare.h): the design's bound.
@@ -31,6 +33,7 @@ BURST=100         # B
 PPS=$((3 * RATE)) # offered, on one node at a time
 INTERVAL_MS=100   # store.sync_interval
 MOVE_MS=4000      # the flood is on node 1 this long, then on node 2 as long
+RELOAD_MS=$((MOVE_MS / 2)) # node 1's agent reloads then, its key hot and saturated
 LEAD_MS=300       # the floods start this long after they are spawned
 LATE_MS=20        # a flood starting later than that is the machine's doing: again
 SINK_MS=30000     # a sink's own stop, should the test not stop it
@@ -94,6 +97,16 @@ arrival() {
 		}' "$1"
 }
 
+# reload_at NS: node 1's agent rereads its policy file at CLOCK_MONOTONIC NS,
+# mid-flood: it opens its store anew and must carry the key's share on.
+reload_at() {
+	local now
+	now=$("$SINK" now)
+	(($1 <= now)) || sleep "$(awk -v d=$(($1 - now)) 'BEGIN { printf "%.3f", d / 1e9 }')"
+	"$SLUICE" reload --pin-root "$PIN_ROOT" --iface "${NODE_IF[1]}" >/dev/null ||
+		e2e_fail "sluice reload of node 1 failed"
+}
+
 SRC_N=0
 for ((try = 1; ; try++)); do
 	PHASE=move.$try
@@ -105,6 +118,7 @@ for ((try = 1; ; try++)); do
 	T0=$(($("$SINK" now) + LEAD_MS * 1000000))
 	flood 1 $((PPS * MOVE_MS / 1000)) 0
 	flood 2 $((PPS * MOVE_MS / 1000)) $MOVE_MS
+	reload_at $((T0 + RELOAD_MS * 1000000))
 	e2e_fleet_phase_end "$PHASE" 1 - 1 2
 	e2e_fleet_disturbed $LATE_MS 1 2
 	[ -n "$DISTURBED" ] || break

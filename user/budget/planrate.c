@@ -57,11 +57,20 @@ static __u64 min_u64(__u64 a, __u64 b)
  * A key asked to turn hot here has no measured demand (its packets took
  * the cold share): it asks for the whole rate, which the store splits
  * max-min fairly; its next call asks for what it then spent and was denied.
+ * So does a key this agent has just met on a live rate entry (@resumed:
+ * the agent restarted or reloaded), so its share comes back at the first
+ * sync, not once a demand has been measured.
  */
-static void first_demand(struct rs_key *s, const struct rate_key *k)
+static void first_demand(struct rs_key *s, const struct rate_key *k, int resumed)
 {
-	if (k->pending && !s->until_ns && !s->demand)
+	if ((k->pending || resumed) && !s->until_ns && !s->demand)
 		s->demand = k->lk.rate_units << RATE_LEASE_SHIFT;
+}
+
+/* Whether @k's kernel entry is a rate lease's, and live at @now_ns. */
+static int rate_entry_live(const struct rate_key *k, __u64 now_ns)
+{
+	return (k->l.flags & SLUICE_LEASE_F_RATE) && k->l.expires > sluice_gcra_ticks(now_ns);
 }
 
 /*
@@ -122,8 +131,10 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 		if (old)
 			*s = old->rs;
 		if (r->full) {
+			const int resumed = !s->last_ns && rate_entry_live(&v[i], r->now_ns);
+
 			rs_refill(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
-			first_demand(s, &v[i]);
+			first_demand(s, &v[i], resumed);
 		} else {
 			rs_tick(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
 		}
