@@ -28,6 +28,7 @@
 #include "sluice/compiler.h"
 #include "budget/backend_mem.h"
 #include "budget/keys.h"
+#include "budget/planner.h" /* RATE_BEAT_SYNCS */
 #include "budget/redis.h"
 #include "budget/redis_scripts.h" /* the rate lease summary's words */
 #include "budget/store.h"
@@ -972,11 +973,11 @@ static void test_membership(void **state)
  * @node beats with the newest layout it speaks, @layout, on Redis (@be
  * NULL) or on the memory store @be; the fleet's layout, *@live its count.
  */
-static unsigned layout_beat(struct fix *f, struct budget_backend *be, const char *node,
-			    unsigned layout, __u64 *live)
+static unsigned layout_beat_ttl(struct fix *f, struct budget_backend *be, const char *node,
+				unsigned layout, __u64 ttl_us, __u64 *live)
 {
 	struct budget_sync b = {
-		.fleet = MEMBER_FLEET, .node = node, .beat_ttl_us = SHORT_TTL_US, .layout = layout
+		.fleet = MEMBER_FLEET, .node = node, .beat_ttl_us = ttl_us, .layout = layout
 	};
 
 	if (be)
@@ -985,6 +986,12 @@ static unsigned layout_beat(struct fix *f, struct budget_backend *be, const char
 		assert_int_equal(store_budget_sync(&f->a, &b, f->err, sizeof(f->err)), 0);
 	*live = b.live_nodes;
 	return b.fleet_layout;
+}
+
+static unsigned layout_beat(struct fix *f, struct budget_backend *be, const char *node,
+			    unsigned layout, __u64 *live)
+{
+	return layout_beat_ttl(f, be, node, layout, SHORT_TTL_US, live);
 }
 
 /*
@@ -1064,6 +1071,45 @@ static void test_layout(void **state)
 		assert_non_null(strstr(f->err, "layout"));
 		assert_int_equal(counts_since(f, &before).commands, 0);
 	}
+}
+
+/*
+ * Nodes of the rate layout beat rarely, with a TTL that long
+ * (RATE_BEAT_SYNCS); "old" beats with its short one and drops them from
+ * the fleet set, not from the speakers' set. n1's beat then finds as many
+ * speakers as members ({old, n1} and {n1, n2}), and still answers the
+ * lump layout: old is live and speaks none. On the memory store and Redis.
+ */
+static void test_layout_pruned(void **state)
+{
+	const __u64 long_us = RATE_BEAT_SYNCS * SHORT_TTL_US;
+	struct fix *f = *state;
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be;
+	__u64 live = 0;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	mem_store__set_now(m, HOUR_US);
+	layout_beat_ttl(f, be, "n1", STORE_LAYOUT_RATE, long_us, &live);
+	layout_beat_ttl(f, be, "n2", STORE_LAYOUT_RATE, long_us, &live);
+	mem_store__set_now(m, HOUR_US + SHORT_TTL_US);
+	assert_int_equal(layout_beat(f, be, "old", 0, &live), STORE_LAYOUT_LUMP);
+	assert_int_equal(live, 1); /* old dropped n1 and n2 */
+	assert_int_equal(layout_beat_ttl(f, be, "n1", STORE_LAYOUT_RATE, long_us, &live),
+			 STORE_LAYOUT_LUMP);
+	assert_int_equal(live, 2);
+	backend__free(be);
+	mem_store__free(m);
+
+	layout_beat_ttl(f, NULL, "n1", STORE_LAYOUT_RATE, long_us, &live);
+	layout_beat_ttl(f, NULL, "n2", STORE_LAYOUT_RATE, long_us, &live);
+	sleep_us(SHORT_TTL_US + POLL_US);
+	assert_int_equal(beat(f, "old"), 1);
+	assert_int_equal(layout_beat_ttl(f, NULL, "n1", STORE_LAYOUT_RATE, long_us, &live),
+			 STORE_LAYOUT_LUMP);
+	assert_int_equal(live, 2);
 }
 
 /* Members a hot set reply handed to on_member, per hot set, in order. */
@@ -2336,6 +2382,7 @@ int main(void)
 		cmocka_unit_test(test_rate_refused),   cmocka_unit_test(test_rate_parity_many),
 		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_rate_cost_alone),
 		cmocka_unit_test(test_layout),	       cmocka_unit_test(test_rate_parity_sub_unit),
+		cmocka_unit_test(test_layout_pruned),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

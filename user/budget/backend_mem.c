@@ -399,11 +399,25 @@ static int beat_in(struct mem_store *m, const char *key, const struct budget_syn
 	return 0;
 }
 
+/* How many of @z's members @in holds too. */
+static size_t zset_common(const struct mem_zset *z, const struct mem_zset *in)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < z->n; i++)
+		for (j = 0; j < in->n; j++)
+			if (!strcmp(z->v[i].name, in->v[j].name)) {
+				n++;
+				break;
+			}
+	return n;
+}
+
 /*
  * BEAT_LUA: @b->node beats in @b->fleet; the live count into
  * @b->live_nodes. BEAT_LAYOUT_LUA, when it speaks the rate layout: and
  * in that layout's speakers' set, which is the fleet's layout when it
- * counts every live member.
+ * holds every live member.
  */
 static int beat(struct mem_store *m, struct budget_sync *b)
 {
@@ -416,7 +430,8 @@ static int beat(struct mem_store *m, struct budget_sync *b)
 		return ret;
 	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE, b->fleet);
 	ret = beat_in(m, set, b, &speakers);
-	if (!ret && speakers == b->live_nodes)
+	if (!ret && speakers >= b->live_nodes &&
+	    zset_common(zset_get(m, b->fleet), zset_get(m, set)) == b->live_nodes)
 		b->fleet_layout = STORE_LAYOUT_RATE;
 	return ret;
 }

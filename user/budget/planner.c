@@ -54,6 +54,7 @@ struct lease_state {
 	unsigned int layout;	  /* the fleet's store layout, as the last beat said */
 	__u64 layout_from_ns;	  /* its leases from then on; before, none (hold) */
 	__u64 ok_ns;		  /* when the last full sync the store answered began */
+	unsigned int quiet;	  /* full syncs since the last answered beat */
 	struct rate_table **rate; /* by attachment */
 	unsigned int early;	  /* early rounds since the last full sync */
 	struct lease_stats stats;
@@ -185,24 +186,30 @@ static int count_map_err(struct round *r, int err)
 	return err;
 }
 
-/* Keys the XDP program asked to make hot: give each an entry, tell the fleet. */
-static void drain_requests(struct round *r)
+/*
+ * Keys the XDP program asked to make hot: give each an entry, tell the
+ * fleet. How many it tells.
+ */
+static size_t drain_requests(struct round *r)
 {
 	const struct lease_policy *p;
 	struct sluice_key *keys = NULL;
 	struct sluice_hot *vals = NULL;
-	size_t n = 0, i;
+	size_t n = 0, i, told = 0;
 
 	if (count_map_err(r, lease_maps__take_hot(&r->att->maps, &keys, &vals, &n)))
 		n = 0; /* what was taken before the failure is lost: it asks again */
 	for (i = 0; i < n; i++) {
 		p = policy_of(r->att, keys[i].policy_id);
 		if (p && !count_map_err(r, lease_maps__create(&r->att->maps, &keys[i],
-							      first_want(r->ls, p), 0)))
+							      first_want(r->ls, p), 0))) {
 			note_hot(r, p, &keys[i]);
+			told++;
+		}
 	}
 	free(keys);
 	free(vals);
+	return told;
 }
 
 /*
@@ -771,11 +778,17 @@ static int rate_step(struct round *r, int full, int call, int ok, char *err, siz
 	return ret;
 }
 
+/*
+ * A full sync: @hot, it sends the beat (@b->fleet, the first
+ * attachment's) and the hot sets; else it follows a probe (rate leases
+ * between beats), and sends the hot sets only when a key turned hot here,
+ * so that the fleet hears of it at once.
+ */
 static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *be,
-		     struct budget_sync *b, int full, char *err, size_t len)
+		     struct budget_sync *b, int full, int hot, char *err, size_t len)
 {
 	struct round r = { .ls = ls, .att = &ls->plan->att[ai], .att_i = ai, .be = be };
-	int ret = -ENOMEM, beat = b->fleet != NULL;
+	int ret = -ENOMEM, beat = b->fleet != NULL, share = hot;
 	enum round_mode mode;
 	__u64 sent_ns;
 
@@ -789,8 +802,8 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 	r.n_add = calloc(r.att->n_pol + 1, sizeof(*r.n_add));
 	if (!r.add || !r.n_add)
 		goto out;
-	if (full)
-		drain_requests(&r);
+	if (full && drain_requests(&r))
+		share = 1;
 	ret = collect(&r);
 	if (ret)
 		goto out;
@@ -804,11 +817,11 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 	else if (!plan_early(&r))
 		goto out; /* nothing running low: no call */
 	sent_ns = mono_ns();
-	ret = send_round(&r, b, full, err, len);
+	ret = !full || share ? send_round(&r, b, full, err, len) : 0;
 	if (!full || !ls->plan->rate_leases)
 		goto out;
-	if (!ret)
-		ls->ok_ns = sent_ns;
+	if (!ret && hot)
+		ls->ok_ns = sent_ns; /* else lease_round()'s probe did */
 	if (!ret && beat && b->live_nodes)
 		note_layout(ls, &r, b->fleet_layout, mono_ns());
 	mode = mode_of(ls, mono_ns());
@@ -825,14 +838,41 @@ out:
 	return ret;
 }
 
+static int speaks_rate(const struct lease_state *ls)
+{
+	return ls->plan && ls->plan->rate_leases;
+}
+
+/*
+ * Whether this full sync beats and sends the hot sets: every interval,
+ * but on rate leases every RATE_BEAT_SYNCS-th, and every interval again
+ * while the beat fails.
+ */
+static int is_hot_sync(const struct lease_state *ls)
+{
+	return mode_of(ls, mono_ns()) != MODE_RATE || ls->quiet + 1 >= RATE_BEAT_SYNCS;
+}
+
+/* A full sync between beats: probe the store, as a sync it answered would. */
+static int probe(struct lease_state *ls, struct budget_backend *be, char *err, size_t len)
+{
+	__u64 sent_ns = mono_ns();
+	int ret = be->ops->probe(be, err, len);
+
+	if (!ret)
+		ls->ok_ns = sent_ns;
+	return ret;
+}
+
 int lease_round(struct lease_state *ls, struct budget_backend *be, const char *fleet,
 		const char *node, __u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len)
 {
-	struct budget_sync b = { .fleet = full ? fleet : NULL,
+	const int hot = full && is_hot_sync(ls);
+	struct budget_sync b = { .fleet = hot ? fleet : NULL,
 				 .node = node,
-				 .beat_ttl_us = beat_ttl_us,
-				 .layout = ls->plan && ls->plan->rate_leases ? STORE_LAYOUT_RATE
-									     : 0 };
+				 .beat_ttl_us = speaks_rate(ls) ? RATE_BEAT_SYNCS * beat_ttl_us
+								: beat_ttl_us,
+				 .layout = speaks_rate(ls) ? STORE_LAYOUT_RATE : 0 };
 	size_t n_att = ls->plan ? ls->plan->n_att : 0, i;
 	int ret = 0;
 
@@ -841,16 +881,22 @@ int lease_round(struct lease_state *ls, struct budget_backend *be, const char *f
 	ls->early = full ? 0 : ls->early + 1;
 	if (full)
 		ls->stats.hot_keys = 0;
-	if (!n_att && full)
+	if (full && !hot)
+		ret = probe(ls, be, err, len);
+	else if (!n_att && full)
 		ret = backend__sync(be, &b, err, len);
 	for (i = 0; i < n_att && !ret; i++) {
-		ret = round_att(ls, i, be, &b, full, err, len);
+		ret = round_att(ls, i, be, &b, full, hot, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
+	if (full && !ret && hot && b.live_nodes)
+		ls->quiet = 0; /* the beat landed (on a cluster, its shard may be down alone) */
+	else if (full && ls->quiet < RATE_BEAT_SYNCS)
+		ls->quiet++;
 	/* On a cluster the beat's shard may be down alone: keep the last count. */
-	if (!ret && full && b.live_nodes)
+	if (!ret && hot && b.live_nodes)
 		ls->live = b.live_nodes;
-	if (!ret && full)
+	if (!ret && hot)
 		*live = b.live_nodes;
 	return ret;
 }

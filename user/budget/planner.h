@@ -8,7 +8,8 @@
  * a lease that is running low is topped up early, at most once per
  * LEASE_EARLY_DIV-th of the interval. Once the fleet speaks the rate layout
  * (LAYOUT_SWITCH_SYNCS), the leases are rate leases instead (planrate.h),
- * renewed on a timer at full syncs only. Nothing here blocks the agent's loop.
+ * renewed on a timer at full syncs only, and the beat and hot sets go every
+ * RATE_BEAT_SYNCS intervals. Nothing here blocks the agent's loop.
  */
 #ifndef SLUICE_LEASE_H
 #define SLUICE_LEASE_H
@@ -33,7 +34,20 @@
  * interval, and its lump leases live LEASE_KERNEL_SYNCS more on its
  * kernel (docs/shared-budget.md, "Rolling upgrades across the layout").
  */
-#define LAYOUT_SWITCH_SYNCS	(1U + LEASE_KERNEL_SYNCS)
+#define LAYOUT_SWITCH_SYNCS (1U + LEASE_KERNEL_SYNCS)
+/*
+ * On rate leases a node beats and shares its hot sets every this many
+ * full syncs, not every one: they are per node, not per key, and would
+ * cost more than the renewals (docs/shared-budget.md, "The store's
+ * cost"). The full syncs between them only probe the store (PING, or a
+ * cluster's slot map), which keeps the kernel's entries live as any
+ * answered sync does. On lump leases, and while the layout switches, a
+ * node beats every interval, so LAYOUT_SWITCH_SYNCS holds: every node
+ * still calling for lump leases beats every interval. A node that speaks
+ * the rate layout gives its member this many times the beat TTL, on any
+ * layout, so that no such node drops another's between its beats.
+ */
+#define RATE_BEAT_SYNCS		10
 #define LEASE_STARVED_EVERY_MAX 2 /* a starved key's early rounds: at most every this many */
 /*
  * A rate share below its fair share (others still hold it: they give it up
@@ -46,6 +60,8 @@
 #define LEASE_IDLE_SYNCS 30   /* a key without demand this long gives its entry up */
 #define LEASE_HOT_SYNCS	 30   /* a key nobody saw hot this long leaves the hot set */
 #define LEASE_HOT_LIMIT	 4096 /* hot keys read back per policy and sync */
+_Static_assert(LEASE_HOT_SYNCS >= 2 * RATE_BEAT_SYNCS,
+	       "a key stays in the hot set across a hot-set round that missed it");
 #define LEASE_HOLDER_LEN (STORE_NAME_LEN + IF_NAMESIZE + 1)
 
 /* One cluster-scoped policy on one interface. */
@@ -103,8 +119,11 @@ struct lease_stats {
 
 /*
  * One round on backend @be: a full sync (@full: beat with @fleet/@node,
- * hot sets, every lease), or an early top-up of the leases running low
- * (sends nothing when none is). 0, or what the backend's sync returns,
+ * hot sets, every lease; on rate leases, the beat and hot sets every
+ * RATE_BEAT_SYNCS-th, else a probe), or an early top-up of the leases
+ * running low (sends nothing when none is). @beat_ttl_us is a member's
+ * TTL for a beat every interval: a node that speaks the rate layout
+ * scales it by RATE_BEAT_SYNCS. 0, or what the backend's sync returns,
  * with the cause in @err; *@live gets the fleet's count after a beat. A
  * round that fails in any way, a wrong reply included, writes no answer
  * of it into the kernel.

@@ -517,10 +517,14 @@ static const char BEAT_LUA[] =
  * set, KEYS[2] its speakers of that layout (LEASE_LAYOUT_FMT, on the
  * fleet set's slot). ARGV as BEAT_LUA's. The node beats in both at one
  * TIME, both drop the members past the TTL at the same cutoff, and the
- * script returns {live members, live speakers}: the fleet may use the
- * layout when they are equal (budget/backend.h, fleet_layout). A node
- * of an older agent beats in the fleet set alone, so it is counted as
- * one that does not speak the layout until its beat expires.
+ * script returns {live members, live members that speak the layout}: the
+ * fleet may use the layout when they are equal (budget/backend.h,
+ * fleet_layout). A node of an older agent beats in the fleet set alone,
+ * so it is counted as one that does not speak the layout until its beat
+ * expires. It drops members with its own, shorter TTL, from the fleet set
+ * alone (RATE_BEAT_SYNCS): so the speakers are counted among the fleet
+ * set's members (ZMSCORE, in chunks that Lua's unpack() takes), not by
+ * the sets' sizes, which could then be equal with that node live.
  */
 static const char BEAT_LAYOUT_LUA[] =
 	"local t = redis.call('TIME')\n"
@@ -532,6 +536,16 @@ static const char BEAT_LAYOUT_LUA[] =
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - ttl))\n"
 	"  redis.call('PEXPIRE', KEYS[i], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
 	"  r[i] = redis.call('ZCARD', KEYS[i])\n"
+	"end\n"
+	"if r[2] >= r[1] then\n"
+	"  local m, chunk = redis.call('ZRANGE', KEYS[1], 0, -1), 1000\n"
+	"  r[2] = 0\n"
+	"  for i = 1, #m, chunk do\n"
+	"    local s = redis.call('ZMSCORE', KEYS[2], unpack(m, i, math.min(i + chunk - 1, #m)))\n"
+	"    for j = 1, #s do\n"
+	"      if s[j] then r[2] = r[2] + 1 end\n"
+	"    end\n"
+	"  end\n"
 	"end\n"
 	"return r\n";
 
