@@ -26,6 +26,7 @@
 #include "budget/backend_mem.h"
 #include "sluice/lease.h"
 #include "budget/rateshare.h"
+#include "budget/planrate.h"
 
 #define MIN(a, b)     ((a) < (b) ? (a) : (b))
 #define KERNEL_SYNCS  SLUICE_LEASE_KERNEL_SYNCS /* a written entry lives this long */
@@ -516,12 +517,104 @@ static void test_refill_order(void **state)
 	assert_int_equal(s.rate, 0);
 }
 
+#define JOIN_AT	    3 /* syncs after A's first call: B has read the hot set */
+#define JOIN_CHECKS (RS_TTL_SYNCS / RS_RENEW_DIV) /* A's syncs checked: up to its half-life */
+#define FAIR_SYNCS  2 /* B's fair share within this many syncs of its asking */
+
+/*
+ * A turns the key hot and asks for the whole rate on a guess (planrate.c's
+ * first_demand()), then measures a demand of the whole rate, as each node
+ * of a fleet offered k·L does: its demand does not move. B reads the hot
+ * set JOIN_AT syncs later and asks for the whole rate too, which A holds:
+ * B's share is below its fair share, and it would ask again every early
+ * round until A renews. A gives B's fair share back at its next sync, not
+ * at its lease's half-life; once every node has joined (RS_JOIN_SYNCS) it
+ * renews as its lease ages.
+ */
+static void test_first_share(void **state)
+{
+	const struct lease_key k = { .key = "sim:r2:{p:0}",
+				     .field = "1",
+				     .rate_units = RATE,
+				     .rate_period_us = US_PER_SEC,
+				     .burst = BURST,
+				     .cap = BURST };
+	const __u64 per_sync = RATE * SYNC_TICKS * TICK_US / US_PER_SEC;
+	struct mem_store *m = mem_store__new(T0_US);
+	struct budget_backend *be_a = backend_mem__open(m), *be_b = backend_mem__open(m);
+	struct rate_table *t = rate_table__new();
+	struct rate_key a = { .lk = k, .pending = 1 };
+	struct rs_key b = { 0 };
+	struct rate_lease_req q;
+	struct rate_lease_grant g = { 0 };
+	struct rate_sync rb = { .holder = holder[NODE_B],
+				.lease_ttl_us = TTL_US,
+				.leases = &q,
+				.n_leases = 1,
+				.grants = &g };
+	char err[STORE_ERR_LEN];
+	size_t sync, a_calls = 0, late_calls = 0, b_asked = 0, b_fair = 0;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(be_a);
+	assert_non_null(be_b);
+	assert_non_null(t);
+	for (sync = 0; sync < RS_JOIN_SYNCS + JOIN_CHECKS; sync++) {
+		__u64 now = now_ns(sync * SYNC_TICKS);
+		struct rate_round r = { .be = be_a,
+					.full = 1,
+					.call = 1,
+					.holder = holder[NODE_A],
+					.interval_ns = SYNC_NS,
+					.now_ns = now,
+					.ok_ns = now };
+
+		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
+		assert_int_equal(rate_table__step(t, &r, &a, 1, err, sizeof(err)), 0);
+		a.pending = 0;
+		a.s.spent += per_sync; /* its demand, the whole rate, spent or denied alike */
+		a_calls += r.calls;
+		if (sync > RS_JOIN_SYNCS)
+			late_calls += r.calls;
+		if (sync < JOIN_AT)
+			continue;
+		rs_refill(&b, &k, now, (sync - JOIN_AT) * per_sync, 0);
+		if (rs_due(&b, now, SYNC_NS)) {
+			rs_request(&b, &k, &q);
+			assert_int_equal(backend__rate_lease(be_b, &rb, err, sizeof(err)), 0);
+			assert_int_equal(g.err, 0);
+			rs_answer(&b, &k, &g, now, TTL_US, SYNC_NS);
+			if (!b_asked)
+				b_asked = sync;
+		}
+		if (!b_fair && b_asked && b.rate && b.rate == b.fair_rate)
+			b_fair = sync;
+	}
+	print_message("B asked at sync %zu, had its fair share (%llu of %llu) at sync %zu; A: %zu "
+		      "calls in %d syncs, %zu after its first %d\n",
+		      b_asked, (unsigned long long)b.rate, (unsigned long long)(RATE * SCALE),
+		      b_fair, a_calls, RS_JOIN_SYNCS + JOIN_CHECKS, late_calls, RS_JOIN_SYNCS);
+	assert_int_not_equal(b_asked, 0);
+	assert_true(b_asked + FAIR_SYNCS < RS_JOIN_SYNCS);
+	/* A's renewal lowers its share, its next confirms it and frees the units */
+	assert_int_not_equal(b_fair, 0);
+	assert_true(b_fair <= b_asked + FAIR_SYNCS);
+	assert_int_equal(b.rate, RATE * SCALE / 2);
+	assert_true(late_calls <= 1); /* one as its lease ages, at most */
+	rate_table__free(t);
+	backend__free(be_a);
+	backend__free(be_b);
+	mem_store__free(m);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_skewed),
 		cmocka_unit_test(test_outgrown),     cmocka_unit_test(test_request_lowers),
 		cmocka_unit_test(test_refill_order), cmocka_unit_test(test_rotating),
+		cmocka_unit_test(test_first_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 #include "sluice/policy.h"
 #include "budget/backend.h"
 #include "budget/keys.h"
+#include "budget/rateshare.h"
 #include "kernel/leases.h"
 
 #define LEASE_TTL_SYNCS	   3 /* the store's lease lives this many intervals */
@@ -47,7 +48,9 @@
  * the rate layout gives its member this many times the beat TTL, on any
  * layout, so that no such node drops another's between its beats.
  */
-#define RATE_BEAT_SYNCS		10
+#define RATE_BEAT_SYNCS 10
+_Static_assert(RS_JOIN_SYNCS > RATE_BEAT_SYNCS,
+	       "a key that turned hot here renews at every sync until every node has joined");
 #define LEASE_STARVED_EVERY_MAX 2 /* a starved key's early rounds: at most every this many */
 /*
  * A rate share below its fair share (others still hold it: they give it up

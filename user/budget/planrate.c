@@ -56,15 +56,18 @@ static __u64 min_u64(__u64 a, __u64 b)
 /*
  * A key asked to turn hot here has no measured demand (its packets took
  * the cold share): it asks for the whole rate, which the store splits
- * max-min fairly; its next call asks for what it then spent and was denied.
+ * max-min fairly; its next calls ask for what it then spent and was
+ * denied, at every sync while the other nodes join (RS_JOIN_SYNCS).
  * So does a key this agent has just met on a live rate entry (@resumed:
  * the agent restarted or reloaded), so its share comes back at the first
  * sync, not once a demand has been measured.
  */
 static void first_demand(struct rs_key *s, const struct rate_key *k, int resumed)
 {
-	if ((k->pending || resumed) && !s->until_ns && !s->demand)
+	if ((k->pending || resumed) && !s->until_ns && !s->demand) {
 		s->demand = k->lk.rate_units << RATE_LEASE_SHIFT;
+		s->guessed = 1;
+	}
 }
 
 /* Whether @k's kernel entry is a rate lease's, and live at @now_ns. */

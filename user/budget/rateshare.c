@@ -176,6 +176,8 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 		return 1;
 	if (!s->demand && !s->rate && !s->burst)
 		return 0; /* handed back: let it lapse */
+	if (now_ns < s->join_end_ns)
+		return 1; /* the others join the share asked on a guess */
 	if (now_ns - s->renewed_ns >= RS_TTL_SYNCS * interval_ns / RS_RENEW_DIV)
 		return 1;
 	return moved > s->reported / RS_DEMAND_DIV;
@@ -249,6 +251,9 @@ void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_le
 	s->until_ns = sent_ns + (life_ns > margin_ns ? life_ns - margin_ns : 0);
 	s->renewed_ns = sent_ns;
 	s->answered = 1;
+	if (s->guessed)
+		s->join_end_ns = sent_ns + RS_JOIN_SYNCS * interval_ns;
+	s->guessed = 0;
 }
 
 void rs_failed(struct rs_key *s)

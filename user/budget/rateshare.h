@@ -49,6 +49,19 @@
  * seen between syncs (RS_QUIET_UNITS).
  */
 #define RS_DECAY_DIV 2
+/*
+ * A key that turned hot here asks for the whole rate before any demand is
+ * measured (budget/planrate.c), and holds what it got while the other
+ * nodes, which read the hot set only every RATE_BEAT_SYNCS intervals
+ * (budget/planner.h), join and ask for their fair shares: a share below
+ * its fair share asks again every early round (rs_early()). So a share
+ * answered to such a guess is renewed at every sync for this many
+ * intervals, the hot-set period and the sync after it, and gives back
+ * what the others ask for within an interval of their asking, not at the
+ * lease's half-life (RS_RENEW_DIV), which its demand would otherwise wait
+ * for when it is about the whole rate.
+ */
+#define RS_JOIN_SYNCS 11
 
 /* One hot key's rate lease on this node. */
 struct rs_key {
@@ -71,6 +84,8 @@ struct rs_key {
 	__u64 renewed_ns;  /* local send time of the last answered call */
 	int answered;	   /* the last call's answer arrived: the next call is settled */
 	int confirm;	   /* the last answer lowered the share: ask once more to confirm */
+	int guessed;	   /* the demand is the first call's guess, not a measure */
+	__u64 join_end_ns; /* local time until which every sync renews (RS_JOIN_SYNCS) */
 };
 
 /*
@@ -105,8 +120,10 @@ __u64 rs_granted(const struct rs_key *s, const struct lease_key *k);
  * Whether to call the store for @s at @now_ns: no share yet and demand,
  * less than 1/RS_RENEW_DIV of the lease left, demand moved by more than
  * 1/RS_DEMAND_DIV of what was reported, a share below its fair share
- * (others still hold it), a lowering to confirm, or a share granted in
- * full that its demand outgrew: units denied in the last interval.
+ * (others still hold it), a lowering to confirm, a share granted in
+ * full that its demand outgrew (units denied in the last interval), or a
+ * share answered to a guessed demand less than RS_JOIN_SYNCS intervals
+ * ago.
  */
 int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
 
@@ -124,7 +141,11 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
  */
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);
 
-/* Apply answer @g to the call sent at @sent_ns with @ttl_us; a raised burst arrives spent. */
+/*
+ * Apply answer @g to the call sent at @sent_ns with @ttl_us; a raised
+ * burst arrives spent. A call on a guessed demand (@s->guessed) starts
+ * the RS_JOIN_SYNCS intervals of renewals at every sync.
+ */
 void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
 	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns);
 
