@@ -5,8 +5,9 @@
 A proxy on a Unix socket in front of a real redis-server: every command is
 passed through until the test switches the mode (write the mode's name
 into --mode-file, then SIGUSR1); from then on script calls (EVALSHA and
-EVAL: the membership beat, the hot sets and the leases) are answered with
-one bad shape each:
+EVAL: the membership beat, the hot sets and the leases) and GETs (the
+fleet's news counter, read at every sync between beats) are answered
+with one bad shape each:
 
   pass         pass everything through (the start)
   huge         lease replies with every key's held and granted (a rate
@@ -37,6 +38,7 @@ import time
 HUGE = 1 << 62
 SEND_CAP = 64 * 1024 * 1024  # bytes of a bad shape per connection, at most
 LEASES_LOGGED = 5
+LIED_TO = (b"EVALSHA", b"EVAL", b"GET")  # what a bad shape answers
 ERRORS = {
     "oom": b"-OOM command not allowed when used memory > 'maxmemory'.\r\n",
     "noperm": b"-NOPERM this user has no permissions to run the 'evalsha' command\r\n",
@@ -106,7 +108,7 @@ async def trickle(writer, first, chunk, every_s):
 
 
 async def bad_reply(st, cmd, up_r, up_w, writer):
-    """Answer script call @cmd in mode st.mode; True when it did."""
+    """Answer call @cmd (LIED_TO) in mode st.mode; True when it did."""
     mode = st.mode
     if mode in ERRORS:
         writer.write(ERRORS[mode])
@@ -155,7 +157,7 @@ async def serve(st, upstream, reader, writer):
             if st.mode == "stall":
                 await asyncio.Event().wait()  # never set: silent until the peer goes
             verb = cmd[0].upper() if cmd else b""
-            if verb in (b"EVALSHA", b"EVAL") and await bad_reply(st, cmd, up_r, up_w, writer):
+            if verb in LIED_TO and await bad_reply(st, cmd, up_r, up_w, writer):
                 await writer.drain()
                 continue
             if verb in (b"EVALSHA", b"EVAL") and is_lease(cmd):

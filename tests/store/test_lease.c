@@ -1112,6 +1112,68 @@ static void test_layout_pruned(void **state)
 	assert_int_equal(live, 2);
 }
 
+/* The news counter's value, read (@bump 0) or bumped, on Redis (@be NULL) or the memory store. */
+static __u64 news(struct fix *f, struct budget_backend *be, const char *key, int bump)
+{
+	__u64 v = ~0ULL;
+
+	if (be)
+		assert_int_equal(be->ops->news(be, key, bump, &v, f->err, sizeof(f->err)), 0);
+	else
+		assert_int_equal(store_news(&f->a, key, bump, &v, f->err, sizeof(f->err)), 0);
+	return v;
+}
+
+/*
+ * The fleet's news counter (LEASE_NEWS_FMT): 0 while it does not exist; a
+ * node's first beat of the rate layout bumps it, its next does not, an
+ * older agent's beat (BEAT_LUA) never does; a bump adds one. On Redis a
+ * read and a bump are one command each, and a value that is not a count
+ * is refused, naming the key. On the memory store as on Redis.
+ */
+static void test_news(void **state)
+{
+	struct fix *f = *state;
+	struct mem_store *m = mem_store__new(1);
+	struct budget_backend *be, *on[2];
+	char key[LEASE_KEY_LEN];
+	struct counts before;
+	__u64 live, v;
+	size_t i;
+
+	assert_non_null(m);
+	be = backend_mem__open(m);
+	assert_non_null(be);
+	on[0] = NULL;
+	on[1] = be;
+	snprintf(key, sizeof(key), LEASE_NEWS_FMT, MEMBER_FLEET, MEMBER_FLEET);
+	for (i = 0; i < ARRAY_SIZE(on); i++) {
+		before = read_counts(f);
+		assert_int_equal(news(f, on[i], key, 0), 0);
+		if (!on[i])
+			assert_int_equal(counts_since(f, &before).commands, 1);
+		layout_beat(f, on[i], "n1", STORE_LAYOUT_RATE, &live);
+		assert_int_equal(news(f, on[i], key, 0), 1);
+		layout_beat(f, on[i], "n1", STORE_LAYOUT_RATE, &live);
+		layout_beat(f, on[i], "old", 0, &live);
+		assert_int_equal(news(f, on[i], key, 0), 1);
+		layout_beat(f, on[i], "n2", STORE_LAYOUT_RATE, &live);
+		assert_int_equal(live, 3);
+		before = read_counts(f);
+		assert_int_equal(news(f, on[i], key, 1), 3);
+		if (!on[i])
+			assert_int_equal(counts_since(f, &before).commands, 1);
+		assert_int_equal(news(f, on[i], key, 0), 3);
+	}
+	freeReplyObject(command(f, "SET %s %s", key, "x"));
+	assert_int_equal(store_news(&f->a, key, 0, &v, f->err, sizeof(f->err)), -EPROTO);
+	assert_non_null(strstr(f->err, key));
+	freeReplyObject(command(f, "SET %s %s", key, "7"));
+	assert_int_equal(news(f, NULL, key, 0), 7);
+	backend__free(be);
+	mem_store__free(m);
+}
+
 /* Members a hot set reply handed to on_member, per hot set, in order. */
 #define HOT_SETS   2
 #define SEEN_MAX   8
@@ -2382,7 +2444,7 @@ int main(void)
 		cmocka_unit_test(test_rate_refused),   cmocka_unit_test(test_rate_parity_many),
 		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_rate_cost_alone),
 		cmocka_unit_test(test_layout),	       cmocka_unit_test(test_rate_parity_sub_unit),
-		cmocka_unit_test(test_layout_pruned),
+		cmocka_unit_test(test_layout_pruned),  cmocka_unit_test(test_news),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +

@@ -208,6 +208,7 @@ struct sim {
 	struct mem_store *m;
 	struct budget_backend *be[N_NODES];
 	struct lease_state *ls[N_NODES];
+	__u64 live; /* the fleet's count by the last round's beat; 0: it did not beat */
 	char err[STORE_ERR_LEN];
 };
 
@@ -275,11 +276,9 @@ static void sim_close(struct sim *x)
 /* A full round of node @i at store time T0_US + @t_us; its result. */
 static int sim_round(struct sim *x, size_t i, __u64 t_us)
 {
-	__u64 live;
-
 	mem_store__set_now(x->m, T0_US + t_us);
-	return lease_round(x->ls[i], x->be[i], FLEET, node_name[i], LEASE_TTL_US, 1, &live, x->err,
-			   sizeof(x->err));
+	return lease_round(x->ls[i], x->be[i], FLEET, node_name[i], LEASE_TTL_US, 1, &x->live,
+			   x->err, sizeof(x->err));
 }
 
 static void round_ok(struct sim *x, size_t i, __u64 t_us)
@@ -619,12 +618,12 @@ static void test_layout_switch(void **state)
 /* The syncs after a restart before a new rate share has refilled (test_restart_keeps_layout). */
 #define RESTART_REFILL_SYNCS 1
 
-/* Node 0's agent restarts (or reloads): a new planner on the same kernel maps. */
-static void restart(struct sim *x)
+/* Node @i's agent restarts (or reloads), speaking rate leases: a new planner on the same maps. */
+static void restart(struct sim *x, size_t i)
 {
-	lease_state__free(x->ls[0]);
-	rate_node = 0;
-	x->ls[0] = node_new(0);
+	lease_state__free(x->ls[i]);
+	rate_node = i;
+	x->ls[i] = node_new(i);
 	rate_node = N_NODES;
 }
 
@@ -634,8 +633,8 @@ static void restart(struct sim *x)
  * by its second: no switch's wait, as there is nothing of the lump layout
  * to spend (a start on the lump layout held the key through the switch).
  * Restarted while its kernel holds a live lump
- * lease (node 1, an older agent, beat until then), it waits as a switch
- * does.
+ * lease (node 1, an older agent, beat until then, and is upgraded too),
+ * it waits as a switch does.
  */
 static void test_restart_keeps_layout(void **state)
 {
@@ -653,7 +652,7 @@ static void test_restart_keeps_layout(void **state)
 	spend(0, DEMAND);
 	round_ok(&x, 0, t += SYNC_US);
 	assert_true(spendable(0) > 0);
-	restart(&x);
+	restart(&x, 0);
 	for (i = 0; i <= (int)LAYOUT_SWITCH_SYNCS; i++) {
 		sleep_us(SYNC_US);
 		spend(0, DEMAND);
@@ -675,16 +674,60 @@ static void test_restart_keeps_layout(void **state)
 	spend(0, DEMAND);
 	round_ok(&x, 0, t += SYNC_US);
 	assert_true(spendable(0) > 0); /* a live lump lease */
-	restart(&x);
-	t += LEASE_TTL_US + SYNC_US; /* node 1 stopped: its beat expires */
+	restart(&x, 0);
+	restart(&x, 1); /* node 1's agent upgraded: every live member speaks rate leases */
+	round_ok(&x, 1, t);
 	round_ok(&x, 0, t);
 	assert_int_equal(spendable(0), 0); /* the lump lease's layout is gone: the wait */
 	sim_close(&x);
 }
 
+/* Full syncs each node runs before both have beat and read the news counter once. */
+#define NEWS_SETTLE_SYNCS 2
+
+/*
+ * Both nodes speak rate leases. Between its beats (RATE_BEAT_SYNCS) a
+ * node reads only the fleet's news counter, and does not beat. Node 0
+ * turns the key hot: its sync adds it to the hot set and bumps the
+ * counter, so node 1's next sync beats and reads the hot set, and holds
+ * an entry for the key one interval later, not at its next periodic beat.
+ * Its sync after that finds no news, and does not beat.
+ */
+static void test_news_brings_hot_key(void **state)
+{
+	__u64 t = 0;
+	int i;
+	struct sim x;
+
+	(void)state;
+	sim_open(&x);
+	restart(&x, 0);
+	restart(&x, 1);
+	kern[0].n_hot = kern[1].n_hot = 0;
+	for (i = 0; i < NEWS_SETTLE_SYNCS; i++, t += SYNC_US) {
+		round_ok(&x, 0, t);
+		round_ok(&x, 1, t);
+		assert_int_equal(x.live, N_NODES); /* a beat: a node joined, or the first read */
+	}
+	round_ok(&x, 1, t);
+	assert_int_equal(x.live, 0); /* no news: no beat */
+	kern[0].hot[kern[0].n_hot++] = the_key;
+	round_ok(&x, 0, t);
+	assert_int_equal(x.live, 0); /* it told the hot set, and did not beat */
+	assert_int_equal(kern[1].n, 0);
+	round_ok(&x, 1, t += SYNC_US);
+	assert_int_equal(x.live, N_NODES);
+	assert_int_equal(kern[1].n, 1); /* node 1 heard of the key */
+	round_ok(&x, 1, t += SYNC_US);
+	assert_int_equal(x.live, 0);
+	round_ok(&x, 0, t);
+	assert_int_equal(x.live, 0); /* its own bump was no news to it */
+	sim_close(&x);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[6 + ARRAY_SIZE(expiry_rows)];
+	struct CMUnitTest tests[7 + ARRAY_SIZE(expiry_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
@@ -695,5 +738,6 @@ int main(void)
 	SUITE_ADD(&s, test_rate_lease_refusals);
 	SUITE_ADD(&s, test_layout_switch);
 	SUITE_ADD(&s, test_restart_keeps_layout);
+	SUITE_ADD(&s, test_news_brings_hot_key);
 	return _cmocka_run_group_tests("memstore", tests, s.n, NULL, NULL);
 }

@@ -517,17 +517,18 @@ static void test_refill_order(void **state)
 	assert_int_equal(s.rate, 0);
 }
 
-#define JOIN_AT	    3 /* syncs after A's first call: B has read the hot set */
+#define JOIN_AT	    2 /* syncs after A's first call: B heard the news, read the hot set */
 #define JOIN_CHECKS (RS_TTL_SYNCS / RS_RENEW_DIV) /* A's syncs checked: up to its half-life */
 #define FAIR_SYNCS  2 /* B's fair share within this many syncs of its asking */
 
 /*
  * A turns the key hot and asks for the whole rate on a guess (planrate.c's
  * first_demand()), then measures a demand of the whole rate, as each node
- * of a fleet offered k·L does: its demand does not move. B reads the hot
- * set JOIN_AT syncs later and asks for the whole rate too, which A holds:
- * B's share is below its fair share, and it would ask again every early
- * round until A renews. A gives B's fair share back at its next sync, not
+ * of a fleet offered k·L does: its demand does not move. B hears of the
+ * key by the news counter, reads the hot set and, JOIN_AT syncs after A's
+ * first call, asks for the whole rate too, which A holds: B's share is
+ * below its fair share, and it would ask again every early round until A
+ * renews. A gives B's fair share back at its next sync, not
  * at its lease's half-life; once every node has joined (RS_JOIN_SYNCS) it
  * renews as its lease ages.
  */

@@ -206,6 +206,14 @@ struct backend_ops {
 	/* Is the store there (a sync without a node: PING, or a cluster's slot map)? */
 	int (*probe)(struct budget_backend *be, char *err, size_t len);
 	/*
+	 * The fleet's news counter @key (LEASE_NEWS_FMT) into *@value, 0
+	 * while it does not exist; @bump adds one first. A store that answers
+	 * it is there, as a probe's. -EAGAIN: on a sharded store, the shard
+	 * of @key alone failed; the caller learns the rest from a sync.
+	 */
+	int (*news)(struct budget_backend *be, const char *key, int bump, __u64 *value, char *err,
+		    size_t len);
+	/*
 	 * Run @b (budget_sync_check() first: -EINVAL sends nothing). 0 when
 	 * every answer arrived and is what the store can answer (a hot set:
 	 * at most its limit of members); -EPROTO when any is an error or out

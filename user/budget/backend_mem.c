@@ -337,6 +337,7 @@ static struct mem_zset *zset_get(struct mem_store *m, const char *key)
 }
 
 /* ZADD @name with the store's time as its score. 0 or -ENOMEM. */
+/* ZADD: 1 when @name is new to @z, 0 when it was there, or -ENOMEM. */
 static int zset_add(struct mem_zset *z, const char *name, __u64 now)
 {
 	size_t i;
@@ -360,6 +361,18 @@ static int zset_add(struct mem_zset *z, const char *name, __u64 now)
 	if (!z->v[z->n].name)
 		return -ENOMEM;
 	z->v[z->n++].score = now;
+	return 1;
+}
+
+/* GET (@add 0) or INCR (@add 1) of counter @key: its one member's score. */
+static int news_add(struct mem_store *m, const char *key, __u64 add, __u64 *value)
+{
+	struct mem_zset *z = zset_get(m, key);
+
+	if (!z || (!z->n && zset_add(z, "", 0) < 0))
+		return -ENOMEM;
+	z->v[0].score += add;
+	*value = z->v[0].score;
 	return 0;
 }
 
@@ -386,17 +399,20 @@ static int member_cmp(const void *a, const void *b)
 	return -strcmp(x->name, y->name);
 }
 
-/* @node beats in set @key at the store's time; its live count into @live. */
+/*
+ * @node beats in set @key at the store's time; its live count into @live.
+ * 1 when it is new to the set, 0, or -ENOMEM.
+ */
 static int beat_in(struct mem_store *m, const char *key, const struct budget_sync *b, __u64 *live)
 {
 	struct mem_zset *z = zset_get(m, key);
 	int ret = z ? zset_add(z, b->node, m->now_us) : -ENOMEM;
 
-	if (ret)
+	if (ret < 0)
 		return ret;
 	zset_expire(z, m->now_us, b->beat_ttl_us);
 	*live = z->n;
-	return 0;
+	return ret;
 }
 
 /* How many of @z's members @in holds too. */
@@ -422,18 +438,23 @@ static size_t zset_common(const struct mem_zset *z, const struct mem_zset *in)
 static int beat(struct mem_store *m, struct budget_sync *b)
 {
 	char set[LEASE_KEY_LEN];
-	__u64 speakers;
-	int ret = beat_in(m, b->fleet, b, &b->live_nodes);
+	__u64 speakers, news;
+	int ret = beat_in(m, b->fleet, b, &b->live_nodes), joined = ret > 0;
 
 	b->fleet_layout = STORE_LAYOUT_LUMP;
-	if (ret || b->layout < STORE_LAYOUT_RATE)
-		return ret;
+	if (ret < 0 || b->layout < STORE_LAYOUT_RATE)
+		return ret < 0 ? ret : 0;
 	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE, b->fleet);
 	ret = beat_in(m, set, b, &speakers);
-	if (!ret && speakers >= b->live_nodes &&
+	if (ret < 0)
+		return ret;
+	if (speakers >= b->live_nodes &&
 	    zset_common(zset_get(m, b->fleet), zset_get(m, set)) == b->live_nodes)
 		b->fleet_layout = STORE_LAYOUT_RATE;
-	return ret;
+	if (!joined && !ret)
+		return 0;
+	snprintf(set, sizeof(set), LEASE_NEWS_FMT, b->fleet, b->fleet);
+	return news_add(m, set, 1, &news);
 }
 
 /* HOT_LUA: add @h's members, drop the stale, hand the newest @h->limit to the callback. */
@@ -444,9 +465,9 @@ static int hot(struct mem_store *m, const struct budget_sync *b, size_t i, char 
 	size_t j;
 	int ret = z ? 0 : -ENOMEM;
 
-	for (j = 0; j < h->n_add && !ret; j++)
+	for (j = 0; j < h->n_add && ret >= 0; j++)
 		ret = zset_add(z, h->add[j], m->now_us);
-	if (ret)
+	if (ret < 0)
 		return ret;
 	zset_expire(z, m->now_us, h->ttl_us);
 	if (z->n)
@@ -557,6 +578,18 @@ static int mem_probe(struct budget_backend *be, char *err, size_t len)
 	return mem_connect(be, err, len);
 }
 
+static int mem_news(struct budget_backend *be, const char *key, int bump, __u64 *value, char *err,
+		    size_t len)
+{
+	int ret = mem_connect(be, err, len);
+
+	if (!ret)
+		ret = news_add(mem_of(be)->m, key, !!bump, value);
+	if (ret == -ENOMEM)
+		snprintf(err, len, "memory store: %s", strerror(ENOMEM));
+	return ret;
+}
+
 static int mem_is_reachable(const struct budget_backend *be, const char *key)
 {
 	(void)be;
@@ -580,6 +613,7 @@ static const struct backend_ops mem_ops = {
 	.is_connected = mem_is_connected,
 	.drop = mem_drop,
 	.probe = mem_probe,
+	.news = mem_news,
 	.sync = mem_sync,
 	.rate_lease = mem_rate_lease,
 	.is_reachable = mem_is_reachable,

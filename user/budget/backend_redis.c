@@ -325,6 +325,12 @@ static int redis_probe(struct budget_backend *be, char *err, size_t len)
 	return command(&s->conn, s->cfg.url, "PONG", err, len, ARRAY_SIZE(ping), ping);
 }
 
+static int redis_news(struct budget_backend *be, const char *key, int bump, __u64 *value, char *err,
+		      size_t len)
+{
+	return store_news(&redis_of(be)->conn, key, bump, value, err, len);
+}
+
 static int redis_sync(struct budget_backend *be, struct budget_sync *b, char *err, size_t len)
 {
 	return store_budget_sync(&redis_of(be)->conn, b, err, len);
@@ -377,6 +383,7 @@ static const struct backend_ops redis_ops = {
 	.is_connected = redis_is_connected,
 	.drop = redis_drop,
 	.probe = redis_probe,
+	.news = redis_news,
 	.sync = redis_sync,
 	.rate_lease = redis_rate_lease,
 	.is_reachable = redis_is_reachable,

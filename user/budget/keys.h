@@ -47,8 +47,15 @@
  * with the fleet set's whole name as the hash tag, so both are on one
  * slot (a fleet name with braces is refused for cluster stores, above).
  */
-#define LEASE_LAYOUT_FMT "%s:l%u:{%s}"	 /* the fleet set, the layout, the fleet set */
-#define LEASE_RATE_FMT	 "%s:r2:{%s:%u}" /* fleet, policy, group's tag: then ":<field>" */
+#define LEASE_LAYOUT_FMT "%s:l%u:{%s}" /* the fleet set, the layout, the fleet set */
+/*
+ * The fleet's news counter (budget/backend.h, news): bumped when a node
+ * joins the fleet or a key joins a hot set, so that nodes which beat and
+ * read the hot sets only now and then learn of either at their next
+ * sync. Named and tagged as the speakers' set is.
+ */
+#define LEASE_NEWS_FMT "%s:news:{%s}"  /* the fleet set, the fleet set */
+#define LEASE_RATE_FMT "%s:r2:{%s:%u}" /* fleet, policy, group's tag: then ":<field>" */
 
 /*
  * The hash slot of @key (@len bytes): CRC16 (XMODEM) of its hash tag or

@@ -55,6 +55,9 @@ struct lease_state {
 	__u64 layout_from_ns;	  /* its leases from then on; before, none (hold) */
 	__u64 ok_ns;		  /* when the last full sync the store answered began */
 	unsigned int quiet;	  /* full syncs since the last answered beat */
+	__u64 news;		  /* the fleet's news counter as last read (LEASE_NEWS_FMT) */
+	int news_known;		  /* @news was read since the store opened */
+	size_t told;		  /* keys this full sync added to the hot sets */
 	struct rate_table **rate; /* by attachment */
 	unsigned int early;	  /* early rounds since the last full sync */
 	struct lease_stats stats;
@@ -71,6 +74,7 @@ struct round {
 	size_t *n_add;	     /* by policy */
 	struct key_set seen; /* members the store returned */
 	struct budget_backend *be;
+	size_t told; /* keys it added to the hot sets */
 };
 
 static int key_cmp(const void *a, const void *b)
@@ -802,7 +806,7 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 	r.n_add = calloc(r.att->n_pol + 1, sizeof(*r.n_add));
 	if (!r.add || !r.n_add)
 		goto out;
-	if (full && drain_requests(&r))
+	if (full && (r.told = drain_requests(&r)))
 		share = 1;
 	ret = collect(&r);
 	if (ret)
@@ -818,10 +822,12 @@ static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *b
 		goto out; /* nothing running low: no call */
 	sent_ns = mono_ns();
 	ret = !full || share ? send_round(&r, b, full, err, len) : 0;
+	if (!ret)
+		ls->told += r.told;
 	if (!full || !ls->plan->rate_leases)
 		goto out;
 	if (!ret && hot)
-		ls->ok_ns = sent_ns; /* else lease_round()'s probe did */
+		ls->ok_ns = sent_ns; /* else lease_round()'s read of the news did */
 	if (!ret && beat && b->live_nodes)
 		note_layout(ls, &r, b->fleet_layout, mono_ns());
 	mode = mode_of(ls, mono_ns());
@@ -853,42 +859,89 @@ static int is_hot_sync(const struct lease_state *ls)
 	return mode_of(ls, mono_ns()) != MODE_RATE || ls->quiet + 1 >= RATE_BEAT_SYNCS;
 }
 
-/* A full sync between beats: probe the store, as a sync it answered would. */
-static int probe(struct lease_state *ls, struct budget_backend *be, char *err, size_t len)
+/*
+ * A full sync between beats: read the fleet's news counter (a probe, on
+ * a store without one), as a sync the store answered would. 1 when it
+ * moved since the last read (a node joined or a key turned hot), or when
+ * the counter's shard alone failed (-EAGAIN: the beat and hot sets then
+ * say which of the store's shards answer): this sync beats and reads the
+ * hot sets. 0, or the read's failure.
+ */
+static int read_news(struct lease_state *ls, struct budget_backend *be, const char *news, char *err,
+		     size_t len)
 {
-	__u64 sent_ns = mono_ns();
-	int ret = be->ops->probe(be, err, len);
+	__u64 sent_ns = mono_ns(), v = 0;
+	int ret = be->ops->news ? be->ops->news(be, news, 0, &v, err, len)
+				: be->ops->probe(be, err, len);
 
-	if (!ret)
-		ls->ok_ns = sent_ns;
-	return ret;
+	if (ret == -EAGAIN) {
+		err[0] = '\0';
+		return 1;
+	}
+	if (ret)
+		return ret;
+	ls->ok_ns = sent_ns;
+	if (!be->ops->news || (ls->news_known && v == ls->news))
+		return 0;
+	ls->news = v;
+	ls->news_known = 1;
+	return 1;
+}
+
+/*
+ * Tell the fleet that this sync added keys to the hot sets, after they
+ * landed. When no other node bumped meanwhile, the bump is not news here.
+ * 0, or the bump's failure (the counter's shard alone failing is none:
+ * the others find the keys at their next beat).
+ */
+static int tell_news(struct lease_state *ls, struct budget_backend *be, const char *news, char *err,
+		     size_t len)
+{
+	__u64 v;
+	int ret = be->ops->news ? be->ops->news(be, news, 1, &v, err, len) : 0;
+
+	if (ret == -EAGAIN)
+		err[0] = '\0';
+	if (ret)
+		return ret == -EAGAIN ? 0 : ret;
+	if (be->ops->news && ls->news_known && v == ls->news + 1)
+		ls->news = v;
+	return 0;
 }
 
 int lease_round(struct lease_state *ls, struct budget_backend *be, const char *fleet,
 		const char *node, __u64 beat_ttl_us, int full, __u64 *live, char *err, size_t len)
 {
-	const int hot = full && is_hot_sync(ls);
-	struct budget_sync b = { .fleet = hot ? fleet : NULL,
-				 .node = node,
+	char news[LEASE_KEY_LEN] = "";
+	int hot = full && is_hot_sync(ls), ret = 0;
+	struct budget_sync b = { .node = node,
 				 .beat_ttl_us = speaks_rate(ls) ? RATE_BEAT_SYNCS * beat_ttl_us
 								: beat_ttl_us,
 				 .layout = speaks_rate(ls) ? STORE_LAYOUT_RATE : 0 };
 	size_t n_att = ls->plan ? ls->plan->n_att : 0, i;
-	int ret = 0;
 
 	*live = 0;
 	err[0] = '\0';
+	if (fleet)
+		snprintf(news, sizeof(news), LEASE_NEWS_FMT, fleet, fleet);
 	ls->early = full ? 0 : ls->early + 1;
+	ls->told = 0;
 	if (full)
 		ls->stats.hot_keys = 0;
-	if (full && !hot)
-		ret = probe(ls, be, err, len);
-	else if (!n_att && full)
+	if (full && !hot && fleet) {
+		ret = read_news(ls, be, news, err, len);
+		hot = ret > 0;
+		ret = ret > 0 ? 0 : ret;
+	}
+	b.fleet = hot ? fleet : NULL;
+	if (!ret && !n_att && hot)
 		ret = backend__sync(be, &b, err, len);
 	for (i = 0; i < n_att && !ret; i++) {
 		ret = round_att(ls, i, be, &b, full, hot, err, len);
 		b.fleet = NULL; /* one beat per round */
 	}
+	if (!ret && ls->told && fleet && speaks_rate(ls))
+		ret = tell_news(ls, be, news, err, len);
 	if (full && !ret && hot && b.live_nodes)
 		ls->quiet = 0; /* the beat landed (on a cluster, its shard may be down alone) */
 	else if (full && ls->quiet < RATE_BEAT_SYNCS)

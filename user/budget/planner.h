@@ -22,7 +22,6 @@
 #include "sluice/policy.h"
 #include "budget/backend.h"
 #include "budget/keys.h"
-#include "budget/rateshare.h"
 #include "kernel/leases.h"
 
 #define LEASE_TTL_SYNCS	   3 /* the store's lease lives this many intervals */
@@ -40,17 +39,19 @@
  * On rate leases a node beats and shares its hot sets every this many
  * full syncs, not every one: they are per node, not per key, and would
  * cost more than the renewals (docs/shared-budget.md, "The store's
- * cost"). The full syncs between them only probe the store (PING, or a
- * cluster's slot map), which keeps the kernel's entries live as any
- * answered sync does. On lump leases, and while the layout switches, a
- * node beats every interval, so LAYOUT_SWITCH_SYNCS holds: every node
- * still calling for lump leases beats every interval. A node that speaks
- * the rate layout gives its member this many times the beat TTL, on any
- * layout, so that no such node drops another's between its beats.
+ * cost"). The full syncs between them read the fleet's news counter
+ * (LEASE_NEWS_FMT), one command, which keeps the kernel's entries live as
+ * any answered sync does; a node that joins the fleet, or that adds keys
+ * to a hot set, bumps it, so a sync that finds it moved beats and reads
+ * the hot sets at once: the fleet hears of a key turned hot within an
+ * interval, as when every sync read them. On lump leases, and while the
+ * layout switches, a node beats every interval, so LAYOUT_SWITCH_SYNCS
+ * holds: every node still calling for lump leases beats every interval.
+ * A node that speaks the rate layout gives its member this many times the
+ * beat TTL, on any layout, so that no such node drops another's between
+ * its beats.
  */
-#define RATE_BEAT_SYNCS 10
-_Static_assert(RS_JOIN_SYNCS > RATE_BEAT_SYNCS,
-	       "a key that turned hot here renews at every sync until every node has joined");
+#define RATE_BEAT_SYNCS		10
 #define LEASE_STARVED_EVERY_MAX 2 /* a starved key's early rounds: at most every this many */
 /*
  * A rate share below its fair share (others still hold it: they give it up
@@ -123,7 +124,8 @@ struct lease_stats {
 /*
  * One round on backend @be: a full sync (@full: beat with @fleet/@node,
  * hot sets, every lease; on rate leases, the beat and hot sets every
- * RATE_BEAT_SYNCS-th, else a probe), or an early top-up of the leases
+ * RATE_BEAT_SYNCS-th, else a read of the fleet's news counter that brings
+ * them forward when it moved), or an early top-up of the leases
  * running low (sends nothing when none is). @beat_ttl_us is a member's
  * TTL for a beat every interval: a node that speaks the rate layout
  * scales it by RATE_BEAT_SYNCS. 0, or what the backend's sync returns,

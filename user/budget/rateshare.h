@@ -52,16 +52,18 @@
 /*
  * A key that turned hot here asks for the whole rate before any demand is
  * measured (budget/planrate.c), and holds what it got while the other
- * nodes, which read the hot set only every RATE_BEAT_SYNCS intervals
- * (budget/planner.h), join and ask for their fair shares: a share below
- * its fair share asks again every early round (rs_early()). So a share
- * answered to such a guess is renewed at every sync for this many
- * intervals, the hot-set period and the sync after it, and gives back
- * what the others ask for within an interval of their asking, not at the
- * lease's half-life (RS_RENEW_DIV), which its demand would otherwise wait
- * for when it is about the whole rate.
+ * nodes join and ask for their fair shares: they hear of the key at their
+ * next sync by the fleet's news counter (budget/planner.h,
+ * RATE_BEAT_SYNCS), read the hot set and ask at the sync after it, and a
+ * share below its fair share asks again every early round (rs_early()).
+ * So a share answered to such a guess is renewed at every sync for this
+ * many intervals (those two, the sync that gives back, and three for a
+ * late or busy node), and gives back what the others ask for within an
+ * interval of their asking, not at the lease's half-life (RS_RENEW_DIV),
+ * which its demand would otherwise wait for when it is about the whole
+ * rate.
  */
-#define RS_JOIN_SYNCS 11
+#define RS_JOIN_SYNCS 6
 
 /* One hot key's rate lease on this node. */
 struct rs_key {

@@ -5,6 +5,7 @@
  * decoding and checking of every reply. Only the store's thread calls
  * these; nothing here touches the kernel or the agent.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <hiredis.h>
 #include <inttypes.h>
@@ -36,6 +37,7 @@ struct call {
 	size_t objects, bytes; /* what its reply may cost */
 	size_t first, n_keys;  /* a lease call: its leases, budget_sync order[first..+n_keys] */
 	int err;	       /* on a cluster: 0, or why its shard gave no answer */
+	const char *verb;      /* a plain command on its one key (GET, INCR), not @script */
 };
 
 /* Script calls sent in one round trip, and their replies in order. */
@@ -127,6 +129,16 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *const *key
 	return 0;
 }
 
+/* Queue plain command @verb on @key, whose reply is an integer or a number. */
+static int pipe_add_cmd(struct pipe *p, const char *verb, const char *key)
+{
+	int ret = pipe_add(p, STORE_SCRIPT_BEAT, &key, 1, 0, NULL, 1, NUM_LEN + INT_REPLY_BYTES);
+
+	if (!ret)
+		p->calls[p->n - 1].verb = verb;
+	return ret;
+}
+
 /* Load @src into Redis' script cache if @sha is "", keeping its SHA-1. */
 static int script_load(struct store_conn *conn, const char *src, char *sha, char *err, size_t len)
 {
@@ -155,10 +167,15 @@ static int is_noscript(const redisReply *r)
 	return r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", strlen("NOSCRIPT"));
 }
 
-/* Queue call @k by SHA-1, or by source when @by_source. */
+/* Queue call @k by SHA-1, or by source when @by_source; a plain command as it is. */
 static int queue_call(struct wire_out *o, struct lease_scripts *sc, struct call *k, int by_source,
 		      char *err, size_t len)
 {
+	if (k->verb) {
+		const char *argv[] = { k->verb, k->argv[CALL_KEY] };
+
+		return wire_out_add(o, ARRAY_SIZE(argv), argv, err, len);
+	}
 	k->argv[CALL_VERB] = by_source ? "EVAL" : "EVALSHA";
 	k->argv[CALL_SCRIPT] = by_source ? (char *)redis_script_src[k->script] : sc->sha[k->script];
 	return wire_out_add(o, (int)k->argc, (const char **)k->argv, err, len);
@@ -249,8 +266,9 @@ static int pipe_run(struct store_conn *conn, struct pipe *p, char *err, size_t l
 	if (!noscript || !again)
 		ret = -ENOMEM;
 	for (i = 0; i < p->n && !ret; i++)
-		ret = script_load(conn, redis_script_src[p->calls[i].script],
-				  conn->sc.sha[p->calls[i].script], err, len);
+		if (!p->calls[i].verb)
+			ret = script_load(conn, redis_script_src[p->calls[i].script],
+					  conn->sc.sha[p->calls[i].script], err, len);
 	if (!ret)
 		ret = round_trip(conn, p, NULL, noscript, err, len);
 	if (ret > 0) {
@@ -522,14 +540,16 @@ static int rate_grant_of(const redisReply *r, size_t i, size_t n, const struct r
  */
 static int add_beat(struct pipe *p, const struct budget_sync *b)
 {
-	char ttl[NUM_LEN], set[LEASE_KEY_LEN];
-	const char *args[] = { b->node, ttl }, *keys[] = { b->fleet, set };
+	char ttl[NUM_LEN], set[LEASE_KEY_LEN], news[LEASE_KEY_LEN];
+	const char *args[] = { b->node, ttl }, *keys[] = { b->fleet, set, news };
 	const int rate = b->layout >= STORE_LAYOUT_RATE;
 
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)b->beat_ttl_us);
 	snprintf(set, sizeof(set), LEASE_LAYOUT_FMT, b->fleet, STORE_LAYOUT_RATE, b->fleet);
-	return pipe_add(p, rate ? STORE_SCRIPT_BEAT_LAYOUT : STORE_SCRIPT_BEAT, keys, rate ? 2 : 1,
-			ARRAY_SIZE(args), args, rate ? 3 : 1, (rate ? 2 : 1) * INT_REPLY_BYTES);
+	snprintf(news, sizeof(news), LEASE_NEWS_FMT, b->fleet, b->fleet);
+	return pipe_add(p, rate ? STORE_SCRIPT_BEAT_LAYOUT : STORE_SCRIPT_BEAT, keys,
+			rate ? ARRAY_SIZE(keys) : 1, ARRAY_SIZE(args), args, rate ? 3 : 1,
+			(rate ? 2 : 1) * INT_REPLY_BYTES);
 }
 
 /* A live count of the fleet: 1 .. STORE_NODES_MAX (the speakers' may be 0). */
@@ -994,6 +1014,49 @@ int store_member_beat(struct store_conn *conn, const char *fleet, const char *no
 
 	if (!ret)
 		*live_nodes = b.live_nodes;
+	return ret;
+}
+
+/* The news counter's value in reply @r to GET (nil: 0) or INCR. */
+static int news_of(const redisReply *r, const char *key, __u64 *value, char *err, size_t len)
+{
+	char *end = NULL;
+
+	*value = 0;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+		*value = (__u64)r->integer;
+		return 0;
+	}
+	if (r->type == REDIS_REPLY_STRING && r->len && isdigit((unsigned char)r->str[0])) {
+		errno = 0;
+		*value = strtoull(r->str, &end, 10);
+		if (!errno && end == r->str + r->len)
+			return 0;
+	}
+	snprintf(err, len, "news counter '%s': %s", key,
+		 r->type == REDIS_REPLY_ERROR ? store_reply_error(NULL, r) : "not a count");
+	return -EPROTO;
+}
+
+int store_news(struct store_conn *conn, const char *key, int bump, __u64 *value, char *err,
+	       size_t len)
+{
+	struct pipe p = { .budget = { .bytes = WIRE_REPLY_BYTES, .objects = WIRE_REPLY_OBJECTS } };
+	int ret = pipe_add_cmd(&p, bump ? "INCR" : "GET", key);
+
+	err[0] = '\0';
+	if (ret == -ENOMEM)
+		snprintf(err, len, "store sync: %s", strerror(ENOMEM));
+	if (!ret)
+		ret = conn->cluster ? cluster_run(conn->cluster, &p, err, len)
+				    : pipe_run(conn, &p, err, len);
+	if (!ret && p.calls[0].err)
+		ret = conn->cluster ? -EAGAIN : p.calls[0].err; /* its shard alone, maybe */
+	if (!ret)
+		ret = news_of(p.replies[0], key, value, err, len);
+	pipe_free(&p);
 	return ret;
 }
 

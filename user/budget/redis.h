@@ -76,6 +76,16 @@ int store_member_beat(struct store_conn *conn, const char *fleet, const char *no
 		      __u64 *live_nodes, char *err, size_t len);
 
 /*
+ * Read the fleet's news counter @key (LEASE_NEWS_FMT) into *@value, 0
+ * while it does not exist; with @bump, add one first (INCR) and read what
+ * that made it. One command, one round trip. 0, -EAGAIN on a cluster
+ * whose shard of @key did not answer (the others may: the cause in
+ * @err), or as store_member_beat().
+ */
+int store_news(struct store_conn *conn, const char *key, int bump, __u64 *value, char *err,
+	       size_t len);
+
+/*
  * Run @b. 0 when every reply arrived and each is what its script can
  * answer (a hot set: at most its limit of members); -EPROTO when any reply
  * is an error or out of range (each grant's err says whether its key

@@ -524,19 +524,24 @@ static const char BEAT_LUA[] =
  * expires. It drops members with its own, shorter TTL, from the fleet set
  * alone (RATE_BEAT_SYNCS): so the speakers are counted among the fleet
  * set's members (ZMSCORE, in chunks that Lua's unpack() takes), not by
- * the sets' sizes, which could then be equal with that node live.
+ * the sets' sizes, which could then be equal with that node live. A
+ * node new to either set bumps the fleet's news counter, KEYS[3]
+ * (LEASE_NEWS_FMT, on the same slot), so that nodes between their beats
+ * count it at their next sync.
  */
 static const char BEAT_LAYOUT_LUA[] =
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local ttl = tonumber(ARGV[2])\n"
 	"local r = {}\n"
+	"local new = 0\n"
 	"for i = 1, 2 do\n"
-	"  redis.call('ZADD', KEYS[i], string.format('%d', now), ARGV[1])\n"
+	"  new = new + redis.call('ZADD', KEYS[i], string.format('%d', now), ARGV[1])\n"
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - ttl))\n"
 	"  redis.call('PEXPIRE', KEYS[i], string.format('%d', math.ceil(ttl / 1000) + 1))\n"
 	"  r[i] = redis.call('ZCARD', KEYS[i])\n"
 	"end\n"
+	"if new > 0 then redis.call('INCR', KEYS[3]) end\n"
 	"if r[2] >= r[1] then\n"
 	"  local m, chunk = redis.call('ZRANGE', KEYS[1], 0, -1), 1000\n"
 	"  r[2] = 0\n"
