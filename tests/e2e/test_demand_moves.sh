@@ -18,8 +18,8 @@
 #     steady_slack derives (about 0.95 L .. 1.05 L): the reload carries the
 #     key's share on;
 #   - node 2 admits at its fair share (all of L: node 1 wants nothing any
-#     more) within two renewals of the move, RS_TTL_SYNCS / RS_RENEW_DIV
-#     sync intervals each (user/budget/rateshare.h): the design's bound.
+#     more) within two renewals of the move, RS_RENEW_SYNCS sync
+#     intervals each (user/budget/rateshare.h): the design's bound.
 #     The time it took is printed.
 source "$(dirname "$0")/lib.sh"
 e2e_require
@@ -40,10 +40,9 @@ SINK_MS=30000     # a sink's own stop, should the test not stop it
 PORT=9100
 TRIES=3
 # user/budget/rateshare.h and planner.h
-RS_TTL_SYNCS=30
-RS_RENEW_DIV=2
+RS_RENEW_SYNCS=20
 EARLY_MS=$((INTERVAL_MS / 10)) # an early round: interval / LEASE_EARLY_DIV
-RENEWAL_MS=$((RS_TTL_SYNCS * INTERVAL_MS / RS_RENEW_DIV))
+RENEWAL_MS=$((RS_RENEW_SYNCS * INTERVAL_MS))
 # The share has arrived once node 2 admits this share of L over ARRIVE_MS:
 # the refill of a full share, less a unit of rounding per early round.
 ARRIVE_MS=100

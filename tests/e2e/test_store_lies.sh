@@ -33,13 +33,12 @@ TIMEOUT_MS=$E2E_STORE_TIMEOUT_MS
 INTERVAL_MS=100
 FAULT_BOUND_MS=$((2 * (TIMEOUT_MS + INTERVAL_MS)))
 # Grants of 2^62 are in lease replies alone, and a key one node holds at
-# its fair share renews its rate lease once a half lease life
-# (RS_TTL_SYNCS / RS_RENEW_DIV intervals, user/budget/rateshare.h), at the
-# first full sync past it: the lie is seen at that renewal, within an
-# interval more and the bound above.
-RS_TTL_SYNCS=30
-RS_RENEW_DIV=2
-LEASE_LIE_BOUND_MS=$(((RS_TTL_SYNCS / RS_RENEW_DIV + 1) * INTERVAL_MS + FAULT_BOUND_MS))
+# its fair share renews its rate lease once the lease is RS_RENEW_SYNCS
+# intervals old (user/budget/rateshare.h), at the first full sync past
+# it: the lie is seen at that renewal, within an interval more and the
+# bound above.
+RS_RENEW_SYNCS=20
+LEASE_LIE_BOUND_MS=$(((RS_RENEW_SYNCS + 1) * INTERVAL_MS + FAULT_BOUND_MS))
 ANSWER_BOUND_MS=1000
 # Measured at the end of each shape: 20.4–20.7 MB, the endless and
 # huge-array shapes included (before #12, 20 MB on the wire grew the agent

@@ -90,6 +90,12 @@ struct fleet {
 	const __u64 *fixed;  /* each node's demand throughout, or NULL: demand_of()'s phases */
 	__u64 rotate_rate;   /* else, where nonzero: this on one node, the next every ... */
 	size_t rotate_ticks; /* ... this many ticks */
+	/*
+	 * Node 0 turned the key hot: its first call renews at every sync while
+	 * the others join (RS_JOIN_SYNCS), as the planner's first call of such
+	 * a key does (budget/planrate.c, first_demand()).
+	 */
+	int turned_hot;
 	__u64 admitted[TICKS];
 	size_t b_calls_after_move; /* B's calls since A's demand moved to it */
 	size_t b_fair_call;	   /* ... the first that brought its fair share: 1, 2 ... */
@@ -140,6 +146,7 @@ static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 	else
 		rs_refill(&n->s, &f->k, t, n->spent, n->denied);
 	if (early ? rs_early(&n->s, &f->k, t) : rs_due(&n->s, t, SYNC_NS)) {
+		n->s.guessed |= f->turned_hot && i == 0 && !n->calls;
 		rs_request(&n->s, &f->k, &q);
 		assert_int_equal(backend__rate_lease(n->be, &r, err, sizeof(err)), 0);
 		assert_int_equal(g.err, 0);
@@ -223,6 +230,7 @@ static void test_fleet(void **state)
 	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
 	snprintf(f->k.field, sizeof(f->k.field), "1");
 	f->n_nodes = N_NODES;
+	f->turned_hot = 1;
 	for (i = 0; i < N_NODES; i++) {
 		f->n[i].be = backend_mem__open(f->m);
 		assert_non_null(f->n[i].be);
@@ -269,7 +277,7 @@ static void test_fleet(void **state)
 	assert_int_not_equal(f->b_full_tick, 0);
 	assert_true(T0_US + f->b_full_tick * TICK_US >= f->c_expires_us);
 	assert_true(T0_US + f->b_full_tick * TICK_US <=
-		    f->c_expires_us + TTL_US / RS_RENEW_DIV + SYNC_TICKS * TICK_US);
+		    f->c_expires_us + (RS_RENEW_SYNCS + 1) * SYNC_TICKS * TICK_US);
 
 	for (i = 0; i < N_NODES; i++)
 		backend__free(f->n[i].be);
@@ -313,6 +321,7 @@ static void test_skewed(void **state)
 	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
 	snprintf(f->k.field, sizeof(f->k.field), "1");
 	f->n_nodes = SKEW_NODES;
+	f->turned_hot = 1;
 	f->fixed = demand;
 	for (i = 0; i < SKEW_NODES; i++) {
 		f->n[i].be = backend_mem__open(f->m);
@@ -518,8 +527,8 @@ static void test_refill_order(void **state)
 }
 
 #define JOIN_AT	    2 /* syncs after A's first call: B heard the news, read the hot set */
-#define JOIN_CHECKS (RS_TTL_SYNCS / RS_RENEW_DIV) /* A's syncs checked: up to its half-life */
-#define FAIR_SYNCS  2 /* B's fair share within this many syncs of its asking */
+#define JOIN_CHECKS RS_RENEW_SYNCS /* A's syncs checked: until its lease is due by age */
+#define FAIR_SYNCS  2		   /* B's fair share within this many syncs of its asking */
 
 /*
  * A turns the key hot and asks for the whole rate on a guess (planrate.c's
@@ -529,7 +538,7 @@ static void test_refill_order(void **state)
  * first call, asks for the whole rate too, which A holds: B's share is
  * below its fair share, and it would ask again every early round until A
  * renews. A gives B's fair share back at its next sync, not
- * at its lease's half-life; once every node has joined (RS_JOIN_SYNCS) it
+ * when its lease ages; once every node has joined (RS_JOIN_SYNCS) it
  * renews as its lease ages.
  */
 static void test_first_share(void **state)

@@ -119,12 +119,12 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 	struct rate_slot *nv = calloc(n ? n : 1, sizeof(*nv)), *old;
 	struct rate_lease_req *q = calloc(n ? n : 1, sizeof(*q));
 	struct rate_lease_grant *g = calloc(n ? n : 1, sizeof(*g));
-	size_t *at = calloc(n ? n : 1, sizeof(*at));
+	size_t *at = calloc(n ? n : 1, sizeof(*at)), *soon = calloc(n ? n : 1, sizeof(*soon));
 	struct rate_sync rq = { .holder = r->holder, .lease_ttl_us = ttl_us };
-	size_t i, m = 0;
+	size_t i, m = 0, n_soon = 0;
 	int ret = -ENOMEM, *failed = calloc(n ? n : 1, sizeof(*failed));
 
-	if (!nv || !q || !g || !at || !failed)
+	if (!nv || !q || !g || !at || !soon || !failed)
 		goto out;
 	for (i = 0; i < n; i++) {
 		struct rs_key *s = &nv[i].rs;
@@ -141,12 +141,20 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 		} else {
 			rs_tick(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
 		}
-		if (!r->be || !r->call ||
-		    !(r->full ? v[i].every_sync || rs_due(s, r->now_ns, r->interval_ns)
-			      : rs_early(s, &v[i].lk, r->now_ns)))
+		if (!r->be || !r->call)
 			continue;
-		rs_request(s, &v[i].lk, &q[m]);
-		at[m++] = i;
+		if (r->full ? v[i].every_sync || rs_due(s, r->now_ns, r->interval_ns)
+			    : rs_early(s, &v[i].lk, r->now_ns)) {
+			rs_request(s, &v[i].lk, &q[m]);
+			at[m++] = i;
+		} else if (r->full && rs_due_soon(s, r->now_ns, r->interval_ns)) {
+			soon[n_soon++] = i;
+		}
+	}
+	/* a call goes anyway: the renewals due soon go with it (RS_ALIGN_DIV) */
+	for (i = 0; i < n_soon && m; i++) {
+		rs_request(&nv[soon[i]].rs, &v[soon[i]].lk, &q[m]);
+		at[m++] = soon[i];
 	}
 	rq.leases = q;
 	rq.grants = g;
@@ -176,6 +184,7 @@ out:
 	free(q);
 	free(g);
 	free(at);
+	free(soon);
 	free(failed);
 	return ret;
 }

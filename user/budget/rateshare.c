@@ -166,6 +166,16 @@ __u64 rs_granted(const struct rs_key *s, const struct lease_key *k)
 	return s->spent + (s->until_ns ? s->level / unit_of(k) : 0);
 }
 
+int rs_due_soon(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
+{
+	const __u64 due_ns = RS_RENEW_SYNCS * interval_ns,
+		    early_ns = RS_TTL_SYNCS * interval_ns / RS_ALIGN_DIV;
+
+	if (!s->until_ns || (!s->demand && !s->rate && !s->burst))
+		return 0; /* no share yet, or handed back */
+	return now_ns - s->renewed_ns >= due_ns - early_ns;
+}
+
 int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 {
 	__u64 moved = s->demand > s->reported ? s->demand - s->reported : s->reported - s->demand;
@@ -178,7 +188,7 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 		return 0; /* handed back: let it lapse */
 	if (now_ns < s->join_end_ns)
 		return 1; /* the others join the share asked on a guess */
-	if (now_ns - s->renewed_ns >= RS_TTL_SYNCS * interval_ns / RS_RENEW_DIV)
+	if (now_ns - s->renewed_ns >= RS_RENEW_SYNCS * interval_ns)
 		return 1;
 	return moved > s->reported / RS_DEMAND_DIV;
 }

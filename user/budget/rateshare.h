@@ -22,10 +22,25 @@
 
 #include "budget/backend.h"
 
-#define RS_TTL_SYNCS	       30 /* a rate lease lives this many sync intervals (3 s at 100 ms) */
-#define RS_RENEW_DIV	       2  /* renew once less than 1/this of the lease is left */
-#define RS_DEMAND_DIV	       4  /* ask again when demand moves by more than 1/this */
-#define RS_KERNEL_MARGIN_SYNCS 2  /* enforce a share until this many intervals before its expiry */
+#define RS_TTL_SYNCS 30 /* a rate lease lives this many sync intervals (3 s at 100 ms) */
+/*
+ * Renew a lease once it is this many sync intervals old: a third of its
+ * life is left for a renewal that fails to be tried again (10 syncs at
+ * RS_TTL_SYNCS 30), and a steady key costs a call every 2 s, not 1.5.
+ */
+#define RS_RENEW_SYNCS 20
+_Static_assert(RS_RENEW_SYNCS < RS_TTL_SYNCS, "a lease renews before it expires");
+#define RS_DEMAND_DIV 4 /* ask again when demand moves by more than 1/this */
+/*
+ * A renewal that the lease's age would call for within 1/this of the
+ * lease goes with a call of other keys made anyway: the renewals of a
+ * node's keys fall in step, and a call's own commands (EVALSHA, TIME)
+ * are paid once a slot for all of them, not once a key.
+ */
+#define RS_ALIGN_DIV 6
+_Static_assert(RS_TTL_SYNCS / RS_ALIGN_DIV < RS_RENEW_SYNCS,
+	       "a renewal due soon is one that is not due yet");
+#define RS_KERNEL_MARGIN_SYNCS 2 /* enforce a share until this many intervals before its expiry */
 /*
  * A call asks for its demand and 1/this. A node granted all it asked
  * holds that headroom unspent, and where others are starved no one else
@@ -59,7 +74,7 @@
  * So a share answered to such a guess is renewed at every sync for this
  * many intervals (those two, the sync that gives back, and three for a
  * late or busy node), and gives back what the others ask for within an
- * interval of their asking, not at the lease's half-life (RS_RENEW_DIV),
+ * interval of their asking, not when the lease ages (RS_RENEW_SYNCS),
  * which its demand would otherwise wait for when it is about the whole
  * rate.
  */
@@ -120,7 +135,7 @@ __u64 rs_granted(const struct rs_key *s, const struct lease_key *k);
 
 /*
  * Whether to call the store for @s at @now_ns: no share yet and demand,
- * less than 1/RS_RENEW_DIV of the lease left, demand moved by more than
+ * a lease RS_RENEW_SYNCS intervals old, demand moved by more than
  * 1/RS_DEMAND_DIV of what was reported, a share below its fair share
  * (others still hold it), a lowering to confirm, a share granted in
  * full that its demand outgrew (units denied in the last interval), or a
@@ -128,6 +143,12 @@ __u64 rs_granted(const struct rs_key *s, const struct lease_key *k);
  * ago.
  */
 int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
+
+/*
+ * Whether @s's renewal by its lease's age comes within 1/RS_ALIGN_DIV of
+ * the lease of @now_ns: to go with a call made anyway.
+ */
+int rs_due_soon(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
 
 /*
  * The call for @s: its demand plus 1/RS_HEADROOM_DIV, the burst in
