@@ -128,6 +128,9 @@ void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 sp
 		return;
 	note_act(s, now_ns, spent + denied);
 	refill(s, k, now_ns, spent);
+	if (!s->rate && s->act == s->seen && now_ns > s->seen_ns)
+		s->seen_ns =
+			now_ns; /* no share and no traffic: its measure starts with the traffic */
 }
 
 /*

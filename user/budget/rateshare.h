@@ -117,7 +117,10 @@ void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 
  * Refill @s up to @now_ns and take off what the kernel spent since (@spent),
  * as rs_refill() does, without measuring the demand: between two syncs, so
  * that the kernel's grant follows the refill more closely than once an
- * interval. Nothing before the first rs_refill().
+ * interval. A key without a share and without traffic moves the start of
+ * its next measure up to @now_ns, so that a node whose traffic starts
+ * measures it from then, not across its idle time. Nothing before the
+ * first rs_refill().
  */
 void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied);
 
