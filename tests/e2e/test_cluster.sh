@@ -59,7 +59,7 @@ PORT_SHARED=9100
 PORT_CALLS=9101
 CALLS_RATE=${CALLS_RATE:-10} # the commands-per-second figures: many keys, each saturated at 2 L
 CALLS_BURST=${CALLS_BURST:-4}
-CALLS_MS=6000 # each flood; commands counted from +2 s to +5 s
+CALLS_MS=${CALLS_MS:-6000} # each flood; commands counted from +2 s to 1 s before its end
 SINGLE_PORT=6999 # the single Redis the figures compare with
 METRICS_PORT=9464 # each agent's /metrics, on its own namespace's loopback
 STORE_IP=10.230.0.1
@@ -376,9 +376,10 @@ run_under() {
 	done
 }
 
-# calls PORT: the commands that node has run (INFO left out).
+# calls PORT: the agents' commands that node has run: not the test's own
+# (INFO, CONFIG, SLOWLOG) nor a replica's acknowledgements (REPLCONF).
 calls() {
-	cli "$1" info commandstats | awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_info" { n += $3 } END { print n + 0 }'
+	cli "$1" info commandstats | awk -F'[:,=]' '/^cmdstat_/ && $1 !~ /^cmdstat_(info|replconf|config\||slowlog\|)/ { n += $3 } END { print n + 0 }'
 }
 # script_calls PORT: the script calls it ran (EVALSHA and EVAL: what the
 # agents send, one per call however many keys it carries).
@@ -556,9 +557,10 @@ run_fault() {
 
 # measure_calls LABEL PORT...: for each N in CALLS_KEYS, N fresh keys
 # each offered 2 L (split over the nodes), and what each listed Redis ran
-# from +2 s to +5 s, per second: commands (INFO commandstats, the
-# scripts' own included) per Redis and per node, script calls (what the
-# agents sent) and CPU time (INFO cpu) in all.
+# from +2 s to 1 s before the flood's end, per second: the agents'
+# commands (INFO commandstats, the scripts' own included; agent_cmds) per
+# Redis and per node, script calls (what the agents sent) and CPU time
+# (INFO cpu) in all.
 CALLS_SET=20
 measure_calls() {
 	local label=$1 n i p c total t0 t1 st0 st1 pids pps s_total cpu_total
@@ -588,7 +590,7 @@ measure_calls() {
 			u0[$p]=$(cpu_us "$p")
 		done
 		t0=$(now_ns)
-		sleep_until $((T0 + 5000 * 1000000))
+		sleep_until $((T0 + (CALLS_MS - 1000) * 1000000))
 		t1=$(now_ns)
 		if [ -n "${CALLS_STATS:-}" ]; then
 			for p in "$@"; do
