@@ -92,7 +92,7 @@ struct rs_key {
 	__u64 active_ns;   /* local time at which act last moved */
 	__u64 spent, seen; /* the kernel's spent, and spent + denied, at the last refill */
 	__u64 demand;	   /* spent + denied over the last interval: scaled units a period */
-	__u64 reported;	   /* the demand the last call reported */
+	__u64 reported;	   /* the measure at the last call, which asked for it or its mean */
 	__u64 asked;	   /* the rate share the last call asked for */
 	__u64 call_seen;   /* seen at the mean's start (a call's measure) ... */
 	__u64 call_ns;	   /* ... and its seen_ns (0: no call yet) */
