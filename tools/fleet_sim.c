@@ -31,14 +31,13 @@
  * --cheat K runs the nodes' policy at K× the rate and burst while the bound
  * stays the real one: a check that can fail.
  *
- * --rate-leases runs rate leases through budget/rateshare.h directly,
- * not through the planner (whose rate half, budget/planrate.c, the
- * simulator leaves off: its kernel model has no cold path): every key is
- * hot from the start, and each full round of a node refills each key's
- * bucket, renews the keys that are due in one backend rate_lease call
- * (batched as lease calls are) and writes each key's granted and expiry
- * into its lease entry, as the planner does at each sync. No beat, no
- * hot sets and no early rounds: their cost is not in its figures.
+ * --rate-leases runs rate leases through the planner's rate-lease step
+ * (budget/planrate.c, rate_table__step()) alone, not through the rest of
+ * the planner (its kernel model has no cold path): every key is hot from
+ * the start, and each round of a node steps its keys as the planner's
+ * rate_step() does, so renewals due soon go with a call made anyway and
+ * a share below its fair share asks again between syncs. No beat and no
+ * hot sets: their cost is not in its figures.
  *
  * --old N (with --rate-leases) simulates a rolling upgrade across the
  * store layout (budget/backend.h, STORE_LAYOUT_*): nodes 0 .. N-1 are
@@ -71,7 +70,7 @@
 #include "budget/backends.h"
 #include "budget/keys.h"
 #include "budget/planner.h"
-#include "budget/rateshare.h"
+#include "budget/planrate.h"
 #include "budget/store.h"
 #include "sluice/gcra.h"
 
@@ -119,10 +118,9 @@ struct node {
 	double demand;	  /* units a second per key */
 	struct budget_backend *be;
 	struct lease_state *ls;
-	struct rs_key *rs;		/* --rate-leases: one per key */
-	struct rate_lease_req *req;	/* ... and a round's calls */
-	struct rate_lease_grant *grant; /* ... and their answers */
-	size_t *req_key;		/* ... each call's key */
+	struct rate_table *rate; /* --rate-leases: its keys' shares */
+	struct rate_key *rk;	 /* ... and a round's keys, one per key */
+	__u64 ok_ns;		 /* ... when its last full round reached the store */
 	__u64 last_ns, next_ns, tick;
 	__u64 full_rounds, failed;
 	unsigned layout;    /* the store layout it uses: STORE_LAYOUT_* */
@@ -298,7 +296,7 @@ static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
 	nd->last_ns = now_ns;
 	for (i = 0; i < x->o.keys; i++) {
 		struct kentry *e = &nd->e[i];
-		__u64 units, room = 0, take;
+		__u64 units, room = 0, take, used;
 
 		e->due += nd->demand * dt;
 		units = (__u64)e->due;
@@ -311,10 +309,12 @@ static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
 			e->s.denied += x->o.rate_leases ? units : 0;
 			continue;
 		}
-		if (e->s.spent < e->l.granted && e->s.spent >= e->l.reported) {
+		/* spent + 1 <= granted, spent >= reported, spent + 1 - reported <= max */
+		used = e->s.spent - e->l.reported;
+		if (e->s.spent < e->l.granted && e->s.spent >= e->l.reported && used < max) {
 			room = e->l.granted - e->s.spent;
-			if (max - (e->s.spent - e->l.reported) < room)
-				room = max - (e->s.spent - e->l.reported);
+			if (max - used < room)
+				room = max - used;
 		}
 		take = units < room ? units : room;
 		e->s.spent += take;
@@ -392,11 +392,9 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 	/* Without --old, rate leases from the start; with it, what the first beat says. */
 	nd->layout = x->o.rate_leases && !x->o.old ? STORE_LAYOUT_RATE : STORE_LAYOUT_LUMP;
 	if (x->o.rate_leases) {
-		nd->rs = calloc(x->o.keys, sizeof(*nd->rs));
-		nd->req = calloc(x->o.keys, sizeof(*nd->req));
-		nd->grant = calloc(x->o.keys, sizeof(*nd->grant));
-		nd->req_key = calloc(x->o.keys, sizeof(*nd->req_key));
-		if (!nd->rs || !nd->req || !nd->grant || !nd->req_key)
+		nd->rate = rate_table__new();
+		nd->rk = calloc(x->o.keys, sizeof(*nd->rk));
+		if (!nd->rate || !nd->rk)
 			return -ENOMEM;
 		if (!id && rate_keys(x, p))
 			return -ENOMEM;
@@ -411,49 +409,39 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 }
 
 /*
- * A full round of @nd on rate leases at @now_ns: refill every key, renew
- * those due in one call, write each key's lease entry.
+ * A round of @nd on rate leases at @now_ns, as the planner's rate_step()
+ * runs it: @call, renew what is due (not while switching layouts). Every
+ * key is hot from the start (none pending), no policy is closed on a
+ * failed shard (none renewed at every sync). The planner's last answered
+ * sync is its beat's or probe's; here, a full round that reached the
+ * store (node_round()), as the planner's would have.
  */
-static int rate_round(struct sim *x, struct node *nd, __u64 now_ns, char *err, size_t len)
+static int rate_round(struct sim *x, struct node *nd, __u64 now_ns, int full, int call, char *err,
+		      size_t len)
 {
-	const __u64 interval_ns = x->o.sync_ms * NS_PER_MS,
-		    ttl_us = RS_TTL_SYNCS * x->o.sync_ms * US_PER_MS;
-	struct rate_sync r = {
-		.holder = nd->name, .lease_ttl_us = ttl_us, .leases = nd->req, .grants = nd->grant
-	};
-	size_t i, n = 0;
-	int ret = 0;
+	struct rate_round r = { .be = nd->be,
+				.full = full,
+				.call = call,
+				.holder = nd->name,
+				.interval_ns = x->o.sync_ms * NS_PER_MS,
+				.now_ns = now_ns,
+				.ok_ns = full ? now_ns : nd->ok_ns };
+	unsigned i;
+	int ret;
 
+	nd->ok_ns = r.ok_ns;
 	for (i = 0; i < x->o.keys; i++) {
-		struct kentry *e = &nd->e[i];
+		struct rate_key *k = &nd->rk[i];
 
-		rs_refill(&nd->rs[i], &x->lk[i], now_ns, e->s.spent, e->s.denied);
-		if (!rs_due(&nd->rs[i], now_ns, interval_ns))
+		*k = (struct rate_key){ .lk = x->lk[i], .l = nd->e[i].l, .s = nd->e[i].s };
+		key_of(i, &k->key);
+	}
+	ret = rate_table__step(nd->rate, &r, nd->rk, x->o.keys, err, len);
+	for (i = 0; i < x->o.keys; i++) {
+		if (!nd->rk[i].write)
 			continue;
-		rs_request(&nd->rs[i], &x->lk[i], &nd->req[n]);
-		nd->req_key[n++] = i;
-	}
-	r.n_leases = n;
-	if (n)
-		ret = backend__rate_lease(nd->be, &r, err, len);
-	for (i = 0; i < n; i++) {
-		if (!ret && !nd->grant[i].err)
-			rs_answer(&nd->rs[nd->req_key[i]], &x->lk[nd->req_key[i]], &nd->grant[i],
-				  now_ns, ttl_us, interval_ns);
-		else
-			rs_failed(&nd->rs[nd->req_key[i]]);
-	}
-	for (i = 0; i < x->o.keys; i++) {
-		struct kentry *e = &nd->e[i];
-		const struct rs_key *s = &nd->rs[i];
-		__u64 until = now_ns + SLUICE_LEASE_KERNEL_SYNCS * interval_ns;
-
-		e->present = 1;
-		e->l.granted = rs_granted(s, &x->lk[i]);
-		e->l.reported = e->s.spent;
-		e->l.expires =
-			s->until_ns ? sluice_gcra_ticks(s->until_ns < until ? s->until_ns : until)
-				    : 0;
+		nd->e[i].present = 1;
+		nd->e[i].l = nd->rk[i].l;
 	}
 	return ret;
 }
@@ -473,6 +461,8 @@ static int layout_round(struct sim *x, struct node *nd, __u64 beat_us, char *err
 	if (ret)
 		return ret;
 	if (x->o.no_agree || b.fleet_layout == STORE_LAYOUT_LUMP) {
+		if (!x->o.no_agree)
+			rate_table__clear(nd->rate); /* shares of a switch back: as note_layout() */
 		nd->layout = x->o.no_agree ? STORE_LAYOUT_RATE : STORE_LAYOUT_LUMP;
 		nd->rate_from_ns = 0;
 	} else if (nd->layout == STORE_LAYOUT_LUMP) {
@@ -492,8 +482,13 @@ static int layout_sync(struct sim *x, struct node *nd, __u64 now_ns, int full, _
 
 	if (!old && x->o.old && full && layout_round(x, nd, beat_us, err, len))
 		return -1;
+	/* as the planner: while switching, full rounds hold every key, early ones wait */
+	if (nd->layout == STORE_LAYOUT_RATE && now_ns < nd->rate_from_ns)
+		return full ? rate_round(x, nd, now_ns, 1, 0, err, len) : 0;
 	if (nd->layout == STORE_LAYOUT_RATE)
-		return full && now_ns >= nd->rate_from_ns ? rate_round(x, nd, now_ns, err, len) : 0;
+		return rate_round(x, nd, now_ns, full,
+				  full || (nd->tick - 1) % LEASE_EARLY_DIV % RATE_EARLY_EVERY == 0,
+				  err, len);
 	return lease_round(nd->ls, nd->be, old || !x->o.old ? x->fleet : NULL, nd->name, beat_us,
 			   full, live, err, len);
 }
@@ -645,7 +640,7 @@ static void usage(FILE *f)
 		"  --threads T      threads the nodes share (2)\n"
 		"  --warmup S       seconds before measuring (3)  --seconds S  measured (10)\n"
 		"  --cheat K        the nodes' policy at K x rate and burst, the bound not (1)\n"
-		"  --rate-leases    rate leases (budget/rateshare.h), not the planner's leases\n"
+		"  --rate-leases    rate leases (budget/planrate.h), not lump leases\n"
 		"  --old N          with --rate-leases: N nodes speak the planner's leases\n"
 		"                   alone; the others take rate leases once none of them is live\n"
 		"  --old-stop S     the old nodes stop after S s (never)\n"
@@ -935,10 +930,8 @@ int main(int argc, char **argv)
 		lease_state__free(x.node[i].ls);
 		backend__free(x.node[i].be);
 		free(x.node[i].e);
-		free(x.node[i].rs);
-		free(x.node[i].req);
-		free(x.node[i].grant);
-		free(x.node[i].req_key);
+		rate_table__free(x.node[i].rate);
+		free(x.node[i].rk);
 	}
 	free(x.lk);
 	mem_store__free(x.mem);
