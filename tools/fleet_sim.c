@@ -122,6 +122,7 @@ struct node {
 	struct rate_key *rk;	 /* ... and a round's keys, one per key */
 	__u64 ok_ns;		 /* ... when its last full round reached the store */
 	__u64 last_ns, next_ns, tick;
+	__u64 full_ns; /* its last full round */
 	__u64 full_rounds, failed;
 	unsigned layout;    /* the store layout it uses: STORE_LAYOUT_* */
 	__u64 rate_from_ns; /* ... switching to rate leases: from then on (0: not) */
@@ -497,8 +498,21 @@ static int layout_sync(struct sim *x, struct node *nd, __u64 now_ns, int full, _
 static void node_round(struct sim *x, struct node *nd, __u64 now_ns)
 {
 	char err[STORE_ERR_LEN] = "";
-	int full = nd->tick++ % LEASE_EARLY_DIV == 0;
+	/*
+	 * Every LEASE_EARLY_DIV rounds, as the store's thread runs them, and
+	 * at the latest --sync-ms after the last: a node's rounds run late
+	 * behind the other nodes' calls on its thread (an agent has its own),
+	 * and it should still sync, renew and give back every interval.
+	 */
+	int full =
+		nd->tick % LEASE_EARLY_DIV == 0 || now_ns - nd->full_ns >= x->o.sync_ms * NS_PER_MS;
 	__u64 live = 0;
+
+	if (full) {
+		nd->tick = 0;
+		nd->full_ns = now_ns;
+	}
+	nd->tick++;
 
 	if (nd->id < x->o.old) {
 		if (x->old_stop_ns && now_ns >= x->old_stop_ns)
