@@ -784,9 +784,9 @@ static int rate_step(struct round *r, int full, int call, int ok, char *err, siz
 
 /*
  * A full sync: @hot, it sends the beat (@b->fleet, the first
- * attachment's) and the hot sets; else it follows a probe (rate leases
- * between beats), and sends the hot sets only when a key turned hot here,
- * so that the fleet hears of it at once.
+ * attachment's) and the hot sets; else it follows a read of the news
+ * counter (rate leases between beats), and sends the hot sets only when a
+ * key turned hot here, which lease_round() then tells the fleet.
  */
 static int round_att(struct lease_state *ls, size_t ai, struct budget_backend *be,
 		     struct budget_sync *b, int full, int hot, char *err, size_t len)
@@ -860,8 +860,8 @@ static int is_hot_sync(const struct lease_state *ls)
 }
 
 /*
- * A full sync between beats: read the fleet's news counter (a probe, on
- * a store without one), as a sync the store answered would. 1 when it
+ * A full sync between beats: read the fleet's news counter, which tells
+ * that the store is there as a sync it answered would. 1 when it
  * moved since the last read (a node joined or a key turned hot), or when
  * the counter's shard alone failed (-EAGAIN: the beat and hot sets then
  * say which of the store's shards answer): this sync beats and reads the
@@ -871,8 +871,7 @@ static int read_news(struct lease_state *ls, struct budget_backend *be, const ch
 		     size_t len)
 {
 	__u64 sent_ns = mono_ns(), v = 0;
-	int ret = be->ops->news ? be->ops->news(be, news, 0, &v, err, len)
-				: be->ops->probe(be, err, len);
+	int ret = be->ops->news(be, news, 0, &v, err, len);
 
 	if (ret == -EAGAIN) {
 		err[0] = '\0';
@@ -881,7 +880,7 @@ static int read_news(struct lease_state *ls, struct budget_backend *be, const ch
 	if (ret)
 		return ret;
 	ls->ok_ns = sent_ns;
-	if (!be->ops->news || (ls->news_known && v == ls->news))
+	if (ls->news_known && v == ls->news)
 		return 0;
 	ls->news = v;
 	ls->news_known = 1;
@@ -898,13 +897,13 @@ static int tell_news(struct lease_state *ls, struct budget_backend *be, const ch
 		     size_t len)
 {
 	__u64 v;
-	int ret = be->ops->news ? be->ops->news(be, news, 1, &v, err, len) : 0;
+	int ret = be->ops->news(be, news, 1, &v, err, len);
 
 	if (ret == -EAGAIN)
 		err[0] = '\0';
 	if (ret)
 		return ret == -EAGAIN ? 0 : ret;
-	if (be->ops->news && ls->news_known && v == ls->news + 1)
+	if (ls->news_known && v == ls->news + 1)
 		ls->news = v;
 	return 0;
 }

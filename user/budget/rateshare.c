@@ -169,14 +169,22 @@ __u64 rs_granted(const struct rs_key *s, const struct lease_key *k)
 	return s->spent + (s->until_ns ? s->level / unit_of(k) : 0);
 }
 
+/* Whether @s's lease will be RS_RENEW_SYNCS intervals old @ahead_ns from @now_ns. */
+static int aged(const struct rs_key *s, __u64 now_ns, __u64 interval_ns, __u64 ahead_ns)
+{
+	return now_ns - s->renewed_ns + ahead_ns >= RS_RENEW_SYNCS * interval_ns;
+}
+
+/* A share handed back: no demand and nothing held, to lapse without calls. */
+static int handed_back(const struct rs_key *s)
+{
+	return !s->demand && !s->rate && !s->burst;
+}
+
 int rs_due_soon(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 {
-	const __u64 due_ns = RS_RENEW_SYNCS * interval_ns,
-		    early_ns = RS_TTL_SYNCS * interval_ns / RS_ALIGN_DIV;
-
-	if (!s->until_ns || (!s->demand && !s->rate && !s->burst))
-		return 0; /* no share yet, or handed back */
-	return now_ns - s->renewed_ns >= due_ns - early_ns;
+	return s->until_ns && !handed_back(s) &&
+	       aged(s, now_ns, interval_ns, RS_TTL_SYNCS * interval_ns / RS_ALIGN_DIV);
 }
 
 int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
@@ -187,11 +195,11 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 		return s->demand > 0;
 	if (s->confirm || below_fair(s) || s->outgrown)
 		return 1;
-	if (!s->demand && !s->rate && !s->burst)
-		return 0; /* handed back: let it lapse */
+	if (handed_back(s))
+		return 0; /* let it lapse */
 	if (now_ns < s->join_end_ns)
 		return 1; /* the others join the share asked on a guess */
-	if (now_ns - s->renewed_ns >= RS_RENEW_SYNCS * interval_ns)
+	if (aged(s, now_ns, interval_ns, 0))
 		return 1;
 	return moved > s->reported / RS_DEMAND_DIV;
 }

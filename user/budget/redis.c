@@ -129,7 +129,11 @@ static int pipe_add(struct pipe *p, enum store_script sc, const char *const *key
 	return 0;
 }
 
-/* Queue plain command @verb on @key, whose reply is an integer or a number. */
+/*
+ * Queue plain command @verb on @key, whose reply is an integer or a
+ * number: a call like a script's, on one key (its slot routes it on a
+ * cluster), whose script is never loaded nor sent (call.verb).
+ */
 static int pipe_add_cmd(struct pipe *p, const char *verb, const char *key)
 {
 	int ret = pipe_add(p, STORE_SCRIPT_BEAT, &key, 1, 0, NULL, 1, NUM_LEN + INT_REPLY_BYTES);
