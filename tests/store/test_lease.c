@@ -1129,10 +1129,14 @@ static __u64 news(struct fix *f, struct budget_backend *be, const char *key, int
  * node's first beat of the rate layout bumps it, its next does not, an
  * older agent's beat (BEAT_LUA) never does; a bump adds one. On Redis a
  * read and a bump are one command each, and a value that is not a count
- * is refused, naming the key. On the memory store as on Redis.
+ * (a word, a sign, past 2^64, a fraction, empty, trailing junk) is
+ * refused, naming the key. On the memory store as on Redis.
  */
 static void test_news(void **state)
 {
+	/* a word, a sign, past 2^64, a fraction, nothing, digits then more */
+	static const char *const not_counts[] = { "x",	 "-1", "18446744073709551616",
+						  "1.5", "",   "12abc" };
 	struct fix *f = *state;
 	struct mem_store *m = mem_store__new(1);
 	struct budget_backend *be, *on[2];
@@ -1165,9 +1169,11 @@ static void test_news(void **state)
 			assert_int_equal(counts_since(f, &before).commands, 1);
 		assert_int_equal(news(f, on[i], key, 0), 3);
 	}
-	freeReplyObject(command(f, "SET %s %s", key, "x"));
-	assert_int_equal(store_news(&f->a, key, 0, &v, f->err, sizeof(f->err)), -EPROTO);
-	assert_non_null(strstr(f->err, key));
+	for (i = 0; i < ARRAY_SIZE(not_counts); i++) {
+		freeReplyObject(command(f, "SET %s %s", key, not_counts[i]));
+		assert_int_equal(store_news(&f->a, key, 0, &v, f->err, sizeof(f->err)), -EPROTO);
+		assert_non_null(strstr(f->err, key));
+	}
 	freeReplyObject(command(f, "SET %s %s", key, "7"));
 	assert_int_equal(news(f, NULL, key, 0), 7);
 	backend__free(be);

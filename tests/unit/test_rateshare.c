@@ -619,13 +619,82 @@ static void test_first_share(void **state)
 	mem_store__free(m);
 }
 
+/*
+ * One node's three keys, each at a quarter of the rate, first asked for
+ * STEP_APART syncs apart. Their renewals by age fall in step: a call made
+ * anyway takes the renewals due within T/RS_ALIGN_DIV (rs_due_soon()), so
+ * the second key's renewal (due STEP_APART syncs later) goes with the
+ * first's, and the third's (2 × STEP_APART later: past T/RS_ALIGN_DIV)
+ * goes alone. Without that, each key calls on its own.
+ */
+#define STEP_KEYS  3
+#define STEP_APART 3 /* syncs: 0.3 s, within T/RS_ALIGN_DIV (0.5 s); 0.6 s is not */
+#define STEP_SYNCS (2 * RS_RENEW_SYNCS + 3 * STEP_APART)
+
+static void test_renewals_in_step(void **state)
+{
+	const __u64 per_sync = RATE / 4 * SYNC_TICKS * TICK_US / US_PER_SEC;
+	struct mem_store *m = mem_store__new(T0_US);
+	struct budget_backend *be = backend_mem__open(m);
+	struct rate_table *t = rate_table__new();
+	struct rate_key v[STEP_KEYS];
+	size_t sync, i, calls[STEP_SYNCS] = { 0 }, pairs = 0, alone = 0;
+	char err[STORE_ERR_LEN];
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(be);
+	assert_non_null(t);
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < STEP_KEYS; i++) {
+		v[i].key.addr[15] = (__u8)(i + 1);
+		v[i].lk = (struct lease_key){ .key = "sim:r2:{p:0}",
+					      .rate_units = RATE,
+					      .rate_period_us = US_PER_SEC,
+					      .burst = BURST,
+					      .cap = BURST };
+		snprintf(v[i].lk.field, sizeof(v[i].lk.field), "%zu", i + 1);
+	}
+	for (sync = 0; sync < STEP_SYNCS; sync++) {
+		__u64 now = now_ns(sync * SYNC_TICKS);
+		struct rate_round r = { .be = be,
+					.full = 1,
+					.call = 1,
+					.holder = holder[NODE_A],
+					.interval_ns = SYNC_NS,
+					.now_ns = now,
+					.ok_ns = now };
+
+		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
+		assert_int_equal(rate_table__step(t, &r, v, STEP_KEYS, err, sizeof(err)), 0);
+		calls[sync] = r.calls;
+		for (i = 0; i < STEP_KEYS; i++)
+			if (sync >= i * STEP_APART)
+				v[i].s.spent += per_sync; /* its traffic from then on */
+	}
+	for (sync = 0; sync < STEP_SYNCS; sync++) {
+		pairs += calls[sync] == 2;
+		alone += calls[sync] == 1;
+		assert_true(calls[sync] <= 2);
+	}
+	print_message("renewals in step: %zu calls of two keys, %zu of one, in %d syncs\n", pairs,
+		      alone, STEP_SYNCS);
+	/* each key's first call alone; then per lease life the first two together, the third alone
+	 */
+	assert_int_equal(pairs, 2);
+	assert_int_equal(alone, STEP_KEYS + 2);
+	rate_table__free(t);
+	backend__free(be);
+	mem_store__free(m);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_skewed),
 		cmocka_unit_test(test_outgrown),     cmocka_unit_test(test_request_lowers),
 		cmocka_unit_test(test_refill_order), cmocka_unit_test(test_rotating),
-		cmocka_unit_test(test_first_share),
+		cmocka_unit_test(test_first_share),  cmocka_unit_test(test_renewals_in_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
