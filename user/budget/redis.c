@@ -1056,8 +1056,8 @@ int store_news(struct store_conn *conn, const char *key, int bump, __u64 *value,
 	if (!ret)
 		ret = conn->cluster ? cluster_run(conn->cluster, &p, err, len)
 				    : pipe_run(conn, &p, err, len);
-	if (!ret && p.calls[0].err)
-		ret = conn->cluster ? -EAGAIN : p.calls[0].err; /* its shard alone, maybe */
+	if (!ret && p.calls[0].err) /* on a cluster its shard alone, unless a wrong answer */
+		ret = conn->cluster && p.calls[0].err != -EPROTO ? -EAGAIN : p.calls[0].err;
 	if (!ret)
 		ret = news_of(p.replies[0], key, value, err, len);
 	pipe_free(&p);

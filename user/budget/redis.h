@@ -80,7 +80,8 @@ int store_member_beat(struct store_conn *conn, const char *fleet, const char *no
  * while it does not exist; with @bump, add one first (INCR) and read what
  * that made it. One command, one round trip. 0, -EAGAIN on a cluster
  * whose shard of @key did not answer (the others may: the cause in
- * @err), or as store_member_beat().
+ * @err; a wrong answer, a redirect to a stranger included, is -EPROTO),
+ * or as store_member_beat().
  */
 int store_news(struct store_conn *conn, const char *key, int bump, __u64 *value, char *err,
 	       size_t len);
