@@ -267,7 +267,8 @@ __attribute__((noinline)) int layer_apply(const struct pkt_meta *m, struct limit
 	rt = policy_runtime(id, env);
 	sluice_key_derive(&key, p, m->src, m->is_ipv4);
 	r = rt && p->scope == SLUICE_SCOPE_CLUSTER
-		    ? lease_apply(&key, env->now, p->lease_max, policy_cost(p, m), op)
+		    ? lease_apply(&key, env->now, p, policy_cost(p, m),
+				  policy_incr(p, &p->limit, m), op)
 		    : LIMIT_COLD;
 	if (r == LIMIT_COLD)
 		r = layer_cold(m, env, v, p, rt, &key, op, &fail);

@@ -23,13 +23,25 @@ static __always_inline int key_equal(const struct sluice_key *a, const struct sl
 
 /* What a live lease lets the program spend (lease_live()). */
 struct lease_view {
-	__u64 granted;	/* spend while spent + cost <= granted */
-	__u64 reported; /* ... and spent + cost - reported <= the policy's lease_max */
+	union {
+		struct {		/* a lump: */
+			__u64 granted;	/* spend while spent + cost <= granted */
+			__u64 reported; /* ... and spent + cost - reported <= the policy's lease_max
+					 */
+		};
+		struct {	     /* a rate lease: */
+			__u64 clock; /* its share's clock now */
+			__u64 tol;   /* its burst share, at most the policy's tolerance */
+		};
+	};
+	__u64 floor; /* a rate lease's: its TAT is at least this */
+	__u32 rate;  /* SLUICE_LEASE_F_RATE */
 };
 
 /*
  * The live lease of @key at @now (ticks), or NULL: none, expired (the agent
- * or the store is late: the key is cold again), or being torn down.
+ * or the store is late: the key is cold again), or being torn down. A rate
+ * lease's burst share is capped at @tol_max, the policy's tolerance.
  *
  * A hash map recycles a replaced or deleted element at once (kernel 6.1+,
  * per-CPU free lists), so a pointer we hold may meanwhile carry another
@@ -39,7 +51,7 @@ struct lease_view {
  * tells: a key that is still ours means the fields we read were ours.
  */
 static __always_inline struct sluice_spend *lease_live(const struct sluice_key *key, __u64 now,
-						       struct lease_view *v)
+						       __u64 tol_max, struct lease_view *v)
 {
 	const struct sluice_lease *l = bpf_map_lookup_elem(&sluice_lease, key);
 	__u64 expires;
@@ -47,8 +59,16 @@ static __always_inline struct sluice_spend *lease_live(const struct sluice_key *
 	if (!l)
 		return NULL;
 	expires = *(volatile __u64 *)&l->expires;
-	v->granted = *(volatile __u64 *)&l->granted;
-	v->reported = *(volatile __u64 *)&l->reported;
+	v->rate = *(volatile __u32 *)&l->flags & SLUICE_LEASE_F_RATE;
+	if (v->rate) {
+		v->clock = sluice_share_clock(l, now);
+		v->tol = *(volatile __u64 *)&l->tol;
+		v->tol = v->tol < tol_max ? v->tol : tol_max;
+		v->floor = *(volatile __u64 *)&l->floor;
+	} else {
+		v->granted = *(volatile __u64 *)&l->granted;
+		v->reported = *(volatile __u64 *)&l->reported;
+	}
 	asm volatile("" ::: "memory"); /* the fields before the key */
 	if ((__s64)(expires - now) <= 0 || !key_equal(&l->key, key))
 		return NULL;
@@ -56,10 +76,10 @@ static __always_inline struct sluice_spend *lease_live(const struct sluice_key *
 }
 
 /*
- * Spend @cost units of a live lease (@s, as @v allows), or only look when
- * @peek. The compare-and-swap makes concurrent CPUs spend at most granted
- * in total; a lost race re-reads and decides again. A denial adds @cost to
- * the local demand the agent reads (denied).
+ * Spend @cost units of a live lump lease (@s, as @v allows), or only look
+ * when @peek. The compare-and-swap makes concurrent CPUs spend at most
+ * granted in total; a lost race re-reads and decides again. A denial adds
+ * @cost to the local demand the agent reads (denied).
  *
  * The ceiling (#12): whatever granted says, a lease lets no more than
  * @lease_max be spent past its reported (the spent the agent last told the
@@ -91,6 +111,37 @@ static __always_inline enum limit_result lease_spend(struct sluice_spend *s,
 }
 
 /*
+ * Decide @cost units of increment @incr on a live rate lease (@s, as @v
+ * allows): the policy's GCRA at the share, its TAT moved by
+ * compare-and-swap, and what it admits counted into spent, or only look
+ * when @peek. A denial adds @cost to denied. The ceiling: the share's
+ * clock runs at most at the kernel's and its burst is at most the
+ * policy's, so no lease written into the map lets a node admit more than
+ * the policy's own limit.
+ */
+static __always_inline enum limit_result
+share_spend(struct sluice_spend *s, const struct lease_view *v, __u64 incr, __u64 cost, int peek)
+{
+	__u64 old, tat;
+	int i;
+
+	for (i = 0; i < SLUICE_CAS_RETRIES; i++) {
+		old = *(volatile __u64 *)&s->tat;
+		if (!sluice_share_admit(old, v->floor, v->clock, incr, v->tol, &tat)) {
+			__sync_fetch_and_add(&s->denied, cost);
+			return LIMIT_DENY;
+		}
+		if (peek)
+			return LIMIT_ADMIT;
+		if (__sync_val_compare_and_swap(&s->tat, old, tat) == old) {
+			__sync_fetch_and_add(&s->spent, cost);
+			return LIMIT_ADMIT;
+		}
+	}
+	return LIMIT_CAS_EXHAUSTED;
+}
+
+/*
  * Ask the agent to make @key hot: one entry per key until the agent takes
  * it, so a flood costs a lookup per packet, not an update.
  */
@@ -103,33 +154,44 @@ static __always_inline void hot_request(const struct sluice_key *key, __u64 now)
 }
 
 /*
- * A packet of @cost units on a key of a cluster-scoped policy whose leases
- * are capped at @lease_max, as @op says
- * (enum limit_op): while the key has a live lease, the lease decides,
- * whatever the fail mode, since the agent set its expiry before the
- * store's (docs/shared-budget.md). LIMIT_COLD when the key has none. A
- * refund gives nothing back to a lease (LIMIT_SKIP): the unit stays spent,
- * which can only under-admit; a generation with cluster-scoped policies
- * always walks its layers peeking first (walk_layers()), which makes it
- * rare. A later
- * fragment's charge is spent whatever is left (LIMIT_ADMIT).
+ * A packet of @cost units, of increment @incr under the policy's own
+ * limit, on a key of cluster-scoped policy @p, as @op says (enum
+ * limit_op): while the key has a live lease, the lease decides, whatever
+ * the fail mode, since the agent set its expiry before the store's
+ * (docs/shared-budget.md). LIMIT_COLD when the key has none. A refund
+ * gives nothing back to a lease (LIMIT_SKIP): the unit stays spent, which
+ * can only under-admit; a generation with cluster-scoped policies always
+ * walks its layers peeking first (walk_layers()), which makes it rare. A
+ * later fragment's charge is spent whatever is left (LIMIT_ADMIT): a rate
+ * lease's TAT moves as a cold key's does (limit_move()), once.
  */
-static __always_inline int lease_apply(const struct sluice_key *key, __u64 now, __u64 lease_max,
-				       __u64 cost, int op)
+static __always_inline int lease_apply(const struct sluice_key *key, __u64 now,
+				       const struct sluice_policy *p, __u64 cost, __u64 incr,
+				       int op)
 {
 	struct lease_view v = { 0 };
 	struct sluice_spend *s;
+	__u64 old;
 
-	s = lease_live(key, now, &v);
+	s = lease_live(key, now, p->limit.tolerance, &v);
 	if (!s)
 		return LIMIT_COLD;
 	if (op == LIMIT_OP_REFUND)
 		return LIMIT_SKIP;
 	if (op == LIMIT_OP_CHARGE) {
 		__sync_fetch_and_add(&s->spent, cost); /* past granted: the agent's debt to sync */
+		if (v.rate) {
+			old = *(volatile __u64 *)&s->tat;
+			__sync_val_compare_and_swap(
+				&s->tat, old,
+				sluice_gcra_charge(sluice_ticks_after(v.floor, old) ? v.floor : old,
+						   v.clock, incr));
+		}
 		return LIMIT_ADMIT;
 	}
-	return lease_spend(s, &v, lease_max, cost, op == LIMIT_OP_PEEK);
+	if (v.rate)
+		return share_spend(s, &v, incr, cost, op == LIMIT_OP_PEEK);
+	return lease_spend(s, &v, p->lease_max, cost, op == LIMIT_OP_PEEK);
 }
 
 #endif /* SLUICE_LEASE_BPF_H */

@@ -72,6 +72,7 @@
 #include "budget/planner.h"
 #include "budget/planrate.h"
 #include "budget/store.h"
+#include "policy/compile.h"
 #include "sluice/gcra.h"
 
 #define POLICY_ID     1
@@ -133,6 +134,7 @@ struct sim {
 	struct opts o;
 	struct node *node;
 	struct mem_store *mem;
+	struct sluice_gcra g; /* the policy's limit, as compile.c makes it */
 	char fleet[STORE_NAME_LEN], prefix[SLUICE_NAME_LEN];
 	__u64 t0_ns, end_ns, measure_ns;
 	__u64 *admit; /* [key][bucket]: units admitted across the fleet */
@@ -281,10 +283,37 @@ static __u64 lease_max(const struct sim *x)
 	       (__u64)ceil(k * (double)x->o.rate * (double)life_ms / MS_PER_SEC);
 }
 
+/* Of @units, what a lump lease lets the program spend (lease_spend()). */
+static __u64 lump_take(const struct kentry *e, __u64 max, __u64 units)
+{
+	__u64 used = e->s.spent - e->l.reported, room = 0;
+
+	if (e->s.spent < e->l.granted && e->s.spent >= e->l.reported && used < max) {
+		room = e->l.granted - e->s.spent;
+		if (max - used < room)
+			room = max - used;
+	}
+	return units < room ? units : room;
+}
+
+/* Of @units at @now (ticks), what a rate lease's share admits (share_spend()), one by one. */
+static __u64 share_take(const struct sim *x, struct kentry *e, __u64 now, __u64 units)
+{
+	const __u64 incr = sluice_gcra_incr(1, x->g.interval_mant, x->g.interval_shift);
+	const __u64 clock = sluice_share_clock(&e->l, now);
+	const __u64 tol = e->l.tol < x->g.tolerance ? e->l.tol : x->g.tolerance;
+	__u64 take = 0;
+
+	while (take < units &&
+	       sluice_share_admit(e->s.tat, e->l.floor, clock, incr, tol, &e->s.tat))
+		take++;
+	return take;
+}
+
 /*
  * Node @nd's XDP program from its last step to @now_ns: each key's demand
  * over that time, each unit spent from a live lease while it lasts
- * (bpf/lease.bpf.h's lease_spend()), else denied; a key without a live
+ * (bpf/lease.bpf.h's lease_spend() or share_spend()), else denied; a key without a live
  * lease is cold, and strict: denied, and asked to be made hot.
  */
 static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
@@ -297,7 +326,7 @@ static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
 	nd->last_ns = now_ns;
 	for (i = 0; i < x->o.keys; i++) {
 		struct kentry *e = &nd->e[i];
-		__u64 units, room = 0, take, used;
+		__u64 units, take;
 
 		e->due += nd->demand * dt;
 		units = (__u64)e->due;
@@ -310,14 +339,10 @@ static void kernel_step(struct sim *x, struct node *nd, __u64 now_ns)
 			e->s.denied += x->o.rate_leases ? units : 0;
 			continue;
 		}
-		/* spent + 1 <= granted, spent >= reported, spent + 1 - reported <= max */
-		used = e->s.spent - e->l.reported;
-		if (e->s.spent < e->l.granted && e->s.spent >= e->l.reported && used < max) {
-			room = e->l.granted - e->s.spent;
-			if (max - used < room)
-				room = max - used;
-		}
-		take = units < room ? units : room;
+		if (e->l.flags & SLUICE_LEASE_F_RATE)
+			take = share_take(x, e, now, units);
+		else
+			take = lump_take(e, max, units);
 		e->s.spent += take;
 		e->s.denied += units - take;
 		if (take && b < x->n_buckets)
@@ -348,6 +373,7 @@ static int rate_keys(struct sim *x, const struct lease_policy *p)
 		lk->rate_units = p->rate_units;
 		lk->rate_period_us = p->rate_period_us;
 		lk->burst = p->burst;
+		lk->tolerance = p->tolerance;
 		lk->cap = p->burst;
 	}
 	return 0;
@@ -358,6 +384,8 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 	struct lease_plan *plan = calloc(1, sizeof(*plan));
 	struct backend_config cfg = { .timeout_ns = STATS_TIMEOUT * SLUICE_NSEC_PER_SEC,
 				      .cancel_fd = -1 };
+	struct policy_rate rate = { .period_ns = SLUICE_NSEC_PER_SEC, .cost = SLUICE_COST_PKTS };
+	char err[STORE_ERR_LEN];
 	struct lease_policy *p;
 
 	nd->id = id;
@@ -383,6 +411,14 @@ static int node_open(struct sim *x, struct node *nd, unsigned id)
 				    .rate_period_us = MS_PER_SEC * US_PER_MS,
 				    .burst = (__u64)(x->o.cheat * (double)x->o.burst),
 				    .strict = 1 };
+	rate.amount = p->rate_units;
+	if (compile_gcra(&rate, p->burst, &x->g, err, sizeof(err))) {
+		fprintf(stderr, "sluice-fleet-sim: %s\n", err);
+		free(p);
+		lease_plan__free(plan);
+		return -ERANGE;
+	}
+	p->tolerance = x->g.tolerance;
 	snprintf(p->name, sizeof(p->name), "%s", x->prefix);
 	lease_policy_tags(p);
 	plan->att[0].pol = p;

@@ -33,7 +33,7 @@
 #include "policy.h"
 #include "stats.h"
 
-#define SLUICE_ABI_VERSION 12
+#define SLUICE_ABI_VERSION 13
 /*
  * The oldest ABI whose every map has the layout of this one: an upgrade
  * from it copies the maps whole (key state, policies, counters); from an
@@ -43,7 +43,10 @@
  * which an upgrade from an older one starts empty; ABI 11 gave a policy's
  * limits a batch (policy.h) in bytes that were reserved, and changed no
  * map; ABI 12 gave sluice_ban_gate an epoch (ban.h), which an upgrade
- * from 11 recounts instead of copying.
+ * from 11 recounts instead of copying; ABI 13 gave a rate lease its share
+ * and its TAT (lease.h): an upgrade from 12 starts the lease maps empty,
+ * and the agent writes them again at its first sync (a key is cold
+ * meanwhile).
  */
 #define SLUICE_ABI_CARRY_SINCE 7
 

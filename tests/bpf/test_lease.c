@@ -67,7 +67,7 @@
 #define LEASE_TTL_NS	 SLUICE_NSEC_PER_HOUR /* no live lease expires while a test runs */
 #define LEASE_EXPIRED_NS SLUICE_NSEC_PER_MSEC /* how long ago an expired lease ended */
 #define ONE_NODE	 1		      /* the share while this node is the fleet */
-#define ROW_TESTS	 9		      /* run once per address family */
+#define ROW_TESTS	 10		      /* run once per address family */
 #define N_TESTS		 (ROW_TESTS * ARRAY_SIZE(families) + 4)
 
 /* Cluster scope needs a store; no test contacts it. */
@@ -351,6 +351,93 @@ static void test_lease_spend(void **state)
 	     MOVED("shared", BY(PASSED, GRANTED_MORE - GRANTED),
 		   BY(DROPPED, SENT_MORE - (GRANTED_MORE - GRANTED)), BY(LEASED, SENT_MORE)));
 	assert_spend(&h, &key, GRANTED_MORE, SENT + SENT_MORE - GRANTED_MORE);
+	assert_false(has_state(&h, "shared", f->src));
+	harness_close(&h);
+}
+
+/* ---- rate leases: the policy's GCRA at the node's share ----------------- */
+
+#define SHARE_HALF    (SLUICE_SHARE_ONE / 2)
+#define SHARE_UNITS   6 /* a burst share of 6 units of SHARED_BURST */
+#define SHARE_SPENT   4
+#define SHARE_RAISED  SHARED_BURST
+#define SHARE_LOWERED 4
+#define SHARE_SENT    15
+#define SHARE_FORGED  100 /* bursts: a burst share no store grants */
+enum share_how { SHARE_NEW, SHARE_FULL, SHARE_MOVED };
+
+/*
+ * Set @key's rate lease @l now to @share of the rate and @units of
+ * 'shared''s burst, as the agent does (sluice_share_set()): a new share,
+ * as a new one would be once it refilled (at 1/h, hours later: within a
+ * test a share refills nothing), or a live share moved. Write it, live for
+ * the test.
+ */
+static void share_write(struct harness *h, const struct sluice_key *key, struct sluice_lease *l,
+			enum share_how how, __u64 share, __u64 units)
+{
+	const __u64 tol = policy_of(h, "shared").limit.tolerance / SHARED_BURST * units;
+
+	if (how != SHARE_MOVED) { /* a new share: the key's spend entry anew */
+		memset(l, 0, sizeof(*l));
+		if (bpf_map_delete_elem(h->att.maps.fd[SLUICE_MAP_SPEND], key) && errno != ENOENT)
+			fail_msg("cannot delete a spend entry: %s", strerror(errno));
+		spend_create(h, key);
+	}
+	sluice_share_set(l, sluice_gcra_ticks(mono_ns()), how == SHARE_MOVED, share, tol);
+	if (how == SHARE_FULL)
+		l->vbase += tol; /* its clock a burst on: refilled */
+	l->flags = SLUICE_LEASE_F_RATE;
+	l->expires = sluice_gcra_ticks(mono_ns() + LEASE_TTL_NS);
+	l->key = *key;
+	if (bpf_map_update_elem(h->att.maps.fd[SLUICE_MAP_LEASE], key, l, BPF_ANY))
+		fail_msg("cannot write a lease: %s", strerror(errno));
+}
+
+/*
+ * A rate lease's share admits what the policy's GCRA admits at it, and
+ * counts it as a lease's: a share that starts, starts empty; a full one
+ * holds its burst share; a raised burst keeps the level (the units left),
+ * a lowered one cuts it; a burst share beyond the policy's, with a share
+ * beyond the whole rate, admits no more than the policy's burst. The key's
+ * own GCRA state is never touched.
+ */
+static void test_rate_share(void **state)
+{
+	const struct family *f = *state;
+	struct sluice_lease l = { 0 };
+	struct sluice_key key;
+	struct harness h;
+	struct pkt p;
+
+	expect_load(&h, lease_yaml);
+	set_fail(&h, "shared", SLUICE_FAIL_NONE, ONE_NODE);
+	key = key_of(&h, "shared", f->src);
+	harness_udp(&p, f->src, f->dst, SHARED_PORT);
+	share_write(&h, &key, &l, SHARE_NEW, SHARE_HALF, SHARE_UNITS);
+	SEND(&h, &p, SHARE_SENT, 0,
+	     MOVED("shared", BY(DROPPED, SHARE_SENT), BY(LEASED, SHARE_SENT)));
+
+	share_write(&h, &key, &l, SHARE_FULL, SHARE_HALF, SHARE_UNITS);
+	SEND(&h, &p, SHARE_SPENT, SHARE_SPENT,
+	     MOVED("shared", BY(PASSED, SHARE_SPENT), BY(LEASED, SHARE_SPENT)));
+	share_write(&h, &key, &l, SHARE_MOVED, SLUICE_SHARE_ONE, SHARE_RAISED);
+	SEND(&h, &p, SHARE_SENT, SHARE_UNITS - SHARE_SPENT,
+	     MOVED("shared", BY(PASSED, SHARE_UNITS - SHARE_SPENT),
+		   BY(DROPPED, SHARE_SENT - (SHARE_UNITS - SHARE_SPENT)), BY(LEASED, SHARE_SENT)));
+
+	share_write(&h, &key, &l, SHARE_FULL, SLUICE_SHARE_ONE, SHARE_RAISED);
+	share_write(&h, &key, &l, SHARE_MOVED, SHARE_HALF, SHARE_LOWERED);
+	SEND(&h, &p, SHARE_SENT, SHARE_LOWERED,
+	     MOVED("shared", BY(PASSED, SHARE_LOWERED), BY(DROPPED, SHARE_SENT - SHARE_LOWERED),
+		   BY(LEASED, SHARE_SENT)));
+
+	share_write(&h, &key, &l, SHARE_FULL, SHARE_FORGED * SLUICE_SHARE_ONE,
+		    SHARE_FORGED * SHARED_BURST);
+	SEND(&h, &p, SHARE_SENT, SHARED_BURST,
+	     MOVED("shared", BY(PASSED, SHARED_BURST), BY(DROPPED, SHARE_SENT - SHARED_BURST),
+		   BY(LEASED, SHARE_SENT)));
+	assert_spend(&h, &key, SHARED_BURST, SHARE_SENT - SHARED_BURST);
 	assert_false(has_state(&h, "shared", f->src));
 	harness_close(&h);
 }
@@ -957,6 +1044,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_bytes, families);
 	SUITE_ADD_ROWS(&s, test_layers, families);
 	SUITE_ADD_ROWS(&s, test_ceiling, families);
+	SUITE_ADD_ROWS(&s, test_rate_share, families);
 	SUITE_ADD(&s, test_plan_no_hot);
 	SUITE_ADD(&s, test_plan_lie);
 	SUITE_ADD(&s, test_map_errors);

@@ -3,9 +3,9 @@
  * Rate leases end to end without a kernel (budget/rateshare.h): three
  * nodes, each through a backend of its own on one in-memory store
  * (budget/backend_mem.h) whose clock is the test's. Each node's kernel is
- * the XDP program's lump check (spent + cost <= granted, until its
- * entry's expiry), granted written at each sync interval as rs_granted();
- * its traffic asks a set number of units a second, one unit a tick.
+ * the XDP program's check of a rate lease (sluice_share_admit(), until its
+ * entry's expiry), its share written as rs_share() at each round; its
+ * traffic asks a set number of units a second.
  *
  * One hot key: RATE units a second, burst BURST. Three phases: A busy
  * and C light; then A's demand moves to B (B is served first in each
@@ -24,6 +24,7 @@
 
 #include "sluice/compiler.h"
 #include "budget/backend_mem.h"
+#include "policy/compile.h"
 #include "sluice/lease.h"
 #include "budget/rateshare.h"
 #include "budget/planrate.h"
@@ -76,8 +77,9 @@ static const enum node order[N_NODES] = { NODE_B, NODE_A, NODE_C };
 struct node_sim {
 	struct budget_backend *be;
 	struct rs_key s;
-	__u64 spent, denied; /* the kernel's counters */
-	__u64 granted, expires_ns;
+	__u64 spent, denied;   /* the kernel's counters */
+	struct sluice_lease l; /* its kernel entry */
+	__u64 tat;	       /* the key's TAT in its share's clock */
 	__u64 owed; /* units a second × ticks: the traffic's, in TICK_US × 1e-6 units */
 	size_t calls, calls_steady;
 	int dead;
@@ -86,6 +88,7 @@ struct node_sim {
 struct fleet {
 	struct mem_store *m;
 	struct lease_key k;
+	__u64 incr; /* a unit's increment under the policy's limit */
 	struct node_sim n[MAX_NODES];
 	size_t n_nodes;
 	const __u64 *fixed;  /* each node's demand throughout, or NULL: demand_of()'s phases */
@@ -125,9 +128,39 @@ static __u64 now_ns(size_t tick)
 	return (T0_US + tick * TICK_US) * SLUICE_NSEC_PER_USEC;
 }
 
+/* A key of @rate units a second and @burst, its tolerance as compile.c makes it. */
+static struct lease_key key_of(__u64 rate, __u64 burst, __u64 *incr)
+{
+	const struct policy_rate r = { .amount = rate,
+				       .period_ns = SLUICE_NSEC_PER_SEC,
+				       .cost = SLUICE_COST_PKTS };
+	struct lease_key k = { .key = "sim:r2:{p:0}",
+			       .field = "1",
+			       .rate_units = rate,
+			       .rate_period_us = US_PER_SEC,
+			       .burst = burst,
+			       .cap = burst };
+	struct sluice_gcra g;
+	char err[STORE_ERR_LEN];
+
+	assert_int_equal(compile_gcra(&r, burst, &g, err, sizeof(err)), 0);
+	k.tolerance = g.tolerance;
+	if (incr)
+		*incr = sluice_gcra_incr(1, g.interval_mant, g.interval_shift);
+	return k;
+}
+
+/* Whether @l is a live rate lease at @now_ns. */
+static int entry_live(const struct sluice_lease *l, __u64 now_ns)
+{
+	return (l->flags & SLUICE_LEASE_F_RATE) &&
+	       sluice_ticks_after(l->expires, sluice_gcra_ticks(now_ns));
+}
+
 /*
  * One node's round at @tick: at a sync, refill and renew when due; between
- * syncs (@early), tick and call when rs_early() says so. Write granted.
+ * syncs (@early), tick and call when rs_early() says so. Write its entry,
+ * as planrate.c's entry_of() does.
  */
 static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 {
@@ -143,7 +176,7 @@ static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 	__u64 t = now_ns(tick);
 
 	if (early)
-		rs_tick(&n->s, &f->k, t, n->spent, n->denied);
+		rs_tick(&n->s, t, n->spent, n->denied);
 	else
 		rs_refill(&n->s, &f->k, t, n->spent, n->denied);
 	if (early ? rs_early(&n->s, &f->k, t) : rs_due(&n->s, t, SYNC_NS)) {
@@ -151,7 +184,7 @@ static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 		rs_request(&n->s, &f->k, &q);
 		assert_int_equal(backend__rate_lease(n->be, &r, err, sizeof(err)), 0);
 		assert_int_equal(g.err, 0);
-		rs_answer(&n->s, &f->k, &g, t, TTL_US, SYNC_NS);
+		rs_answer(&n->s, &g, t, TTL_US, SYNC_NS);
 		n->calls++;
 		n->calls_steady += tick >= STEADY_FROM && tick < PHASE_TICKS;
 		if (i == NODE_C)
@@ -164,8 +197,10 @@ static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 			}
 		}
 	}
-	n->granted = rs_granted(&n->s, &f->k);
-	n->expires_ns = n->s.until_ns ? MIN(n->s.until_ns, t + KERNEL_SYNCS * SYNC_NS) : 0;
+	rs_share(&n->s, &f->k, &n->l, sluice_gcra_ticks(t), entry_live(&n->l, t));
+	n->l.flags = SLUICE_LEASE_F_RATE;
+	n->l.expires = sluice_gcra_ticks(
+		n->s.until_ns ? MIN(n->s.until_ns, t + KERNEL_SYNCS * SYNC_NS) : t);
 }
 
 /* One node's sync at @tick: refill, renew when due, write granted. */
@@ -174,7 +209,7 @@ static void node_sync(struct fleet *f, size_t i, size_t tick)
 	node_round(f, i, tick, 0);
 }
 
-/* The traffic of one tick: each unit owed is admitted while the lump allows. */
+/* The traffic of one tick: each unit owed is admitted while the share allows. */
 static void traffic(struct fleet *f, size_t tick)
 {
 	size_t i;
@@ -184,7 +219,11 @@ static void traffic(struct fleet *f, size_t tick)
 
 		n->owed += demand_of(f, i, tick) * TICK_US;
 		for (; n->owed >= US_PER_SEC; n->owed -= US_PER_SEC) {
-			if (now_ns(tick) < n->expires_ns && n->spent + 1 <= n->granted) {
+			if (entry_live(&n->l, now_ns(tick)) &&
+			    sluice_share_admit(
+				    n->tat, n->l.floor,
+				    sluice_share_clock(&n->l, sluice_gcra_ticks(now_ns(tick))),
+				    f->incr, n->l.tol, &n->tat)) {
 				n->spent++;
 				f->admitted[tick]++;
 			} else {
@@ -225,11 +264,7 @@ static void test_fleet(void **state)
 	assert_non_null(f);
 	f->m = mem_store__new(T0_US);
 	assert_non_null(f->m);
-	f->k = (struct lease_key){
-		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
-	};
-	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
-	snprintf(f->k.field, sizeof(f->k.field), "1");
+	f->k = key_of(RATE, BURST, &f->incr);
 	f->n_nodes = N_NODES;
 	f->turned_hot = 1;
 	for (i = 0; i < N_NODES; i++) {
@@ -315,12 +350,7 @@ static void test_skewed(void **state)
 	assert_non_null(f);
 	f->m = mem_store__new(T0_US);
 	assert_non_null(f->m);
-	f->k = (struct lease_key){ .rate_units = SKEW_RATE,
-				   .rate_period_us = US_PER_SEC,
-				   .burst = SKEW_BURST,
-				   .cap = SKEW_BURST };
-	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
-	snprintf(f->k.field, sizeof(f->k.field), "1");
+	f->k = key_of(SKEW_RATE, SKEW_BURST, &f->incr);
 	f->n_nodes = SKEW_NODES;
 	f->turned_hot = 1;
 	f->fixed = demand;
@@ -371,12 +401,7 @@ static void rotating(size_t n)
 	assert_non_null(f);
 	f->m = mem_store__new(T0_US);
 	assert_non_null(f->m);
-	f->k = (struct lease_key){ .rate_units = ROT_RATE,
-				   .rate_period_us = US_PER_SEC,
-				   .burst = ROT_BURST,
-				   .cap = ROT_BURST };
-	snprintf(f->k.key, sizeof(f->k.key), "sim:r2:{p:0}");
-	snprintf(f->k.field, sizeof(f->k.field), "1");
+	f->k = key_of(ROT_RATE, ROT_BURST, &f->incr);
 	f->n_nodes = n;
 	f->rotate_rate = ROT_OFFERED;
 	f->rotate_ticks = ROT_TICKS;
@@ -423,9 +448,7 @@ static void test_rotating(void **state)
  */
 static void test_outgrown(void **state)
 {
-	const struct lease_key k = {
-		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
-	};
+	const struct lease_key k = key_of(RATE, BURST, NULL);
 	const size_t span = 4 * SYNC_TICKS;			    /* the measures' span: 400 ms */
 	const __u64 per_span = LIGHT * span * TICK_US / US_PER_SEC; /* 12 units */
 	const __u64 more = per_span + per_span / 6; /* a sixth more: below the renewal's quarter */
@@ -442,7 +465,7 @@ static void test_outgrown(void **state)
 				       .burst = q.want_burst,
 				       .fair_rate = q.want_rate,
 				       .fair_burst = q.want_burst };
-	rs_answer(&s, &k, &g, now_ns(0), TTL_US, SYNC_NS);
+	rs_answer(&s, &g, now_ns(0), TTL_US, SYNC_NS);
 	rs_refill(&s, &k, now_ns(span), per_span, 0);
 	assert_false(rs_due(&s, now_ns(span), SYNC_NS));
 	t = s;
@@ -469,12 +492,9 @@ static void test_outgrown(void **state)
  */
 static void test_request_lowers(void **state)
 {
-	const struct lease_key k = {
-		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
-	};
+	const struct lease_key k = key_of(RATE, BURST, NULL);
 	struct rs_key s = { .rate = RATE * SCALE,
 			    .burst = BURST * SCALE,
-			    .level = BURST * SCALE * US_PER_SEC,
 			    .until_ns = now_ns(TICKS),
 			    .demand = LIGHT * SCALE,
 			    .answered = 1 };
@@ -489,42 +509,81 @@ static void test_request_lowers(void **state)
 	assert_int_equal(q.settled, 1);
 	assert_int_equal(s.rate, want);
 	assert_int_equal(s.burst, want_b);
-	assert_int_equal(s.level, want_b * US_PER_SEC);
 	rs_failed(&s);
 	rs_request(&s, &k, &q);
 	assert_int_equal(q.settled, 0);
 }
 
 /*
- * The refill comes before what was spent is taken off: a full bucket
- * spent whole in an interval gives nothing more until the next one,
- * whatever the interval's refill (the units may have been spent at its
- * end); then one interval's refill.
+ * The kernel's side of a share (include/sluice/lease.h): a share that
+ * starts, starts empty and refills at its rate; a raised burst arrives
+ * spent (the level is kept, the cap rises); a lowered one cuts the level
+ * to it; a share of nothing admits nothing, its clock stopped; an
+ * unchanged share leaves the entry as it was. Units are admitted one by
+ * one at set instants, so every count is exact.
  */
-static void test_refill_order(void **state)
+static __u64 take(const struct sluice_lease *l, __u64 *tat, __u64 incr, __u64 now_ns, __u64 n)
 {
-	const struct lease_key k = {
-		.rate_units = RATE, .rate_period_us = US_PER_SEC, .burst = BURST, .cap = BURST
-	};
-	const __u64 per_sync = RATE * SYNC_TICKS * TICK_US / US_PER_SEC; /* 10 units */
-	struct rs_key s = { .rate = RATE * SCALE,
-			    .burst = BURST * SCALE,
-			    .level = BURST * SCALE * US_PER_SEC,
-			    .until_ns = now_ns(TICKS) };
+	const __u64 clock = sluice_share_clock(l, sluice_gcra_ticks(now_ns));
+	__u64 i = 0;
+
+	while (i < n && sluice_share_admit(*tat, l->floor, clock, incr, l->tol, tat))
+		i++;
+	return i;
+}
+
+static void test_share_kernel(void **state)
+{
+	__u64 incr, tat = 0, t = now_ns(0);
+	const struct lease_key k = key_of(RATE, BURST, &incr);
+	const __u64 sec = SLUICE_NSEC_PER_SEC, half_burst = BURST / 2 * SCALE;
+	struct rs_key s = { .rate = RATE / 2 * SCALE, .burst = half_burst, .until_ns = ~0ULL };
+	struct sluice_lease l = { 0 }, same;
 
 	(void)state;
-	rs_refill(&s, &k, now_ns(0), 0, 0); /* the first: counters only */
-	assert_int_equal(rs_granted(&s, &k), BURST);
-	rs_refill(&s, &k, now_ns(SYNC_TICKS), BURST, 0);
-	assert_int_equal(rs_granted(&s, &k), BURST);
-	rs_refill(&s, &k, now_ns(2 * SYNC_TICKS), BURST, 0);
-	assert_int_equal(rs_granted(&s, &k), BURST + per_sync);
-	assert_int_equal(s.demand, 0);
-	rs_refill(&s, &k, now_ns(3 * SYNC_TICKS), BURST + per_sync, per_sync);
-	assert_int_equal(s.demand, 2 * per_sync * SCALE * US_PER_SEC / (SYNC_NS / 1000));
-	rs_refill(&s, &k, now_ns(TICKS), BURST + per_sync, per_sync); /* past until_ns */
-	assert_int_equal(rs_granted(&s, &k), BURST + per_sync);
-	assert_int_equal(s.rate, 0);
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 0); /* starts: empty */
+	assert_int_equal(take(&l, &tat, incr, t, BURST), 0);
+	t += sec / 10; /* 0.1 s at 50/s: 5 units */
+	assert_int_equal(take(&l, &tat, incr, t, BURST), RATE / 2 / 10);
+	same = l;
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 1);
+	assert_memory_equal(&l, &same, sizeof(l));
+	t += 10 * sec; /* full and idle: half the burst */
+	/* raised to the whole key: the 10 units it holds stay 10, then it refills at 100/s */
+	s.rate = RATE * SCALE;
+	s.burst = BURST * SCALE;
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 1);
+	assert_int_equal(take(&l, &tat, incr, t, BURST), BURST / 2);
+	t += sec / 10;
+	assert_int_equal(take(&l, &tat, incr, t, BURST), RATE / 10);
+	t += 10 * sec; /* full: the whole burst, then 5 spent */
+	assert_int_equal(take(&l, &tat, incr, t, 5), 5);
+	/* lowered to a quarter: 15 left, cut to 5 */
+	s.rate = RATE / 4 * SCALE;
+	s.burst = BURST / 4 * SCALE;
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 1);
+	assert_int_equal(take(&l, &tat, incr, t, BURST), BURST / 4);
+	t += sec / 5; /* 0.2 s at 25/s */
+	assert_int_equal(take(&l, &tat, incr, t, BURST), RATE / 4 / 5);
+	/* nothing: denied, and nothing refills */
+	s.rate = s.burst = 0;
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 1);
+	t += 10 * sec;
+	assert_int_equal(take(&l, &tat, incr, t, BURST), 0);
+	/* a share again, while the entry lives: it starts empty */
+	s.rate = RATE * SCALE;
+	s.burst = BURST * SCALE;
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 1);
+	assert_int_equal(take(&l, &tat, incr, t, BURST), 0);
+	t += sec / 10;
+	assert_int_equal(take(&l, &tat, incr, t, BURST), RATE / 10);
+	/* a share past its until_ns is none */
+	s.until_ns = t;
+	rs_refill(&s, &k, t, 0, 0);
+	rs_refill(&s, &k, t + 1, 0, 0);
+	rs_share(&s, &k, &l, sluice_gcra_ticks(t), 1);
+	assert_int_equal(l.share, 0);
+	assert_int_equal(l.tol, 0);
 }
 
 #define JOIN_AT	    2 /* syncs after A's first call: B heard the news, read the hot set */
@@ -544,12 +603,7 @@ static void test_refill_order(void **state)
  */
 static void test_first_share(void **state)
 {
-	const struct lease_key k = { .key = "sim:r2:{p:0}",
-				     .field = "1",
-				     .rate_units = RATE,
-				     .rate_period_us = US_PER_SEC,
-				     .burst = BURST,
-				     .cap = BURST };
+	const struct lease_key k = key_of(RATE, BURST, NULL);
 	const __u64 per_sync = RATE * SYNC_TICKS * TICK_US / US_PER_SEC;
 	struct mem_store *m = mem_store__new(T0_US);
 	struct budget_backend *be_a = backend_mem__open(m), *be_b = backend_mem__open(m);
@@ -595,7 +649,7 @@ static void test_first_share(void **state)
 			rs_request(&b, &k, &q);
 			assert_int_equal(backend__rate_lease(be_b, &rb, err, sizeof(err)), 0);
 			assert_int_equal(g.err, 0);
-			rs_answer(&b, &k, &g, now, TTL_US, SYNC_NS);
+			rs_answer(&b, &g, now, TTL_US, SYNC_NS);
 			if (!b_asked)
 				b_asked = sync;
 		}
@@ -648,11 +702,7 @@ static void test_renewals_in_step(void **state)
 	memset(v, 0, sizeof(v));
 	for (i = 0; i < STEP_KEYS; i++) {
 		v[i].key.addr[15] = (__u8)(i + 1);
-		v[i].lk = (struct lease_key){ .key = "sim:r2:{p:0}",
-					      .rate_units = RATE,
-					      .rate_period_us = US_PER_SEC,
-					      .burst = BURST,
-					      .cap = BURST };
+		v[i].lk = key_of(RATE, BURST, NULL);
 		snprintf(v[i].lk.field, sizeof(v[i].lk.field), "%zu", i + 1);
 	}
 	for (sync = 0; sync < STEP_SYNCS; sync++) {
@@ -693,7 +743,7 @@ int main(void)
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_skewed),
 		cmocka_unit_test(test_outgrown),     cmocka_unit_test(test_request_lowers),
-		cmocka_unit_test(test_refill_order), cmocka_unit_test(test_rotating),
+		cmocka_unit_test(test_share_kernel), cmocka_unit_test(test_rotating),
 		cmocka_unit_test(test_first_share),  cmocka_unit_test(test_renewals_in_step),
 	};
 

@@ -133,13 +133,19 @@ static int store_of(const struct agent_stores *s, const struct policy *p)
 }
 
 /*
- * @p's limit as the lease script counts it: rate_units per rate_period_us.
- * 0, or -ERANGE when the period is not a whole number of microseconds.
+ * @p's limit as the lease script counts it: rate_units per rate_period_us,
+ * and as the kernel does (its tolerance). 0, or -ERANGE when the period is
+ * not a whole number of microseconds.
  */
 static int lease_rate_of(const struct policy *p, struct lease_policy *out)
 {
-	if (p->rate.period_ns % SLUICE_NSEC_PER_USEC)
+	struct sluice_gcra g;
+	char err[STORE_ERR_LEN];
+
+	if (p->rate.period_ns % SLUICE_NSEC_PER_USEC ||
+	    compile_gcra(&p->rate, p->burst, &g, err, sizeof(err)))
 		return -ERANGE;
+	out->tolerance = g.tolerance;
 	out->rate_units = p->rate.amount;
 	out->rate_period_us = p->rate.period_ns / SLUICE_NSEC_PER_USEC;
 	out->burst = p->burst;

@@ -48,6 +48,7 @@ struct lease_key {
 	__u64 rate_units;	     /* cost units refilled per rate_period_us */
 	__u64 rate_period_us;
 	__u64 burst;	 /* cost units */
+	__u64 tolerance; /* the policy's GCRA tolerance (ticks, gcra.h): a rate lease's burst */
 	__u64 cap;	 /* cost units: the most one node may hold at a time */
 	int start_empty; /* a bucket that does not exist yet starts empty, not full */
 };

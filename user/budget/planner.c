@@ -503,6 +503,7 @@ static void bucket_key(const struct lease_state *ls, const struct lease_policy *
 	lk->rate_units = p->rate_units;
 	lk->rate_period_us = p->rate_period_us;
 	lk->burst = lk->cap = p->burst;
+	lk->tolerance = p->tolerance;
 	lk->start_empty = !p->strict;
 }
 

@@ -75,6 +75,7 @@ struct lease_policy {
 	__u64 rate_units;	    /* cost units per rate_period_us */
 	__u64 rate_period_us;
 	__u64 burst;		 /* cost units */
+	__u64 tolerance;	 /* ticks: the policy's GCRA tolerance, for burst */
 	int strict;		 /* cold_mode strict: no cold share is ever spent */
 	int fault_closed;	 /* on_store_error closed: a key whose shard fails is denied, not
 				  * left to expire into the share (a cluster) */

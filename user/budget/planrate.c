@@ -81,11 +81,16 @@ static int rate_entry_live(const struct rate_key *k, __u64 now_ns)
  * leases are, an entry lives LEASE_KERNEL_SYNCS intervals past the last
  * sync the store answered (@r->ok_ns), so a store that fails sends each
  * key into its policy's fail mode as soon as it did; a closed policy's key
- * whose shard alone failed is denied at once.
+ * whose shard alone failed is denied at once. Written only when it
+ * changed: between syncs, when an answer changed the share.
  */
 static void entry_of(struct rate_key *k, const struct rs_key *s, const struct rate_round *r, int ok)
 {
 	const __u64 life_ns = SLUICE_LEASE_KERNEL_SYNCS * r->interval_ns;
+	const __u64 now = sluice_gcra_ticks(r->now_ns);
+	const int live = rate_entry_live(k, r->now_ns);
+	const struct rs_key none = { 0 };
+	struct sluice_lease l = k->l;
 	__u64 until = r->ok_ns + life_ns;
 
 	k->write = 0;
@@ -93,23 +98,21 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 		return; /* the store failed: nothing renewed; or cold until its first share */
 	if (!ok) {
 		if (!k->fault_closed)
-			return;		   /* it expires into the policy's fail mode */
-		k->l.granted = k->s.spent; /* closed: denied */
+			return; /* it expires into the policy's fail mode */
+		s = &none;	/* closed: denied */
 		until = r->now_ns + life_ns;
 	} else if (s->until_ns) {
 		until = min_u64(until, s->until_ns);
-		k->l.granted = rs_granted(s, &k->lk);
-	} else if (r->full) {
-		k->l.granted = k->s.spent; /* held: denied, its demand counted */
-	} else {
+	} else if (!r->full) {
 		return; /* a sync holds it */
-	}
-	/* granted − reported <= a burst share: the kernel's ceiling never binds */
-	k->l.reported = k->s.spent;
-	k->l.expires = sluice_gcra_ticks(until);
-	k->l.flags = SLUICE_LEASE_F_RATE; /* an agent that starts on these needs no switch */
-	k->l.want = 0;
-	k->write = 1;
+	}		/* else held: denied, its demand counted */
+	rs_share(s, &k->lk, &l, now, live);
+	l.granted = l.reported = k->s.spent; /* what a lump check would allow: nothing */
+	l.expires = sluice_gcra_ticks(until);
+	l.flags = SLUICE_LEASE_F_RATE; /* an agent that starts on these needs no switch */
+	l.want = 0;
+	k->write = memcmp(&l, &k->l, sizeof(l)) != 0;
+	k->l = l;
 }
 
 int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key *v, size_t n,
@@ -139,7 +142,7 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 			rs_refill(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
 			first_demand(s, &v[i], resumed);
 		} else {
-			rs_tick(s, &v[i].lk, r->now_ns, v[i].s.spent, v[i].s.denied);
+			rs_tick(s, r->now_ns, v[i].s.spent, v[i].s.denied);
 		}
 		if (!r->be || !r->call)
 			continue;
@@ -163,8 +166,7 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 	r->calls += m;
 	for (i = 0; i < m; i++) {
 		if (!ret && !g[i].err) {
-			rs_answer(&nv[at[i]].rs, &v[at[i]].lk, &g[i], r->now_ns, ttl_us,
-				  r->interval_ns);
+			rs_answer(&nv[at[i]].rs, &g[i], r->now_ns, ttl_us, r->interval_ns);
 		} else {
 			rs_failed(&nv[at[i]].rs);
 			failed[at[i]] = 1;
@@ -173,6 +175,7 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 	for (i = 0; i < n; i++)
 		entry_of(&v[i], &nv[i].rs, r,
 			 r->be && !failed[i] && backend__is_reachable(r->be, v[i].lk.key));
+
 	if (n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
 		qsort(nv, n, sizeof(*nv), slot_cmp);
 	free(t->v);

@@ -52,12 +52,11 @@ struct rate_round {
 };
 
 /*
- * Refill each of @v's @n keys, renew the due ones in one call, and fill
- * each key's @l (between syncs, only those with a share, refilled without
- * a call): a key with a share spends granted = rs_granted() from
- * reported = spent (so the kernel's lease_max ceiling never binds), live
- * until its share's end or two intervals past @ok_ns, whichever is first;
- * a key without one is held (granted = spent: denied, its demand counted).
+ * Measure each of @v's @n keys, renew the due ones in one call, and fill
+ * each key's @l with its share (rs_share()), live until the share's end or
+ * two intervals past @ok_ns, whichever is first; a key without one is
+ * held (a share of nothing: denied, its demand counted); @write says
+ * which changed (between syncs, only those whose share an answer changed).
  * A key whose shard failed is closed under a closed policy (denied), else
  * left to expire into its policy's fail mode; with @be NULL nothing is
  * written. Keys not in @v leave @t. 0, or the call's error with the cause

@@ -1,47 +1,29 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * A node's side of a rate lease; see budget/rateshare.h. The bucket's
- * level is in units × 2^RATE_LEASE_SHIFT × rate_period_us, so a share's
- * refill (its scaled rate per µs) and a spent unit are exact integers.
+ * A node's side of a rate lease; see budget/rateshare.h. Demands are in
+ * units × 2^RATE_LEASE_SHIFT a rate period, as the store's shares are.
  */
 #include "sluice/compiler.h"
 #include "budget/rateshare.h"
 
-typedef unsigned __int128 u128; /* a product of two values below 2^62, before its division */
+typedef unsigned __int128 u128; /* a product of two values below 2^64, before its division */
 
 static __u64 min_u64(__u64 a, __u64 b)
 {
 	return a < b ? a : b;
 }
 
-/* A unit in the level's scale. */
+/* A unit in a demand's scale, times the rate period: what a unit a µs is. */
 static __u64 unit_of(const struct lease_key *k)
 {
 	return k->rate_period_us << RATE_LEASE_SHIFT;
 }
 
-/* The refill up to @now_ns, then what was spent since the last; a lapsed share dropped. */
-static void refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent)
+/* Drop a share past its until_ns at @now_ns: nothing is enforced from then. */
+static void lapse(struct rs_key *s, __u64 now_ns)
 {
-	const __u64 unit = unit_of(k), cap = s->burst * k->rate_period_us;
-	__u64 dt_us = 0, gap, used;
-
-	if (now_ns > s->last_ns)
-		dt_us = (now_ns - s->last_ns) / SLUICE_NSEC_PER_USEC;
-	if (dt_us) {
-		s->last_ns += dt_us * SLUICE_NSEC_PER_USEC;
-		gap = cap > s->level ? cap - s->level : 0;
-		/* Refill first, as if the interval's units were spent at its end. */
-		if (s->rate && dt_us >= (gap + s->rate - 1) / s->rate)
-			s->level = cap;
-		else if (s->rate)
-			s->level += dt_us * s->rate;
-	}
-	used = spent - s->spent;
-	s->spent = spent;
-	s->level = used > s->level / unit ? 0 : s->level - used * unit;
 	if (s->until_ns && now_ns >= s->until_ns)
-		s->rate = s->burst = s->fair_rate = s->level = s->until_ns = 0;
+		s->rate = s->burst = s->fair_rate = s->until_ns = 0;
 }
 
 /* Note the traffic up to @now_ns: @act = spent + denied. */
@@ -109,25 +91,25 @@ void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 
 {
 	if (!s->last_ns) {
 		s->last_ns = s->seen_ns = now_ns;
-		s->spent = spent;
 		s->seen = spent + denied;
 		s->denied = denied;
 		note_act(s, now_ns, spent + denied);
 		return;
 	}
+	s->last_ns = now_ns;
 	note_act(s, now_ns, spent + denied);
 	measure(s, k, now_ns);
-	refill(s, k, now_ns, spent);
+	lapse(s, now_ns);
 	s->outgrown = outgrown(s, k, denied);
 	s->denied = denied;
 }
 
-void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied)
+void rs_tick(struct rs_key *s, __u64 now_ns, __u64 spent, __u64 denied)
 {
 	if (!s->last_ns)
 		return;
 	note_act(s, now_ns, spent + denied);
-	refill(s, k, now_ns, spent);
+	lapse(s, now_ns);
 	if (!s->rate && s->act == s->seen && now_ns > s->seen_ns)
 		s->seen_ns =
 			now_ns; /* no share and no traffic: its measure starts with the traffic */
@@ -164,9 +146,16 @@ int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 	return 1;
 }
 
-__u64 rs_granted(const struct rs_key *s, const struct lease_key *k)
+void rs_share(const struct rs_key *s, const struct lease_key *k, struct sluice_lease *l, __u64 now,
+	      int live)
 {
-	return s->spent + (s->until_ns ? s->level / unit_of(k) : 0);
+	const __u64 r = k->rate_units << RATE_LEASE_SHIFT, b = k->burst << RATE_LEASE_SHIFT;
+	const __u64 rate = s->until_ns ? min_u64(s->rate, r) : 0,
+		    burst = s->until_ns ? min_u64(s->burst, b) : 0;
+
+	/* Rounded down: the share's clock runs slow and its burst holds no more. */
+	sluice_share_set(l, now, live, (__u64)((u128)rate * SLUICE_SHARE_ONE / r),
+			 (__u64)((u128)k->tolerance * burst / b));
 }
 
 /* Whether @s's lease will be RS_RENEW_SYNCS intervals old @ahead_ns from @now_ns. */
@@ -202,12 +191,6 @@ int rs_due(const struct rs_key *s, __u64 now_ns, __u64 interval_ns)
 	if (aged(s, now_ns, interval_ns, 0))
 		return 1;
 	return moved > s->reported / RS_DEMAND_DIV;
-}
-
-/* The level a burst share allows. */
-static void clamp_level(struct rs_key *s, const struct lease_key *k)
-{
-	s->level = min_u64(s->level, s->burst * k->rate_period_us);
 }
 
 /*
@@ -250,7 +233,6 @@ void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_r
 
 	s->rate = min_u64(s->rate, want);
 	s->burst = min_u64(s->burst, want_b);
-	clamp_level(s, k);
 	*q = (struct rate_lease_req){
 		.k = k, .want_rate = want, .want_burst = want_b, .settled = s->answered
 	};
@@ -258,8 +240,8 @@ void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_r
 	s->asked = want;
 }
 
-void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
-	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns)
+void rs_answer(struct rs_key *s, const struct rate_lease_grant *g, __u64 sent_ns, __u64 ttl_us,
+	       __u64 interval_ns)
 {
 	const __u64 life_ns = ttl_us * SLUICE_NSEC_PER_USEC,
 		    margin_ns = RS_KERNEL_MARGIN_SYNCS * interval_ns;
@@ -268,7 +250,6 @@ void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_le
 	s->rate = g->rate;
 	s->burst = g->burst;
 	s->fair_rate = g->fair_rate;
-	clamp_level(s, k);
 	s->until_ns = sent_ns + (life_ns > margin_ns ? life_ns - margin_ns : 0);
 	s->renewed_ns = sent_ns;
 	s->answered = 1;

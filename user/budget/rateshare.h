@@ -1,25 +1,23 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * A node's side of one hot key's rate lease (docs/shared-budget.md, "Rate
- * leases"): the bucket it enforces at the share the store granted it,
- * what it asks the store for, and when. Pure arithmetic on what the
- * planner reads from the kernel, no I/O.
+ * leases"): the share the store granted it, what it asks the store for,
+ * and when. Pure arithmetic on what the planner reads from the kernel, no
+ * I/O.
  *
- * The kernel needs no change: the planner writes rs_granted() into the
- * key's sluice_lease at each sync interval, and the XDP program's lump
- * check (spent + cost <= granted) then admits at most what a token bucket
- * of the share's rate and burst admits. rs_refill() refills the bucket
- * for the interval before it takes off what was spent in it, as if every
- * unit had been spent at the interval's end: the lowest level any
- * schedule of those admissions leaves, so the node's admissions fit a
- * continuous bucket of (burst share, rate share), and the fleet's fit
- * burst + rate·t while the store keeps the shares' sums within them.
+ * The kernel enforces the share: the planner writes rs_share() into the
+ * key's sluice_lease, and the XDP program runs the policy's GCRA on the
+ * key at that share of its rate and burst (sluice_share_admit(),
+ * include/sluice/lease.h), so the node admits at most burst share + rate
+ * share · t, and the fleet burst + rate·t while the store keeps the
+ * shares' sums within them.
  */
 #ifndef SLUICE_RATESHARE_H
 #define SLUICE_RATESHARE_H
 
 #include <linux/types.h>
 
+#include "sluice/lease.h"
 #include "budget/backend.h"
 
 #define RS_TTL_SYNCS 30 /* a rate lease lives this many sync intervals (3 s at 100 ms) */
@@ -85,12 +83,11 @@ struct rs_key {
 	__u64 rate, burst; /* the share enforced now, scaled by 2^RATE_LEASE_SHIFT */
 	__u64 fair_rate;   /* the last answer's fair share: below it, ask every interval */
 	__u64 until_ns;	   /* local time from which the share is not enforced (0: none) */
-	__u64 level;	   /* the bucket: units × 2^RATE_LEASE_SHIFT × rate_period_us */
 	__u64 last_ns;	   /* local time of the last refill (0: none yet) */
 	__u64 seen_ns;	   /* local time of the last demand measure (rs_refill()) */
 	__u64 act;	   /* spent + denied at the last refill or tick */
 	__u64 active_ns;   /* local time at which act last moved */
-	__u64 spent, seen; /* the kernel's spent, and spent + denied, at the last refill */
+	__u64 seen;	   /* the kernel's spent + denied at the last measure */
 	__u64 demand;	   /* spent + denied over the last interval: scaled units a period */
 	__u64 reported;	   /* the measure at the last call, which asked for it or its mean */
 	__u64 asked;	   /* the rate share the last call asked for */
@@ -106,23 +103,21 @@ struct rs_key {
 };
 
 /*
- * The interval up to @now_ns: refill @s at its share, take off what the
- * kernel spent since (its counters @spent, @denied now), measure the
- * demand; a share past its until_ns is dropped (nothing enforced).
+ * The interval up to @now_ns: measure the demand from the kernel's
+ * counters @spent and @denied now; a share past its until_ns is dropped
+ * (nothing enforced).
  */
 void rs_refill(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent,
 	       __u64 denied);
 
 /*
- * Refill @s up to @now_ns and take off what the kernel spent since (@spent),
- * as rs_refill() does, without measuring the demand: between two syncs, so
- * that the kernel's grant follows the refill more closely than once an
- * interval. A key without a share and without traffic moves the start of
- * its next measure up to @now_ns, so that a node whose traffic starts
- * measures it from then, not across its idle time. Nothing before the
- * first rs_refill().
+ * Between two syncs: note the traffic up to @now_ns, as rs_refill() does,
+ * without measuring the demand, and drop a share past its until_ns. A key
+ * without a share and without traffic moves the start of its next measure
+ * up to @now_ns, so that a node whose traffic starts measures it from
+ * then, not across its idle time. Nothing before the first rs_refill().
  */
-void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 spent, __u64 denied);
+void rs_tick(struct rs_key *s, __u64 now_ns, __u64 spent, __u64 denied);
 
 /*
  * Whether to call the store for @s between syncs, after rs_tick(): a share
@@ -133,8 +128,14 @@ void rs_tick(struct rs_key *s, const struct lease_key *k, __u64 now_ns, __u64 sp
  */
 int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns);
 
-/* What the kernel may have spent in all, at most, until the next refill. */
-__u64 rs_granted(const struct rs_key *s, const struct lease_key *k);
+/*
+ * Give the kernel's entry @l the share @s enforces now (none once it is
+ * past its until_ns: denied, its demand counted), at @now (ticks);
+ * @live: @l holds a live rate lease, whose clock goes on
+ * (sluice_share_set()).
+ */
+void rs_share(const struct rs_key *s, const struct lease_key *k, struct sluice_lease *l, __u64 now,
+	      int live);
 
 /*
  * Whether to call the store for @s at @now_ns: no share yet and demand,
@@ -162,18 +163,18 @@ int rs_due_soon(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
  * an interval (packets at its edges, more between syncs) and rises at
  * once, so it stands above a steady demand by up to a unit an interval
  * (10/s at 100 ms), where the mean over seconds does not. What it asks
- * below its share it stops enforcing first, so that the store may give it
- * away at once (settled).
+ * below its share it stops enforcing (the next rs_share()), and the
+ * store may give it away at once (settled).
  */
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);
 
 /*
- * Apply answer @g to the call sent at @sent_ns with @ttl_us; a raised
- * burst arrives spent. A call on a guessed demand (@s->guessed) starts
+ * Apply answer @g to the call sent at @sent_ns with @ttl_us (a raised
+ * burst arrives spent: sluice_share_set()). A call on a guessed demand (@s->guessed) starts
  * the RS_JOIN_SYNCS intervals of renewals at every sync.
  */
-void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
-	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns);
+void rs_answer(struct rs_key *s, const struct rate_lease_grant *g, __u64 sent_ns, __u64 ttl_us,
+	       __u64 interval_ns);
 
 /* The call failed: the share stands until its until_ns, the next call is not settled. */
 void rs_failed(struct rs_key *s);

@@ -423,8 +423,11 @@ int maps__copy(const struct sluice_maps *from, const struct sluice_maps *to, int
 		/*
 		 * The interface-wide totals gain a counter now and then: they
 		 * restart. The ban gate gained its epoch: the loader recounts it.
+		 * The leases gained a share: the agent writes them at its first
+		 * sync, and creates the spend counters with them.
 		 */
-		if (i != SLUICE_MAP_TOTALS && i != SLUICE_MAP_BAN_GATE)
+		if (i != SLUICE_MAP_TOTALS && i != SLUICE_MAP_BAN_GATE && i != SLUICE_MAP_LEASE &&
+		    i != SLUICE_MAP_SPEND)
 			return -EPROTO;
 		skip[i] = 1;
 	}
