@@ -14,6 +14,7 @@
  * exactly. test_skewed and test_rotating run test_budget.sh's shapes on
  * the same fleet, test_rotating with early rounds between the syncs.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -182,6 +183,8 @@ static void node_round(struct fleet *f, size_t i, size_t tick, int early)
 	if (early ? rs_early(&n->s, &f->k, t) : rs_due(&n->s, t, SYNC_NS)) {
 		n->s.guessed |= f->turned_hot && i == 0 && !n->calls;
 		rs_request(&n->s, &f->k, &q);
+		if (entry_live(&n->l, t)) /* what it asks below its share, it stops enforcing */
+			rs_share(&n->s, &f->k, &n->l, sluice_gcra_ticks(t), 1);
 		assert_int_equal(backend__rate_lease(n->be, &r, err, sizeof(err)), 0);
 		assert_int_equal(g.err, 0);
 		rs_answer(&n->s, &g, t, TTL_US, SYNC_NS);
@@ -586,6 +589,84 @@ static void test_share_kernel(void **state)
 	assert_int_equal(l.tol, 0);
 }
 
+/* What lower_seen() saw: the entry written before a call. */
+struct lowered {
+	struct budget_backend *be;
+	struct sluice_lease l;
+	size_t n;
+};
+
+/* A lowered entry is written: the call that follows fails before it runs. */
+static void lower_seen(void *ctx, const struct rate_key *k)
+{
+	struct lowered *w = ctx;
+
+	w->l = k->l;
+	w->n++;
+	backend_mem__fail_next(w->be, -EIO, 0);
+}
+
+/*
+ * A node whose demand falls asks for less, and its kernel stops enforcing
+ * the rest before the call (the store frees it at once): the planner's
+ * step writes the lowered entry first, through its lower hook, and its
+ * entry's expiry stays. The hook makes the call fail before
+ * the store runs it: the entry was written all the same.
+ */
+static void test_lowered_before_call(void **state)
+{
+	const struct lease_key k = key_of(RATE, BURST, NULL);
+	const __u64 per_sync = RATE * SYNC_TICKS * TICK_US / US_PER_SEC;
+	struct mem_store *m = mem_store__new(T0_US);
+	struct budget_backend *be = backend_mem__open(m);
+	struct rate_table *t = rate_table__new();
+	struct rate_key a = { .lk = k, .pending = 1 };
+	struct lowered w = { .be = be };
+	char err[STORE_ERR_LEN];
+	size_t sync;
+	int ret;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(be);
+	assert_non_null(t);
+	for (sync = 0; sync < RS_JOIN_SYNCS + 2 && !w.n; sync++) {
+		__u64 now = now_ns(sync * SYNC_TICKS);
+		struct rate_round r = { .be = be,
+					.full = 1,
+					.call = 1,
+					.holder = holder[NODE_A],
+					.interval_ns = SYNC_NS,
+					.now_ns = now,
+					.ok_ns = now,
+					.lower = lower_seen,
+					.ctx = &w };
+		struct sluice_lease before = a.l;
+
+		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
+		ret = rate_table__step(t, &r, &a, 1, err, sizeof(err));
+		a.pending = 0;
+		a.s.spent += sync < 2 ? per_sync : per_sync / 10; /* the whole rate, then a tenth */
+		if (!w.n) {
+			assert_int_equal(ret, 0);
+			continue;
+		}
+		/* written before its call, and lower than the entry it replaced */
+		assert_int_equal(ret, -EIO);
+		assert_memory_equal(&a.l, &w.l, sizeof(w.l)); /* the kernel's entry */
+		assert_true(w.l.share < before.share);
+		assert_true(w.l.tol < before.tol);
+		assert_int_equal(w.l.expires, before.expires);
+	}
+	print_message("lowered before its call at sync %zu: share %.3f, burst %llu\n", sync - 1,
+		      (double)w.l.share / SLUICE_SHARE_ONE,
+		      (unsigned long long)(w.l.tol / (k.tolerance / BURST)));
+	assert_int_equal(w.n, 1);
+	rate_table__free(t);
+	backend__free(be);
+	mem_store__free(m);
+}
+
 #define JOIN_AT	    2 /* syncs after A's first call: B heard the news, read the hot set */
 #define JOIN_CHECKS RS_RENEW_SYNCS /* A's syncs checked: until its lease is due by age */
 #define FAIR_SYNCS  2		   /* B's fair share within this many syncs of its asking */
@@ -741,10 +822,15 @@ static void test_renewals_in_step(void **state)
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fleet),	     cmocka_unit_test(test_skewed),
-		cmocka_unit_test(test_outgrown),     cmocka_unit_test(test_request_lowers),
-		cmocka_unit_test(test_share_kernel), cmocka_unit_test(test_rotating),
-		cmocka_unit_test(test_first_share),  cmocka_unit_test(test_renewals_in_step),
+		cmocka_unit_test(test_fleet),
+		cmocka_unit_test(test_skewed),
+		cmocka_unit_test(test_outgrown),
+		cmocka_unit_test(test_request_lowers),
+		cmocka_unit_test(test_share_kernel),
+		cmocka_unit_test(test_rotating),
+		cmocka_unit_test(test_first_share),
+		cmocka_unit_test(test_renewals_in_step),
+		cmocka_unit_test(test_lowered_before_call),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -736,6 +736,14 @@ static void note_layout(struct lease_state *ls, const struct round *r, unsigned 
 		rate_table__clear(ls->rate[i]);
 }
 
+/* Write a lowered share before its call (struct rate_round's lower). */
+static void lower_now(void *ctx, const struct rate_key *k)
+{
+	struct round *r = ctx;
+
+	count_map_err(r, lease_maps__write(&r->att->maps, &k->key, &k->l));
+}
+
 /*
  * The rate-lease half of a round (planrate.h): at a @full sync, renew what
  * is due when @call, refill every key and write its entry; between syncs,
@@ -752,7 +760,9 @@ static int rate_step(struct round *r, int full, int call, int ok, char *err, siz
 				 .holder = r->att->holder,
 				 .interval_ns = r->ls->plan->interval_ns,
 				 .now_ns = mono_ns(),
-				 .ok_ns = r->ls->ok_ns };
+				 .ok_ns = r->ls->ok_ns,
+				 .lower = lower_now,
+				 .ctx = r };
 	size_t i, n = 0;
 	int ret;
 

@@ -115,6 +115,25 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 	k->l = l;
 }
 
+/*
+ * Before a call that asks for less than @k's live entry enforces: write
+ * the share @s was lowered to (rs_request()) into the kernel at once, its
+ * expiry as it was, so that nothing the store frees is spent meanwhile;
+ * @k->l is then that entry.
+ */
+static void lower_first(struct rate_key *k, const struct rs_key *s, const struct rate_round *r)
+{
+	struct sluice_lease l = k->l;
+
+	if (!r->lower || !rate_entry_live(k, r->now_ns))
+		return;
+	rs_share(s, &k->lk, &l, sluice_gcra_ticks(r->now_ns), 1);
+	if (l.share >= k->l.share && l.tol >= k->l.tol)
+		return;
+	k->l = l;
+	r->lower(r->ctx, k);
+}
+
 int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key *v, size_t n,
 		     char *err, size_t len)
 {
@@ -159,6 +178,8 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 		rs_request(&nv[soon[i]].rs, &v[soon[i]].lk, &q[m]);
 		at[m++] = soon[i];
 	}
+	for (i = 0; i < m; i++)
+		lower_first(&v[at[i]], &nv[at[i]].rs, r);
 	rq.leases = q;
 	rq.grants = g;
 	rq.n_leases = m;

@@ -49,6 +49,12 @@ struct rate_round {
 	__u64 now_ns; /* mono_ns() when the round began */
 	__u64 ok_ns;  /* mono_ns() when the last sync the store answered began */
 	__u64 calls;  /* out: renewals sent */
+	/*
+	 * Write @k->l into the kernel now, before the call: a share the call
+	 * lowers, which the store frees at once. NULL: only after the call.
+	 */
+	void (*lower)(void *ctx, const struct rate_key *k);
+	void *ctx;
 };
 
 /*
