@@ -589,6 +589,18 @@ static void test_share_kernel(void **state)
 	assert_int_equal(l.tol, 0);
 }
 
+/* A full sync of node A at @now through @be, as the planner runs it: renew what is due. */
+static struct rate_round sync_round(struct budget_backend *be, __u64 now)
+{
+	return (struct rate_round){ .be = be,
+				    .full = 1,
+				    .call = 1,
+				    .holder = holder[NODE_A],
+				    .interval_ns = SYNC_NS,
+				    .now_ns = now,
+				    .ok_ns = now };
+}
+
 /* What lower_seen() saw: the entry written before a call. */
 struct lowered {
 	struct budget_backend *be;
@@ -632,15 +644,10 @@ static void test_lowered_before_call(void **state)
 	assert_non_null(t);
 	for (sync = 0; sync < RS_JOIN_SYNCS + 2 && !w.n; sync++) {
 		__u64 now = now_ns(sync * SYNC_TICKS);
-		struct rate_round r = { .be = be,
-					.full = 1,
-					.call = 1,
-					.holder = holder[NODE_A],
-					.interval_ns = SYNC_NS,
-					.now_ns = now,
-					.ok_ns = now,
-					.lower = lower_seen,
-					.ctx = &w };
+		struct rate_round r = sync_round(be, now);
+
+		r.lower = lower_seen;
+		r.ctx = &w;
 		struct sluice_lease before = a.l;
 
 		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
@@ -708,13 +715,7 @@ static void test_first_share(void **state)
 	assert_non_null(t);
 	for (sync = 0; sync < RS_JOIN_SYNCS + JOIN_CHECKS; sync++) {
 		__u64 now = now_ns(sync * SYNC_TICKS);
-		struct rate_round r = { .be = be_a,
-					.full = 1,
-					.call = 1,
-					.holder = holder[NODE_A],
-					.interval_ns = SYNC_NS,
-					.now_ns = now,
-					.ok_ns = now };
+		struct rate_round r = sync_round(be_a, now);
 
 		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
 		assert_int_equal(rate_table__step(t, &r, &a, 1, err, sizeof(err)), 0);
@@ -788,13 +789,7 @@ static void test_renewals_in_step(void **state)
 	}
 	for (sync = 0; sync < STEP_SYNCS; sync++) {
 		__u64 now = now_ns(sync * SYNC_TICKS);
-		struct rate_round r = { .be = be,
-					.full = 1,
-					.call = 1,
-					.holder = holder[NODE_A],
-					.interval_ns = SYNC_NS,
-					.now_ns = now,
-					.ok_ns = now };
+		struct rate_round r = sync_round(be, now);
 
 		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
 		assert_int_equal(rate_table__step(t, &r, v, STEP_KEYS, err, sizeof(err)), 0);
