@@ -60,7 +60,7 @@ PORT_CONTROL=9101
 PORT_STRICT=9102
 NODES_MAX=$(printf '%s\n' "${K_NODES[@]}" | sort -n | tail -n 1) # the namespaces to build
 EARLY_MS=$((INTERVAL_MS / 10)) # early rounds: every interval / LEASE_EARLY_DIV (user/budget/planner.h)
-STARVED_MS=$((EARLY_MS * 2))   # a kernel grant's refill, and the round a share arrives in
+STARVED_MS=$((EARLY_MS * 2))   # the rounds a share takes to change hands (steady_slack)
 RS_HEADROOM_DIV=32 # a node asks for its demand and 1/this (user/budget/rateshare.h)
 # A busy node's share moves to the next one within HANDOVER_MS (rotating):
 # the old node sees its traffic stop at its next early round (RS_QUIET_UNITS
@@ -247,18 +247,17 @@ analyze() {
 # steady_slack: how far a steady window may be from L. From 2 s on the key
 # is hot on every node and the fleet is offered 3 L. Each node holds a rate
 # lease: a share of L and of B, the shares summing to at most L and B
-# (docs/shared-budget.md, "Rate leases"), and its agent refills a bucket at
-# its share and writes what it may spend into the kernel every early round.
-# So a window admits the shares' refill, L, plus the stock refilled but not
-# yet spent at its start, minus that at its end: within L ± the most that
-# stock can be. That is
-#   - what a busy node's bucket gains before its kernel may spend it: two
-#     early rounds (STARVED_MS: the grant the last round wrote, and the
-#     round a share arrives in), the store's round trip (at most its
-#     timeout, E2E_STORE_TIMEOUT_MS; a slower call fails), and how late the
-#     node's agent may wake and its packets arrive, each at most the
-#     floods' LATE_MAX (the same machine and SCHED_FIFO, measured this
-#     phase), plus a unit of rounding;
+# (docs/shared-budget.md, "Rate leases"), and its kernel runs the GCRA at
+# that share. So a window admits the shares' refill, L, plus the units the
+# kernels held at its start, minus those at its end: within L ± the most
+# that can move from one window to the next. That is
+#   - a busy node's refill while its share changes hands: two early rounds
+#     (STARVED_MS: the round its share is lowered in, and the round a
+#     share arrives in), the store's round trip (at most its timeout,
+#     E2E_STORE_TIMEOUT_MS; a slower call fails), and how late the node's
+#     agent may wake and its packets arrive, each at most the floods'
+#     LATE_MAX (the same machine and SCHED_FIFO, measured this phase),
+#     plus a unit of rounding;
 #   - HELD: what the shares of nodes offered less than an even share hold
 #     back (flood). A node offered more spends its refill as it comes.
 # With the floods at most 2 ms late that is 31 (L ± 8 %), with 9 ms 37,

@@ -44,7 +44,8 @@ RS_RENEW_SYNCS=20
 EARLY_MS=$((INTERVAL_MS / 10)) # an early round: interval / LEASE_EARLY_DIV
 RENEWAL_MS=$((RS_RENEW_SYNCS * INTERVAL_MS))
 # The share has arrived once node 2 admits this share of L over ARRIVE_MS:
-# the refill of a full share, less a unit of rounding per early round.
+# the refill of a full share, less a unit per early round for where in a
+# round it arrived.
 ARRIVE_MS=100
 ARRIVE_MIN=$((RATE * ARRIVE_MS / 1000 - ARRIVE_MS / EARLY_MS))
 # The old node sees its traffic stop at its next early round and hands its
