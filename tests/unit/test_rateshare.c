@@ -674,6 +674,44 @@ static void test_lowered_before_call(void **state)
 	mem_store__free(m);
 }
 
+/*
+ * A key's entry is written when it changes: at a sync (its expiry moves)
+ * and when a share changes; an early round whose key only spent leaves it
+ * alone, though spent moved.
+ */
+static void test_written_on_change(void **state)
+{
+	const struct lease_key k = key_of(RATE, BURST, NULL);
+	struct mem_store *m = mem_store__new(T0_US);
+	struct budget_backend *be = backend_mem__open(m);
+	struct rate_table *t = rate_table__new();
+	struct rate_key a = { .lk = k, .pending = 1 };
+	char err[STORE_ERR_LEN];
+	size_t tick;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(be);
+	assert_non_null(t);
+	for (tick = 0; tick <= 2 * SYNC_TICKS; tick++) {
+		struct rate_round r = sync_round(be, now_ns(tick));
+
+		r.full = tick % SYNC_TICKS == 0;
+		r.ok_ns = now_ns(tick - tick % SYNC_TICKS);
+		mem_store__set_now(m, T0_US + tick * TICK_US);
+		assert_int_equal(rate_table__step(t, &r, &a, 1, err, sizeof(err)), 0);
+		a.pending = 0;
+		a.s.spent += 1; /* within its share */
+		if (r.full)
+			assert_true(a.write); /* a share, then its expiry moved */
+		else
+			assert_false(a.write);
+	}
+	rate_table__free(t);
+	backend__free(be);
+	mem_store__free(m);
+}
+
 #define JOIN_AT	    2 /* syncs after A's first call: B heard the news, read the hot set */
 #define JOIN_CHECKS RS_RENEW_SYNCS /* A's syncs checked: until its lease is due by age */
 #define FAIR_SYNCS  2		   /* B's fair share within this many syncs of its asking */
@@ -826,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_first_share),
 		cmocka_unit_test(test_renewals_in_step),
 		cmocka_unit_test(test_lowered_before_call),
+		cmocka_unit_test(test_written_on_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

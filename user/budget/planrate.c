@@ -90,7 +90,7 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 	const __u64 now = sluice_gcra_ticks(r->now_ns);
 	const int live = rate_entry_live(k, r->now_ns);
 	const struct rs_key none = { 0 };
-	struct sluice_lease l = k->l;
+	struct sluice_lease l = k->l, was = k->l;
 	__u64 until = r->ok_ns + life_ns;
 
 	k->write = 0;
@@ -107,11 +107,12 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 		return; /* a sync holds it */
 	}		/* else held: denied, its demand counted */
 	rs_share(s, &k->lk, &l, now, live);
-	l.granted = l.reported = k->s.spent; /* what a lump check would allow: nothing */
 	l.expires = sluice_gcra_ticks(until);
 	l.flags = SLUICE_LEASE_F_RATE; /* an agent that starts on these needs no switch */
 	l.want = 0;
-	k->write = memcmp(&l, &k->l, sizeof(l)) != 0;
+	/* what a lump check would allow, nothing, moves with spent: no reason to write */
+	l.granted = l.reported = was.granted = was.reported = k->s.spent;
+	k->write = memcmp(&l, &was, sizeof(l)) != 0;
 	k->l = l;
 }
 
@@ -196,7 +197,6 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 	for (i = 0; i < n; i++)
 		entry_of(&v[i], &nv[i].rs, r,
 			 r->be && !failed[i] && backend__is_reachable(r->be, v[i].lk.key));
-
 	if (n) /* qsort(NULL, 0) is undefined: glibc declares it nonnull */
 		qsort(nv, n, sizeof(*nv), slot_cmp);
 	free(t->v);
