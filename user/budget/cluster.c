@@ -229,6 +229,25 @@ static int is_resting(const struct cluster *cl, const char *addr, __u64 now)
 	return 0;
 }
 
+/*
+ * Log the primaries of @m when they are not those of @cl's map (a
+ * failover, or a reshard): the operator's view of when this node saw it.
+ */
+static void note_primaries(const struct cluster *cl, const struct cluster_map *m)
+{
+	char list[CLUSTER_NODES_MAX * CLUSTER_ADDR_LEN] = "";
+	int same = cl->map.n == m->n;
+	size_t i, at = 0;
+
+	for (i = 0; i < m->n; i++) {
+		same = same && addr_in(cl->map.addr, cl->map.n, m->addr[i]);
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? "," : "",
+				       m->addr[i]);
+	}
+	if (cl->map.n && !same)
+		log_event(LOG_WARN, "cluster_map", "primaries=%s", list);
+}
+
 int cluster__refresh(struct cluster *cl, char *err, size_t len)
 {
 	struct cluster_map *m = calloc(1, sizeof(*m));
@@ -267,6 +286,7 @@ int cluster__refresh(struct cluster *cl, char *err, size_t len)
 			}
 	for (j = 0; j < cl->map.n; j++)
 		node_drop(&old[j]);
+	note_primaries(cl, m);
 	cl->map = *m;
 	cl->stale = 0;
 	cl->refreshes++;
@@ -325,6 +345,11 @@ void cluster__note(struct cluster *cl, size_t i, int ok)
 {
 	struct cluster_node *n = &cl->node[i];
 
+	if (ok && n->down)
+		log_event(LOG_INFO, "store_shard", "addr=%s state=up failed_in_row=%u",
+			  cl->map.addr[i], n->failed_in_row);
+	else if (!ok && !n->down)
+		log_event(LOG_WARN, "store_shard", "addr=%s state=down", cl->map.addr[i]);
 	n->down = !ok;
 	if (ok) {
 		n->ok++;
