@@ -451,7 +451,13 @@ promoted() { [ "$(cli "$NEW_PORT" role 2>/dev/null | awk 'NR == 1')" = master ];
 
 # check_dead_key I: key I, on the killed primary (policy closed): nothing
 # from FAULT_BOUND_MS after the kill until the promotion, then it passes
-# again within an interval and the timeout. Its windows keep the
+# again within RESUME_MS: the next sync's call (an interval and the
+# timeout; the map is read again first), and one packet of the node's
+# share L / k, which starts empty (docs/shared-budget.md, "How the kernel
+# enforces a share"). Before the share went into the bound, k=4 resumed
+# 138..147 ms after the promotion on a quiet machine, against 150. When
+# it does not, the agents' store events since the kill are printed
+# (dead_key_events). Its windows keep the
 # contract's bound (docs/shared-budget.md, "Redis Cluster"): a failover
 # may spend a fresh burst, since replication is asynchronous and the
 # promoted replica may not have the last grants, so a window holding both
@@ -467,8 +473,11 @@ check_dead_key() {
 	last=$(times_of "${KEYS[i]}" "$t_kill" | awk -v t="$t_before" '$1 < t' | tail -n 1)
 	resume=$(times_of "${KEYS[i]}" "$t_before" | awk 'NR == 1')
 	[ -n "$resume" ] || e2e_fail "$label: nothing passed after the promotion"
-	check "$label: passes again $(((resume - t_promoted) / 1000000)) ms after the promotion was seen <= interval + timeout = $((INTERVAL_MS + E2E_STORE_TIMEOUT_MS)) ms" \
-		$((resume - t_promoted <= (INTERVAL_MS + E2E_STORE_TIMEOUT_MS) * 1000000))
+	local resume_ms=$((INTERVAL_MS + E2E_STORE_TIMEOUT_MS + (1000 * K + RATE - 1) / RATE))
+	local late=$((resume - t_promoted > resume_ms * 1000000))
+	check "$label: passes again $(((resume - t_promoted) / 1000000)) ms after the promotion was seen <= interval + timeout + a packet of L/k = $resume_ms ms" \
+		$((!late))
+	((!late)) || late_resume=1
 	[ -n "$last" ] || last=$t_kill
 	if (((last - t_kill) / 1000000 > worst_last)); then worst_last=$(((last - t_kill) / 1000000)); fi
 	if (((resume - t_promoted) / 1000000 > worst_resume)); then worst_resume=$(((resume - t_promoted) / 1000000)); fi
@@ -483,6 +492,31 @@ check_dead_key() {
 	((A_steady_windows > 0)) || e2e_fail "$label: it resumed at +$from_ms ms, too late for a $WINDOW_MS ms window before the flood's end at $FAULT_MS ms"
 	check "$label: windows from its resume at +$from_ms ms: $A_steady_min..$A_steady_max >= L-$slack" \
 		$((A_steady_min >= RATE - slack))
+}
+
+# dead_key_events: what each agent logged of the store since the kill
+# (shards down and up, the slot map's primaries, fail modes), and when the
+# test saw the promotion, in the agents' clock: why a key resumed late.
+store_events() { # store_events I: agent I's
+	awk -v t="ts=$kill_utc" '$1 >= t && /event=(store_shard|cluster_map|store_state|fail_mode|fleet) /' \
+		"$WORK/agent.$1.log"
+}
+dead_key_events() {
+	local i
+	echo "k=$K: the kill at $kill_utc, the promotion seen by $promoted_utc; the agents' store events since:"
+	for i in $(seq 1 "$K"); do store_events "$i" | sed "s/^/  node $i: /"; done
+}
+
+# check_fault_logged: each agent logged the dead primary down and then the
+# slot map with its replica among the primaries, at WARN.
+check_fault_logged() {
+	local i down map
+	for i in $(seq 1 "$K"); do
+		down=$(store_events "$i" | grep -c "level=warn event=store_shard addr=$STORE_IP:$victim state=down") || true
+		map=$(store_events "$i" | grep -c "level=warn event=cluster_map primaries=.*$STORE_IP:$NEW_PORT") || true
+		check "k=$K node $i logged the shard :$victim down ($down) and :$NEW_PORT among the primaries ($map)" \
+			$((down >= 1 && map >= 1))
+	done
 }
 
 # run_fault: the commands per shard, then the primary of the membership
@@ -503,6 +537,7 @@ run_fault() {
 	[ -n "$NEW_PORT" ] || e2e_fail "the primary on :$victim has no replica"
 	sleep_until $((T0 + KILL_MS * 1000000))
 	t_kill=$(now_ns)
+	kill_utc=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) # the agents' log time (dead_key_events)
 	if [ $how = killed ]; then
 		kill -KILL "${REDIS_PID[r]}"
 		wait "${REDIS_PID[r]}" 2>/dev/null || true
@@ -526,10 +561,11 @@ run_fault() {
 		t_try=$(now_ns)
 	done
 	t_promoted=$(now_ns)
+	promoted_utc=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 	echo "k=$K: kill at $t_kill, promotion between $t_before and $t_promoted (ns)"
 	echo "figure: k=$K the replica on :$NEW_PORT promoted $(((t_before - t_kill) / 1000000))..$(((t_promoted - t_kill) / 1000000)) ms after the kill"
 	phase_end
-	worst_last=0 worst_resume=0
+	worst_last=0 worst_resume=0 late_resume=0
 	# Through the fault a round may also wait out a call to the failing
 	# primary, a store timeout of rate more: with both CPUs busy
 	# (stress-ng --cpu 2) the other shards' windows strayed up to 26 from L,
@@ -546,6 +582,8 @@ run_fault() {
 	done
 	echo "figure: k=$K the dead shard's keys passed their last packet at most $worst_last ms after the kill (bound $FAULT_BOUND_MS ms)"
 	echo "figure: k=$K they passed again at most $worst_resume ms after the promotion was seen"
+	((!late_resume)) || dead_key_events
+	check_fault_logged
 	if [ $how = stopped ]; then
 		kill -KILL "${REDIS_PID[r]}"
 		kill -CONT "${REDIS_PID[r]}"
