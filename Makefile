@@ -157,14 +157,16 @@ $(BANAPI_LOAD): $(O)/tools/banapi_load.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread
 
-# The fleet simulator runs the real planner on lease maps of its own (tools/fleet_sim.c).
-FLEET_SIM_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
+# The fleet simulator runs the real planner on lease maps of its own
+# (tools/fleet_sim.c), as test_memstore does: the stand-ins of
+# user/kernel/leases_wrap.h.
+LEASE_MAPS_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
 	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
 .PHONY: fleet-sim
 fleet-sim: $(FLEET_SIM)
 $(FLEET_SIM): $(O)/tools/fleet_sim.o $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(FLEET_SIM_FAKED:%=-Wl,--wrap=%) -o $@ $^ $(LDLIBS) -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(LEASE_MAPS_FAKED:%=-Wl,--wrap=%) -o $@ $^ $(LDLIBS) -lm
 
 $(FILL_KEYS): $(O)/tests/e2e/fill_keys.o $(ADDR_OBJ)
 	$(call msg,LINK,$@)
@@ -181,9 +183,7 @@ PLANNER_FAKED := calloc lease_maps__read_leases lease_maps__read_spends \
 	lease_maps__take_hot lease_maps__create
 UNIT_LDFLAGS_planner := $(PLANNER_FAKED:%=-Wl,--wrap=%)
 UNIT_LDFLAGS_store_clock := -Wl,--wrap=clock_gettime
-MEMSTORE_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
-	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
-UNIT_LDFLAGS_memstore := $(MEMSTORE_FAKED:%=-Wl,--wrap=%)
+UNIT_LDFLAGS_memstore := $(LEASE_MAPS_FAKED:%=-Wl,--wrap=%)
 AGENT_FAKED := attachment__load attachment__attach attachment__close maps__read_ctl \
 	maps__write_ctl maps__read_active maps__reset_ids maps__apply maps__carry_keys
 UNIT_LDFLAGS_agent_start := $(AGENT_FAKED:%=-Wl,--wrap=%)

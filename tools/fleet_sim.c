@@ -72,6 +72,7 @@
 #include "budget/planner.h"
 #include "budget/planrate.h"
 #include "budget/store.h"
+#include "kernel/leases_wrap.h"
 #include "policy/compile.h"
 #include "sluice/gcra.h"
 
@@ -202,18 +203,6 @@ static int read_all(const struct lease_maps *m, size_t off, size_t size, int hot
 }
 
 /* NOLINTBEGIN(bugprone-reserved-identifier): the names ld's --wrap gives */
-int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, __u64 want,
-			      __u64 expires);
-int __wrap_lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k);
-int __wrap_lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
-			     const struct sluice_lease *l);
-int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
-				   struct sluice_lease **vals, size_t *n);
-int __wrap_lease_maps__read_spends(const struct lease_maps *m, struct sluice_key **keys,
-				   struct sluice_spend **vals, size_t *n);
-int __wrap_lease_maps__take_hot(const struct lease_maps *m, struct sluice_key **keys,
-				struct sluice_hot **vals, size_t *n);
-
 /* As kernel/leases.c: an entry unless there is one, live at once only with @expires. */
 int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, __u64 want,
 			      __u64 expires)

@@ -22,6 +22,7 @@
 
 #include "budget/backend_mem.h"
 #include "budget/planner.h"
+#include "kernel/leases_wrap.h"
 #include "policy/compile.h"
 #include "rows.h"
 
@@ -92,18 +93,6 @@ static void *copy_out(const void *src, size_t size, size_t stride, size_t n)
 }
 
 /* NOLINTBEGIN(bugprone-reserved-identifier): the names ld's --wrap gives */
-int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, __u64 want,
-			      __u64 expires);
-int __wrap_lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k);
-int __wrap_lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
-			     const struct sluice_lease *l);
-int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
-				   struct sluice_lease **vals, size_t *n);
-int __wrap_lease_maps__read_spends(const struct lease_maps *m, struct sluice_key **keys,
-				   struct sluice_spend **vals, size_t *n);
-int __wrap_lease_maps__take_hot(const struct lease_maps *m, struct sluice_key **keys,
-				struct sluice_hot **vals, size_t *n);
-
 /* As kernel/leases.c: an entry unless there is one, live at once only with @expires. */
 int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, __u64 want,
 			      __u64 expires)

@@ -27,6 +27,7 @@
 
 #include "budget/cluster.h"
 #include "budget/planner.h"
+#include "kernel/leases_wrap.h"
 #include "rows.h"
 
 #define TEST_FLEET  "test-fleet"
@@ -96,15 +97,6 @@ static int fake_read(void **dst, const void *src, size_t size, size_t n_)
 }
 
 /* NOLINTBEGIN(bugprone-reserved-identifier): the names ld's --wrap gives */
-int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
-				   struct sluice_lease **vals, size_t *n);
-int __wrap_lease_maps__read_spends(const struct lease_maps *m, struct sluice_key **keys,
-				   struct sluice_spend **vals, size_t *n);
-int __wrap_lease_maps__take_hot(const struct lease_maps *m, struct sluice_key **keys,
-				struct sluice_hot **vals, size_t *n);
-int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_key *k, __u64 want,
-			      __u64 expires);
-
 /* Record @b, read every hot set it points to, and answer: each set holds HOT_MEMBER. */
 static int fake_sync(struct budget_backend *be, struct budget_sync *b, char *err, size_t len)
 {
