@@ -451,12 +451,11 @@ promoted() { [ "$(cli "$NEW_PORT" role 2>/dev/null | awk 'NR == 1')" = master ];
 
 # check_dead_key I: key I, on the killed primary (policy closed): nothing
 # from FAULT_BOUND_MS after the kill until the promotion, then it passes
-# again within RESUME_MS: the next sync's call (an interval and the
+# again within resume_ms: the next sync's call (an interval and the
 # timeout; the map is read again first), and one packet of the node's
 # share L / k, which starts empty (docs/shared-budget.md, "How the kernel
-# enforces a share"). Before the share went into the bound, k=4 resumed
-# 138..147 ms after the promotion on a quiet machine, against 150. When
-# it does not, the agents' store events since the kill are printed
+# enforces a share"): 170 ms at k=4, where quiet runs resumed within 147.
+# When it does not, the agents' store events since the kill are printed
 # (dead_key_events). Its windows keep the
 # contract's bound (docs/shared-budget.md, "Redis Cluster"): a failover
 # may spend a fresh burst, since replication is asynchronous and the
