@@ -30,39 +30,9 @@
 
 #include "base/diag.h"
 #include "base/log.h"
+#include "capture.h"
 
-#define LINE_MAX_LEN 4096
-#define TS_RE	     "^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
-
-static char captured[LINE_MAX_LEN];
-static int saved_stderr = -1;
-static FILE *capture_file;
-
-/* Send stderr to a fresh temporary file until capture_end(). */
-static void capture_begin(void)
-{
-	fflush(stderr);
-	capture_file = tmpfile();
-	assert_non_null(capture_file);
-	saved_stderr = dup(STDERR_FILENO);
-	assert_true(saved_stderr >= 0);
-	assert_int_equal(dup2(fileno(capture_file), STDERR_FILENO), STDERR_FILENO);
-}
-
-/* What was written since capture_begin(), into captured[]; stderr restored. */
-static const char *capture_end(void)
-{
-	size_t n;
-
-	fflush(stderr);
-	dup2(saved_stderr, STDERR_FILENO);
-	close(saved_stderr);
-	rewind(capture_file);
-	n = fread(captured, 1, sizeof(captured) - 1, capture_file);
-	captured[n] = '\0';
-	fclose(capture_file);
-	return captured;
-}
+#define TS_RE "^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
 
 /* @line is "ts=<time> " then @rest, exactly. */
 static void assert_event(const char *line, const char *rest)
@@ -144,7 +114,7 @@ static void test_library(void **state)
 static void test_diag(void **state)
 {
 	struct diag_list d = { .file = "/etc/my policy.yaml" };
-	char want[LINE_MAX_LEN];
+	char want[CAPTURE_LEN];
 	const char *out, *nl;
 
 	(void)state;
