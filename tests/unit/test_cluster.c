@@ -22,9 +22,11 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "budget/cluster.h"
 #include "budget/redis.h"
 #include "budget/wire.h"
+#include "capture.h"
 #include "rows.h"
 
 #define ERR_LEN	   640
@@ -335,6 +337,8 @@ static int connect_fake(void *arg, const char *addr, struct store_conn *conn, ch
 		f->attempts++;
 		if (f->refuse)
 			break;
+		if (f->canned && f->attempts > 1)
+			close(f->fd[1]); /* the last connection's: ask_slots() closed its own end */
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, f->fd), 0);
 		if (f->canned)
 			assert_int_equal(write(f->fd[1], f->canned, strlen(f->canned)),
@@ -587,9 +591,87 @@ static void test_rest(void **state)
 	free(cl);
 }
 
+/* ---- what a node logs of a failover -------------------------------------------------------- */
+
+/*
+ * THREE_SHARDS after :7002 failed over to a primary whose host (a reply
+ * may hold anything but a space) would forge a log line of its own.
+ */
+#define FORGED_HOST "127.0.0.1\nevent=forged"
+#define FAILED_OVER                                                                                \
+	"*3\r\n" RANGE("0", "5460") NODE7("9\r\n127.0.0.1", "7000") NODE7(                         \
+		"9\r\n127.0.0.1", "7003") RANGE("5461", "10922") NODE7("9\r\n127.0.0.1", "7001")   \
+		NODE7("9\r\n127.0.0.1",                                                            \
+		      "7004") "*3\r\n:10923\r\n:16383\r\n" NODE7("22\r\n" FORGED_HOST, "7005")
+
+/* The events of @out, one a line, each without its "ts=... " field: @want, in order. */
+static void assert_events(const char *out, const char *const *want, size_t n)
+{
+	const char *line = out, *end;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		end = strchr(line, '\n');
+		assert_non_null(end);
+		assert_true(!strncmp(line, "ts=", strlen("ts=")) && strchr(line, ' ') < end);
+		line = strchr(line, ' ') + 1;
+		assert_int_equal(end - line, strlen(want[i]));
+		assert_memory_equal(line, want[i], strlen(want[i]));
+		line = end + 1;
+	}
+	assert_string_equal(line, "");
+}
+
+/*
+ * A primary's first failure and first success after, and a map whose
+ * primaries changed, are logged once each; a map read again unchanged is
+ * not. Addresses from replies are logfmt values: a newline in one stays
+ * inside its line.
+ */
+static void test_failover_logged(void **state)
+{
+	static const char *const want[] = {
+		"level=warn event=store_shard addr=127.0.0.1:7002 state=down",
+		"level=warn event=cluster_map "
+		"primaries=\"127.0.0.1:7000,127.0.0.1:7001,127.0.0.1\\nevent=forged:7005\"",
+		"level=warn event=store_shard addr=127.0.0.1:7000 state=down",
+		"level=info event=store_shard addr=127.0.0.1:7000 state=up failed_in_row=1",
+		"level=warn event=cluster_redirect_refused to=\"10.0.0.9\\nevent=forged:7009\" "
+		"err=\"not in the slot map read from the seeds; not followed, and the map is read "
+		"again\"",
+	};
+	struct fake f = { .addr = "127.0.0.1:7000", .canned = THREE_SHARDS };
+	struct fakes fs = { .f = &f, .n = 1 };
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	assert_non_null(cl);
+	log_set_level(LOG_INFO);
+	assert_int_equal(
+		cluster__init(cl, "cluster://127.0.0.1:7000", connect_fake, &fs, TIMEOUT_NS, -1),
+		0);
+	capture_begin();
+	assert_int_equal(cluster__refresh(cl, err, sizeof(err)), 0); /* the first map */
+	assert_int_equal(cluster__refresh(cl, err, sizeof(err)), 0); /* the same */
+	cluster__note(cl, 2, 0);
+	cluster__note(cl, 2, 0); /* still down */
+	f.canned = FAILED_OVER;
+	assert_int_equal(cluster__refresh(cl, err, sizeof(err)), 0);
+	cluster__note(cl, 0, 0);
+	cluster__note(cl, 0, 1);
+	cluster__note(cl, 0, 1); /* still up */
+	cluster__stranger(cl, "10.0.0.9\nevent=forged:7009");
+	assert_events(capture_end(), want, ARRAY_SIZE(want));
+	assert_string_equal(cl->map.addr[2], "127.0.0.1\nevent=forged:7005");
+	cluster__close(cl);
+	fakes_stop(&fs);
+	free(cl);
+}
+
 #define N_TESTS                                                                                    \
 	(ARRAY_SIZE(slot_rows) + ARRAY_SIZE(pair_rows) + ARRAY_SIZE(map_rows) + 2 +                \
-	 ARRAY_SIZE(redirect_rows) + ARRAY_SIZE(hostile_rows) + ARRAY_SIZE(route_rows) + 1)
+	 ARRAY_SIZE(redirect_rows) + ARRAY_SIZE(hostile_rows) + ARRAY_SIZE(route_rows) + 2)
 
 int main(void)
 {
@@ -606,5 +688,6 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_hostile, hostile_rows);
 	SUITE_ADD_ROWS(&s, test_route, route_rows);
 	SUITE_ADD(&s, test_rest);
+	SUITE_ADD(&s, test_failover_logged);
 	return _cmocka_run_group_tests("cluster", tests, s.n, NULL, NULL);
 }

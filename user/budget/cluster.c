@@ -14,6 +14,7 @@
 
 #include "sluice/compiler.h"
 #include "base/clock.h"
+#include "base/escape.h"
 #include "base/log.h"
 #include "budget/cluster.h"
 #include "budget/conn.h"
@@ -24,6 +25,8 @@
 #define NODE_FIELDS_MIN	 2 /* a node: host, port (then id and metadata) */
 #define MOVED_WORD	 "MOVED "
 #define ASK_WORD	 "ASK "
+/* An address as a log value: it comes from a reply, so it may hold anything but a space. */
+#define ADDR_TEXT_LEN ESCAPE_LOGFMT_LEN(CLUSTER_ADDR_LEN)
 
 static int is_int_in(const redisReply *r, long long lo, long long hi)
 {
@@ -236,6 +239,7 @@ static int is_resting(const struct cluster *cl, const char *addr, __u64 now)
 static void note_primaries(const struct cluster *cl, const struct cluster_map *m)
 {
 	char list[CLUSTER_NODES_MAX * CLUSTER_ADDR_LEN] = "";
+	char text[ESCAPE_LOGFMT_LEN(sizeof(list))];
 	int same = cl->map.n == m->n;
 	size_t i, at = 0;
 
@@ -245,7 +249,8 @@ static void note_primaries(const struct cluster *cl, const struct cluster_map *m
 				       m->addr[i]);
 	}
 	if (cl->map.n && !same)
-		log_event(LOG_WARN, "cluster_map", "primaries=%s", list);
+		log_event(LOG_WARN, "cluster_map", "primaries=%s",
+			  escape_logfmt_text(text, sizeof(text), list));
 }
 
 int cluster__refresh(struct cluster *cl, char *err, size_t len)
@@ -331,6 +336,8 @@ size_t cluster__node_of(struct cluster *cl, const char *addr)
 
 void cluster__stranger(struct cluster *cl, const char *addr)
 {
+	char text[ADDR_TEXT_LEN];
+
 	cl->stale = 1;
 	if (addr_in(cl->strangers, cl->n_strangers, addr) || cl->n_strangers == CLUSTER_NODES_MAX)
 		return; /* a flood of addresses: the first ones were logged */
@@ -338,18 +345,21 @@ void cluster__stranger(struct cluster *cl, const char *addr)
 	log_event(LOG_WARN, "cluster_redirect_refused",
 		  "to=%s err=\"not in the slot map read from the seeds; not followed, "
 		  "and the map is read again\"",
-		  addr);
+		  escape_logfmt_text(text, sizeof(text), addr));
 }
 
 void cluster__note(struct cluster *cl, size_t i, int ok)
 {
 	struct cluster_node *n = &cl->node[i];
+	char text[ADDR_TEXT_LEN];
 
 	if (ok && n->down)
 		log_event(LOG_INFO, "store_shard", "addr=%s state=up failed_in_row=%u",
-			  cl->map.addr[i], n->failed_in_row);
+			  escape_logfmt_text(text, sizeof(text), cl->map.addr[i]),
+			  n->failed_in_row);
 	else if (!ok && !n->down)
-		log_event(LOG_WARN, "store_shard", "addr=%s state=down", cl->map.addr[i]);
+		log_event(LOG_WARN, "store_shard", "addr=%s state=down",
+			  escape_logfmt_text(text, sizeof(text), cl->map.addr[i]));
 	n->down = !ok;
 	if (ok) {
 		n->ok++;
