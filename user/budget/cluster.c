@@ -245,8 +245,9 @@ static void note_primaries(const struct cluster *cl, const struct cluster_map *m
 
 	for (i = 0; i < m->n; i++) {
 		same = same && addr_in(cl->map.addr, cl->map.n, m->addr[i]);
-		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? "," : "",
-				       m->addr[i]);
+		if (at < sizeof(list)) /* it holds every address; a cut list still logs */
+			at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? "," : "",
+					       m->addr[i]);
 	}
 	if (cl->map.n && !same)
 		log_event(LOG_WARN, "cluster_map", "primaries=%s",
