@@ -645,11 +645,10 @@ static void test_lowered_before_call(void **state)
 	for (sync = 0; sync < RS_JOIN_SYNCS + 2 && !w.n; sync++) {
 		__u64 now = now_ns(sync * SYNC_TICKS);
 		struct rate_round r = sync_round(be, now);
+		struct sluice_lease before = a.l;
 
 		r.lower = lower_seen;
 		r.ctx = &w;
-		struct sluice_lease before = a.l;
-
 		mem_store__set_now(m, T0_US + sync * SYNC_TICKS * TICK_US);
 		ret = rate_table__step(t, &r, &a, 1, err, sizeof(err));
 		a.pending = 0;
