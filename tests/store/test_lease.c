@@ -27,6 +27,7 @@
 
 #include "sluice/compiler.h"
 #include "budget/backend_mem.h"
+#include "budget/fairshare.h" /* the rate leases' bank, as the memory store keeps it */
 #include "budget/keys.h"
 #include "budget/planner.h" /* RATE_BEAT_SYNCS */
 #include "budget/redis.h"
@@ -1898,6 +1899,7 @@ static void test_mem_parity(void **state)
 #define RATE_SHORT_US (50 * US_PER_MS)	/* a step's sleep outlives some leases */
 #define RATE_LONG_US  (200 * US_PER_MS) /* then renewed for less: a share still enforceable */
 #define RATE_SCALE    (1ULL << RATE_LEASE_SHIFT)
+#define RATE_MANY     200 /* holders of one key */
 
 struct rate_step {
 	int node;
@@ -1906,19 +1908,128 @@ struct rate_step {
 	int long_ttl;
 	int twice; /* key 0 again at the end of the call, wanting half */
 	__u64 sleep_ms;
+	__u64 level; /* of each key's burst it gives up, scaled (banked up to what it frees) */
 };
 
-/* Wants above R, odd ones that floor, zero (a hand-back), lapsed leases, a dead field. */
+/*
+ * Wants above R, odd ones that floor, zero (a hand-back), lapsed leases,
+ * a dead field; levels banked whole, in part (above what the call frees),
+ * or not at all (unsettled), two hand-backs banked together, taken by
+ * raises, and lapsed.
+ */
 static const struct rate_step rate_steps[] = {
-	{ 0, { 60000, 20000 }, 0, 1, 0, 0 },  { 1, { 90000, 90000 }, 0, 0, 0, 0 },
-	{ 2, { 10001, 200000 }, 0, 0, 0, 5 }, { 0, { 80000, 20000 }, 1, 0, 0, 0 },
-	{ 1, { 90000, 90000 }, 1, 0, 0, 10 }, { 2, { 10001, 0 }, 1, 0, 1, 0 },
-	{ 0, { 80000, 50000 }, 0, 0, 0, 60 }, { 1, { 102400, 102400 }, 1, 1, 0, 0 },
-	{ 2, { 50000, 50000 }, 0, 0, 0, 0 },  { 0, { 0, 0 }, 1, 0, 0, 0 },
-	{ 2, { 50000, 50000 }, 1, 0, 0, 0 },  { 1, { 33333, 77777 }, 1, 0, 1, 160 },
-	{ 0, { 70000, 70000 }, 0, 0, 0, 0 },  { 2, { 70000, 70000 }, 1, 0, 0, 300 },
-	{ 1, { 70000, 70000 }, 0, 0, 0, 0 },  { 0, { 70000, 70000 }, 1, 0, 0, 0 },
+	{ 0, { 60000, 20000 }, 0, 1, 0, 0, 0 },	   { 1, { 90000, 90000 }, 0, 0, 0, 0, 0 },
+	{ 2, { 10001, 200000 }, 0, 0, 0, 5, 0 },   { 0, { 80000, 20000 }, 1, 0, 0, 0, 5000 },
+	{ 1, { 90000, 90000 }, 1, 0, 0, 10, 0 },   { 2, { 10001, 0 }, 1, 0, 1, 0, 9000 },
+	{ 0, { 80000, 50000 }, 0, 0, 0, 60, 0 },   { 1, { 102400, 102400 }, 1, 1, 0, 0, 0 },
+	{ 2, { 50000, 50000 }, 0, 0, 0, 0, 7000 }, { 0, { 0, 0 }, 1, 0, 0, 0, 40000 },
+	{ 2, { 50000, 50000 }, 1, 0, 0, 0, 0 },	   { 1, { 33333, 77777 }, 1, 0, 1, 160, 3000 },
+	{ 0, { 70000, 70000 }, 0, 0, 0, 0, 0 },	   { 2, { 70000, 70000 }, 1, 0, 0, 300, 0 },
+	{ 1, { 70000, 70000 }, 0, 0, 0, 0, 0 },	   { 0, { 70000, 70000 }, 1, 0, 0, 0, 0 },
+	{ 1, { 0, 0 }, 1, 1, 0, 0, 99999 },	   { 2, { 10000, 10000 }, 1, 0, 0, 0, 0 },
+	{ 0, { 90000, 90000 }, 1, 0, 0, 0, 0 },	   { 0, { 0, 0 }, 0, 0, 0, 0, 30000 },
+	{ 2, { 0, 0 }, 1, 0, 0, 0, 20000 },	   { 0, { 90000, 90000 }, 1, 0, 0, 300, 0 },
+	{ 1, { 40000, 40000 }, 1, 1, 0, 0, 0 },	   { 0, { 0, 0 }, 1, 1, 0, 0, 20000 },
+	{ 1, { 0, 0 }, 1, 1, 0, 0, 50000 },	   { 2, { 30000, 30000 }, 1, 0, 0, 0, 0 },
 };
+
+/*
+ * fs_renew() on the test's own copy of each key's leases, as the memory
+ * store runs it, for the bank it keeps, which it does not show.
+ */
+struct rate_mirror {
+	const struct lease_key *k; /* the keys: a key's index in it is its copy's */
+	struct fs_lease v[RATE_KEYS][RATE_MANY];
+	struct fs_bank bank[RATE_KEYS];
+	size_t merges; /* deposits onto a live bank: a bank of two hand-backs */
+};
+
+/* The words of @s, separated by one space. */
+static size_t count_words(const char *s)
+{
+	size_t n = 1;
+
+	for (; *s; s++)
+		n += *s == ' ';
+	return n;
+}
+
+/* Field @field of key @k's rate lease hash, in its @n words @w; 0: there is none. */
+static int rate_words(struct fix *f, const struct lease_key *k, const char *field, __u64 *w,
+		      size_t n)
+{
+	redisReply *v = command(f, "HGET %s:%s %s", k->key, k->field, field);
+	int found = v->type == REDIS_REPLY_STRING;
+	char *s, *end;
+	size_t i;
+
+	if (found) {
+		assert_int_equal(count_words(v->str), n);
+		for (s = v->str, i = 0; i < n; i++, s = end + (*end == ' ')) {
+			w[i] = strtoull(s, &end, 10);
+			assert_true(end > s && (*end == ' ' || !*end));
+		}
+	}
+	freeReplyObject(v);
+	return found;
+}
+
+/*
+ * Call @r again on @mr, as its holder @who at @now: each burst share and
+ * bank taken is the memory store's, in @gm; then each key's bank field
+ * in Redis is @mr's bank word for word ("rate burst exp level at 0 0 0":
+ * a holder that holds its rate and burst and wants nothing), or absent
+ * when the bank is empty.
+ */
+static void rate_mirror_check(struct fix *f, struct rate_mirror *mr, size_t who,
+			      const struct rate_sync *r, const struct rate_lease_grant *gm,
+			      __u64 now)
+{
+	__u64 w[RATE_HOLDER_WORDS];
+	size_t j, x;
+
+	assert_true(who < RATE_MANY);
+	for (j = 0; j < r->n_leases; j++) {
+		const struct rate_lease_req *q = &r->leases[j];
+		const __u64 caps[FS_DIMS] = { [FS_RATE] = q->k->rate_units << RATE_LEASE_SHIFT,
+					      [FS_BURST] = q->k->burst << RATE_LEASE_SHIFT };
+		const struct fs_ask a = {
+			.want = { [FS_RATE] = q->want_rate, [FS_BURST] = q->want_burst },
+			.ttl_us = r->lease_ttl_us,
+			.quantum = { [FS_BURST] = RATE_LEASE_UNIT },
+			.settled = q->settled,
+			.level = q->level
+		};
+		struct fs_answer out;
+		struct fs_bank live;
+
+		x = (size_t)(q->k - mr->k);
+		live = mr->bank[x];
+		fs_renew(caps, mr->v[x], RATE_MANY, who, &mr->bank[x], &a, now, &out);
+		mr->merges += live.exp_us > now && !out.taken.exp_us &&
+			      memcmp(&live, &mr->bank[x], sizeof(live)) != 0;
+		assert_int_equal(out.grant[FS_BURST], gm[j].burst);
+		assert_memory_equal(&out.taken, &gm[j].taken, sizeof(out.taken));
+	}
+	for (j = 0; j < r->n_leases; j++) {
+		const struct fs_bank *b = &mr->bank[(size_t)(r->leases[j].k - mr->k)];
+
+		if (!rate_words(f, r->leases[j].k, RATE_BANK_FIELD, w, RATE_HOLDER_WORDS)) {
+			assert_int_equal(b->exp_us, 0);
+			assert_int_equal(b->burst, 0);
+			continue;
+		}
+		assert_int_equal(w[0], b->rate);
+		assert_int_equal(w[1], b->burst);
+		assert_int_equal(w[2], b->exp_us);
+		assert_int_equal(w[3], b->level);
+		assert_int_equal(w[4], b->at_us);
+		assert_int_equal(w[5], 0);
+		assert_int_equal(w[6], 0);
+		assert_int_equal(w[7], 0);
+		assert_true(w[1] > 0 && w[2] > now && w[3] <= w[1]);
+	}
+}
 
 static void rate_keys(struct lease_key *k, size_t n)
 {
@@ -1945,7 +2056,8 @@ static size_t rate_reqs(const struct rate_step *st, const struct lease_key *k,
 						  .want_rate = st->want[j],
 						  .want_burst =
 							  st->want[j] * RATE_BURST / RATE_UNITS,
-						  .settled = st->settled };
+						  .settled = st->settled,
+						  .level = st->level };
 	if (st->twice) {
 		q[n] = q[0];
 		q[n].want_rate /= 2;
@@ -1956,15 +2068,17 @@ static size_t rate_reqs(const struct rate_step *st, const struct lease_key *k,
 
 /*
  * Call @r on Redis, then on the memory store @be at the TIME Redis
- * answered with: every share, fair share, expiry and time agree exactly.
- * @r->grants is Redis's answer.
+ * answered with: every share, fair share, expiry, time and bank taken
+ * agree exactly, and the bank with @mr's (rate_mirror_check()), @r's
+ * holder its @who. @r->grants is Redis's answer. Returns the banks it
+ * took.
  */
-static void rate_both(struct fix *f, struct mem_store *m, struct budget_backend *be,
-		      struct rate_sync *r)
+static size_t rate_both(struct fix *f, struct mem_store *m, struct budget_backend *be,
+			struct rate_sync *r, struct rate_mirror *mr, size_t who)
 {
 	struct rate_lease_grant gm[RATE_KEYS + 1] = { { 0 } }, *gr = r->grants;
 	char err[STORE_ERR_LEN];
-	size_t j;
+	size_t j, takes = 0;
 
 	assert_true(r->n_leases <= ARRAY_SIZE(gm));
 	assert_int_equal(store_rate_lease(&f->a, r, f->err, sizeof(f->err)), 0);
@@ -1982,30 +2096,41 @@ static void rate_both(struct fix *f, struct mem_store *m, struct budget_backend 
 		assert_int_equal(gm[j].fair_burst, gr[j].fair_burst);
 		assert_int_equal(gm[j].expires_us, gr[j].expires_us);
 		assert_int_equal(gm[j].now_us, gr[j].now_us);
+		assert_int_equal(gm[j].taken.level, gr[j].taken.level);
+		assert_int_equal(gm[j].taken.rate, gr[j].taken.rate);
+		assert_int_equal(gm[j].taken.burst, gr[j].taken.burst);
+		assert_int_equal(gm[j].taken.at_us, gr[j].taken.at_us);
+		takes += gr[j].taken.burst != 0;
 	}
+	rate_mirror_check(f, mr, who, r, gm, gr[0].now_us);
+	return takes;
 }
 
 /*
  * Each step on Redis (RATE_LUA, several keys of two hashes in one call),
  * then the same call on the memory store with its clock set to the TIME
- * Redis answered with: every share, fair share, expiry and time agree
- * exactly. And the shares of the leases live at that time never add up
- * to more than R or B.
+ * Redis answered with: every share, fair share, expiry, time and bank
+ * taken agree exactly, and the bank with fs_renew()'s, word for word.
+ * And the shares of the leases live at that time, with the bank's, never
+ * add up to more than R or B.
  */
 static void test_rate_parity(void **state)
 {
 	static const char *const node[RATE_NODES] = { "ra", "rb", "rc" };
+	static struct rate_mirror mr;
 	struct rate_lease_grant last[RATE_NODES][RATE_KEYS] = { { { 0 } } };
 	struct fix *f = *state;
 	struct lease_key k[RATE_KEYS];
 	struct mem_store *m = mem_store__new(1);
 	struct budget_backend *be;
-	size_t i, j, n, x;
+	size_t i, j, n, x, takes = 0, banked = 0;
 
 	assert_non_null(m);
 	be = backend_mem__open(m);
 	assert_non_null(be);
 	rate_keys(k, RATE_KEYS);
+	memset(&mr, 0, sizeof(mr));
+	mr.k = k;
 	for (i = 0; i < ARRAY_SIZE(rate_steps); i++) {
 		const struct rate_step *st = &rate_steps[i];
 		const struct timespec nap = { .tv_nsec =
@@ -2020,17 +2145,28 @@ static void test_rate_parity(void **state)
 
 		r.n_leases = n = rate_reqs(st, k, q);
 		assert_int_equal(nanosleep(&nap, NULL), 0);
-		rate_both(f, m, be, &r);
+		takes += rate_both(f, m, be, &r, &mr, (size_t)st->node);
 		for (j = 0; j < n; j++) {
-			print_message("step %zu key %zu: rate %llu burst %llu fair %llu %llu\n", i,
-				      j, (unsigned long long)gr[j].rate,
+			print_message("step %zu key %zu: rate %llu burst %llu fair %llu %llu "
+				      "took %llu %llu level %llu\n",
+				      i, j, (unsigned long long)gr[j].rate,
 				      (unsigned long long)gr[j].burst,
 				      (unsigned long long)gr[j].fair_rate,
-				      (unsigned long long)gr[j].fair_burst);
+				      (unsigned long long)gr[j].fair_burst,
+				      (unsigned long long)gr[j].taken.rate,
+				      (unsigned long long)gr[j].taken.burst,
+				      (unsigned long long)gr[j].taken.level);
 			last[st->node][j < RATE_KEYS ? j : 0] = gr[j];
 		}
 		for (j = 0; j < RATE_KEYS; j++) {
-			sum_r = sum_b = 0;
+			print_message("step %zu key %zu: bank %llu %llu level %llu\n", i, j,
+				      (unsigned long long)mr.bank[j].rate,
+				      (unsigned long long)mr.bank[j].burst,
+				      (unsigned long long)mr.bank[j].level);
+			banked += mr.bank[j].burst != 0;
+			/* live, or empty: the call just renewed it */
+			sum_r = mr.bank[j].rate;
+			sum_b = mr.bank[j].burst;
 			for (x = 0; x < RATE_NODES; x++) {
 				if (last[x][j].expires_us <= gr[0].now_us)
 					continue;
@@ -2041,11 +2177,15 @@ static void test_rate_parity(void **state)
 			assert_true(sum_b <= RATE_BURST * RATE_SCALE);
 		}
 	}
+	print_message("%zu calls took a bank, %zu steps left a key a bank, %zu merged two\n", takes,
+		      banked, mr.merges);
+	assert_true(takes > 0);
+	assert_true(banked > 0);
+	assert_true(mr.merges > 0);
 	backend__free(be);
 	mem_store__free(m);
 }
 
-#define RATE_MANY	     200 /* holders of one key */
 #define RATE_MANY_ROUNDS     4
 #define RATE_MANY_NAME	     8	 /* "m199" and its NUL */
 #define RATE_MANY_SKIP	     5	 /* one holder in this many sits a round out: its lease lapses */
@@ -2054,6 +2194,7 @@ static void test_rate_parity(void **state)
 #define RATE_MANY_SMALL	     100 /* a small want, scaled: below the split's level for some */
 #define RATE_MANY_SMALL_STEP 7	 /* ... and above it for others */
 #define RATE_MANY_NAP_MS     60	 /* between rounds: the short leases lapse */
+#define RATE_MANY_LEVELS     3	 /* a hand-back's level: 0, 1/2 or 1 unit, in turns */
 
 /* Holder @i's want in @round: nothing (a hand-back), a small one, or the whole key, in turns. */
 static __u64 rate_many_want(size_t i, size_t round)
@@ -2067,30 +2208,34 @@ static __u64 rate_many_want(size_t i, size_t round)
 
 /*
  * RATE_MANY holders on one key, in rounds: each renews (but one in
- * RATE_MANY_SKIP, which lets its lease lapse), wanting nothing, a little
- * or all of the key, for a short or a long lease, settled or not, on
- * Redis and then on the memory store: every answer agrees exactly, and
- * the live shares never add up to more than R or B. The short leases
- * lapse within and between rounds, so the script's summary is rebuilt
- * and its dead holders deleted (HGETALL counted), besides the renewals
- * it settles from the summary alone.
+ * RATE_MANY_SKIP, which lets its lease lapse), wanting nothing (banking
+ * a level), a little or all of the key, for a short or a long lease,
+ * settled or not, on Redis and then on the memory store: every answer
+ * and the bank agree exactly, and the live shares with the bank never
+ * add up to more than R or B. The short leases lapse within and between
+ * rounds, so the script's summary is rebuilt and its dead holders
+ * deleted (HGETALL counted), besides the renewals it settles from the
+ * summary alone.
  */
 static void test_rate_parity_many(void **state)
 {
 	static struct rate_lease_grant last[RATE_MANY];
+	static struct rate_mirror mr;
 	char name[RATE_MANY][RATE_MANY_NAME];
 	struct fix *f = *state;
 	struct lease_key k[1];
 	struct mem_store *m = mem_store__new(1);
 	struct budget_backend *be;
 	struct counts before = read_counts(f), d;
-	size_t i, x, round, calls = 0;
+	size_t i, x, round, calls = 0, takes = 0;
 
 	assert_non_null(m);
 	be = backend_mem__open(m);
 	assert_non_null(be);
 	rate_keys(k, 1);
 	memset(last, 0, sizeof(last));
+	memset(&mr, 0, sizeof(mr));
+	mr.k = k;
 	for (i = 0; i < RATE_MANY; i++)
 		snprintf(name[i], sizeof(name[i]), "m%zu", i);
 	for (round = 0; round < RATE_MANY_ROUNDS; round++) {
@@ -2099,11 +2244,13 @@ static void test_rate_parity_many(void **state)
 
 		for (i = 0; i < RATE_MANY; i++) {
 			const __u64 want = rate_many_want(i, round);
-			struct rate_lease_req q = { .k = &k[0],
-						    .want_rate = want,
-						    .want_burst = want * RATE_BURST / RATE_UNITS,
-						    .settled = (i + round) % RATE_MANY_UNSETTLED !=
-							       0 };
+			struct rate_lease_req q = {
+				.k = &k[0],
+				.want_rate = want,
+				.want_burst = want * RATE_BURST / RATE_UNITS,
+				.settled = (i + round) % RATE_MANY_UNSETTLED != 0,
+				.level = want ? 0 : i % RATE_MANY_LEVELS * RATE_SCALE / 2
+			};
 			struct rate_sync r = { .holder = name[i],
 					       .lease_ttl_us = (i + round) % RATE_MANY_SHORT
 								       ? RATE_LONG_US
@@ -2111,11 +2258,13 @@ static void test_rate_parity_many(void **state)
 					       .leases = &q,
 					       .n_leases = 1,
 					       .grants = &last[i] };
-			__u64 sum_r = 0, sum_b = 0;
+			__u64 sum_r, sum_b;
 
 			if (round && (i + round) % RATE_MANY_SKIP == 0)
 				continue;
-			rate_both(f, m, be, &r);
+			takes += rate_both(f, m, be, &r, &mr, i);
+			sum_r = mr.bank[0].rate;
+			sum_b = mr.bank[0].burst;
 			calls++;
 			for (x = 0; x < RATE_MANY; x++) {
 				if (last[x].expires_us <= last[i].now_us)
@@ -2129,9 +2278,11 @@ static void test_rate_parity_many(void **state)
 		assert_int_equal(nanosleep(&nap, NULL), 0);
 	}
 	d = counts_since(f, &before);
-	print_message("%zu holders, %zu calls: %llu summaries rebuilt\n", (size_t)RATE_MANY, calls,
-		      (unsigned long long)d.hgetall);
+	print_message(
+		"%zu holders, %zu calls: %llu summaries rebuilt, %zu banks taken, %zu merged\n",
+		(size_t)RATE_MANY, calls, (unsigned long long)d.hgetall, takes, mr.merges);
 	assert_true(d.hgetall > 0);
+	assert_true(takes > 0);
 	assert_true(d.hgetall < calls);
 	backend__free(be);
 	mem_store__free(m);
@@ -2154,6 +2305,7 @@ static void test_rate_parity_many(void **state)
 static void test_rate_parity_sub_unit(void **state)
 {
 	static struct rate_lease_grant last[RATE_SUB_HOLDERS];
+	static struct rate_mirror mr;
 	char name[RATE_SUB_HOLDERS][RATE_MANY_NAME];
 	struct fix *f = *state;
 	struct lease_key k[1];
@@ -2167,6 +2319,8 @@ static void test_rate_parity_sub_unit(void **state)
 	assert_non_null(be);
 	rate_keys(k, 1);
 	memset(last, 0, sizeof(last));
+	memset(&mr, 0, sizeof(mr));
+	mr.k = k;
 	for (i = 0; i < RATE_SUB_HOLDERS; i++)
 		snprintf(name[i], sizeof(name[i]), "s%zu", i);
 	for (round = 0; round < RATE_SUB_ROUNDS; round++) {
@@ -2181,7 +2335,7 @@ static void test_rate_parity_sub_unit(void **state)
 					       .n_leases = 1,
 					       .grants = &last[i] };
 
-			rate_both(f, m, be, &r);
+			rate_both(f, m, be, &r, &mr, i);
 			assert_int_equal(last[i].burst % RATE_SCALE, 0);
 		}
 	}
@@ -2328,16 +2482,6 @@ static void test_rate_cost_alone(void **state)
 			 (RATE_CALL_CMDS + RATE_KEY_CMDS) * RATE_ALONE_RENEWS);
 }
 
-/* The words of @s, separated by one space. */
-static size_t count_words(const char *s)
-{
-	size_t n = 1;
-
-	for (; *s; s++)
-		n += *s == ' ';
-	return n;
-}
-
 /*
  * What a renewal costs with RATE_MANY holders on its key: as with one,
  * the call, its TIME, one HMGET and one HSET (and a PEXPIRE now and then),
@@ -2402,14 +2546,15 @@ static void test_rate_cost_many(void **state)
 
 /*
  * A field that is not a rate lease: the script refuses the call before it
- * writes anything (-EPROTO, the field named), and out-of-range input is
- * refused before anything is sent (-EINVAL).
+ * writes anything (-EPROTO, the field named), and out-of-range input (a
+ * want, a level) is refused before anything is sent (-EINVAL).
  */
 static void test_rate_refused(void **state)
 {
 	struct fix *f = *state;
 	struct lease_key k[1];
 	struct rate_lease_req q = { .k = &k[0], .want_rate = 1, .want_burst = 1 };
+	__u64 *const too_big[] = { &q.want_rate, &q.level };
 	struct rate_lease_grant g;
 	struct rate_sync r = { .holder = "ra",
 			       .lease_ttl_us = RATE_SHORT_US,
@@ -2418,6 +2563,7 @@ static void test_rate_refused(void **state)
 			       .grants = &g };
 	struct counts before;
 	redisReply *v;
+	size_t i;
 
 	rate_keys(k, 1);
 	freeReplyObject(
@@ -2428,12 +2574,215 @@ static void test_rate_refused(void **state)
 	v = command(f, "HGET %s:%s %s", k[0].key, k[0].field, "");
 	assert_string_equal(v->str, "99999999999999999 ra 1");
 	freeReplyObject(v);
-	q.want_rate = (RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) + 1;
-	before = read_counts(f);
-	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EINVAL);
-	assert_int_equal(g.err, -EIO);
-	assert_non_null(strstr(f->err, "out of range"));
-	assert_int_equal(counts_since(f, &before).commands, 0);
+	for (i = 0; i < ARRAY_SIZE(too_big); i++) {
+		q.want_rate = 1;
+		q.level = 0;
+		*too_big[i] = (RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) + 1;
+		f->err[0] = '\0';
+		before = read_counts(f);
+		assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EINVAL);
+		assert_int_equal(g.err, -EIO);
+		assert_non_null(strstr(f->err, "out of range"));
+		assert_int_equal(counts_since(f, &before).commands, 0);
+	}
+}
+
+#define RATE_R_SCALED	  (RATE_UNITS * RATE_SCALE) /* the key's rate and burst, as shares */
+#define RATE_B_SCALED	  (RATE_BURST * RATE_SCALE)
+#define RATE_HALF_R	  (RATE_R_SCALED / 2) /* a holder's half */
+#define RATE_HALF_B	  (RATE_B_SCALED / 2)
+#define RATE_BANK_LEVEL_A (15 * RATE_SCALE) /* of its half, what the first hand-back saved */
+#define RATE_BANK_LEVEL_B (30 * RATE_SCALE) /* the second's: above its half, which caps it */
+#define RATE_BANK_SMALL	  (10 * RATE_SCALE) /* a raise: a burst below the bank's */
+#define SUMMARY_EV	  2		    /* the summary's words (redis_scripts.h) */
+#define SUMMARY_HELD_R	  4
+#define SUMMARY_HELD_B	  5
+#define SUMMARY_NF	  (RATE_SUMMARY_WORDS - 1)
+
+/*
+ * @holder's call of @r, its one lease @q wanting @burst and the rate in
+ * proportion, settled, banking @level.
+ */
+static void rate_call(struct fix *f, struct rate_sync *r, struct rate_lease_req *q,
+		      const char *holder, __u64 burst, __u64 level)
+{
+	r->holder = holder;
+	q->want_burst = burst;
+	q->want_rate = burst * RATE_UNITS / RATE_BURST;
+	q->settled = 1;
+	q->level = level;
+	assert_int_equal(store_rate_lease(&f->a, r, f->err, sizeof(f->err)), 0);
+	assert_int_equal(r->grants[0].err, 0);
+}
+
+/* Key @k's bank field is "rate burst exp level at 0 0 0". */
+static void assert_bank_words(struct fix *f, const struct lease_key *k, __u64 rate, __u64 burst,
+			      __u64 exp_us, __u64 level, __u64 at_us)
+{
+	const __u64 want[RATE_HOLDER_WORDS] = { rate, burst, exp_us, level, at_us, 0, 0, 0 };
+	__u64 w[RATE_HOLDER_WORDS] = { 0 };
+	size_t i;
+
+	assert_true(rate_words(f, k, RATE_BANK_FIELD, w, RATE_HOLDER_WORDS));
+	for (i = 0; i < RATE_HOLDER_WORDS; i++)
+		assert_int_equal(w[i], want[i]);
+}
+
+/* Key @k's summary: its ev, held_r, held_b and nf. */
+static void assert_summary(struct fix *f, const struct lease_key *k, __u64 ev, __u64 held_r,
+			   __u64 held_b, __u64 nf)
+{
+	__u64 sw[RATE_SUMMARY_WORDS] = { 0 };
+
+	assert_true(rate_words(f, k, "", sw, RATE_SUMMARY_WORDS));
+	assert_int_equal(sw[SUMMARY_EV], ev);
+	assert_int_equal(sw[SUMMARY_HELD_R], held_r);
+	assert_int_equal(sw[SUMMARY_HELD_B], held_b);
+	assert_int_equal(sw[SUMMARY_NF], nf);
+}
+
+static void assert_taken(const struct rate_lease_grant *g, __u64 level, __u64 rate, __u64 burst,
+			 __u64 at_us)
+{
+	assert_int_equal(g->taken.level, level);
+	assert_int_equal(g->taken.rate, rate);
+	assert_int_equal(g->taken.burst, burst);
+	assert_int_equal(g->taken.at_us, at_us);
+}
+
+/*
+ * The bank in Redis. Two holders share the key; the first hands its half
+ * back, settled, its kernel having saved RATE_BANK_LEVEL_A: the bank field
+ * holds its rate and burst, that level and the call's time in a holder's
+ * RATE_HOLDER_WORDS words, "rate burst exp level at 0 0 0", which a script
+ * that knows no bank reads as a holder that holds the rate and burst
+ * until exp and wants nothing; the summary counts it in held_r and held_b
+ * and among the holder fields, and its ev is the call's time, for the
+ * next call to rebuild it. The second hands back too, with a level above
+ * its half: the bank adds its shares and its half of level, from its
+ * call's time and for its lease. A call that neither raises nor banks
+ * leaves every word, and the rebuilt summary's ev is the first lease's
+ * end. A raise of a small burst takes the whole bank: the reply holds
+ * it, the field is gone, and the summary counts the holders alone.
+ */
+static void test_rate_bank(void **state)
+{
+	const __u64 rate = RATE_R_SCALED, burst = RATE_B_SCALED;
+	const __u64 small_r = RATE_BANK_SMALL * RATE_UNITS / RATE_BURST;
+	struct fix *f = *state;
+	struct lease_key k[1];
+	struct rate_lease_req q = { .k = &k[0] };
+	struct rate_lease_grant g = { 0 };
+	struct rate_sync r = {
+		.lease_ttl_us = RATE_COST_LONG_US, .leases = &q, .n_leases = 1, .grants = &g
+	};
+	__u64 at_a, exp_a, at_b, exp_b;
+
+	rate_keys(k, 1);
+	rate_call(f, &r, &q, "ba", RATE_HALF_B, 0);
+	assert_int_equal(g.burst, RATE_HALF_B);
+	rate_call(f, &r, &q, "bb", RATE_HALF_B, 0);
+	assert_int_equal(g.burst, RATE_HALF_B);
+	assert_int_equal(g.rate, RATE_HALF_R);
+	assert_false(rate_words(f, k, RATE_BANK_FIELD, NULL, 0));
+
+	rate_call(f, &r, &q, "ba", 0, RATE_BANK_LEVEL_A);
+	at_a = g.now_us;
+	exp_a = g.expires_us;
+	assert_int_equal(g.burst, 0);
+	assert_taken(&g, 0, 0, 0, 0);
+	assert_bank_words(f, k, RATE_HALF_R, RATE_HALF_B, exp_a, RATE_BANK_LEVEL_A, at_a);
+	assert_summary(f, k, at_a, rate, burst, 3);
+
+	rate_call(f, &r, &q, "bb", 0, RATE_BANK_LEVEL_B);
+	at_b = g.now_us;
+	exp_b = g.expires_us;
+	assert_taken(&g, 0, 0, 0, 0);
+	assert_bank_words(f, k, rate, burst, exp_b, RATE_BANK_LEVEL_A + RATE_HALF_B, at_b);
+	assert_summary(f, k, at_b, rate, burst, 3);
+
+	rate_call(f, &r, &q, "bc", 0, 0);
+	assert_taken(&g, 0, 0, 0, 0);
+	assert_bank_words(f, k, rate, burst, exp_b, RATE_BANK_LEVEL_A + RATE_HALF_B, at_b);
+	assert_summary(f, k, exp_a, rate, burst, 4);
+
+	rate_call(f, &r, &q, "bc", RATE_BANK_SMALL, 0);
+	assert_int_equal(g.burst, RATE_BANK_SMALL);
+	assert_taken(&g, RATE_BANK_LEVEL_A + RATE_HALF_B, rate, burst, at_b);
+	assert_false(rate_words(f, k, RATE_BANK_FIELD, NULL, 0));
+	assert_summary(f, k, g.now_us, small_r, RATE_BANK_SMALL, 3);
+}
+
+/*
+ * A rate lease script that answers a key one unit of burst, with a bank
+ * taken of the level, rate and burst given, saved at its time plus the
+ * µs given.
+ */
+#define RATE_LIE_UNIT SLUICE_STR(RATE_LEASE_UNIT) /* in the script's text */
+#define RATE_LIE_FMT                                                                               \
+	"local t = redis.call('TIME')\n"                                                           \
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                  \
+	"local unit = " RATE_LIE_UNIT "\n"                                                         \
+	"return { 0, unit, 0, unit, now + tonumber(ARGV[2]), now,\n"                               \
+	"         %llu, %llu, %llu, now + %llu }\n"
+#define RATE_LIE_LEN (sizeof(RATE_LIE_FMT) + 4 * NAME_LEN) /* the script, its numbers */
+
+struct bank_lie_row {
+	const char *name;
+	__u64 level, rate, burst, later_us;
+	const char *why; /* the refusal named; NULL: the reply stands */
+};
+
+static const struct bank_lie_row bank_lie_rows[] = {
+	{ "the whole key, at the reply's time", RATE_B_SCALED, RATE_R_SCALED, RATE_B_SCALED, 0,
+	  NULL },
+	{ "a level above its burst", RATE_LEASE_UNIT + 1, 0, RATE_LEASE_UNIT, 0,
+	  "a bank's level above its burst" },
+	{ "a rate above the key's", 0, RATE_R_SCALED + 1, RATE_LEASE_UNIT, 0,
+	  "a bank's rate above the key's" },
+	{ "a burst above the key's", 0, 0, RATE_B_SCALED + 1, 0, "a bank's burst above the key's" },
+	{ "saved after the reply", 0, 0, RATE_LEASE_UNIT, 1,
+	  "a bank saved after the reply's time" },
+};
+
+/*
+ * A store that answers a bank taken that the key cannot have held (a
+ * script of RATE_LIE_FMT run for RATE_LUA): the reply is refused
+ * (-EPROTO, the cause named); the whole key's, at the reply's time, is not.
+ */
+static void test_rate_bank_lie(void **state)
+{
+	struct fix *f = *state;
+	const struct bank_lie_row *row = f->row;
+	struct lease_key k[1];
+	struct rate_lease_req q = { .k = &k[0], .want_burst = RATE_LEASE_UNIT };
+	struct rate_lease_grant g;
+	struct rate_sync r = { .holder = "ra",
+			       .lease_ttl_us = RATE_SHORT_US,
+			       .leases = &q,
+			       .n_leases = 1,
+			       .grants = &g };
+	char lua[RATE_LIE_LEN];
+	redisReply *v;
+
+	rate_keys(k, 1);
+	snprintf(lua, sizeof(lua), RATE_LIE_FMT, (unsigned long long)row->level,
+		 (unsigned long long)row->rate, (unsigned long long)row->burst,
+		 (unsigned long long)row->later_us);
+	v = command(f, "SCRIPT LOAD %s", lua);
+	assert_int_equal(v->type, REDIS_REPLY_STRING);
+	snprintf(f->a.sc.sha[STORE_SCRIPT_RATE], sizeof(f->a.sc.sha[0]), "%s", v->str);
+	freeReplyObject(v);
+	f->err[0] = '\0';
+	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)),
+			 row->why ? -EPROTO : 0);
+	assert_int_equal(g.err, row->why ? -EPROTO : 0);
+	if (row->why) {
+		assert_non_null(strstr(f->err, row->why));
+		assert_taken(&g, 0, 0, 0, 0);
+	} else {
+		assert_taken(&g, row->level, row->rate, row->burst, g.now_us);
+	}
 }
 
 int main(void)
@@ -2451,10 +2800,12 @@ int main(void)
 		cmocka_unit_test(test_rate_cost_many), cmocka_unit_test(test_rate_cost_alone),
 		cmocka_unit_test(test_layout),	       cmocka_unit_test(test_rate_parity_sub_unit),
 		cmocka_unit_test(test_layout_pruned),  cmocka_unit_test(test_news),
+		cmocka_unit_test(test_rate_bank),
 	};
 	enum {
 		N_TESTS = ARRAY_SIZE(first_rows) + ARRAY_SIZE(invalid_rows) +
-			  ARRAY_SIZE(bad_bucket_rows) + ARRAY_SIZE(fixed)
+			  ARRAY_SIZE(bad_bucket_rows) + ARRAY_SIZE(bank_lie_rows) +
+			  ARRAY_SIZE(fixed)
 	};
 	struct CMUnitTest tests[N_TESTS];
 	char names[N_TESTS][TEST_NAME_LEN];
@@ -2464,6 +2815,7 @@ int main(void)
 	SUITE_ADD_ROWS(&s, test_first_grant, first_rows);
 	SUITE_ADD_ROWS(&s, test_invalid, invalid_rows);
 	SUITE_ADD_ROWS(&s, test_bad_bucket, bad_bucket_rows);
+	SUITE_ADD_ROWS(&s, test_rate_bank_lie, bank_lie_rows);
 	for (i = 0; i < ARRAY_SIZE(fixed); i++)
 		tests[s.n++] = fixed[i];
 	for (i = 0; i < s.n; i++) {

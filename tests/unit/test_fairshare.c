@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Rate leases' allocator (budget/fairshare.c): exact max-min fair shares,
- * the grants of standard cases renewal by renewal, and, over thousands of
- * random sequences of renewals, lost answers and expiries, that what the
- * nodes' kernels enforce never adds up to more than the key's rate and
- * burst, and that renewals reach the max-min fair shares (half of the
- * sequences with the burst granted in whole quanta).
+ * the grants of standard cases renewal by renewal, the bank's deposits,
+ * takes, refill and lapse, and, over thousands of random sequences of
+ * renewals, lost answers and expiries, that what the nodes' kernels
+ * enforce, and what the store counts with the bank, never add up to more
+ * than the key's rate and burst, and that renewals reach the max-min
+ * fair shares (half of the sequences with the burst granted in whole
+ * quanta).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,21 +30,33 @@
 
 static const __u64 caps[FS_DIMS] = { [FS_RATE] = RATE, [FS_BURST] = BURST };
 
-/* The store's leases of one key, and each node's last answer. */
+/* The store's leases of one key, its bank, and each node's last answer. */
 struct key_state {
 	struct fs_lease v[MAX_NODES];
+	struct fs_bank bank;
 	struct fs_answer a[MAX_NODES];
 	size_t n;
 };
 
-/* Node @i renews at @now, wanting @rate and @burst; returns its new rate share. */
-static __u64 renew(struct key_state *s, size_t i, __u64 rate, __u64 burst, int settled, __u64 now)
+/*
+ * Node @i renews at @now, wanting @rate and @burst, reporting @level of
+ * the burst it gives up; returns its new rate share.
+ */
+static __u64 renew_level(struct key_state *s, size_t i, __u64 rate, __u64 burst, int settled,
+			 __u64 level, __u64 now)
 {
-	const struct fs_ask q = { .want = { rate, burst }, .ttl_us = TTL_US, .settled = settled };
+	const struct fs_ask q = {
+		.want = { rate, burst }, .ttl_us = TTL_US, .settled = settled, .level = level
+	};
 
-	fs_renew(caps, s->v, s->n, i, &q, now, &s->a[i]);
+	fs_renew(caps, s->v, s->n, i, &s->bank, &q, now, &s->a[i]);
 	assert_int_equal(s->a[i].exp_us, now + TTL_US);
 	return s->a[i].grant[FS_RATE];
+}
+
+static __u64 renew(struct key_state *s, size_t i, __u64 rate, __u64 burst, int settled, __u64 now)
+{
+	return renew_level(s, i, rate, burst, settled, 0, now);
 }
 
 static void assert_grants(const struct key_state *s, const __u64 *rate, const __u64 *burst)
@@ -169,7 +183,7 @@ static size_t whole_units(size_t n, __u64 fair_burst)
 
 	for (k = 0; k < WHOLE_ROUNDS; k++) {
 		for (i = 0; i < n; i++) {
-			fs_renew(caps, s.v, s.n, i, &q, T0_US + k, &s.a[i]);
+			fs_renew(caps, s.v, s.n, i, &s.bank, &q, T0_US + k, &s.a[i]);
 			assert_int_equal(s.a[i].grant[FS_BURST] % QUANTUM, 0);
 		}
 		for (held = 0, i = 0; i < n; i++)
@@ -314,13 +328,233 @@ static void test_shorter_ttl(void **state)
 
 	(void)state;
 	renew(&s, 0, RATE, BURST, 1, T0_US);
-	fs_renew(caps, s.v, s.n, 0, &shorter, T0_US + 1, &a);
+	fs_renew(caps, s.v, s.n, 0, &s.bank, &shorter, T0_US + 1, &a);
 	assert_int_equal(a.grant[FS_RATE], RATE);
 	assert_int_equal(a.exp_us, T0_US + 1 + TTL_US / 3);
 	assert_int_equal(fs_held(&s.v[0], FS_RATE, a.exp_us), RATE);
 	assert_int_equal(renew(&s, 1, RATE, BURST, 1, a.exp_us), 0);
 	assert_int_equal(fs_held(&s.v[0], FS_RATE, T0_US + TTL_US), 0);
 	assert_int_equal(renew(&s, 1, RATE, BURST, 1, T0_US + TTL_US), RATE);
+}
+
+#define LEVEL	    60 /* of BURST, what a kernel had saved when it handed back */
+#define LEVEL_HALF  30 /* ... of half the burst */
+#define LEVEL_SMALL 5
+#define THIRD_R	    (RATE / 3)
+#define THIRD	    (BURST / 3)
+#define LEVEL_BIG   (THIRD + 7) /* above a third: more than handing back a third frees */
+
+static void assert_bank_is(const struct fs_bank *b, __u64 rate, __u64 burst, __u64 level,
+			   __u64 at_us, __u64 exp_us)
+{
+	assert_int_equal(b->rate, rate);
+	assert_int_equal(b->burst, burst);
+	assert_int_equal(b->level, level);
+	assert_int_equal(b->at_us, at_us);
+	assert_int_equal(b->exp_us, exp_us);
+}
+
+static void assert_no_bank(const struct fs_bank *b)
+{
+	assert_bank_is(b, 0, 0, 0, 0, 0);
+}
+
+/* Settled renewals of @s's nodes, all wanting the whole key, until each holds its fair share. */
+static void converge_even(struct key_state *s, __u64 *t)
+{
+	size_t i, k;
+
+	for (k = 0; k < 4; k++, (*t)++)
+		for (i = 0; i < s->n; i++)
+			renew(s, i, RATE, BURST, 1, *t);
+	for (i = 0; i < s->n; i++) {
+		assert_int_equal(s->a[i].grant[FS_RATE], RATE / s->n);
+		assert_int_equal(s->a[i].grant[FS_BURST], BURST / s->n);
+		assert_no_bank(&s->a[i].taken);
+	}
+}
+
+/*
+ * A holds the whole key and hands it back, settled, its kernel having
+ * saved LEVEL: the bank holds A's rate and burst with that level, saved
+ * at the hand-back, for a lease's life, and A holds nothing. B raises
+ * both shares: it gets the whole key and takes the whole bank.
+ */
+static void test_bank_hand_back(void **state)
+{
+	struct key_state s = { .n = 2 };
+	__u64 t = T0_US, back;
+
+	(void)state;
+	renew(&s, 0, RATE, BURST, 1, t);
+	back = ++t;
+	assert_int_equal(renew_level(&s, 0, 0, 0, 1, LEVEL, back), 0);
+	assert_int_equal(s.a[0].grant[FS_BURST], 0);
+	assert_no_bank(&s.a[0].taken);
+	assert_int_equal(fs_held(&s.v[0], FS_RATE, back), 0);
+	assert_int_equal(fs_held(&s.v[0], FS_BURST, back), 0);
+	assert_bank_is(&s.bank, RATE, BURST, LEVEL, back, back + TTL_US);
+	assert_int_equal(renew(&s, 1, RATE, BURST, 1, ++t), RATE);
+	assert_int_equal(s.a[1].grant[FS_BURST], BURST);
+	assert_bank_is(&s.a[1].taken, RATE, BURST, LEVEL, back, back + TTL_US);
+	assert_no_bank(&s.bank);
+}
+
+/*
+ * A and B hold half each; A hands back. B renewing for the same shares
+ * leaves the bank as it is; B raising its rate alone, its burst share
+ * unchanged, takes the whole bank, burst and level included.
+ */
+static void test_bank_rate_raise(void **state)
+{
+	struct key_state s = { .n = 2 };
+	__u64 t = T0_US, back;
+
+	(void)state;
+	converge_even(&s, &t);
+	back = t;
+	renew_level(&s, 0, 0, 0, 1, LEVEL_HALF, back);
+	assert_bank_is(&s.bank, RATE / 2, BURST / 2, LEVEL_HALF, back, back + TTL_US);
+	assert_int_equal(renew(&s, 1, RATE / 2, BURST / 2, 1, ++t), RATE / 2);
+	assert_no_bank(&s.a[1].taken);
+	assert_bank_is(&s.bank, RATE / 2, BURST / 2, LEVEL_HALF, back, back + TTL_US);
+	assert_int_equal(renew(&s, 1, RATE, BURST / 2, 1, ++t), RATE);
+	assert_int_equal(s.a[1].grant[FS_BURST], BURST / 2);
+	assert_bank_is(&s.a[1].taken, RATE / 2, BURST / 2, LEVEL_HALF, back, back + TTL_US);
+	assert_no_bank(&s.bank);
+}
+
+/*
+ * Three nodes hold a third each. A hands back with a level above its
+ * third: the bank holds A's shares and a level of the third it frees.
+ * B hands back with LEVEL_SMALL: the two deposits add up, rates, bursts
+ * and levels, saved at B's call and living a lease from it. C raises:
+ * it takes both.
+ */
+static void test_bank_merge(void **state)
+{
+	struct key_state s = { .n = 3 };
+	__u64 t = T0_US, a_back, b_back;
+
+	(void)state;
+	converge_even(&s, &t);
+	a_back = t;
+	renew_level(&s, 0, 0, 0, 1, LEVEL_BIG, a_back);
+	assert_bank_is(&s.bank, THIRD_R, THIRD, THIRD, a_back, a_back + TTL_US);
+	b_back = ++t;
+	renew_level(&s, 1, 0, 0, 1, LEVEL_SMALL, b_back);
+	assert_no_bank(&s.a[1].taken);
+	assert_bank_is(&s.bank, 2 * THIRD_R, 2 * THIRD, THIRD + LEVEL_SMALL, b_back,
+		       b_back + TTL_US);
+	assert_int_equal(renew(&s, 2, RATE, BURST, 1, ++t), RATE);
+	assert_int_equal(s.a[2].grant[FS_BURST], BURST);
+	assert_bank_is(&s.a[2].taken, 2 * THIRD_R, 2 * THIRD, THIRD + LEVEL_SMALL, b_back,
+		       b_back + TTL_US);
+	assert_no_bank(&s.bank);
+}
+
+/*
+ * A lowering without a level banks nothing: the capacity it frees is
+ * the others' at once, as before there was a bank; nor does a level with
+ * a lowered rate alone, which frees no burst.
+ */
+static void test_bank_no_level(void **state)
+{
+	struct key_state s = { .n = 2 };
+
+	(void)state;
+	renew(&s, 0, RATE, BURST, 1, T0_US);
+	assert_int_equal(renew(&s, 0, RATE / 2, BURST / 2, 1, T0_US + 1), RATE / 2);
+	assert_int_equal(fs_held(&s.v[0], FS_BURST, T0_US + 1), BURST / 2);
+	assert_no_bank(&s.bank);
+	assert_int_equal(renew_level(&s, 0, RATE / 4, BURST / 2, 1, LEVEL, T0_US + 2), RATE / 4);
+	assert_int_equal(fs_held(&s.v[0], FS_RATE, T0_US + 2), RATE / 4);
+	assert_no_bank(&s.bank);
+	assert_int_equal(renew(&s, 1, RATE, BURST, 1, T0_US + 3), RATE - RATE / 4);
+	assert_int_equal(s.a[1].grant[FS_BURST], BURST / 2);
+	assert_no_bank(&s.a[1].taken);
+}
+
+/*
+ * An unsettled hand-back banks nothing: the node's kernel may still
+ * enforce its old share (its answer may have been lost), so the call
+ * frees nothing.
+ */
+static void test_bank_unsettled(void **state)
+{
+	struct key_state s = { .n = 2 };
+
+	(void)state;
+	renew(&s, 0, RATE, BURST, 1, T0_US);
+	renew_level(&s, 0, 0, 0, 0, LEVEL, T0_US + 1);
+	assert_int_equal(s.a[0].grant[FS_BURST], 0);
+	assert_int_equal(fs_held(&s.v[0], FS_BURST, T0_US + 1), BURST);
+	assert_no_bank(&s.bank);
+	assert_int_equal(renew(&s, 1, RATE, BURST, 1, T0_US + 2), 0);
+	assert_no_bank(&s.a[1].taken);
+}
+
+/*
+ * A bank lapses with the lease of the call that made it. A hands its
+ * half back; B renews for its half, keeping its lease past the bank's.
+ * A raise takes the bank the microsecond before it lapses, nothing at
+ * its expiry. B's own hand-back then banks its half alone, not on top
+ * of the lapsed one; and once that has lapsed too, a call that neither
+ * raises nor banks leaves the bank empty.
+ */
+static void test_bank_expired(void **state)
+{
+	struct key_state s = { .n = 2 }, copy;
+	__u64 t = T0_US, back, exp;
+
+	(void)state;
+	converge_even(&s, &t);
+	back = t;
+	exp = back + TTL_US;
+	renew_level(&s, 0, 0, 0, 1, LEVEL_HALF, back);
+	renew(&s, 1, RATE / 2, BURST / 2, 1, back + 1);
+	assert_bank_is(&s.bank, RATE / 2, BURST / 2, LEVEL_HALF, back, exp);
+	copy = s;
+	assert_int_equal(renew(&copy, 1, RATE, BURST, 1, exp - 1), RATE);
+	assert_bank_is(&copy.a[1].taken, RATE / 2, BURST / 2, LEVEL_HALF, back, exp);
+	copy = s;
+	assert_int_equal(renew(&copy, 1, RATE, BURST, 1, exp), RATE);
+	assert_no_bank(&copy.a[1].taken);
+	assert_no_bank(&copy.bank);
+	renew_level(&s, 1, 0, 0, 1, LEVEL_HALF, exp);
+	assert_bank_is(&s.bank, RATE / 2, BURST / 2, LEVEL_HALF, exp, exp + TTL_US);
+	renew(&s, 0, 0, 0, 1, exp + TTL_US);
+	assert_no_bank(&s.a[0].taken);
+	assert_no_bank(&s.bank);
+}
+
+#define BANK_PERIOD_US 1000 /* fs_bank_level()'s rate period */
+#define BANK_AT_US     5000
+#define BANK_BIG_RATE  (1ULL << 50) /* × an elapsed 2^20 µs: above 2^64 */
+
+/*
+ * A bank's level refills at its rate a period, from its at_us, up to its
+ * burst: none before at_us, nor with a period of 0; and a product of the
+ * rate and the time above 2^64 is exact.
+ */
+static void test_bank_level(void **state)
+{
+	const struct fs_bank b = {
+		.rate = 100, .burst = 50, .level = 10, .at_us = BANK_AT_US, .exp_us = 1
+	};
+	const struct fs_bank big = { .rate = BANK_BIG_RATE, .burst = ~0ULL, .at_us = 0 };
+
+	(void)state;
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US, BANK_PERIOD_US), 10);
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US + 100, BANK_PERIOD_US), 20);
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US + 109, BANK_PERIOD_US), 20); /* floored */
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US + 400, BANK_PERIOD_US), 50);
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US + 401, BANK_PERIOD_US), 50);
+	assert_int_equal(fs_bank_level(&b, 10 * BANK_AT_US, BANK_PERIOD_US), 50);
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US - 1, BANK_PERIOD_US), 10);
+	assert_int_equal(fs_bank_level(&b, 0, BANK_PERIOD_US), 10);
+	assert_int_equal(fs_bank_level(&b, BANK_AT_US + 400, 0), 10);
+	assert_int_equal(fs_bank_level(&big, 1ULL << 20, 1ULL << 10), BANK_BIG_RATE << 10);
 }
 
 /* The randomized check: a seeded xorshift64, so a failure reproduces. */
@@ -369,6 +603,7 @@ struct fleet_sim {
 	struct key_state s;
 	struct node_sim k[MAX_NODES];
 	__u64 now;
+	size_t takes, deposits; /* calls that took the bank, that banked */
 };
 
 /* The max-min fair share by the textbook: wants sorted, each gets the even split or its want. */
@@ -413,7 +648,9 @@ static __u64 expected_fair(const struct fleet_sim *f, size_t me, int d)
 
 /*
  * The invariant: no kernel enforces more than the store counts it for,
- * and the store counts no more than the capacity, in each dimension.
+ * and the store counts no more than the capacity, in each dimension,
+ * the live bank's rate and burst with the shares; and the bank's level
+ * is at most its burst.
  */
 static void check_invariant(const struct fleet_sim *f)
 {
@@ -435,14 +672,18 @@ static void check_invariant(const struct fleet_sim *f)
 			enforced += k;
 			held += h;
 		}
+		if (f->s.bank.exp_us > f->now)
+			held += d == FS_RATE ? f->s.bank.rate : f->s.bank.burst;
 		assert_true(enforced <= f->cap[d]);
 		assert_true(held <= f->cap[d]);
 	}
+	assert_true(f->s.bank.level <= f->s.bank.burst);
 }
 
 /*
  * Node @i's call, for a lease of a random life: settled when its last
- * answer arrived (it lowers to its want first).
+ * answer arrived (it lowers to its want first); one that lowers its
+ * burst reports a random level of what its kernel enforced.
  */
 static void node_call(struct fleet_sim *f, size_t i, int fail)
 {
@@ -450,8 +691,13 @@ static void node_call(struct fleet_sim *f, size_t i, int fail)
 	struct fs_ask q = { .ttl_us = 1 + rnd_below(TTL_US),
 			    .quantum = { [FS_BURST] = f->quantum },
 			    .settled = k->answered };
+	__u64 burst = k->exp_us > f->now ? k->v[FS_BURST] : 0;
+	const struct fs_bank live = f->s.bank.exp_us > f->now ? f->s.bank : (struct fs_bank){ 0 };
+	const struct fs_bank *taken = &f->s.a[i].taken;
 	int d;
 
+	if (k->want[FS_BURST] < burst)
+		q.level = rnd_below(burst + 1);
 	for (d = 0; d < FS_DIMS; d++) {
 		q.want[d] = k->want[d];
 		if (q.settled && k->v[d] > k->want[d])
@@ -460,9 +706,17 @@ static void node_call(struct fleet_sim *f, size_t i, int fail)
 	k->answered = 0;
 	if (fail)
 		return; /* the store never ran it */
-	fs_renew(f->cap, f->s.v, f->s.n, i, &q, f->now, &f->s.a[i]);
+	fs_renew(f->cap, f->s.v, f->s.n, i, &f->s.bank, &q, f->now, &f->s.a[i]);
 	for (d = 0; d < FS_DIMS; d++)
 		assert_int_equal(f->s.a[i].fair[d], expected_fair(f, i, d));
+	if (taken->exp_us) { /* the whole live bank, and none left */
+		assert_memory_equal(taken, &live, sizeof(live));
+		assert_int_equal(f->s.bank.exp_us, 0);
+		f->takes++;
+	} else {
+		assert_no_bank(taken);
+		f->deposits += memcmp(&f->s.bank, &live, sizeof(live)) != 0;
+	}
 	k->pending = 1;
 }
 
@@ -561,6 +815,7 @@ static size_t converge(struct fleet_sim *f)
 static void test_random_sequences(void **state)
 {
 	size_t seq, step, rounds, worst = 0, hist[CONVERGE_ROUNDS + 2] = { 0 };
+	size_t takes = 0, deposits = 0;
 	struct fleet_sim f;
 	size_t i;
 
@@ -578,19 +833,23 @@ static void test_random_sequences(void **state)
 		for (step = 0; step < STEPS; step++)
 			random_step(&f);
 		rounds = converge(&f);
+		takes += f.takes;
+		deposits += f.deposits;
 		hist[rounds]++;
 		if (rounds > worst)
 			worst = rounds;
 	}
-	print_message(
-		"%d sequences of %d steps: fair shares after 1/2/3/4 rounds: %zu/%zu/%zu/%zu\n",
-		SEQUENCES, STEPS, hist[1], hist[2], hist[3], hist[4]);
+	print_message("%d sequences of %d steps: fair shares after 1/2/3/4 rounds: "
+		      "%zu/%zu/%zu/%zu; %zu calls banked, %zu took the bank\n",
+		      SEQUENCES, STEPS, hist[1], hist[2], hist[3], hist[4], deposits, takes);
 	assert_true(worst <= CONVERGE_ROUNDS);
+	assert_true(deposits > 0);
+	assert_true(takes > 0);
 }
 
 int main(void)
 {
-	struct CMUnitTest tests[8 + ARRAY_SIZE(fair_rows) + ARRAY_SIZE(move_rows)];
+	struct CMUnitTest tests[15 + ARRAY_SIZE(fair_rows) + ARRAY_SIZE(move_rows)];
 	char names[ARRAY_SIZE(tests)][TEST_NAME_LEN];
 	struct suite s = SUITE_INIT(tests, names);
 
@@ -602,6 +861,13 @@ int main(void)
 	SUITE_ADD(&s, test_dead_node);
 	SUITE_ADD(&s, test_lost_answer);
 	SUITE_ADD(&s, test_shorter_ttl);
+	SUITE_ADD(&s, test_bank_hand_back);
+	SUITE_ADD(&s, test_bank_rate_raise);
+	SUITE_ADD(&s, test_bank_merge);
+	SUITE_ADD(&s, test_bank_no_level);
+	SUITE_ADD(&s, test_bank_unsettled);
+	SUITE_ADD(&s, test_bank_expired);
+	SUITE_ADD(&s, test_bank_level);
 	SUITE_ADD(&s, test_random_sequences);
 	return _cmocka_run_group_tests("fairshare", tests, s.n, NULL, NULL);
 }

@@ -105,7 +105,8 @@ int rate_sync_check(const struct rate_sync *r, char *err, size_t len)
 		if (!key_is_valid(q->k) || q->k->rate_units > RATE_LEASE_UNITS_MAX ||
 		    q->k->burst > RATE_LEASE_UNITS_MAX ||
 		    q->want_rate > RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT ||
-		    q->want_burst > RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) {
+		    q->want_burst > RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT ||
+		    q->level > RATE_LEASE_UNITS_MAX << RATE_LEASE_SHIFT) {
 			snprintf(err, len, "rate lease key '%s' %s is out of range", q->k->key,
 				 q->k->field);
 			return -EINVAL;

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <linux/types.h>
 
+#include "budget/fairshare.h"
+
 #define STORE_URL_LEN	    256
 #define STORE_ERR_LEN	    640 /* a URL, a backend's error and our words */
 #define STORE_NAME_LEN	    160 /* a fleet, node or policy name (< 128) and a suffix */
@@ -145,6 +147,8 @@ struct rate_lease_req {
 	__u64 want_burst;	   /* units, scaled (above B: B) */
 	int settled; /* the answer to this node's last call of this key arrived, and it
 		      * enforces, since before this call, at most that and its wants */
+	__u64 level; /* units, scaled: what its kernel could still have spent of the burst
+		      * this call gives up (struct fs_bank); banked up to what it frees */
 };
 
 struct rate_lease_grant {
@@ -153,7 +157,10 @@ struct rate_lease_grant {
 		fair_burst; /* its max-min fair shares: above its shares, others hold them */
 	__u64 expires_us;   /* the store's time: enforce nothing of it from then on */
 	__u64 now_us;	    /* the store's time when the grant was made */
-	int err;	    /* 0, or -EPROTO, as a lease_grant's */
+	/* the key's bank, taken by this call (zero: none; Redis sends no exp_us): its level is
+	 * credited */
+	struct fs_bank taken;
+	int err; /* 0, or -EPROTO, as a lease_grant's */
 };
 
 /* One node's renewals of rate leases, in one round. */

@@ -41,13 +41,14 @@ struct mem_bucket {
 	struct mem_bucket *next;
 };
 
-/* One key's rate leases: each holder's, as budget/fairshare.h keeps them. */
+/* One key's rate leases: each holder's, and its bank, as budget/fairshare.h keeps them. */
 struct mem_rate {
 	char key[LEASE_KEY_LEN];
 	char field[LEASE_FIELD_LEN];
 	struct fs_lease *v;
 	char (*holder)[STORE_NAME_LEN]; /* v[i]'s */
 	size_t n;
+	struct fs_bank bank;
 	struct mem_rate *next;
 };
 
@@ -290,6 +291,7 @@ static int rate_lease(struct mem_store *m, const char *holder, __u64 ttl_us,
 		.ttl_us = ttl_us,
 		.quantum = { [FS_BURST] = RATE_LEASE_UNIT },
 		.settled = q->settled,
+		.level = q->level,
 	};
 	struct mem_rate *r = rate_get(m, q->k->key, q->k->field);
 	struct fs_answer a;
@@ -308,7 +310,7 @@ static int rate_lease(struct mem_store *m, const char *holder, __u64 ttl_us,
 	me = rate_holder(r, holder);
 	if (me == r->n)
 		return -ENOMEM;
-	fs_renew(caps, r->v, r->n, me, &ask, m->now_us, &a);
+	fs_renew(caps, r->v, r->n, me, &r->bank, &ask, m->now_us, &a);
 	*g = (struct rate_lease_grant){
 		.rate = a.grant[FS_RATE],
 		.burst = a.grant[FS_BURST],
@@ -316,6 +318,7 @@ static int rate_lease(struct mem_store *m, const char *holder, __u64 ttl_us,
 		.fair_burst = a.fair[FS_BURST],
 		.expires_us = a.exp_us,
 		.now_us = m->now_us,
+		.taken = a.taken,
 	};
 	return 0;
 }

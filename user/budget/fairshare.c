@@ -87,12 +87,73 @@ static __u64 fair_whole(__u64 fair, __u64 want, __u64 q)
 	return fair || q <= 1 || want < q ? fair : q;
 }
 
+__u64 fs_bank_level(const struct fs_bank *b, __u64 now_us, __u64 period_us)
+{
+	unsigned __int128 x = b->level; /* + rate × elapsed: below 2^128 */
+
+	if (period_us && now_us > b->at_us)
+		x += (unsigned __int128)b->rate * (now_us - b->at_us) / period_us;
+	return x < b->burst ? (__u64)x : b->burst;
+}
+
+/*
+ * The bank after a call that moved its node's held shares from @before
+ * to those of @next, @live the bank live at @now_us: a raise of either
+ * share takes all of it (@taken: the node's kernel caps the level it is
+ * credited at its burst share, and what it does not use of the bank's
+ * capacities is free again); a lowered burst with @a's level banks what
+ * the call freed of both shares, and of the level what fits in the
+ * freed burst. The refill since @live's at_us is dropped: a level no
+ * one spent.
+ *
+ * Each held sum stays within its capacity. From the call on, each of
+ * its terms only lapses (the bank's shares are constant until it
+ * expires), so it need hold at @now_us alone, where others + before +
+ * live <= cap held before the call. A grant is at most cap - others
+ * (the bank is not among the others), and what the node still holds
+ * beyond it is at most before, so after <= max(g, before). A take
+ * leaves others + after. Without a raise, after <= before in both
+ * dimensions: a deposit adds before - after, leaving others + before +
+ * live; otherwise the bank stays as it was. A deposit's level is at
+ * most live's (at most its burst) plus the burst it adds, so the level
+ * never exceeds the burst.
+ */
+static void bank_move(struct fs_bank *bank, const struct fs_bank *live, const struct fs_lease *next,
+		      const __u64 before[FS_DIMS], const struct fs_ask *a, __u64 now_us,
+		      struct fs_bank *taken)
+{
+	__u64 after[FS_DIMS], freed;
+	int d;
+
+	*taken = (struct fs_bank){ 0 };
+	for (d = 0; d < FS_DIMS; d++) {
+		if (next->grant[d] > before[d]) {
+			*taken = *live;
+			*bank = (struct fs_bank){ 0 };
+			return;
+		}
+		after[d] = fs_held(next, d, now_us);
+	}
+	freed = before[FS_BURST] - after[FS_BURST];
+	if (freed && a->level)
+		*bank = (struct fs_bank){
+			.rate = live->rate + before[FS_RATE] - after[FS_RATE],
+			.burst = live->burst + freed,
+			.level = live->level + min_u64(a->level, freed),
+			.at_us = now_us,
+			.exp_us = now_us + a->ttl_us,
+		};
+	else
+		*bank = *live;
+}
+
 void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
-	      const struct fs_ask *a, __u64 now_us, struct fs_answer *out)
+	      struct fs_bank *bank, const struct fs_ask *a, __u64 now_us, struct fs_answer *out)
 {
 	const struct fs_lease *l = &v[me];
+	const struct fs_bank live = bank->exp_us > now_us ? *bank : (struct fs_bank){ 0 };
 	struct fs_lease next = { .exp_us = now_us + a->ttl_us };
-	__u64 others, ceiling, g, prev_exp;
+	__u64 others, ceiling, g, prev_exp, before[FS_DIMS];
 	int any_prev = 0;
 	size_t j;
 	int d;
@@ -100,6 +161,8 @@ void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
 	/* A settled node enforces at most its last answer, which lives until exp. */
 	prev_exp = a->settled ? l->exp_us : max_u64(l->exp_us, l->prev_exp_us);
 	for (d = 0; d < FS_DIMS; d++) {
+		before[d] = fs_held(l, d, now_us);
+		/* Without the bank: the caller may take it (bank_move()). */
 		others = 0;
 		for (j = 0; j < n; j++)
 			if (j != me)
@@ -127,4 +190,5 @@ void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
 	next.prev_exp_us = any_prev ? prev_exp : 0;
 	v[me] = next;
 	out->exp_us = next.exp_us;
+	bank_move(bank, &live, &next, before, a, now_us, &out->taken);
 }

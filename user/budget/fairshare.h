@@ -62,12 +62,37 @@ struct fs_ask {
 	 * counting whatever the node may still enforce until it expires.
 	 */
 	int settled;
+	/*
+	 * Of the burst share this call gives up, the units (scaled) its
+	 * kernel could still have spent: its lowered share is enforced
+	 * already. Banked, up to the burst the call frees (struct fs_bank).
+	 */
+	__u64 level;
+};
+
+/*
+ * A key's bank: the capacities a node gave up with the unspent level its
+ * kernel had saved of them (fs_ask.level), kept for the next node that
+ * raises a share, which takes the whole bank (fs_answer.taken). While it
+ * waits, its level refills at its rate up to its burst
+ * (fs_bank_level()), as the old node's kernel would have, so a share that
+ * moves between nodes moves with what it had saved and earns meanwhile.
+ * Until @exp_us it counts in both held sums as a holder's share does, so
+ * the nodes' shares and the bank's stay within the key's rate and burst,
+ * and its level within its burst.
+ */
+struct fs_bank {
+	__u64 rate, burst; /* scaled: the capacities it holds until @exp_us, as a holder's share */
+	__u64 level;	   /* scaled units saved at @at_us: it refills at @rate, up to @burst */
+	__u64 at_us;
+	__u64 exp_us;
 };
 
 struct fs_answer {
 	__u64 grant[FS_DIMS]; /* the node's share until @exp_us */
 	__u64 fair[FS_DIMS];  /* its max-min fair share: above @grant, others still hold it */
 	__u64 exp_us;
+	struct fs_bank taken; /* the bank as this call took it (all zero: it took none) */
 };
 
 /*
@@ -86,12 +111,23 @@ __u64 fs_fair(__u64 cap, const struct fs_lease *v, size_t n, size_t me, __u64 wa
 	      __u64 now_us);
 
 /*
+ * @b's level at @now_us, its rate in units a @period_us: level + rate ×
+ * elapsed, at most its burst.
+ */
+__u64 fs_bank_level(const struct fs_bank *b, __u64 now_us, __u64 period_us);
+
+/*
  * Renew @v[@me] at @now_us for @a against the capacities @cap (each <=
- * FS_CAP_MAX): its fair share, at most what the others' leases leave.
- * Rewrites @v[@me] and fills @out. The sum over @v of fs_held() stays
- * within @cap in each dimension at every time, when it did before.
+ * FS_CAP_MAX): its fair share, at most what the others' leases leave,
+ * the bank not among them. A call that raises either share takes the
+ * whole live @bank (@out->taken); one that lowers its burst share and
+ * reports a level banks what it frees of both shares, with that level
+ * up to the burst it frees. Rewrites @v[@me] and @bank and fills @out.
+ * The sum over @v of fs_held(), with the live bank's rate or burst,
+ * stays within @cap in each dimension at every time, when it did
+ * before; and the bank's level never exceeds its burst.
  */
 void fs_renew(const __u64 cap[FS_DIMS], struct fs_lease *v, size_t n, size_t me,
-	      const struct fs_ask *a, __u64 now_us, struct fs_answer *out);
+	      struct fs_bank *bank, const struct fs_ask *a, __u64 now_us, struct fs_answer *out);
 
 #endif /* SLUICE_FAIRSHARE_H */

@@ -389,6 +389,7 @@ static int add_rates(struct pipe *p, const struct rate_sync *r, size_t first, si
 			[RATE_KEY_WANT_RATE] = q->want_rate,
 			[RATE_KEY_WANT_BURST] = q->want_burst,
 			[RATE_KEY_SETTLED] = !!q->settled,
+			[RATE_KEY_LEVEL] = q->level,
 		};
 
 		key_args(args, num, LEASE_ARG_KEYS + i * RATE_KEY_ARGS, v, RATE_KEY_ARGS,
@@ -494,7 +495,9 @@ static int grant_of(const redisReply *r, size_t i, size_t n, const struct lease_
 /*
  * Why @g cannot be the rate lease script's answer to @q: a share above
  * its fair share, a fair share above what was asked (at most the
- * capacity), or not its time.
+ * capacity), a bank taken that holds more than the key (a level above
+ * its burst, a rate or burst above the key's) or was saved after the
+ * reply's time, or not its time.
  */
 static const char *rate_lie(const struct rate_lease_grant *g, const struct rate_lease_req *q,
 			    __u64 ttl_us)
@@ -504,6 +507,14 @@ static const char *rate_lie(const struct rate_lease_grant *g, const struct rate_
 	if (g->fair_rate > min_u64(q->want_rate, q->k->rate_units << RATE_LEASE_SHIFT) ||
 	    g->fair_burst > min_u64(q->want_burst, q->k->burst << RATE_LEASE_SHIFT))
 		return "a fair share above what was asked";
+	if (g->taken.level > g->taken.burst)
+		return "a bank's level above its burst";
+	if (g->taken.rate > q->k->rate_units << RATE_LEASE_SHIFT)
+		return "a bank's rate above the key's";
+	if (g->taken.burst > q->k->burst << RATE_LEASE_SHIFT)
+		return "a bank's burst above the key's";
+	if (g->taken.at_us > g->now_us)
+		return "a bank saved after the reply's time";
 	return time_lie(g->now_us, g->expires_us, ttl_us);
 }
 
@@ -511,7 +522,7 @@ static const char *rate_lie(const struct rate_lease_grant *g, const struct rate_
 static int rate_grant_of(const redisReply *r, size_t i, size_t n, const struct rate_lease_req *q,
 			 __u64 ttl_us, struct rate_lease_grant *g, char *err, size_t len)
 {
-	const char *lie = "not 6 integers a key";
+	const char *lie = "not 10 integers a key";
 	__u64 v[RATE_FIELDS];
 
 	memset(g, 0, sizeof(*g));
@@ -521,7 +532,11 @@ static int rate_grant_of(const redisReply *r, size_t i, size_t n, const struct r
 						.fair_rate = v[RATE_FAIR_RATE],
 						.fair_burst = v[RATE_FAIR_BURST],
 						.expires_us = v[RATE_EXPIRES],
-						.now_us = v[RATE_NOW] };
+						.now_us = v[RATE_NOW],
+						.taken = { .rate = v[RATE_TAKEN_RATE],
+							   .burst = v[RATE_TAKEN_BURST],
+							   .level = v[RATE_TAKEN_LEVEL],
+							   .at_us = v[RATE_TAKEN_AT] } };
 		lie = rate_lie(g, q, ttl_us);
 		if (!lie)
 			return 0;

@@ -230,6 +230,18 @@ static const char LEASE_LUA[] =
  * holder renewing every T/2 leaves ev behind about once a T/2, so that
  * is one rebuild a T/2 per key, not per call.
  *
+ * The key's bank (RATE_BANK_FIELD) is read in the same HMGET. The
+ * summary's held_* count its rate and burst while it is live, but the
+ * caller's shares are granted out of the others' alone, since it may
+ * take the bank; then a raise of either share takes the whole bank, and
+ * a lowered burst with a level banks what it frees, as fs_renew() does,
+ * written in the same HSET (or an HDEL, once taken). A call that changes
+ * any of the bank's words writes the summary's ev as its own time, so
+ * the next call rebuilds the summary rather than trust its split's
+ * counts (where the bank is a holder that wants nothing). The bank's
+ * words are sums and differences of shares, levels and times, never a
+ * product, so they stay exact too.
+ *
  * Every share, want, capacity and sum is at most 2^53 (the C side checks
  * the capacities against 2^52, and what the summary sums stays within
  * a capacity but for one want), so Lua's doubles are exact; quotients
@@ -244,6 +256,7 @@ static const char RATE_LUA[] =
 	"local n = (#ARGV - 3) / " SLUICE_STR(RATE_KEY_ARGS_N) "\n"
 	"local INF = " SLUICE_STR(RATE_LUA_INF) "\n"
 	"local Q = " SLUICE_STR(RATE_LEASE_UNIT) "\n"
+	"local BANK = '" RATE_BANK_FIELD "'\n"
 	"local res = {}\n"
 	/* A summary's RATE_SUMMARY_WORDS words. */
 	"local SUM = '^' .. string.rep('(%d+) ', " SLUICE_STR(RATE_SUMMARY_WORDS) " - 1) .. '(%d+)$'\n"
@@ -263,6 +276,11 @@ static const char RATE_LUA[] =
 	"  if not x[" SLUICE_STR(RATE_HOLDER_WORDS) "] then error({ err = 'rate lease ' .. key .. ' is not one' }) end\n"
 	"  for i = 1, 8 do x[i] = tonumber(x[i]) end\n"
 	"  return { g = { x[1], x[2] }, exp = x[3], p = { x[4], x[5] }, pexp = x[6], w = { x[7], x[8] } }\n"
+	"end\n"
+	/* A lease in a holder's RATE_HOLDER_WORDS words. */
+	"local words = function(l)\n"
+	"  return string.format('%d %d %d %d %d %d %d %d', l.g[1], l.g[2], l.exp, l.p[1], l.p[2],\n"
+	"                       l.pexp, l.w[1], l.w[2])\n"
 	"end\n"
 	/* fs_held(): what @l's node may enforce of dimension d. */
 	"local held = function(l, d)\n"
@@ -355,7 +373,8 @@ static const char RATE_LUA[] =
 	"local cap = { tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]) }\n"
 	"local want = { tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]) }\n"
 	"local settled = tonumber(ARGV[a + 7]) == 1\n"
-	"local r = redis.call('HMGET', key, '', node)\n"
+	"local level = tonumber(ARGV[a + 8])\n"
+	"local r = redis.call('HMGET', key, '', node, BANK)\n"
 	"do\n"
 	"  local st, l\n"
 	"  if r[1] then\n"
@@ -365,12 +384,16 @@ static const char RATE_LUA[] =
 	"                   { c = x[14], sum = x[15], s = x[16], hi = x[17], lo = x[18] } }, nf = x[19] }\n"
 	"  end\n"
 	"  l = lease(r[2], key)\n"
+	"  local b = lease(r[3], key)\n"
 	"  local mine = r[2] and 1 or 0\n"
-	/* Nothing of it can be enforced any more: start afresh. */
+	/* Nothing of it can be enforced any more, nor the bank spent: start afresh. */
 	"  if st and st.live <= now then\n"
 	"    redis.call('DEL', key)\n"
 	"    st, l, mine = nil, lease(nil), 0\n"
 	"  end\n"
+	/* The live bank's words, or none (a lapsed one's field goes with the rebuild it forces). */
+	"  local bw = st and b.exp > now and r[3] or nil\n"
+	"  if not bw then b = lease(nil) end\n"
 	"  if not st then\n"
 	"    st = { live = 0, tl = 0, ev = INF, np = 0, nf = 0, h = { 0, 0 }, cap = cap,\n"
 	"           f = { { c = 0, sum = 0, s = INF, hi = 0, lo = INF },\n"
@@ -428,12 +451,16 @@ static const char RATE_LUA[] =
 	/* A burst share in whole units: rounded down, or one for a node that wants one. */
 	"  f[2] = f[2] - f[2] % Q\n"
 	"  if f[2] == 0 and nx.w[2] >= Q then f[2] = Q end\n"
-	/* fs_renew() for the caller, the others' held shares summed in st.h. */
+	/*
+	 * fs_renew() for the caller, the others' held shares summed in st.h
+	 * but for the bank's: the caller may take that.
+	 */
 	/* A settled node enforces at most its last answer, which lives until exp. */
 	"  local pexp = settled and l.exp or math.max(l.exp, l.pexp)\n"
 	"  local any_prev = false\n"
 	"  for d = 1, 2 do\n"
-	"    if st.h[d] < cap[d] then nx.g[d] = math.min(f[d], cap[d] - st.h[d]) end\n"
+	"    local others = st.h[d] - held(b, d)\n"
+	"    if others < cap[d] then nx.g[d] = math.min(f[d], cap[d] - others) end\n"
 	"    if d == 2 then nx.g[d] = nx.g[d] - nx.g[d] % Q end\n"
 	"    local ceiling = held(l, d)\n"
 	"    if settled then ceiling = l.exp > now and math.min(l.g[d], want[d]) or 0 end\n"
@@ -443,21 +470,38 @@ static const char RATE_LUA[] =
 	"    end\n"
 	"  end\n"
 	"  if any_prev then nx.pexp = pexp end\n"
-	"  for d = 1, 2 do st.h[d] = st.h[d] + held(nx, d) end\n"
-	"  st.ev = math.min(st.ev, nextev(nx))\n"
-	"  st.live = math.max(st.live, nx.exp, nx.pexp)\n"
+	/*
+	 * fs_renew()'s bank_move(): a raise takes the whole bank; a lowered
+	 * burst with a level banks what it freed of both shares.
+	 */
+	"  local before, after = { held(l, 1), held(l, 2) }, { held(nx, 1), held(nx, 2) }\n"
+	"  local took, nb = nx.g[1] > before[1] or nx.g[2] > before[2], b\n"
+	"  if took then\n"
+	"    nb = lease(nil)\n"
+	"  elseif before[2] > after[2] and level > 0 then\n"
+	"    nb = { g = { b.g[1] + before[1] - after[1], b.g[2] + before[2] - after[2] },\n"
+	"           exp = now + ttl, p = { b.p[1] + math.min(level, before[2] - after[2]), now },\n"
+	"           pexp = 0, w = { 0, 0 } }\n"
+	"  end\n"
+	"  local tk = took and b or lease(nil)\n"
+	"  local nw = nb.exp > now and words(nb) or nil\n"
+	"  for d = 1, 2 do st.h[d] = st.h[d] - held(b, d) + held(nx, d) + held(nb, d) end\n"
+	/* Changed: its count in the split's sums is left to the next call's rebuild. */
+	"  st.ev = nw ~= bw and now or math.min(st.ev, nextev(nx))\n"
+	"  st.live = math.max(st.live, nx.exp, nx.pexp, nb.exp)\n"
 	"  local o = { st.live, st.tl, st.ev, st.np, st.h[1], st.h[2], cap[1], cap[2] }\n"
 	"  for d = 1, 2 do\n"
 	"    local x = st.f[d]\n"
 	"    for _, v in ipairs({ x.c, x.sum, x.s, x.hi, x.lo }) do o[#o + 1] = v end\n"
 	"  end\n"
-	"  o[#o + 1] = st.nf + 1 - mine\n"
+	"  o[#o + 1] = st.nf + 1 - mine + (nw and 1 or 0) - (bw and 1 or 0)\n"
 	"  local extend = st.live > st.tl\n"
 	"  if extend then o[2] = st.live + slack end\n"
 	"  for i = 1, #o do o[i] = fmt(o[i]) end\n"
-	"  redis.call('HSET', key, '', table.concat(o, ' '), node,\n"
-	"             string.format('%d %d %d %d %d %d %d %d', nx.g[1], nx.g[2], nx.exp, nx.p[1],\n"
-	"                           nx.p[2], nx.pexp, nx.w[1], nx.w[2]))\n"
+	"  local kv = { '', table.concat(o, ' '), node, words(nx) }\n"
+	"  if nw and nw ~= bw then kv[5], kv[6] = BANK, nw end\n"
+	"  redis.call('HSET', key, unpack(kv))\n"
+	"  if bw and not nw then redis.call('HDEL', key, BANK) end\n"
 	"  if extend then\n"
 	"    redis.call('PEXPIRE', key, fmt(math.ceil((st.live + slack - now) / 1000) + 1))\n"
 	"  end\n"
@@ -467,6 +511,10 @@ static const char RATE_LUA[] =
 	"  res[#res + 1] = f[2]\n"
 	"  res[#res + 1] = nx.exp\n"
 	"  res[#res + 1] = now\n"
+	"  res[#res + 1] = tk.p[1]\n"
+	"  res[#res + 1] = tk.g[1]\n"
+	"  res[#res + 1] = tk.g[2]\n"
+	"  res[#res + 1] = tk.p[2]\n"
 	"end\n"
 	"end\n"
 	"return res\n";

@@ -93,7 +93,8 @@ enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FI
  *   tl      the hash's TTL lasts until then, µs
  *   ev      no holder's share or want lapses before then, µs
  *   np      the holders whose lease is live (their wants are split)
- *   held_*  the sum of what every holder may enforce (fs_held())
+ *   held_*  the sum of what every holder may enforce (fs_held()), and
+ *           of the bank's shares
  *   cap_*   the capacities the split was made for
  *   c sum s hi lo
  *           for the rate, then the burst: the max-min split of the live
@@ -106,13 +107,23 @@ enum grant_field { GRANT_HELD, GRANT_EXPIRES, GRANT_NOW, GRANT_GRANTED, GRANT_FI
  * and each holder's field, named by the holder, its lease (struct
  * fs_lease of budget/fairshare.h), RATE_HOLDER_WORDS words:
  *   g_rate g_burst exp p_rate p_burst p_exp w_rate w_burst
- * shares scaled by 2^RATE_LEASE_SHIFT.
+ * shares scaled by 2^RATE_LEASE_SHIFT. The key's bank (struct fs_bank),
+ * while it holds any, is the field RATE_BANK_FIELD in a holder's words:
+ *   rate burst exp level at 0 0 0
+ * that is g = {rate, burst} until exp, p = {level, at} with p_exp 0 and
+ * w = {0, 0}: to a script that knows no bank, a holder that holds the
+ * bank's rate and burst until exp and wants nothing (p_exp 0: it reads
+ * no share in p). So the summary counts it as a holder, its shares in
+ * held_* (a call that changes any of its words writes ev as its own
+ * time: the next call rebuilds the summary), and an older script counts
+ * it too, never pays it out, and deletes it once it has lapsed.
  */
 #define RATE_SUMMARY_WORDS 19
 #define RATE_HOLDER_WORDS  8
 #define RATE_LUA_INF	   9007199254740992 /* 2^53: above any share, and exact in Lua */
 #define RATE_HDEL_FIELDS   1000 /* dead holders deleted an HDEL: well within unpack()'s 8,000 */
-#define RATE_KEY_ARGS_N	   7
+#define RATE_KEY_ARGS_N	   8
+#define RATE_BANK_FIELD	   " bank" /* a space: no holder's name (a holder is one word) */
 
 enum rate_key_arg {
 	RATE_KEY_HASH,	     /* its hash: an index into KEYS, from 1 */
@@ -122,10 +133,15 @@ enum rate_key_arg {
 	RATE_KEY_WANT_RATE,  /* scaled */
 	RATE_KEY_WANT_BURST, /* scaled */
 	RATE_KEY_SETTLED,    /* 1: fs_ask's settled */
+	RATE_KEY_LEVEL,	     /* fs_ask's level, scaled */
 	RATE_KEY_ARGS,
 };
 
-/* A rate lease reply, per key: {rate, burst, fair_rate, fair_burst, expires_us, now_us}. */
+/*
+ * A rate lease reply, per key: {rate, burst, fair_rate, fair_burst,
+ * expires_us, now_us, taken_level, taken_rate, taken_burst, taken_at}:
+ * the key's bank as the call took it (fs_answer.taken; zeros: none).
+ */
 enum rate_field {
 	RATE_GRANT_RATE,
 	RATE_GRANT_BURST,
@@ -133,6 +149,10 @@ enum rate_field {
 	RATE_FAIR_BURST,
 	RATE_EXPIRES,
 	RATE_NOW,
+	RATE_TAKEN_LEVEL,
+	RATE_TAKEN_RATE,
+	RATE_TAKEN_BURST,
+	RATE_TAKEN_AT,
 	RATE_FIELDS,
 };
 
