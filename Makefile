@@ -161,7 +161,8 @@ $(BANAPI_LOAD): $(O)/tools/banapi_load.o
 # (tools/fleet_sim.c), as test_memstore does: the stand-ins of
 # user/kernel/leases_wrap.h.
 LEASE_MAPS_FAKED := lease_maps__create lease_maps__delete lease_maps__write \
-	lease_maps__read_leases lease_maps__read_spends lease_maps__take_hot
+	lease_maps__read_spend lease_maps__read_leases lease_maps__read_spends \
+	lease_maps__take_hot
 .PHONY: fleet-sim
 fleet-sim: $(FLEET_SIM)
 $(FLEET_SIM): $(O)/tools/fleet_sim.o $(LIB)

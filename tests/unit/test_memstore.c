@@ -134,6 +134,17 @@ int __wrap_lease_maps__write(const struct lease_maps *m, const struct sluice_key
 	return 0;
 }
 
+int __wrap_lease_maps__read_spend(const struct lease_maps *m, const struct sluice_key *k,
+				  struct sluice_spend *s)
+{
+	const struct fake_entry *e = entry_of(m, k);
+
+	if (!e)
+		return -ENOENT;
+	*s = e->s;
+	return 0;
+}
+
 int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
 				   struct sluice_lease **vals, size_t *n)
 {

@@ -61,6 +61,14 @@ int lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
 	return 0;
 }
 
+int lease_maps__read_spend(const struct lease_maps *m, const struct sluice_key *k,
+			   struct sluice_spend *s)
+{
+	if (bpf_map_lookup_elem(m->spend, k, s))
+		return -errno;
+	return 0;
+}
+
 /*
  * Every entry of hash map @fd, deleting them as it reads when @drain: keys
  * into *@keys, values of @vsize bytes into *@vals, *@n of them.

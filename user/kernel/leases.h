@@ -40,6 +40,10 @@ int lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k);
 int lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
 		      const struct sluice_lease *l);
 
+/* @k's spend counter, into @s. 0, -ENOENT when it has none, or -errno. */
+int lease_maps__read_spend(const struct lease_maps *m, const struct sluice_key *k,
+			   struct sluice_spend *s);
+
 /*
  * Every lease or spend counter, or every hot request (taking them: the
  * kernel adds each once). The caller frees *@keys and *@vals, also on

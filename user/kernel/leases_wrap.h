@@ -18,6 +18,8 @@ int __wrap_lease_maps__create(const struct lease_maps *m, const struct sluice_ke
 int __wrap_lease_maps__delete(const struct lease_maps *m, const struct sluice_key *k);
 int __wrap_lease_maps__write(const struct lease_maps *m, const struct sluice_key *k,
 			     const struct sluice_lease *l);
+int __wrap_lease_maps__read_spend(const struct lease_maps *m, const struct sluice_key *k,
+				  struct sluice_spend *s);
 int __wrap_lease_maps__read_leases(const struct lease_maps *m, struct sluice_key **keys,
 				   struct sluice_lease **vals, size_t *n);
 int __wrap_lease_maps__read_spends(const struct lease_maps *m, struct sluice_key **keys,
