@@ -138,6 +138,20 @@ SLUICE_INLINE int sluice_share_admit(__u64 tat, __u64 floor, __u64 clock, __u64 
 }
 
 /*
+ * What @l lets its key spend at once at @now (ticks), its TAT @tat: its
+ * level, in ticks of the policy's increments (at most its tol). The agent
+ * reads it when it gives a share up, for the store's bank
+ * (docs/shared-budget.md, "The bank").
+ */
+SLUICE_INLINE __u64 sluice_share_level(const struct sluice_lease *l, __u64 tat, __u64 now)
+{
+	__u64 ahead = sluice_gcra_ahead(sluice_ticks_after(l->floor, tat) ? l->floor : tat,
+					sluice_share_clock(l, now), l->tol);
+
+	return ahead < l->tol ? l->tol - ahead : 0;
+}
+
+/*
  * Give @l, at @now (ticks), the share @share of the rate and the burst
  * share @tol (ticks of the policy's increments). A live rate lease's
  * clock goes on from where it is; any other starts at @now, its burst
@@ -156,6 +170,16 @@ SLUICE_INLINE void sluice_share_set(struct sluice_lease *l, __u64 now, int live,
 	l->base = now;
 	l->share = share;
 	l->tol = tol;
+}
+
+/*
+ * Let @l's key spend @credit ticks of the policy's increments more at
+ * once: the share's clock moves on by that much. The program's GCRA caps
+ * the level at the burst share, so a credit never lets the key hold more.
+ */
+SLUICE_INLINE void sluice_share_credit(struct sluice_lease *l, __u64 credit)
+{
+	l->vbase += credit;
 }
 
 #endif /* SLUICE_ABI_LEASE_H */

@@ -736,12 +736,19 @@ static void note_layout(struct lease_state *ls, const struct round *r, unsigned 
 		rate_table__clear(ls->rate[i]);
 }
 
-/* Write a lowered share before its call (struct rate_round's lower). */
-static void lower_now(void *ctx, const struct rate_key *k)
+/*
+ * Write a lowered share before its call, then read its spend (struct
+ * rate_round's lower); a key deleted meanwhile has none, and no error.
+ */
+static int lower_now(void *ctx, struct rate_key *k)
 {
 	struct round *r = ctx;
+	int err = count_map_err(r, lease_maps__write(&r->att->maps, &k->key, &k->l));
 
-	count_map_err(r, lease_maps__write(&r->att->maps, &k->key, &k->l));
+	if (err)
+		return err;
+	err = lease_maps__read_spend(&r->att->maps, &k->key, &k->s);
+	return err == -ENOENT ? err : count_map_err(r, err);
 }
 
 /*

@@ -82,18 +82,21 @@ static int rate_entry_live(const struct rate_key *k, __u64 now_ns)
  * sync the store answered (@r->ok_ns), so a store that fails sends each
  * key into its policy's fail mode as soon as it did; a closed policy's key
  * whose shard alone failed is denied at once. Written only when it
- * changed: between syncs, when an answer changed the share.
+ * changed: between syncs, when an answer changed the share. A credit from
+ * the store's bank goes into this write, or is lost (rs_key.credit).
  */
-static void entry_of(struct rate_key *k, const struct rs_key *s, const struct rate_round *r, int ok)
+static void entry_of(struct rate_key *k, struct rs_key *rs, const struct rate_round *r, int ok)
 {
 	const __u64 life_ns = SLUICE_LEASE_KERNEL_SYNCS * r->interval_ns;
 	const __u64 now = sluice_gcra_ticks(r->now_ns);
 	const int live = rate_entry_live(k, r->now_ns);
-	const struct rs_key none = { 0 };
+	const struct rs_key none = { 0 }, *s = rs;
+	const __u64 credit = rs->credit;
 	struct sluice_lease l = k->l, was = k->l;
 	__u64 until = r->ok_ns + life_ns;
 
 	k->write = 0;
+	rs->credit = 0;
 	if (!r->be || (k->pending && !s->until_ns))
 		return; /* the store failed: nothing renewed; or cold until its first share */
 	if (!ok) {
@@ -107,6 +110,8 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
 		return; /* a sync holds it */
 	}		/* else held: denied, its demand counted */
 	rs_share(s, &k->lk, &l, now, live);
+	if (s->until_ns)
+		rs_credit(&k->lk, &l, credit);
 	l.expires = sluice_gcra_ticks(until);
 	l.flags = SLUICE_LEASE_F_RATE; /* an agent that starts on these needs no switch */
 	l.want = 0;
@@ -120,19 +125,25 @@ static void entry_of(struct rate_key *k, const struct rs_key *s, const struct ra
  * Before a call that asks for less than @k's live entry enforces: write
  * the share @s was lowered to (rs_request()) into the kernel at once, its
  * expiry as it was, so that nothing the store frees is spent meanwhile;
- * @k->l is then that entry.
+ * @k->l is then that entry. Returns the level the lowering cut, for the
+ * store's bank (rs_level_cut()): on the spend read after the write, so
+ * nothing spent meanwhile counts, at the round's start, so no refill after
+ * the write does; 0 when that read failed.
  */
-static void lower_first(struct rate_key *k, const struct rs_key *s, const struct rate_round *r)
+static __u64 lower_first(struct rate_key *k, const struct rs_key *s, const struct rate_round *r)
 {
-	struct sluice_lease l = k->l;
+	const __u64 now = sluice_gcra_ticks(r->now_ns);
+	struct sluice_lease l = k->l, was = k->l;
 
 	if (!r->lower || !rate_entry_live(k, r->now_ns))
-		return;
-	rs_share(s, &k->lk, &l, sluice_gcra_ticks(r->now_ns), 1);
-	if (l.share >= k->l.share && l.tol >= k->l.tol)
-		return;
+		return 0;
+	rs_share(s, &k->lk, &l, now, 1);
+	if (l.share >= was.share && l.tol >= was.tol)
+		return 0;
 	k->l = l;
-	r->lower(r->ctx, k);
+	if (r->lower(r->ctx, k))
+		return 0;
+	return rs_level_cut(&k->lk, &was, &l, k->s.tat, now);
 }
 
 int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key *v, size_t n,
@@ -180,7 +191,7 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 		at[m++] = soon[i];
 	}
 	for (i = 0; i < m; i++)
-		lower_first(&v[at[i]], &nv[at[i]].rs, r);
+		q[i].level = lower_first(&v[at[i]], &nv[at[i]].rs, r);
 	rq.leases = q;
 	rq.grants = g;
 	rq.n_leases = m;
@@ -188,7 +199,8 @@ int rate_table__step(struct rate_table *t, struct rate_round *r, struct rate_key
 	r->calls += m;
 	for (i = 0; i < m; i++) {
 		if (!ret && !g[i].err) {
-			rs_answer(&nv[at[i]].rs, &g[i], r->now_ns, ttl_us, r->interval_ns);
+			rs_answer(&nv[at[i]].rs, &v[at[i]].lk, &g[i], r->now_ns, ttl_us,
+				  r->interval_ns);
 		} else {
 			rs_failed(&nv[at[i]].rs);
 			failed[at[i]] = 1;

@@ -51,9 +51,11 @@ struct rate_round {
 	__u64 calls;  /* out: renewals sent */
 	/*
 	 * Write @k->l into the kernel now, before the call: a share the call
-	 * lowers, which the store frees at once. NULL: only after the call.
+	 * lowers, which the store frees at once; then read @k->s again, the
+	 * spend the lowered entry goes on from. 0, or -errno (@k->s as it
+	 * was). NULL: only after the call.
 	 */
-	void (*lower)(void *ctx, const struct rate_key *k);
+	int (*lower)(void *ctx, struct rate_key *k);
 	void *ctx;
 };
 

@@ -146,6 +146,12 @@ int rs_early(struct rs_key *s, const struct lease_key *k, __u64 now_ns)
 	return 1;
 }
 
+/* @units (scaled, at most the burst) in ticks of the policy's increments, rounded down. */
+static __u64 ticks_of(const struct lease_key *k, __u64 units)
+{
+	return (__u64)((u128)k->tolerance * units / (k->burst << RATE_LEASE_SHIFT));
+}
+
 void rs_share(const struct rs_key *s, const struct lease_key *k, struct sluice_lease *l, __u64 now,
 	      int live)
 {
@@ -155,7 +161,23 @@ void rs_share(const struct rs_key *s, const struct lease_key *k, struct sluice_l
 
 	/* Rounded down: the share's clock runs slow and its burst holds no more. */
 	sluice_share_set(l, now, live, (__u64)((u128)rate * SLUICE_SHARE_ONE / r),
-			 (__u64)((u128)k->tolerance * burst / b));
+			 ticks_of(k, burst));
+}
+
+__u64 rs_level_cut(const struct lease_key *k, const struct sluice_lease *was,
+		   const struct sluice_lease *l, __u64 tat, __u64 now)
+{
+	const __u64 before = sluice_share_level(was, tat, now),
+		    after = sluice_share_level(l, tat, now);
+
+	if (before <= after || !k->tolerance)
+		return 0;
+	return (__u64)((u128)(before - after) * (k->burst << RATE_LEASE_SHIFT) / k->tolerance);
+}
+
+void rs_credit(const struct lease_key *k, struct sluice_lease *l, __u64 credit)
+{
+	sluice_share_credit(l, ticks_of(k, min_u64(credit, k->burst << RATE_LEASE_SHIFT)));
 }
 
 /* Whether @s's lease will be RS_RENEW_SYNCS intervals old @ahead_ns from @now_ns. */
@@ -240,8 +262,8 @@ void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_r
 	s->asked = want;
 }
 
-void rs_answer(struct rs_key *s, const struct rate_lease_grant *g, __u64 sent_ns, __u64 ttl_us,
-	       __u64 interval_ns)
+void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
+	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns)
 {
 	const __u64 life_ns = ttl_us * SLUICE_NSEC_PER_USEC,
 		    margin_ns = RS_KERNEL_MARGIN_SYNCS * interval_ns;
@@ -252,6 +274,7 @@ void rs_answer(struct rs_key *s, const struct rate_lease_grant *g, __u64 sent_ns
 	s->fair_rate = g->fair_rate;
 	s->until_ns = sent_ns + (life_ns > margin_ns ? life_ns - margin_ns : 0);
 	s->renewed_ns = sent_ns;
+	s->credit = fs_bank_level(&g->taken, g->now_us, k->rate_period_us);
 	s->answered = 1;
 	if (s->guessed)
 		s->join_end_ns = sent_ns + RS_JOIN_SYNCS * interval_ns;

@@ -100,6 +100,8 @@ struct rs_key {
 	int confirm;	   /* the last answer lowered the share: ask once more to confirm */
 	int guessed;	   /* the demand is the first call's guess, not a measure */
 	__u64 join_end_ns; /* local time until which every sync renews (RS_JOIN_SYNCS) */
+	__u64 credit;	   /* scaled units the last answer took from the store's bank:
+			    * spendable from the next write of the entry (rs_credit()) */
 };
 
 /*
@@ -138,6 +140,17 @@ void rs_share(const struct rs_key *s, const struct lease_key *k, struct sluice_l
 	      int live);
 
 /*
+ * Of the level @was let the key spend at @now (ticks), on its TAT @tat,
+ * what its lowered entry @l no longer lets it: scaled units, rounded
+ * down, that a call reports for the store's bank (rate_lease_req.level).
+ */
+__u64 rs_level_cut(const struct lease_key *k, const struct sluice_lease *was,
+		   const struct sluice_lease *l, __u64 tat, __u64 now);
+
+/* Add @credit scaled units (rs_key.credit) to the level of @l, rounded down. */
+void rs_credit(const struct lease_key *k, struct sluice_lease *l, __u64 credit);
+
+/*
  * Whether to call the store for @s at @now_ns: no share yet and demand,
  * a lease RS_RENEW_SYNCS intervals old, demand moved by more than
  * 1/RS_DEMAND_DIV of what was reported, a share below its fair share
@@ -169,12 +182,14 @@ int rs_due_soon(const struct rs_key *s, __u64 now_ns, __u64 interval_ns);
 void rs_request(struct rs_key *s, const struct lease_key *k, struct rate_lease_req *q);
 
 /*
- * Apply answer @g to the call sent at @sent_ns with @ttl_us (a raised
- * burst arrives spent: sluice_share_set()). A call on a guessed demand (@s->guessed) starts
- * the RS_JOIN_SYNCS intervals of renewals at every sync.
+ * Apply answer @g to the call of @k sent at @sent_ns with @ttl_us (a
+ * raised burst arrives spent: sluice_share_set(); the level of a bank
+ * it took, at the answer's time, is @s's credit). A call on a guessed
+ * demand (@s->guessed) starts the RS_JOIN_SYNCS intervals of renewals at
+ * every sync.
  */
-void rs_answer(struct rs_key *s, const struct rate_lease_grant *g, __u64 sent_ns, __u64 ttl_us,
-	       __u64 interval_ns);
+void rs_answer(struct rs_key *s, const struct lease_key *k, const struct rate_lease_grant *g,
+	       __u64 sent_ns, __u64 ttl_us, __u64 interval_ns);
 
 /* The call failed: the share stands until its until_ns, the next call is not settled. */
 void rs_failed(struct rs_key *s);
