@@ -2574,6 +2574,17 @@ static void test_rate_refused(void **state)
 	v = command(f, "HGET %s:%s %s", k[0].key, k[0].field, "");
 	assert_string_equal(v->str, "99999999999999999 ra 1");
 	freeReplyObject(v);
+	/* a bank that is not one: refused, kept as it was */
+	freeReplyObject(command(f, "DEL %s:%s", k[0].key, k[0].field));
+	freeReplyObject(command(f, "HSET %s:%s %s %s", k[0].key, k[0].field, RATE_BANK_FIELD,
+				"1 2 3 x 5 0 0 0"));
+	f->err[0] = '\0';
+	assert_int_equal(store_rate_lease(&f->a, &r, f->err, sizeof(f->err)), -EPROTO);
+	assert_int_equal(g.err, -EPROTO);
+	assert_non_null(strstr(f->err, "is not one"));
+	v = command(f, "HGET %s:%s %s", k[0].key, k[0].field, RATE_BANK_FIELD);
+	assert_string_equal(v->str, "1 2 3 x 5 0 0 0");
+	freeReplyObject(v);
 	for (i = 0; i < ARRAY_SIZE(too_big); i++) {
 		q.want_rate = 1;
 		q.level = 0;
